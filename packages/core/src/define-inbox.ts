@@ -1,0 +1,55 @@
+import { specFromDefinition, type CheckDefinition, type InboxDefinition, type SpecOfDefinition } from "./define.js";
+import type { ColumnRole } from "./roles.js";
+import type { SpecError } from "./type-errors.js";
+
+/** What a Kysely column type selects as (`ColumnType<S, I, U>` or a plain type); read structurally. */
+type SelectOf<V> = V extends { readonly __select__: infer S } ? S : V;
+type TableOf<DB, D extends InboxDefinition> = D["table"] extends keyof DB ? DB[D["table"]] : never;
+type Cols<D extends InboxDefinition> = D["columns"];
+type NameAt<D extends InboxDefinition, K extends keyof Cols<D>> = Cols<D>[K]["name"] extends string ? Cols<D>[K]["name"] : K & string;
+type NameWithRole<D extends InboxDefinition, Role extends ColumnRole> = { [K in keyof Cols<D>]: Cols<D>[K]["role"] extends Role ? NameAt<D, K> : never }[keyof Cols<D>];
+type Missing<DB, D extends InboxDefinition> = Exclude<{ [K in keyof Cols<D>]: NameAt<D, K> }[keyof Cols<D>], keyof TableOf<DB, D>>;
+type ColumnValue<DB, D extends InboxDefinition, Role extends ColumnRole> =
+  NonNullable<SelectOf<TableOf<DB, D>[NameWithRole<D, Role> & keyof TableOf<DB, D>]>>;
+type Holds<V, T> = [V] extends [never] ? true : [V] extends [T] ? true : false;
+
+/**
+ * The rules a database interface adds: the table and every column exist, the lease column
+ * holds a date (a `Date`, or ISO text on SQLite), the attempt column holds a number.
+ */
+export type CheckAgainstDatabase<DB, D extends InboxDefinition> =
+  D["table"] extends keyof DB ? (
+    [Missing<DB, D>] extends [never] ? (
+      Holds<ColumnValue<DB, D, "lease">, Date | string> extends false
+        ? SpecError<`the lease column "${NameWithRole<D, "lease"> & string}" of "${D["table"]}" does not hold a date: a lease column holds a Date (or ISO-8601 text on SQLite)`>
+      : Holds<ColumnValue<DB, D, "attempt">, number> extends false
+        ? SpecError<`the attempt column "${NameWithRole<D, "attempt"> & string}" of "${D["table"]}" does not hold a number`>
+      : unknown
+    ) : SpecError<`table "${D["table"]}" has no column "${Missing<DB, D> & string}" in the database interface`>
+  ) : SpecError<`the database interface has no table "${D["table"]}"`>;
+
+/**
+ * Describes a queue table declaratively.
+ *
+ * @example
+ * const RenderReport = defineInbox({
+ *   table: "report_jobs",
+ *   columns: {
+ *     id: field.id().generated(),
+ *     attempt: field.attempt().generated(),
+ *     lockedUntil: field.lease("locked_until"),
+ *     payload: field.payload<Report>(),
+ *   },
+ * });
+ *
+ * Given the application's Kysely database interface, `defineInbox<DB>()({ … })` also checks
+ * the table, the column names and the lease and attempt columns' types against it.
+ */
+export function defineInbox<const D extends InboxDefinition>(definition: D & CheckDefinition<D>): SpecOfDefinition<D>;
+export function defineInbox<DB>(): <const D extends InboxDefinition & { readonly table: keyof DB & string }>(
+  definition: D & CheckDefinition<D> & CheckAgainstDatabase<DB, D>,
+) => SpecOfDefinition<D>;
+export function defineInbox(definition?: InboxDefinition): unknown {
+  if (definition === undefined) return (d: InboxDefinition) => specFromDefinition(d);
+  return specFromDefinition(definition);
+}

@@ -1,0 +1,127 @@
+import type { ColumnDescription } from "./description.js";
+import { validateIdentifier } from "./identifier.js";
+import type {
+  AdvisoryLock, Attempt, ColumnRole, Fifo, Group, Lease, Payload, Priority, ProcessedAt, RetryAfter,
+  TemplatePlaceholders,
+} from "./roles.js";
+import { InboxSpec } from "./spec.js";
+import type { SpecError } from "./type-errors.js";
+import type { PayloadType } from "./payload-type.js";
+
+/**
+ * One column of the declarative form. `Name` is the column's name when it differs
+ * from the property key; `Value` is what the column holds in the application.
+ */
+export interface Field<Role extends ColumnRole = ColumnRole, Name extends string | undefined = string | undefined, Value = unknown> {
+  readonly role: Role;
+  readonly name: Name;
+  readonly isGenerated: boolean;
+  /** The payload's Standard Schema or type marker, on a payload field. */
+  readonly type?: unknown;
+  /** @internal phantom: the value type (a payload's decoded type, a lease's deadline type). */
+  readonly value?: Value;
+  /** The database fills this column: a publish never writes it. */
+  generated(): Field<Role, Name, Value>;
+}
+
+function makeField<Role extends ColumnRole, Name extends string | undefined, Value>(
+  role: Role, name: Name, isGenerated = false, type?: unknown,
+): Field<Role, Name, Value> {
+  if (name !== undefined) validateIdentifier(name, `column (${role})`);
+  return Object.freeze({ role, name, isGenerated, type, generated: () => makeField<Role, Name, Value>(role, name, true, type) });
+}
+
+/**
+ * The column roles of the declarative form. Each takes the column's name when it differs
+ * from the property key: `lockedUntil: field.lease("locked_until")`.
+ */
+export const field = Object.freeze({
+  id: <const N extends string | undefined = undefined>(name?: N) => makeField<"id", N, unknown>("id", name as N),
+  attempt: <const N extends string | undefined = undefined>(name?: N) => makeField<"attempt", N, number>("attempt", name as N),
+  lease: <const N extends string | undefined = undefined>(name?: N) => makeField<"lease", N, Date>("lease", name as N),
+  /** `field.payload<Report>()`, or `field.payload("body", ReportSchema)` to name the column and validate. */
+  payload: <T = unknown, const N extends string | undefined = undefined>(name?: N, type?: PayloadType<T>) =>
+    makeField<"payload", N, T>("payload", name as N, false, type),
+  retryAfter: <const N extends string | undefined = undefined>(name?: N) => makeField<"retryAfter", N, Date>("retryAfter", name as N),
+  processedAt: <const N extends string | undefined = undefined>(name?: N) => makeField<"processedAt", N, Date>("processedAt", name as N),
+  group: <const N extends string | undefined = undefined>(name?: N) => makeField<"group", N, string>("group", name as N),
+  priority: <const N extends string | undefined = undefined>(name?: N) => makeField<"priority", N, number>("priority", name as N),
+  data: <T = unknown, const N extends string | undefined = undefined>(name?: N) => makeField<"data", N, T>("data", name as N),
+});
+
+/** A declarative table description. */
+export interface InboxDefinition {
+  readonly table: string;
+  readonly columns: { readonly [key: string]: Field };
+  /** An advisory key template such as `"report-{customer_id}"`: selects the advisory form. */
+  readonly advisoryLock?: string;
+  /** With a group column: one row of a group in work at a time, in order. */
+  readonly fifo?: boolean;
+}
+
+type Cols<D extends InboxDefinition> = D["columns"];
+/** The database name of the column under key `K`. */
+type ColumnName<D extends InboxDefinition, K extends keyof Cols<D>> =
+  Cols<D>[K] extends Field<ColumnRole, infer N, unknown> ? (N extends string ? N : K & string) : never;
+type AllNames<D extends InboxDefinition> = { [K in keyof Cols<D>]: ColumnName<D, K> }[keyof Cols<D>];
+type RoleAt<D extends InboxDefinition, K extends keyof Cols<D>> = Cols<D>[K]["role"];
+type KeysWithRole<D extends InboxDefinition, Role extends ColumnRole> = { [K in keyof Cols<D>]: RoleAt<D, K> extends Role ? K : never }[keyof Cols<D>];
+type ValueOf<D extends InboxDefinition, Role extends ColumnRole> = Cols<D>[KeysWithRole<D, Role>] extends Field<ColumnRole, string | undefined, infer V> ? V : never;
+
+type RolesTwice<D extends InboxDefinition> = {
+  [K in keyof Cols<D>]: RoleAt<D, K> extends "data" ? never
+    : { [O in Exclude<keyof Cols<D>, K>]: RoleAt<D, O> extends RoleAt<D, K> ? RoleAt<D, K> : never }[Exclude<keyof Cols<D>, K>];
+}[keyof Cols<D>];
+type NamesTwice<D extends InboxDefinition> = {
+  [K in keyof Cols<D>]: { [O in Exclude<keyof Cols<D>, K>]: ColumnName<D, O> extends ColumnName<D, K> ? ColumnName<D, K> : never }[Exclude<keyof Cols<D>, K>];
+}[keyof Cols<D>];
+type Has<D extends InboxDefinition, Role extends ColumnRole> = [KeysWithRole<D, Role>] extends [never] ? false : true;
+type AdvisoryOf<D extends InboxDefinition> = D extends { readonly advisoryLock: infer T extends string } ? T : never;
+type FifoOf<D extends InboxDefinition> = D extends { readonly fifo: true } ? true : false;
+
+/** The first broken rule of a definition, as a readable error; `unknown` when it is valid. */
+export type CheckDefinition<D extends InboxDefinition> =
+  Has<D, "id"> extends false ? SpecError<"no id column is described: add one with field.id()">
+  : [RolesTwice<D>] extends [never] ? (
+    [NamesTwice<D>] extends [never] ? (
+      [AdvisoryOf<D>] extends [never] ? (
+        FifoOf<D> extends true ? (Has<D, "group"> extends true ? unknown : SpecError<"fifo needs a group column: describe one with field.group()">)
+        : unknown
+      )
+      : Has<D, "lease"> extends true ? SpecError<"a lease column and an advisory key exclude each other: choose one claim form">
+      : FifoOf<D> extends true ? SpecError<"fifo and an advisory key exclude each other: an advisory key already orders rows that share it">
+      : [Exclude<TemplatePlaceholders<AdvisoryOf<D>>, AllNames<D> | (keyof Cols<D> & string)>] extends [never] ? unknown
+      : SpecError<`the advisory key names a column that is not described: describe ${Exclude<TemplatePlaceholders<AdvisoryOf<D>>, AllNames<D> | (keyof Cols<D> & string)> & string} (as field.data() if it plays no role)`>
+    )
+    : SpecError<`column "${NamesTwice<D> & string}" is described twice: describe each column once`>
+  )
+  : SpecError<`the ${RolesTwice<D> & string} role is played by two columns: a table has at most one ${RolesTwice<D> & string} column`>;
+
+type Opt<D extends InboxDefinition, Role extends ColumnRole, M> = Has<D, Role> extends true ? [M] : [];
+/** The role tuple of a definition, in a fixed order. */
+export type RolesOfDefinition<D extends InboxDefinition> = [
+  ...Opt<D, "attempt", Attempt>,
+  ...Opt<D, "lease", Lease<Date>>,
+  ...Opt<D, "payload", Payload<ValueOf<D, "payload">>>,
+  ...Opt<D, "retryAfter", RetryAfter>,
+  ...Opt<D, "processedAt", ProcessedAt>,
+  ...Opt<D, "group", Group>,
+  ...(FifoOf<D> extends true ? [Fifo] : []),
+  ...Opt<D, "priority", Priority>,
+  ...([AdvisoryOf<D>] extends [never] ? [] : [AdvisoryLock<AdvisoryOf<D>>]),
+];
+
+/** The spec type a definition produces: the same type the by-hand form builds. */
+export type SpecOfDefinition<D extends InboxDefinition> = InboxSpec<RolesOfDefinition<D>, AllNames<D>, keyof Cols<D> & string>;
+
+/** Builds the spec of a checked definition; shared by both overloads of `defineInbox`. */
+export function specFromDefinition<D extends InboxDefinition>(def: D): SpecOfDefinition<D> {
+  const columns: ColumnDescription[] = Object.entries(def.columns).map(([key, f]) => ({
+    name: f.name ?? key,
+    key,
+    role: f.role,
+    generated: f.isGenerated,
+  }));
+  const payloadType = Object.values(def.columns).find((f) => f.role === "payload")?.type;
+  return InboxSpec.fromParts({ table: def.table, columns, advisoryLock: def.advisoryLock, fifo: def.fifo, payloadType });
+}

@@ -1,0 +1,43 @@
+import type { ClaimForm, ColumnRole } from "./roles.js";
+
+/** One described column: its name in the database and the key it has in a row object. */
+export interface ColumnDescription {
+  /** The column's name in the table. */
+  readonly name: string;
+  /** The property a row object carries it under (the declarative key; the name when described by hand). */
+  readonly key: string;
+  readonly role: ColumnRole;
+  /** Filled by the database (an identity, a default): never written by a publish. */
+  readonly generated: boolean;
+}
+
+/** One piece of an advisory key template: literal text or a column's value. */
+export type AdvisoryKeyPart = { readonly text: string } | { readonly column: ColumnDescription };
+
+export interface AdvisoryKey {
+  readonly template: string;
+  readonly parts: readonly AdvisoryKeyPart[];
+}
+
+/**
+ * The plain value of a table description: what the statements of `@sqlinbox/kysely-dialects`
+ * and the runtime read. Both ways to describe a table produce it.
+ */
+export interface InboxDescription {
+  readonly table: string;
+  readonly form: ClaimForm;
+  readonly id: ColumnDescription;
+  readonly attempt?: ColumnDescription;
+  readonly lease?: ColumnDescription;
+  readonly payload?: ColumnDescription;
+  readonly retryAfter?: ColumnDescription;
+  readonly processedAt?: ColumnDescription;
+  readonly group?: ColumnDescription;
+  readonly priority?: ColumnDescription;
+  /** Every column in the order it was described, the role columns included. */
+  readonly columns: readonly ColumnDescription[];
+  readonly advisoryKey?: AdvisoryKey;
+  readonly fifo: boolean;
+  /** The payload's Standard Schema (validated at decode) or type marker, when one was given. */
+  readonly payloadType?: unknown;
+}

@@ -1,0 +1,63 @@
+/**
+ * The role markers of a table description. `InboxSpec<[Attempt, Lease<Date>, Payload<Report>]>`
+ * lists the roles a table's columns play; the id role is always there and not listed.
+ */
+export interface Attempt {
+  readonly role: "attempt";
+}
+/** A lease column: selects the lease form. `T` is the deadline's type in the application. */
+export interface Lease<T = Date> {
+  readonly role: "lease";
+  readonly deadline?: T;
+}
+/** A payload column: the handler receives the decoded `T`. Without it, a handler receives the row. */
+export interface Payload<T = unknown> {
+  readonly role: "payload";
+  readonly payload?: T;
+}
+export interface RetryAfter {
+  readonly role: "retryAfter";
+}
+export interface ProcessedAt {
+  readonly role: "processedAt";
+}
+export interface Group {
+  readonly role: "group";
+}
+/** With a group: one row of a group in work at a time, in order. */
+export interface Fifo {
+  readonly role: "fifo";
+}
+export interface Priority {
+  readonly role: "priority";
+}
+/** An advisory key template such as `"report-{customer_id}"`: selects the advisory form. */
+export interface AdvisoryLock<Template extends string = string> {
+  readonly role: "advisoryLock";
+  readonly template?: Template;
+}
+
+export type RoleMarker = Attempt | Lease<unknown> | Payload<unknown> | RetryAfter | ProcessedAt | Group | Fifo | Priority | AdvisoryLock;
+export type RoleName = RoleMarker["role"];
+
+/** The roles a column can play (the advisory key and fifo are table options, not columns). */
+export type ColumnRole = "id" | "attempt" | "lease" | "payload" | "retryAfter" | "processedAt" | "group" | "priority" | "data";
+
+/** `true` when the tuple `R` holds a marker of role `Name`. */
+export type HasRole<R extends readonly RoleMarker[], Name extends RoleName> =
+  [Extract<R[number], { readonly role: Name }>] extends [never] ? false : true;
+
+/** The three ways to hold a job while a handler runs. */
+export type ClaimForm = "rowLock" | "lease" | "advisory";
+
+/** The claim form a role tuple selects. */
+export type FormOf<R extends readonly RoleMarker[]> =
+  HasRole<R, "lease"> extends true ? "lease" : HasRole<R, "advisoryLock"> extends true ? "advisory" : "rowLock";
+
+/** The payload type a role tuple gives handlers, or `never` in row mode. */
+export type PayloadOf<R extends readonly RoleMarker[]> =
+  Extract<R[number], { readonly role: "payload" }> extends Payload<infer T> ? T : never;
+
+/** The placeholders of a key template: `"a-{x}-{y}"` gives `"x" | "y"`. */
+export type TemplatePlaceholders<T extends string> =
+  T extends `${string}{${infer Name}}${infer Rest}` ? Name | TemplatePlaceholders<Rest> : never;

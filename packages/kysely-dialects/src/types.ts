@@ -1,0 +1,154 @@
+import type { InboxDescription } from "@sqlinbox/core";
+import type { CompiledQuery } from "kysely";
+
+/** The engines sqlinbox speaks. `mysql` covers MySQL 8.0.1+ and MariaDB 10.6+. */
+export type Engine = "postgres" | "mysql" | "sqlite";
+
+/** What an engine can do, stated once, so callers never branch on the engine's name. */
+export interface EngineCapabilities {
+  readonly engine: Engine;
+  /** `UPDATE … RETURNING` exists on every supported version (not on MySQL). */
+  readonly updateReturning: boolean;
+  /** `INSERT … RETURNING` exists (MariaDB has it, MySQL does not: the mysql dialect uses insertId). */
+  readonly insertReturning: boolean;
+  /** `FOR UPDATE SKIP LOCKED`: the row-lock form is possible. */
+  readonly rowLock: boolean;
+  /** Where advisory locks live: in the server session, or in this process (SQLite). */
+  readonly advisoryLocks: "session" | "process";
+  /** The isolation level a row-lock or lease-claim transaction opens with, if not the default. */
+  readonly claimIsolation?: "read committed";
+}
+
+/** A row as the database returns it: column names to raw values. */
+export type RawRow = Record<string, unknown>;
+
+/** A lease in work: the row's id and the deadline written into it, which is the token of ownership. */
+export interface HeldLease {
+  readonly id: unknown;
+  readonly held: Date;
+}
+
+/** How the lease column stores time, learned from the schema check. */
+export interface LeaseColumnInfo {
+  /** Fractional second digits the column keeps: 6 for TIMESTAMPTZ, n for DATETIME(n), 3 for SQLite text. */
+  readonly precision: number;
+}
+
+/** A column as the schema check found it in the real table. */
+export interface FoundColumn {
+  readonly name: string;
+  readonly dataType: string;
+  /** Fractional second digits of a time column, when the engine reports them. */
+  readonly precision: number | null;
+  readonly nullable: boolean;
+}
+
+/** Time as each engine stores it: a lease deadline written and compared as a parameter. */
+export interface TimeCodec {
+  /** `date` rounded down to what the column keeps, so the value read back equals the token. */
+  truncate(date: Date, precision: number): Date;
+  /** The parameter written for a time (a Date for Postgres, text for MySQL and SQLite). */
+  encode(date: Date, precision: number): unknown;
+  /** A time as read back from the column. */
+  decode(raw: unknown): Date | null;
+}
+
+/** Options shared by claim statements. */
+export interface ClaimOptions {
+  /** How many rows to claim at most. */
+  readonly limit: number;
+  /** The host clock's time: claims compare against it, never against the server's clock. */
+  readonly now: Date;
+  /** Subscription's group value, when the table has a group column. */
+  readonly group?: string;
+}
+
+/** Lease-form claim options: the deadline to write. */
+export interface LeaseClaimOptions extends ClaimOptions {
+  readonly until: Date;
+  readonly precision: number;
+}
+
+/**
+ * The row-lock form (Postgres, MySQL/MariaDB). Run inside one transaction per delivery:
+ * the runtime opens it (`claimIsolation`), runs `claim` (and `countAttempts` where the
+ * claim could not count them itself), hands the row to the handler, runs a settlement and commits.
+ */
+export interface RowLockStatements {
+  /** Select claimable rows `FOR UPDATE SKIP LOCKED`; on engines with `updateReturning` it also counts the attempt and returns the new value. */
+  claim(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow>;
+  /** Counts an attempt for claimed rows, in the claim's transaction; `null` when `claim` already did. */
+  countAttempts(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery | null;
+  /** Ack: delete the row, or mark `processedAt`. */
+  settleAck(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
+  /** Retry: keep the row (its attempt stays counted), hidden until `retryAt` when the table has `retryAfter`. */
+  settleRetry(spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery | null;
+}
+
+/** The lease form (every engine). Each statement commits on its own unless said otherwise. */
+export interface LeaseStatements {
+  /**
+   * One statement that claims: sets the deadline, counts the attempt, returns the rows
+   * (Postgres CTE + `UPDATE … RETURNING`, SQLite `UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING`).
+   * `null` on engines that need two statements (MySQL/MariaDB): use `selectClaimable` then `stampClaimed` in one transaction.
+   */
+  claim(spec: InboxDescription, options: LeaseClaimOptions): CompiledQuery<RawRow> | null;
+  /** `SELECT … FOR UPDATE SKIP LOCKED` of claimable rows (the first half of a two-statement claim). */
+  selectClaimable(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow>;
+  /** Writes the deadline and counts the attempt on the selected rows (the second half). */
+  stampClaimed(spec: InboxDescription, ids: readonly unknown[], until: Date, precision: number): CompiledQuery;
+  /** Moves every lease in `leases` to `until` in one statement; each row only while it still holds its token. Returns the extended ids where the engine can. */
+  extend(spec: InboxDescription, leases: readonly HeldLease[], until: Date, precision: number): CompiledQuery<RawRow>;
+  /** Reads the current deadlines of `ids` (to tell which extensions took where `extend` returns nothing). */
+  readLeases(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<RawRow>;
+  /** Ack while the lease is held: delete, or mark `processedAt`. Zero rows affected: the lease was lost. */
+  settleAck(spec: InboxDescription, lease: HeldLease, now: Date, precision: number): CompiledQuery;
+  /** Release while held: `locked_until = NULL` (or `retryAt` in the retryAfter column / the lease column), attempt not counted again. */
+  settleRetry(spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number): CompiledQuery;
+}
+
+/** The advisory form (every engine; SQLite keeps its keys in the process). */
+export interface AdvisoryStatements {
+  /** Claimable rows in claim order with the columns their keys need; no lock is taken. */
+  selectCandidates(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow>;
+  /** Try the key's lock without waiting, on the delivery's own connection; returns one row `{ locked: 1 | 0 }`. `null` where locks live in the process. */
+  tryLock(key: string, database: string): CompiledQuery<{ locked: unknown }> | null;
+  /** Releases the key's lock. `null` where locks live in the process. */
+  unlock(key: string, database: string): CompiledQuery | null;
+  /** Takes the row after its key was locked: counts the attempt, while the row is still claimable. One row affected, or it is gone. */
+  take(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
+  settleAck(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
+  settleRetry(spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery | null;
+}
+
+/** Publishing a row. */
+export interface PublishStatements {
+  /** The insert of new rows; generated columns left out; values keyed by column name, already encoded. Returns the new ids where the engine can. */
+  insert(spec: InboxDescription, rows: readonly RawRow[]): CompiledQuery<RawRow>;
+}
+
+/** The startup checks. */
+export interface SchemaStatements {
+  /** The real table's columns: `name`, `data_type`, `precision`, `nullable` (`YES`/`NO` or 1/0). */
+  describeTable(table: string): CompiledQuery<RawRow>;
+  /** One row with `version`: the server's version string. */
+  serverVersion(): CompiledQuery<{ version: string }>;
+  /** One row with `name`: the current database (MySQL) or schema (Postgres); SQLite: `main`. */
+  currentDatabase(): CompiledQuery<{ name: string }>;
+}
+
+/** Everything one engine provides. */
+export interface EngineDialect {
+  readonly capabilities: EngineCapabilities;
+  readonly time: TimeCodec;
+  /** `null` where the engine has no row locks (SQLite): a row-lock table there is `UnsupportedForm`. */
+  readonly rowLock: RowLockStatements | null;
+  readonly lease: LeaseStatements;
+  readonly advisory: AdvisoryStatements;
+  readonly publish: PublishStatements;
+  readonly schema: SchemaStatements;
+  /** Refuses a server below the floor with `ServerTooOld`, naming both versions. Returns a label such as "MariaDB 10.11.19". */
+  checkServerVersion(version: string): string;
+  /** Normalizes the rows of `describeTable`. */
+  readFoundColumns(rows: readonly RawRow[]): FoundColumn[];
+}

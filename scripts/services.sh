@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Makes sure PostgreSQL and MariaDB run and are reachable, installing them with apt-get if missing,
+# and creates the test databases. Idempotent: safe to run before every test run.
+set -euo pipefail
+
+PG_DB=${SQLINBOX_PG_DB:-test}
+MY_DB=${SQLINBOX_MYSQL_DB:-test}
+
+log() { printf 'services: %s\n' "$*"; }
+
+apt_install() {
+  log "installing $*"
+  if [ "$(id -u)" -ne 0 ]; then log "not root: cannot install $*; install it and run again"; exit 1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+wait_for() { # name, command...
+  local name=$1; shift
+  for _ in $(seq 1 60); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 1
+  done
+  log "$name did not become reachable within 60 s"; return 1
+}
+
+# --- PostgreSQL -------------------------------------------------------------
+if ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
+  apt_install postgresql
+fi
+if ! pg_isready -h 127.0.0.1 -p 5432 -q; then
+  log "starting PostgreSQL"
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main start || true
+fi
+wait_for PostgreSQL pg_isready -h 127.0.0.1 -p 5432 -q
+psql_su() { if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then su postgres -c "psql -qAt $*"; else psql -h 127.0.0.1 -U postgres -qAt "$@"; fi; }
+for role in root postgres; do
+  psql -h 127.0.0.1 -U postgres -d postgres -qAt -c "select 1 from pg_roles where rolname='$role'" 2>/dev/null | grep -q 1 \
+    || psql_su "-c \"create role $role superuser login\"" || true
+done
+psql -h 127.0.0.1 -U postgres -d postgres -qAt -c "select 1 from pg_database where datname='$PG_DB'" | grep -q 1 \
+  || psql -h 127.0.0.1 -U postgres -d postgres -q -c "create database \"$PG_DB\""
+log "PostgreSQL ready: $(psql -h 127.0.0.1 -U postgres -d "$PG_DB" -qAt -c 'show server_version')"
+
+# --- MariaDB ----------------------------------------------------------------
+if ! [ -x /usr/sbin/mariadbd ]; then
+  apt_install mariadb-server
+fi
+if ! mariadb-admin -h 127.0.0.1 -P 3306 -uroot ping >/dev/null 2>&1; then
+  log "starting MariaDB"
+  mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld 2>/dev/null || true
+  start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+fi
+wait_for MariaDB mariadb-admin -h 127.0.0.1 -P 3306 -uroot ping
+mariadb -h 127.0.0.1 -P 3306 -uroot -e "CREATE DATABASE IF NOT EXISTS \`$MY_DB\`"
+log "MariaDB ready: $(mariadb -h 127.0.0.1 -P 3306 -uroot -N -e 'select version()')"

@@ -1,0 +1,35 @@
+import { defineConfig } from "vitest/config";
+
+// The one file that defines the test projects: `npm test` runs `vitest run --config vitest.workspace.ts`.
+// Each package and example is a project; sources are resolved through the `@sqlinbox/source`
+// export condition, so tests run on `src/` while `npm pack` ships `dist/`.
+const conditions = ["@sqlinbox/source"];
+
+const project = (name: string, root: string, extra: { testTimeout?: number; fileParallelism?: boolean } = {}) => ({
+  resolve: { conditions },
+  ssr: { resolve: { conditions } },
+  test: {
+    name,
+    root,
+    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+    testTimeout: extra.testTimeout ?? 30_000,
+    hookTimeout: 60_000,
+    fileParallelism: extra.fileParallelism ?? true,
+    typecheck: {
+      enabled: true,
+      include: ["src/**/*.test-d.ts", "test/**/*.test-d.ts"],
+      tsconfig: "tsconfig.test.json",
+    },
+  },
+});
+
+export default defineConfig({
+  test: {
+    projects: [
+      project("core", "packages/core"),
+      project("kysely-dialects", "packages/kysely-dialects"),
+      project("runtime", "packages/runtime", { testTimeout: 60_000 }),
+      project("example-reports", "examples/reports", { testTimeout: 120_000 }),
+    ],
+  },
+});
