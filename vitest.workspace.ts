@@ -30,6 +30,7 @@ export default defineConfig({
       project("kysely-dialects", "packages/kysely-dialects"),
       project("runtime", "packages/runtime", { testTimeout: 60_000 }),
       project("example-reports", "examples/reports", { testTimeout: 120_000 }),
+      { test: { name: "repo", root: ".", include: ["test/**/*.test.ts"], testTimeout: 180_000 } },
     ],
   },
 });
