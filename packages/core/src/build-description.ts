@@ -5,6 +5,8 @@ import type { ClaimForm, ColumnRole } from "./roles.js";
 
 type RoleColumns = Omit<InboxDescription, "table" | "form" | "columns" | "advisoryKey" | "fifo">;
 
+const COLUMN_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>(["id", "attempt", "lease", "payload", "retryAfter", "processedAt", "group", "priority", "data"]);
+
 /** What both ways of describing a table hand over, before the rules are checked. */
 export interface DescriptionParts {
   readonly table: string;
@@ -25,19 +27,23 @@ export function buildDescription(parts: DescriptionParts): InboxDescription {
     throw new SqlInboxError("Declaration", message, column === undefined ? { table } : { table, column });
   };
 
+  // Frozen copies: the role entries, the column list and the key's parts all point at these,
+  // and no two specs share a mutable column.
+  const columns = Object.freeze(parts.columns.map((c) => Object.freeze({ ...c })));
   const byRole = new Map<ColumnRole, ColumnDescription>();
   const names = new Set<string>();
   const keys = new Set<string>();
-  for (const col of parts.columns) {
+  for (const col of columns) {
     validateIdentifier(col.name, `column (${col.role})`);
+    if (!COLUMN_ROLES.has(col.role)) fail(`column "${col.name}" has no known role "${String(col.role)}": use one of ${[...COLUMN_ROLES].join(", ")}`, col.name);
     if (names.has(col.name)) fail(`column "${col.name}" is described twice: describe each column once`, col.name);
-    if (keys.has(col.key)) fail(`the row key "${col.key}" is used twice`, col.name);
+    if (keys.has(col.key)) fail(`the row key "${col.key}" is used by two columns: give each column its own key`, col.name);
     names.add(col.name);
     keys.add(col.key);
     if (col.role === "data") continue;
     const held = byRole.get(col.role);
     if (held !== undefined) {
-      fail(`the ${col.role} role is played by both "${held.name}" and "${col.name}": a table has at most one ${col.role} column`, col.name);
+      fail(`the ${col.role} role is played by both "${held.name}" and "${col.name}": a table has at most one ${col.role} column, so describe the others as data`, col.name);
     }
     byRole.set(col.role, col);
   }
@@ -50,12 +56,14 @@ export function buildDescription(parts: DescriptionParts): InboxDescription {
   let advisoryKey: AdvisoryKey | undefined;
   if (parts.advisoryLock !== undefined) {
     if (lease !== undefined) {
-      fail(`a lease column ("${lease.name}") and an advisory key ("${parts.advisoryLock}") exclude each other: choose one claim form`);
+      fail(`a lease column ("${lease.name}") and an advisory key ("${parts.advisoryLock}") exclude each other: keep the lease column or the advisory key, not both`, lease.name);
     }
-    advisoryKey = parseAdvisoryKey(parts.advisoryLock, parts.columns, fail);
+    advisoryKey = parseAdvisoryKey(parts.advisoryLock, columns, fail);
   }
-  if (fifo && group === undefined) fail("fifo needs a group column: describe one with the group role");
-  if (fifo && advisoryKey !== undefined) fail("fifo and an advisory key exclude each other: an advisory key already orders rows that share it");
+  if (fifo && group === undefined) fail("fifo needs a group column: describe one with the group role, or drop fifo");
+  if (fifo && advisoryKey !== undefined) {
+    fail(`fifo and an advisory key ("${advisoryKey.template}") exclude each other: an advisory key already keeps rows that share it apart, so drop one of them`);
+  }
 
   const form: ClaimForm = lease !== undefined ? "lease" : advisoryKey !== undefined ? "advisory" : "rowLock";
   const roles: { -readonly [K in keyof RoleColumns]?: ColumnDescription } = { id };
@@ -66,7 +74,7 @@ export function buildDescription(parts: DescriptionParts): InboxDescription {
     table,
     form,
     ...(roles as RoleColumns),
-    columns: Object.freeze([...parts.columns.map((c) => Object.freeze({ ...c }))]),
+    columns,
     ...(advisoryKey !== undefined ? { advisoryKey } : {}),
     fifo,
     ...(parts.payloadType !== undefined ? { payloadType: parts.payloadType } : {}),
@@ -78,7 +86,9 @@ function parseAdvisoryKey(
   columns: readonly ColumnDescription[],
   fail: (message: string, column?: string) => never,
 ): AdvisoryKey {
-  if (typeof template !== "string" || template.length === 0) fail("the advisory key template is empty");
+  if (typeof template !== "string" || template.length === 0) {
+    fail('the advisory key template is empty: give one that names a column, such as "report-{customer_id}"');
+  }
   const parts: AdvisoryKeyPart[] = [];
   const pattern = /\{([^{}]*)\}/g;
   let last = 0;
@@ -94,7 +104,7 @@ function parseAdvisoryKey(
   }
   if (last < template.length) parts.push(Object.freeze({ text: template.slice(last) }));
   if (/[{}]/.test(parts.map((p) => ("text" in p ? p.text : "")).join(""))) {
-    fail(`the advisory key "${template}" has an unmatched brace`);
+    fail(`the advisory key "${template}" has an unmatched brace: write each placeholder as {column}`);
   }
   if (!parts.some((p) => "column" in p)) {
     fail(`the advisory key "${template}" names no column: every row would share one key; name at least one, such as {id}`);

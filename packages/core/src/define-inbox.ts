@@ -2,6 +2,9 @@ import { specFromDefinition, type CheckDefinition, type InboxDefinition, type Sp
 import type { ColumnRole } from "./roles.js";
 import type { SpecError } from "./type-errors.js";
 
+/** The application's table names, offered for completion; any other string reaches the readable error. */
+type TableName<DB> = (keyof DB & string) | (string & {});
+
 /** What a Kysely column type selects as (`ColumnType<S, I, U>` or a plain type); read structurally. */
 type SelectOf<V> = V extends { readonly __select__: infer S } ? S : V;
 type TableOf<DB, D extends InboxDefinition> = D["table"] extends keyof DB ? DB[D["table"]] : never;
@@ -21,12 +24,16 @@ export type CheckAgainstDatabase<DB, D extends InboxDefinition> =
   D["table"] extends keyof DB ? (
     [Missing<DB, D>] extends [never] ? (
       Holds<ColumnValue<DB, D, "lease">, Date | string> extends false
-        ? SpecError<`the lease column "${NameWithRole<D, "lease"> & string}" of "${D["table"]}" does not hold a date: a lease column holds a Date (or ISO-8601 text on SQLite)`>
+        ? SpecError<`the lease column "${NameWithRole<D, "lease"> & string}" of "${D["table"]}" does not hold a date: give the lease role to a column typed Date (or ISO-8601 text on SQLite)`>
       : Holds<ColumnValue<DB, D, "attempt">, number> extends false
-        ? SpecError<`the attempt column "${NameWithRole<D, "attempt"> & string}" of "${D["table"]}" does not hold a number`>
+        ? SpecError<`the attempt column "${NameWithRole<D, "attempt"> & string}" of "${D["table"]}" does not hold a number: give the attempt role to an integer column`>
       : unknown
-    ) : SpecError<`table "${D["table"]}" has no column "${Missing<DB, D> & string}" in the database interface`>
-  ) : SpecError<`the database interface has no table "${D["table"]}"`>;
+    ) : SpecError<`table "${D["table"]}" has no column "${Missing<DB, D> & string}" in the database interface: check the name, or give the column's name as the field's argument`>
+  ) : SpecError<`the database interface has no table "${D["table"]}": check the name, or add the table to the interface`>;
+
+/** The definition's own rules first, then the database's: one readable error at a time. */
+type CheckWithDatabase<DB, D extends InboxDefinition> =
+  CheckDefinition<D> extends SpecError<string> ? CheckDefinition<D> : CheckAgainstDatabase<DB, D>;
 
 /**
  * Describes a queue table declaratively.
@@ -46,8 +53,8 @@ export type CheckAgainstDatabase<DB, D extends InboxDefinition> =
  * the table, the column names and the lease and attempt columns' types against it.
  */
 export function defineInbox<const D extends InboxDefinition>(definition: D & CheckDefinition<D>): SpecOfDefinition<D>;
-export function defineInbox<DB>(): <const D extends InboxDefinition & { readonly table: keyof DB & string }>(
-  definition: D & CheckDefinition<D> & CheckAgainstDatabase<DB, D>,
+export function defineInbox<DB>(): <const D extends InboxDefinition & { readonly table: TableName<DB> }>(
+  definition: D & CheckWithDatabase<DB, D>,
 ) => SpecOfDefinition<D>;
 export function defineInbox(definition?: InboxDefinition): unknown {
   if (definition === undefined) return (d: InboxDefinition) => specFromDefinition(d);

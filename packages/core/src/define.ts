@@ -34,19 +34,23 @@ function makeField<Role extends ColumnRole, Name extends string | undefined, Val
 /**
  * The column roles of the declarative form. Each takes the column's name when it differs
  * from the property key: `lockedUntil: field.lease("locked_until")`.
+ *
+ * The return types say `NoInfer<N>`: without it, a bare `field.id()` inside `defineInbox({ … })`
+ * would take its name type from the context (`string | undefined`) instead of `undefined`,
+ * and every column would look like it shares every name.
  */
 export const field = Object.freeze({
-  id: <const N extends string | undefined = undefined>(name?: N) => makeField<"id", N, unknown>("id", name as N),
-  attempt: <const N extends string | undefined = undefined>(name?: N) => makeField<"attempt", N, number>("attempt", name as N),
-  lease: <const N extends string | undefined = undefined>(name?: N) => makeField<"lease", N, Date>("lease", name as N),
+  id: <const N extends string | undefined = undefined>(name?: N): Field<"id", NoInfer<N>, unknown> => makeField("id", name as N),
+  attempt: <const N extends string | undefined = undefined>(name?: N): Field<"attempt", NoInfer<N>, number> => makeField("attempt", name as N),
+  lease: <const N extends string | undefined = undefined>(name?: N): Field<"lease", NoInfer<N>, Date> => makeField("lease", name as N),
   /** `field.payload<Report>()`, or `field.payload("body", ReportSchema)` to name the column and validate. */
-  payload: <T = unknown, const N extends string | undefined = undefined>(name?: N, type?: PayloadType<T>) =>
-    makeField<"payload", N, T>("payload", name as N, false, type),
-  retryAfter: <const N extends string | undefined = undefined>(name?: N) => makeField<"retryAfter", N, Date>("retryAfter", name as N),
-  processedAt: <const N extends string | undefined = undefined>(name?: N) => makeField<"processedAt", N, Date>("processedAt", name as N),
-  group: <const N extends string | undefined = undefined>(name?: N) => makeField<"group", N, string>("group", name as N),
-  priority: <const N extends string | undefined = undefined>(name?: N) => makeField<"priority", N, number>("priority", name as N),
-  data: <T = unknown, const N extends string | undefined = undefined>(name?: N) => makeField<"data", N, T>("data", name as N),
+  payload: <T = unknown, const N extends string | undefined = undefined>(name?: N, type?: PayloadType<T>): Field<"payload", NoInfer<N>, T> =>
+    makeField("payload", name as N, false, type),
+  retryAfter: <const N extends string | undefined = undefined>(name?: N): Field<"retryAfter", NoInfer<N>, Date> => makeField("retryAfter", name as N),
+  processedAt: <const N extends string | undefined = undefined>(name?: N): Field<"processedAt", NoInfer<N>, Date> => makeField("processedAt", name as N),
+  group: <const N extends string | undefined = undefined>(name?: N): Field<"group", NoInfer<N>, string> => makeField("group", name as N),
+  priority: <const N extends string | undefined = undefined>(name?: N): Field<"priority", NoInfer<N>, number> => makeField("priority", name as N),
+  data: <T = unknown, const N extends string | undefined = undefined>(name?: N): Field<"data", NoInfer<N>, T> => makeField("data", name as N),
 });
 
 /** A declarative table description. */
@@ -85,17 +89,17 @@ export type CheckDefinition<D extends InboxDefinition> =
   : [RolesTwice<D>] extends [never] ? (
     [NamesTwice<D>] extends [never] ? (
       [AdvisoryOf<D>] extends [never] ? (
-        FifoOf<D> extends true ? (Has<D, "group"> extends true ? unknown : SpecError<"fifo needs a group column: describe one with field.group()">)
+        FifoOf<D> extends true ? (Has<D, "group"> extends true ? unknown : SpecError<"fifo needs a group column: describe one with field.group(), or drop fifo">)
         : unknown
       )
-      : Has<D, "lease"> extends true ? SpecError<"a lease column and an advisory key exclude each other: choose one claim form">
-      : FifoOf<D> extends true ? SpecError<"fifo and an advisory key exclude each other: an advisory key already orders rows that share it">
+      : Has<D, "lease"> extends true ? SpecError<"a lease column and an advisory key exclude each other: keep the lease column or the advisory key, not both">
+      : FifoOf<D> extends true ? SpecError<"fifo and an advisory key exclude each other: an advisory key already keeps rows that share it apart, so drop one of them">
       : [Exclude<TemplatePlaceholders<AdvisoryOf<D>>, AllNames<D> | (keyof Cols<D> & string)>] extends [never] ? unknown
       : SpecError<`the advisory key names a column that is not described: describe ${Exclude<TemplatePlaceholders<AdvisoryOf<D>>, AllNames<D> | (keyof Cols<D> & string)> & string} (as field.data() if it plays no role)`>
     )
     : SpecError<`column "${NamesTwice<D> & string}" is described twice: describe each column once`>
   )
-  : SpecError<`the ${RolesTwice<D> & string} role is played by two columns: a table has at most one ${RolesTwice<D> & string} column`>;
+  : SpecError<`the ${RolesTwice<D> & string} role is played by two columns: a table has at most one ${RolesTwice<D> & string} column, so describe the others with field.data()`>;
 
 type Opt<D extends InboxDefinition, Role extends ColumnRole, M> = Has<D, Role> extends true ? [M] : [];
 /** The role tuple of a definition, in a fixed order. */

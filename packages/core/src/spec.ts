@@ -2,20 +2,24 @@ import { buildDescription, type DescriptionParts } from "./build-description.js"
 import type { Column } from "./column.js";
 import type { ColumnDescription, InboxDescription } from "./description.js";
 import type {
-  AdvisoryLock, Attempt, ColumnRole, Fifo, FormOf, Group, HasRole, Lease, Payload, Priority, ProcessedAt,
+  AdvisoryLock, Attempt, ClaimForm, ColumnRole, Fifo, FormOf, Group, HasRole, Lease, Payload, Priority, ProcessedAt,
   RetryAfter, RoleMarker, RoleName, TemplatePlaceholders,
 } from "./roles.js";
-import type { Require, SpecError } from "./type-errors.js";
+import type { FirstError, Require } from "./type-errors.js";
 import type { PayloadType } from "./payload-type.js";
 
 type NotTwice<R extends readonly RoleMarker[], Role extends RoleName> = Require<
   HasRole<R, Role> extends true ? false : true,
-  `the ${Role} role is already played by a column: a table has at most one ${Role} column`
+  `the ${Role} role is already played by a column: a table has at most one ${Role} column, so describe this one with .data(…) or drop it`
 >;
 type NewColumn<C extends string, N extends string> = Require<
   [N] extends [C] ? false : true,
   `column "${N}" is already described: describe each column once`
 >;
+type Without<R extends readonly RoleMarker[], Role extends RoleName, Message extends string> =
+  Require<HasRole<R, Role> extends true ? false : true, Message>;
+type LeaseOrAdvisory = "a lease column and an advisory key exclude each other: keep the lease column or the advisory key, not both";
+type FifoWithAdvisory = "fifo and an advisory key exclude each other: an advisory key already keeps rows that share it apart, so drop one of them";
 
 const specBrand: unique symbol = Symbol("sqlinbox.InboxSpec");
 
@@ -64,14 +68,13 @@ export class InboxSpec<R extends readonly RoleMarker[] = readonly RoleMarker[], 
   }
 
   /** The attempt column: counted at each claim; handlers read it as `keys.attempt`. */
-  attempt<N extends string>(col: Column<N> & NotTwice<R, "attempt"> & NewColumn<C, N>): InboxSpec<[...R, Attempt], C | N, K | N> {
+  attempt<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "attempt">, NewColumn<C, N>]>): InboxSpec<[...R, Attempt], C | N, K | N> {
     return this.#with(col, "attempt");
   }
 
   /** The lease column: selects the lease form. Its deadline is the token of ownership. */
   lease<N extends string>(
-    col: Column<N> & NotTwice<R, "lease"> & NewColumn<C, N> &
-      Require<HasRole<R, "advisoryLock"> extends true ? false : true, "a lease column and an advisory key exclude each other: choose one claim form">,
+    col: Column<N> & FirstError<[NotTwice<R, "lease">, NewColumn<C, N>, Without<R, "advisoryLock", LeaseOrAdvisory>]>,
   ): InboxSpec<[...R, Lease<Date>], C | N, K | N> {
     return this.#with(col, "lease");
   }
@@ -81,29 +84,29 @@ export class InboxSpec<R extends readonly RoleMarker[] = readonly RoleMarker[], 
    * the second argument: `payloadOf<Report>()`, or a Standard Schema that also validates it.
    */
   payload<N extends string, T = unknown>(
-    col: Column<N> & NotTwice<R, "payload"> & NewColumn<C, N>,
+    col: Column<N> & FirstError<[NotTwice<R, "payload">, NewColumn<C, N>]>,
     type?: PayloadType<T>,
   ): InboxSpec<[...R, Payload<T>], C | N, K | N> {
     return new InboxSpec({ ...this.#parts, columns: [...this.#parts.columns, describe(col, "payload")], payloadType: type }) as never;
   }
 
   /** The column that hides a row until a time (`HandlerOutcome.retryAfter`); claim order uses it. */
-  retryAfter<N extends string>(col: Column<N> & NotTwice<R, "retryAfter"> & NewColumn<C, N>): InboxSpec<[...R, RetryAfter], C | N, K | N> {
+  retryAfter<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "retryAfter">, NewColumn<C, N>]>): InboxSpec<[...R, RetryAfter], C | N, K | N> {
     return this.#with(col, "retryAfter");
   }
 
   /** The column ack marks instead of deleting the row. */
-  processedAt<N extends string>(col: Column<N> & NotTwice<R, "processedAt"> & NewColumn<C, N>): InboxSpec<[...R, ProcessedAt], C | N, K | N> {
+  processedAt<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "processedAt">, NewColumn<C, N>]>): InboxSpec<[...R, ProcessedAt], C | N, K | N> {
     return this.#with(col, "processedAt");
   }
 
   /** The group column: a subscription name selects a group. */
-  group<N extends string>(col: Column<N> & NotTwice<R, "group"> & NewColumn<C, N>): InboxSpec<[...R, Group], C | N, K | N> {
+  group<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "group">, NewColumn<C, N>]>): InboxSpec<[...R, Group], C | N, K | N> {
     return this.#with(col, "group");
   }
 
   /** Smaller is claimed first. */
-  priority<N extends string>(col: Column<N> & NotTwice<R, "priority"> & NewColumn<C, N>): InboxSpec<[...R, Priority], C | N, K | N> {
+  priority<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "priority">, NewColumn<C, N>]>): InboxSpec<[...R, Priority], C | N, K | N> {
     return this.#with(col, "priority");
   }
 
@@ -112,14 +115,17 @@ export class InboxSpec<R extends readonly RoleMarker[] = readonly RoleMarker[], 
     return this.#with(col, "data");
   }
 
-  /** With a group: one row of a group in work at a time, in order. */
+  /**
+   * With a group: one row of a group in work at a time, in order.
+   * The rules sit on `this`, so a broken one reads "The 'this' context … is not assignable to … SpecError<"…">".
+   */
   fifo(
-    ...check: HasRole<R, "group"> extends false ? [SpecError_FifoWithoutGroup]
-      : HasRole<R, "advisoryLock"> extends true ? [SpecError_FifoWithAdvisory]
-      : HasRole<R, "fifo"> extends true ? [SpecError_FifoTwice]
-      : []
+    this: InboxSpec<R, C, K> & FirstError<[
+      Require<HasRole<R, "group">, "fifo needs a group column: describe one with .group(column(…)) before .fifo()">,
+      Without<R, "advisoryLock", FifoWithAdvisory>,
+      Without<R, "fifo", "fifo is already set: call .fifo() once">,
+    ]>,
   ): InboxSpec<[...R, Fifo], C, K> {
-    void check;
     return new InboxSpec({ ...this.#parts, fifo: true });
   }
 
@@ -128,12 +134,13 @@ export class InboxSpec<R extends readonly RoleMarker[] = readonly RoleMarker[], 
    * Its placeholders name described columns; describe them before calling this.
    */
   advisoryLock<const T extends string>(
-    template: T &
-      Require<HasRole<R, "lease"> extends true ? false : true, "a lease column and an advisory key exclude each other: choose one claim form"> &
-      Require<HasRole<R, "advisoryLock"> extends true ? false : true, "the advisory key is already set: a table has one key template"> &
-      Require<HasRole<R, "fifo"> extends true ? false : true, "fifo and an advisory key exclude each other: an advisory key already orders rows that share it"> &
+    template: T & FirstError<[
+      Without<R, "lease", LeaseOrAdvisory>,
+      Without<R, "advisoryLock", "the advisory key is already set: a table has one key template, so call .advisoryLock(…) once">,
+      Without<R, "fifo", FifoWithAdvisory>,
       Require<[Exclude<TemplatePlaceholders<T>, C>] extends [never] ? true : false,
-        `the advisory key names a column that is not described: describe ${Exclude<TemplatePlaceholders<T>, C> & string} first (as data if it plays no role)`>,
+        `the advisory key names a column that is not described: describe ${Exclude<TemplatePlaceholders<T>, C> & string} first (with .data(column(…)) if it plays no role)`>,
+    ]>,
   ): InboxSpec<[...R, AdvisoryLock<T>], C, K> {
     return new InboxSpec({ ...this.#parts, advisoryLock: template });
   }
@@ -144,17 +151,22 @@ export class InboxSpec<R extends readonly RoleMarker[] = readonly RoleMarker[], 
   }
 }
 
-type SpecError_FifoWithoutGroup = SpecError<"fifo needs a group column: describe one with .group(column(…)) first">;
-type SpecError_FifoWithAdvisory = SpecError<"fifo and an advisory key exclude each other: an advisory key already orders rows that share it">;
-type SpecError_FifoTwice = SpecError<"fifo is already set">;
-
 function describe(col: Column, role: ColumnRole): ColumnDescription {
   return { name: col.name, key: col.name, role, generated: col.isGenerated };
 }
 
-/** Any table description. */
-export type AnyInboxSpec = InboxSpec<readonly RoleMarker[], string, string>;
+/**
+ * Any table description: what a queue or a broker accepts. Read through the brand, not the
+ * methods: a method's parameter carries the rules of its own spec (a `SpecError` where a role
+ * is taken), so one spec type is not assignable to another through them.
+ */
+export interface AnyInboxSpec {
+  readonly [specBrand]: { roles: readonly RoleMarker[]; columns: string; keys: string };
+  readonly description: InboxDescription;
+  readonly table: string;
+  readonly form: ClaimForm;
+}
 /** The role tuple of a spec. */
-export type RolesOf<S> = S extends InboxSpec<infer R, string, string> ? R : never;
+export type RolesOf<S> = S extends { readonly [specBrand]: { roles: infer R extends readonly RoleMarker[] } } ? R : never;
 /** The row object a row-mode handler receives. */
-export type RowOf<S> = S extends InboxSpec<readonly RoleMarker[], string, infer K> ? { readonly [P in K]: unknown } : never;
+export type RowOf<S> = S extends { readonly [specBrand]: { keys: infer K extends string } } ? { readonly [P in K]: unknown } : never;

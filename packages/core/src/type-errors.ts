@@ -9,3 +9,11 @@ export interface SpecError<Message extends string> {
 
 /** `unknown` when `Check` is `true`, otherwise the error: intersected with a parameter type. */
 export type Require<Check extends boolean, Message extends string> = Check extends true ? unknown : SpecError<Message>;
+
+/**
+ * The first error among `Checks`, or `unknown` when none fails. Two different errors
+ * intersected would reduce to `never` (their messages are disjoint literals), and the
+ * compiler would then say "not assignable to never" instead of either sentence.
+ */
+export type FirstError<Checks extends readonly unknown[]> =
+  Checks extends readonly [infer Head, ...infer Tail] ? (Head extends SpecError<string> ? Head : FirstError<Tail>) : unknown;
