@@ -48,7 +48,7 @@ export function buildDescription(parts: DescriptionParts): InboxDescription {
     byRole.set(col.role, col);
   }
 
-  const id = byRole.get("id") ?? fail("no id column is described: every table needs one (field.id() or the second argument of InboxSpec.table)");
+  const id = byRole.get("id") ?? fail("no id column is described: every table needs one, given by field.id() or as the second argument of InboxSpec.table");
   const lease = byRole.get("lease");
   const group = byRole.get("group");
   const fifo = parts.fifo === true;
@@ -97,7 +97,7 @@ function parseAdvisoryKey(
     if (match.index > last) parts.push(Object.freeze({ text: template.slice(last, match.index) }));
     const col = columns.find((c) => c.name === name) ?? columns.find((c) => c.key === name);
     if (col === undefined) {
-      fail(`the advisory key "${template}" names {${name}}, which is not a described column: describe it (as data if it plays no role)`, name);
+      fail(`the advisory key "${template}" names {${name}}, which is not a described column: describe it, as data if it plays no role`, name);
     }
     parts.push(Object.freeze({ column: col }));
     last = match.index + match[0].length;
