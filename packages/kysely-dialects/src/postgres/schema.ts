@@ -1,0 +1,33 @@
+import type { CompiledQuery } from "kysely";
+import type { RawRow, SchemaStatements } from "../types.js";
+import { compiled, type Eb } from "../shared/query-db.js";
+import { postgresContext as ctx } from "./query-builder.js";
+
+/**
+ * ```sql
+ * select "column_name" as "name", "data_type", "datetime_precision" as "precision", "is_nullable" as "nullable"
+ * from "information_schema"."columns" where "table_schema" = current_schema() and "table_name" = $1
+ * ```
+ */
+export function describeTable(table: string): CompiledQuery<RawRow> {
+  return compiled(
+    ctx.db
+      .selectFrom("information_schema.columns")
+      .select(["column_name as name", "data_type", "datetime_precision as precision", "is_nullable as nullable"])
+      .where("table_schema", "=", (eb: Eb) => eb.fn("current_schema", []))
+      .where("table_name", "=", table)
+      .orderBy("ordinal_position"),
+  );
+}
+
+/** `select current_setting($1) as "version"` with `server_version`, e.g. `15.20 (Debian 15.20-0+deb12u1)`. */
+export function serverVersion(): CompiledQuery<{ version: string }> {
+  return compiled(ctx.db.selectNoFrom((eb) => eb.fn<string>("current_setting", [eb.val("server_version")]).as("version")));
+}
+
+/** `select current_schema() as "name"`. */
+export function currentDatabase(): CompiledQuery<{ name: string }> {
+  return compiled(ctx.db.selectNoFrom((eb) => eb.fn<string>("current_schema", []).as("name")));
+}
+
+export const postgresSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase });

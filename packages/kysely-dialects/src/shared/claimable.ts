@@ -1,0 +1,108 @@
+import type { InboxDescription } from "@sqlinbox/core";
+import type { Expression, ExpressionBuilder, SqlBool } from "kysely";
+import type { ClaimOptions } from "../types.js";
+import { COMPARE_PRECISION, type QueryDb, type StatementContext } from "./query-db.js";
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Eb = ExpressionBuilder<any, any>;
+
+/** `table.column`, quoted by Kysely as two identifiers. */
+export const col = (spec: InboxDescription, name: string): string => `${spec.table}.${name}`;
+
+/**
+ * The rows a claim may take, per the description's roles:
+ * - not processed (`processed_at IS NULL`),
+ * - due (`retry_after IS NULL OR retry_after <= :now`),
+ * - in the subscription's group (`grp = :group`),
+ * - not leased (`locked_until IS NULL OR locked_until <= :now`, lease form only),
+ * - with fifo, the head of its group: the smallest unprocessed id, so a group runs one row at a time, in order.
+ */
+export function claimable(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "now" | "group">) {
+  const now = ctx.time.encode(options.now, COMPARE_PRECISION);
+  return (eb: Eb): Expression<SqlBool> => {
+    const conditions: Expression<SqlBool>[] = [];
+    if (spec.processedAt !== undefined) conditions.push(eb(col(spec, spec.processedAt.name), "is", null));
+    if (spec.retryAfter !== undefined) {
+      const ref = col(spec, spec.retryAfter.name);
+      conditions.push(eb.or([eb(ref, "is", null), eb(ref, "<=", now)]));
+    }
+    if (spec.group !== undefined && options.group !== undefined) conditions.push(eb(col(spec, spec.group.name), "=", options.group));
+    if (spec.lease !== undefined) {
+      const ref = col(spec, spec.lease.name);
+      conditions.push(eb.or([eb(ref, "is", null), eb(ref, "<=", now)]));
+    }
+    if (spec.fifo && spec.group !== undefined) {
+      const group = spec.group.name;
+      const processed = spec.processedAt?.name;
+      conditions.push(
+        eb(col(spec, spec.id.name), "=", (sub: Eb) => {
+          let head = sub
+            .selectFrom(`${spec.table} as fifo_head`)
+            .select((h: Eb) => h.fn.min(`fifo_head.${spec.id.name}`).as("head"))
+            .whereRef(`fifo_head.${group}`, "=", col(spec, group));
+          if (processed !== undefined) head = head.where(`fifo_head.${processed}`, "is", null);
+          return head;
+        }),
+      );
+    }
+    return eb.and(conditions);
+  };
+}
+
+/** True when the description has a role that narrows what is claimable (otherwise no WHERE at all). */
+export function narrowsClaimable(spec: InboxDescription, options: Pick<ClaimOptions, "group">): boolean {
+  return (
+    spec.processedAt !== undefined ||
+    spec.retryAfter !== undefined ||
+    spec.lease !== undefined ||
+    (spec.group !== undefined && (options.group !== undefined || spec.fifo))
+  );
+}
+
+/** Adds `WHERE <claimable>` to a query, or nothing when every row is claimable. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function whereClaimable<Q extends { where(...args: any[]): Q }>(
+  ctx: StatementContext,
+  spec: InboxDescription,
+  options: Pick<ClaimOptions, "now" | "group">,
+  query: Q,
+): Q {
+  return narrowsClaimable(spec, options) ? query.where(claimable(ctx, spec, options)) : query;
+}
+
+/** Claim order: `priority` (smaller first), then `retry_after` (never-delayed rows first), then id. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function claimOrder<Q extends { orderBy(...args: any[]): Q }>(ctx: StatementContext, spec: InboxDescription, query: Q, qualify = true): Q {
+  const name = (n: string) => (qualify ? col(spec, n) : n);
+  let q = query;
+  if (spec.priority !== undefined) q = q.orderBy(name(spec.priority.name), "asc");
+  if (spec.retryAfter !== undefined) {
+    // NULL (never delayed) first on every engine: MySQL and SQLite already sort it so; Postgres is told.
+    q = ctx.needsNullsFirst
+      ? q.orderBy(name(spec.retryAfter.name), (ob: { asc(): { nullsFirst(): unknown } }) => ob.asc().nullsFirst())
+      : q.orderBy(name(spec.retryAfter.name), "asc");
+  }
+  return q.orderBy(name(spec.id.name), "asc");
+}
+
+/** The described columns, table-qualified, in description order. */
+export function describedColumns(spec: InboxDescription): string[] {
+  return spec.columns.map((c) => col(spec, c.name));
+}
+
+/**
+ * `SELECT <described columns> FROM t WHERE <claimable> ORDER BY <claim order> LIMIT :n`,
+ * with `FOR UPDATE SKIP LOCKED` when `lock` is set (not on SQLite).
+ */
+export function selectClaimableQuery(
+  ctx: StatementContext,
+  spec: InboxDescription,
+  options: ClaimOptions,
+  lock: boolean,
+  columns: readonly string[] = describedColumns(spec),
+) {
+  const db: QueryDb = ctx.db;
+  let query = whereClaimable(ctx, spec, options, db.selectFrom(spec.table).select(columns));
+  query = claimOrder(ctx, spec, query).limit(options.limit);
+  return lock ? query.forUpdate().skipLocked() : query;
+}

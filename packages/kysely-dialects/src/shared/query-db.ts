@@ -1,0 +1,49 @@
+import {
+  DummyDriver, Kysely, type CompiledQuery, type DatabaseIntrospector, type DialectAdapter, type QueryCompiler,
+} from "kysely";
+import type { TimeCodec } from "../types.js";
+
+/**
+ * A Kysely instance that only compiles: a `DummyDriver` and one engine's adapter, compiler
+ * and introspector. Its database type is open (`any`) because tables are named at run time
+ * by a description; it never leaves this package.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type QueryDb = Kysely<any>;
+
+export function compileOnly(parts: {
+  adapter: () => DialectAdapter;
+  compiler: () => QueryCompiler;
+  introspector: (db: Kysely<unknown>) => DatabaseIntrospector;
+}): QueryDb {
+  return new Kysely<unknown>({
+    dialect: {
+      createAdapter: parts.adapter,
+      createDriver: () => new DummyDriver(),
+      createQueryCompiler: parts.compiler,
+      createIntrospector: parts.introspector,
+    },
+  }) as QueryDb;
+}
+
+/** What a statement builder needs of an engine: its compiler, how it writes time, how it orders nulls. */
+export interface StatementContext {
+  readonly db: QueryDb;
+  readonly time: TimeCodec;
+  /** The engine sorts NULL last in ascending order unless told (`NULLS FIRST`): Postgres. */
+  readonly needsNullsFirst: boolean;
+  /** The engine has `UPDATE … RETURNING`. */
+  readonly updateReturning: boolean;
+}
+
+/** Precision used for times that are compared, never read back as tokens (`now`, `processedAt`). */
+export const COMPARE_PRECISION = 3;
+
+/** Narrows a compiled query to the row type its caller promises. */
+export function compiled<R>(query: { compile(): CompiledQuery<unknown> }): CompiledQuery<R> {
+  return query.compile() as CompiledQuery<R>;
+}
+
+/** An expression builder over the open database type. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Eb = import("kysely").ExpressionBuilder<any, any>;

@@ -1,0 +1,38 @@
+import { sql, type CompiledQuery } from "kysely";
+import type { RawRow, SchemaStatements } from "../types.js";
+import { compiled, type Eb } from "../shared/query-db.js";
+import { sqliteContext as ctx } from "./query-builder.js";
+
+/**
+ * ```sql
+ * select "name", "type" as "data_type", null as "precision",
+ *        "notnull" = 0 as "nullable"
+ * from pragma_table_info(?) as "c"
+ * ```
+ * (a table-valued pragma has no Kysely builder: the raw fragment takes the table as a parameter).
+ */
+export function describeTable(table: string): CompiledQuery<RawRow> {
+  return compiled(
+    ctx.db
+      .selectFrom(sql`pragma_table_info(${table})`.as("c"))
+      .select((eb: Eb) => [
+        "name",
+        "type as data_type",
+        eb.lit(null).as("precision"),
+        eb("notnull", "=", eb.lit(0)).as("nullable"),
+      ])
+      .orderBy("cid"),
+  );
+}
+
+/** `select sqlite_version() as "version"`, e.g. `3.45.1`. */
+export function serverVersion(): CompiledQuery<{ version: string }> {
+  return compiled(ctx.db.selectNoFrom((eb) => eb.fn<string>("sqlite_version", []).as("version")));
+}
+
+/** `select ? as "name"` with `main`. */
+export function currentDatabase(): CompiledQuery<{ name: string }> {
+  return compiled(ctx.db.selectNoFrom((eb) => eb.val("main").as("name")));
+}
+
+export const sqliteSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase });

@@ -1,0 +1,141 @@
+import { describe, expect, test } from "vitest";
+import { perEngine } from "./render.js";
+import { richLease, seedByHand } from "./specs.js";
+
+describe("publish", () => {
+  test("insert leaves generated columns out; RETURNING id where the engine has it (MySQL: insertId)", () => {
+    expect(perEngine((d) => d.publish.insert(seedByHand, [{ id: 99, attempt: 5, payload: "{}" }]))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "{}",
+          ],
+          "sql": "insert into \`report_jobs\` (\`payload\`) values (?)",
+        },
+        "postgres": {
+          "parameters": [
+            "{}",
+          ],
+          "sql": "insert into "report_jobs" ("payload") values ($1) returning "id"",
+        },
+        "sqlite": {
+          "parameters": [
+            "{}",
+          ],
+          "sql": "insert into "report_jobs" ("payload") values (?) returning "id"",
+        },
+      }
+    `);
+  });
+
+  test("insert of several rows, by column name or row key", () => {
+    expect(
+      perEngine((d) => d.publish.insert(richLease(), [{ payload: "a", grp: "g1", priority: 1 }, { payload: "b", grp: "g2", priority: 2 }])),
+    ).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "a",
+            "g1",
+            1,
+            "b",
+            "g2",
+            2,
+          ],
+          "sql": "insert into \`jobs\` (\`payload\`, \`grp\`, \`priority\`) values (?, ?, ?), (?, ?, ?)",
+        },
+        "postgres": {
+          "parameters": [
+            "a",
+            "g1",
+            1,
+            "b",
+            "g2",
+            2,
+          ],
+          "sql": "insert into "jobs" ("payload", "grp", "priority") values ($1, $2, $3), ($4, $5, $6) returning "id"",
+        },
+        "sqlite": {
+          "parameters": [
+            "a",
+            "g1",
+            1,
+            "b",
+            "g2",
+            2,
+          ],
+          "sql": "insert into "jobs" ("payload", "grp", "priority") values (?, ?, ?), (?, ?, ?) returning "id"",
+        },
+      }
+    `);
+  });
+
+  test("a key that is no described column is refused", () => {
+    expect(() => perEngine((d) => d.publish.insert(seedByHand, [{ payload: "{}", nope: 1 }]))).toThrow(/"nope"/);
+  });
+});
+
+describe("schema", () => {
+  test("describeTable, serverVersion, currentDatabase", () => {
+    expect({
+      describeTable: perEngine((d) => d.schema.describeTable("report_jobs")),
+      serverVersion: perEngine((d) => d.schema.serverVersion()),
+      currentDatabase: perEngine((d) => d.schema.currentDatabase()),
+    }).toMatchInlineSnapshot(`
+      {
+        "currentDatabase": {
+          "mysql": {
+            "parameters": [],
+            "sql": "select database() as \`name\`",
+          },
+          "postgres": {
+            "parameters": [],
+            "sql": "select current_schema() as "name"",
+          },
+          "sqlite": {
+            "parameters": [
+              "main",
+            ],
+            "sql": "select ? as "name"",
+          },
+        },
+        "describeTable": {
+          "mysql": {
+            "parameters": [
+              "report_jobs",
+            ],
+            "sql": "select \`COLUMN_NAME\` as \`name\`, \`DATA_TYPE\` as \`data_type\`, \`DATETIME_PRECISION\` as \`precision\`, \`IS_NULLABLE\` as \`nullable\` from \`information_schema\`.\`COLUMNS\` where \`TABLE_SCHEMA\` = database() and \`TABLE_NAME\` = ? order by \`ORDINAL_POSITION\`",
+          },
+          "postgres": {
+            "parameters": [
+              "report_jobs",
+            ],
+            "sql": "select "column_name" as "name", "data_type", "datetime_precision" as "precision", "is_nullable" as "nullable" from "information_schema"."columns" where "table_schema" = current_schema() and "table_name" = $1 order by "ordinal_position"",
+          },
+          "sqlite": {
+            "parameters": [
+              "report_jobs",
+            ],
+            "sql": "select "name", "type" as "data_type", null as "precision", "notnull" = 0 as "nullable" from pragma_table_info(?) as "c" order by "cid"",
+          },
+        },
+        "serverVersion": {
+          "mysql": {
+            "parameters": [],
+            "sql": "select version() as \`version\`",
+          },
+          "postgres": {
+            "parameters": [
+              "server_version",
+            ],
+            "sql": "select current_setting($1) as "version"",
+          },
+          "sqlite": {
+            "parameters": [],
+            "sql": "select sqlite_version() as "version"",
+          },
+        },
+      }
+    `);
+  });
+});

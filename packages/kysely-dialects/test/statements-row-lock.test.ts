@@ -1,0 +1,147 @@
+import { describe, expect, test } from "vitest";
+import { NOT_NEEDED, NOT_SUPPORTED, perEngine } from "./render.js";
+import { richRowLock, simpleRowLock } from "./specs.js";
+
+const now = new Date("2024-05-01T12:00:00.123Z");
+const retryAt = new Date("2024-05-01T12:05:00.456Z");
+
+describe("row lock (SQLite: NOT_SUPPORTED)", () => {
+  test("claim, simple spec", () => {
+    expect(perEngine((d) => d.rowLock?.claim(simpleRowLock(), { limit: 5, now }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            5,
+          ],
+          "sql": "select \`jobs\`.\`id\`, \`jobs\`.\`attempt\`, \`jobs\`.\`payload\` from \`jobs\` order by \`jobs\`.\`id\` asc limit ? for update skip locked",
+        },
+        "postgres": {
+          "parameters": [
+            5,
+          ],
+          "sql": "with "picked" as (select "jobs"."id" from "jobs" order by "jobs"."id" asc limit $1 for update skip locked), "claimed" as (update "jobs" set "attempt" = "attempt" + 1 where "id" in (select "id" from "picked") returning "id", "attempt", "payload") select * from "claimed" order by "id" asc",
+        },
+        "sqlite": "NOT_SUPPORTED",
+      }
+    `);
+  });
+
+  test("claim, every role (retryAfter, processedAt, group, priority)", () => {
+    expect(perEngine((d) => d.rowLock?.claim(richRowLock(), { limit: 5, now, group: "reports" }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "2024-05-01 12:00:00.123",
+            "reports",
+            5,
+          ],
+          "sql": "select \`jobs\`.\`id\`, \`jobs\`.\`attempt\`, \`jobs\`.\`payload\`, \`jobs\`.\`retry_after\`, \`jobs\`.\`processed_at\`, \`jobs\`.\`grp\`, \`jobs\`.\`priority\` from \`jobs\` where (\`jobs\`.\`processed_at\` is null and (\`jobs\`.\`retry_after\` is null or \`jobs\`.\`retry_after\` <= ?) and \`jobs\`.\`grp\` = ?) order by \`jobs\`.\`priority\` asc, \`jobs\`.\`retry_after\` asc, \`jobs\`.\`id\` asc limit ? for update skip locked",
+        },
+        "postgres": {
+          "parameters": [
+            2024-05-01T12:00:00.123Z,
+            "reports",
+            5,
+          ],
+          "sql": "with "picked" as (select "jobs"."id" from "jobs" where ("jobs"."processed_at" is null and ("jobs"."retry_after" is null or "jobs"."retry_after" <= $1) and "jobs"."grp" = $2) order by "jobs"."priority" asc, "jobs"."retry_after" asc nulls first, "jobs"."id" asc limit $3 for update skip locked), "claimed" as (update "jobs" set "attempt" = "attempt" + 1 where "id" in (select "id" from "picked") returning "id", "attempt", "payload", "retry_after", "processed_at", "grp", "priority") select * from "claimed" order by "priority" asc, "retry_after" asc nulls first, "id" asc",
+        },
+        "sqlite": "NOT_SUPPORTED",
+      }
+    `);
+  });
+
+  test("countAttempts", () => {
+    expect(perEngine((d) => (d.rowLock === null ? undefined : d.rowLock.countAttempts(simpleRowLock(), [1, 2])), NOT_NEEDED)).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            1,
+            2,
+          ],
+          "sql": "update \`jobs\` set \`attempt\` = \`attempt\` + 1 where \`id\` in (?, ?)",
+        },
+        "postgres": "NOT_NEEDED (null: the claim did it)",
+        "sqlite": "NOT_NEEDED (null: the claim did it)",
+      }
+    `);
+  });
+
+  test("settleAck: delete, or mark processedAt", () => {
+    expect({
+      delete: perEngine((d) => d.rowLock?.settleAck(simpleRowLock(), 7, now)),
+      processedAt: perEngine((d) => d.rowLock?.settleAck(richRowLock(), 7, now)),
+    }).toMatchInlineSnapshot(`
+      {
+        "delete": {
+          "mysql": {
+            "parameters": [
+              7,
+            ],
+            "sql": "delete from \`jobs\` where \`id\` = ?",
+          },
+          "postgres": {
+            "parameters": [
+              7,
+            ],
+            "sql": "delete from "jobs" where "id" = $1",
+          },
+          "sqlite": "NOT_SUPPORTED",
+        },
+        "processedAt": {
+          "mysql": {
+            "parameters": [
+              "2024-05-01 12:00:00.123",
+              7,
+            ],
+            "sql": "update \`jobs\` set \`processed_at\` = ? where \`id\` = ?",
+          },
+          "postgres": {
+            "parameters": [
+              2024-05-01T12:00:00.123Z,
+              7,
+            ],
+            "sql": "update "jobs" set "processed_at" = $1 where "id" = $2",
+          },
+          "sqlite": "NOT_SUPPORTED",
+        },
+      }
+    `);
+  });
+
+  test("settleRetry: nothing to write, or hidden until retryAt", () => {
+    expect({
+      atOnce: perEngine((d) => d.rowLock?.settleRetry(richRowLock(), 7, null), "null (commit as is)"),
+      later: perEngine((d) => d.rowLock?.settleRetry(richRowLock(), 7, retryAt)),
+    }).toMatchInlineSnapshot(`
+      {
+        "atOnce": {
+          "mysql": "null (commit as is)",
+          "postgres": "null (commit as is)",
+          "sqlite": "null (commit as is)",
+        },
+        "later": {
+          "mysql": {
+            "parameters": [
+              "2024-05-01 12:05:00.456",
+              7,
+            ],
+            "sql": "update \`jobs\` set \`retry_after\` = ? where \`id\` = ?",
+          },
+          "postgres": {
+            "parameters": [
+              2024-05-01T12:05:00.456Z,
+              7,
+            ],
+            "sql": "update "jobs" set "retry_after" = $1 where "id" = $2",
+          },
+          "sqlite": "NOT_SUPPORTED",
+        },
+      }
+    `);
+    expect(NOT_SUPPORTED).toBe("NOT_SUPPORTED");
+  });
+
+  test("a retry at a later time without a retryAfter column is refused", () => {
+    expect(() => perEngine((d) => d.rowLock?.settleRetry(simpleRowLock(), 7, retryAt))).toThrow(/retryAfter column/);
+  });
+});
