@@ -1,0 +1,122 @@
+import { column, InboxSpec } from "@sqlinbox/core";
+import { sql } from "kysely";
+import { expect, test } from "vitest";
+import { advisoryKeyOf, mysqlLockName } from "../../src/index.js";
+import { affected, run, type Db, type LiveEngine } from "./servers.js";
+import { jobsTable, publish, readRows } from "./helpers.js";
+
+const byCustomer = (table: string) =>
+  InboxSpec.table(table, column("id").generated())
+    .attempt(column("attempt").generated())
+    .payload(column("payload"))
+    .processedAt(column("processed_at"))
+    .data(column("customer_id"))
+    .advisoryLock("report-{customer_id}").description;
+
+const byId = (table: string) =>
+  InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")).advisoryLock("job-{id}").description;
+
+/** Runs `work` with two distinct sessions of the pool (advisory locks belong to a session). */
+async function twoSessions<T>(db: Db, work: (a: Db, b: Db) => Promise<T>): Promise<T> {
+  return db.connection().execute((a) => db.connection().execute((b) => work(a, b)));
+}
+
+async function tryLock(engine: LiveEngine, session: Db, key: string): Promise<boolean> {
+  const query = engine.dialect.advisory.tryLock(key, engine.database);
+  if (query === null) throw new Error("no session locks");
+  const row = (await session.executeQuery(query)).rows[0];
+  return row?.locked === true || Number(row?.locked) === 1;
+}
+
+/** The advisory form with session locks (Postgres, MariaDB). */
+export function advisoryScenarios(get: () => LiveEngine): void {
+  test("advisory: a key held by one session is passed over by another (key from a non-id column)", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "adv_customer");
+    const spec = byCustomer(table);
+    const { advisory } = engine.dialect;
+    const [acme1, acme2, beta] = await publish(engine, spec, [
+      { payload: "a1", customer_id: "acme" },
+      { payload: "a2", customer_id: "acme" },
+      { payload: "b", customer_id: "beta" },
+    ]);
+    const now = new Date();
+    await twoSessions(engine.db, async (a, b) => {
+      const candidatesA = (await run(a, advisory.selectCandidates(spec, { limit: 10, now }))).rows;
+      expect(candidatesA.map((r) => Number(r.id))).toEqual([acme1, acme2, beta]);
+      const keyA = advisoryKeyOf(spec, candidatesA[0]!);
+      expect(await tryLock(engine, a, keyA)).toBe(true);
+      expect(affected(await run(a, advisory.take(spec, acme1, now)))).toBe(1);
+
+      // Session B sees the same candidates; both acme rows are passed over, beta is taken.
+      const taken: number[] = [];
+      for (const row of (await run(b, advisory.selectCandidates(spec, { limit: 10, now }))).rows) {
+        const key = advisoryKeyOf(spec, row);
+        if (!(await tryLock(engine, b, key))) continue;
+        if (affected(await run(b, advisory.take(spec, row.id, now))) === 1) taken.push(Number(row.id));
+        break;
+      }
+      expect(taken).toEqual([beta]);
+
+      // A finishes acme1 and unlocks; B's late take of acme1 finds it gone (processed).
+      expect(affected(await run(a, advisory.settleAck(spec, acme1, now)))).toBe(1);
+      await run(a, advisory.unlock(keyA, engine.database)!);
+      expect(await tryLock(engine, b, keyA)).toBe(true);
+      expect(affected(await run(b, advisory.take(spec, acme1, now)))).toBe(0);
+      expect(affected(await run(b, advisory.take(spec, acme2, now)))).toBe(1);
+      await run(b, advisory.unlock(keyA, engine.database)!);
+      await run(b, advisory.unlock(advisoryKeyOf(spec, { customer_id: "beta" }), engine.database)!);
+    });
+    const rows = new Map((await readRows(engine.db, table)).map((r) => [Number(r.id), Number(r.attempt)]));
+    expect([rows.get(acme1!), rows.get(acme2!), rows.get(beta!)]).toEqual([2, 2, 2]);
+  });
+
+  test("advisory: keys from the id hold each row on its own", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "adv_id");
+    const spec = byId(table);
+    const [one, two] = await publish(engine, spec, [{ payload: "1" }, { payload: "2" }]);
+    await twoSessions(engine.db, async (a, b) => {
+      expect(await tryLock(engine, a, advisoryKeyOf(spec, { id: one }))).toBe(true);
+      expect(await tryLock(engine, b, advisoryKeyOf(spec, { id: one }))).toBe(false);
+      expect(await tryLock(engine, b, advisoryKeyOf(spec, { id: two }))).toBe(true);
+      await run(a, engine.dialect.advisory.unlock(advisoryKeyOf(spec, { id: one }), engine.database)!);
+      await run(b, engine.dialect.advisory.unlock(advisoryKeyOf(spec, { id: two }), engine.database)!);
+    });
+  });
+
+  test("advisory: unlock frees the key for another session", async () => {
+    const engine = get();
+    const key = `unlock-${process.pid}-${Math.random()}`;
+    await twoSessions(engine.db, async (a, b) => {
+      expect(await tryLock(engine, a, key)).toBe(true);
+      expect(await tryLock(engine, b, key)).toBe(false);
+      await run(a, engine.dialect.advisory.unlock(key, engine.database)!);
+      expect(await tryLock(engine, b, key)).toBe(true);
+      await run(b, engine.dialect.advisory.unlock(key, engine.database)!);
+    });
+  });
+}
+
+/** MariaDB: names past 64 characters are hashed, and GET_LOCK takes them. */
+export function longLockNameScenario(get: () => LiveEngine): void {
+  test("advisory: MariaDB lock names over 64 characters are hashed and GET_LOCK accepts them", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "adv_long");
+    const spec = byCustomer(table);
+    const customer = `customer-${"x".repeat(80)}`;
+    const key = advisoryKeyOf(spec, { customer_id: customer });
+    const name = mysqlLockName(engine.database, key);
+    expect(`${engine.database}.${key}`.length).toBeGreaterThan(64);
+    expect(name).toMatch(/^[0-9a-f]{64}$/);
+    await twoSessions(engine.db, async (a, b) => {
+      expect(await tryLock(engine, a, key)).toBe(true);
+      const used = await sql<{ holder: unknown }>`select IS_USED_LOCK(${name}) as holder`.execute(b);
+      expect(used.rows[0]?.holder).not.toBeNull();
+      expect(await tryLock(engine, b, key)).toBe(false);
+      await run(a, engine.dialect.advisory.unlock(key, engine.database)!);
+      expect(await tryLock(engine, b, key)).toBe(true);
+      await run(b, engine.dialect.advisory.unlock(key, engine.database)!);
+    });
+  });
+}

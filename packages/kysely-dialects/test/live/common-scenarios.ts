@@ -1,0 +1,101 @@
+import { column, InboxSpec, isSqlInboxError } from "@sqlinbox/core";
+import { sql } from "kysely";
+import { expect, test } from "vitest";
+import { advisoryKeyOf, checkSchema } from "../../src/index.js";
+import { affected, run, uniqueTable, type LiveEngine } from "./servers.js";
+import { jobsTable, publish, readRows, seedSpec } from "./helpers.js";
+
+/** Startup checks and publish on a live engine. `tooOld`: version strings the engine must refuse. */
+export function commonScenarios(get: () => LiveEngine, tooOld: readonly string[]): void {
+  test("schema check: a real table missing a described column fails, naming table and column", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "schema_check");
+    const { schema, readFoundColumns, capabilities } = engine.dialect;
+    const found = readFoundColumns((await run(engine.db, schema.describeTable(table))).rows);
+    expect(found.map((c) => c.name)).toContain("locked_until");
+    expect(checkSchema(seedSpec(table), found, capabilities.engine)).toEqual({ precision: engine.precision });
+
+    const missing = InboxSpec.table(table, column("id")).lease(column("locked_until")).data(column("tenant")).description;
+    let error: unknown;
+    try {
+      checkSchema(missing, found, capabilities.engine);
+    } catch (e) {
+      error = e;
+    }
+    expect(isSqlInboxError(error, "Schema")).toBe(true);
+    expect((error as Error).message).toContain(`"${table}"`);
+    expect((error as Error).message).toContain(`"tenant"`);
+
+    const absent = uniqueTable("no_such_table");
+    const none = readFoundColumns((await run(engine.db, schema.describeTable(absent))).rows);
+    expect(() => checkSchema(seedSpec(absent), none, capabilities.engine)).toThrow(new RegExp(`${absent}.*does not exist`));
+
+    // A lease column that cannot hold the codec's time is refused too.
+    const wrong = uniqueTable("schema_wrong");
+    await sql`create table ${sql.id(wrong)} (id integer primary key, attempt integer, locked_until integer, payload text)`.execute(engine.db);
+    try {
+      const cols = readFoundColumns((await run(engine.db, schema.describeTable(wrong))).rows);
+      expect(() => checkSchema(seedSpec(wrong), cols, capabilities.engine)).toThrow(/locked_until/);
+    } finally {
+      await sql`drop table ${sql.id(wrong)}`.execute(engine.db);
+    }
+  });
+
+  test("server version: the live server is accepted; older versions are refused naming both", async () => {
+    const engine = get();
+    const version = (await run(engine.db, engine.dialect.schema.serverVersion())).rows[0]?.version;
+    expect(typeof version).toBe("string");
+    const label = engine.dialect.checkServerVersion(String(version));
+    expect(label).toMatch(/^(PostgreSQL|MariaDB|MySQL|SQLite) \d+\.\d+/);
+    for (const old of tooOld) {
+      let error: unknown;
+      try {
+        engine.dialect.checkServerVersion(old);
+      } catch (e) {
+        error = e;
+      }
+      expect(isSqlInboxError(error, "ServerTooOld")).toBe(true);
+      const message = (error as Error).message;
+      expect(message).toContain(old);
+      expect(message).toMatch(/older than (11|8\.0\.1|10\.6|3\.35)/);
+    }
+  });
+
+  test("publish: the insert produces the new ids, generated columns left to the database", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "publish");
+    const spec = seedSpec(table);
+    const ids = await publish(engine, spec, [{ payload: "one", attempt: 99, id: 1000 }, { payload: "two" }]);
+    expect(ids).toHaveLength(2);
+    const rows = await readRows(engine.db, table);
+    expect(rows.map((r) => Number(r.id))).toEqual(ids);
+    expect(rows.map((r) => [r.payload, Number(r.attempt)])).toEqual([["one", 1], ["two", 1]]);
+  });
+}
+
+/** SQLite's advisory statements: candidates and take (keys live in the process). */
+export function processAdvisoryScenarios(get: () => LiveEngine): void {
+  test("advisory (keys in the process): candidates carry their key columns; take counts while claimable", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "adv_process");
+    const spec = InboxSpec.table(table, column("id").generated())
+      .attempt(column("attempt").generated())
+      .payload(column("payload"))
+      .processedAt(column("processed_at"))
+      .data(column("customer_id"))
+      .advisoryLock("report-{customer_id}").description;
+    const { advisory } = engine.dialect;
+    expect(advisory.tryLock("k", "main")).toBeNull();
+    expect(advisory.unlock("k", "main")).toBeNull();
+    const [a, b] = await publish(engine, spec, [{ payload: "a", customer_id: "acme" }, { payload: "b", customer_id: "beta" }]);
+    const now = new Date();
+    const candidates = (await run(engine.db, advisory.selectCandidates(spec, { limit: 10, now }))).rows;
+    expect(candidates.map((r) => advisoryKeyOf(spec, r))).toEqual([`${table}:report-acme`, `${table}:report-beta`]);
+    expect(affected(await run(engine.db, advisory.take(spec, a, now)))).toBe(1);
+    expect(affected(await run(engine.db, advisory.settleAck(spec, a, now)))).toBe(1);
+    expect(affected(await run(engine.db, advisory.take(spec, a, now)))).toBe(0);
+    const left = (await run(engine.db, advisory.selectCandidates(spec, { limit: 10, now }))).rows;
+    expect(left.map((r) => Number(r.id))).toEqual([b]);
+    expect(Number((await readRows(engine.db, table)).find((r) => Number(r.id) === a)?.attempt)).toBe(2);
+  });
+}

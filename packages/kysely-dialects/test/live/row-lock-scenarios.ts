@@ -1,0 +1,88 @@
+import { column, InboxSpec } from "@sqlinbox/core";
+import { expect, test } from "vitest";
+import { affected, run, type LiveEngine } from "./servers.js";
+import { claimRowLocked, jobsTable, publish, readRows, seconds } from "./helpers.js";
+
+const rowLockSpec = (table: string) =>
+  InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")).description;
+
+const richSpec = (table: string) =>
+  InboxSpec.table(table, column("id").generated())
+    .attempt(column("attempt").generated())
+    .payload(column("payload"))
+    .retryAfter(column("retry_after"))
+    .processedAt(column("processed_at"))
+    .group(column("grp"))
+    .priority(column("priority")).description;
+
+/** The row-lock form on a live engine (Postgres, MariaDB). */
+export function rowLockScenarios(get: () => LiveEngine): void {
+  test("row lock: two sessions claiming concurrently never receive the same row", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "rowlock_race");
+    const spec = rowLockSpec(table);
+    const ids = await publish(engine, spec, Array.from({ length: 10 }, (_, i) => ({ payload: `p${i}` })));
+    const now = new Date();
+    // One after the other while the first holds its rows…
+    const a = await claimRowLocked(engine, spec, { limit: 3, now });
+    const b = await claimRowLocked(engine, spec, { limit: 10, now });
+    expect(a.ids).toEqual(ids.slice(0, 3));
+    expect(b.ids).toEqual(ids.slice(3));
+    await a.tx.rollback().execute();
+    await b.tx.rollback().execute();
+    // …and at the same time.
+    const [c, d] = await Promise.all([claimRowLocked(engine, spec, { limit: 5, now }), claimRowLocked(engine, spec, { limit: 5, now })]);
+    expect(c.ids.filter((id) => d.ids.includes(id))).toEqual([]);
+    expect([...c.ids, ...d.ids].sort((x, y) => x - y)).toEqual(ids);
+    await c.tx.commit().execute();
+    await d.tx.commit().execute();
+    expect((await readRows(engine.db, table)).every((r) => Number(r.attempt) === 2)).toBe(true);
+  });
+
+  test("row lock: a rolled-back claim leaves the attempt unchanged; an acked one is gone", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "rowlock_rollback");
+    const spec = rowLockSpec(table);
+    const [id] = await publish(engine, spec, [{ payload: "x" }]);
+    const now = new Date();
+    const first = await claimRowLocked(engine, spec, { limit: 1, now });
+    expect(first.ids).toEqual([id]);
+    const inside = await readRows(first.tx, table);
+    expect(Number(inside[0]?.attempt)).toBe(2);
+    await first.tx.rollback().execute();
+    expect(Number((await readRows(engine.db, table))[0]?.attempt)).toBe(1);
+
+    const second = await claimRowLocked(engine, spec, { limit: 1, now });
+    expect(second.ids).toEqual([id]);
+    expect(affected(await run(second.tx, engine.dialect.rowLock!.settleAck(spec, id, now)))).toBe(1);
+    await second.tx.commit().execute();
+    expect(await readRows(engine.db, table)).toEqual([]);
+  });
+
+  test("row lock, every role: group, priority order, retryAfter hides, processedAt marks", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "rowlock_roles");
+    const spec = richSpec(table);
+    const { time } = engine.dialect;
+    const now = new Date();
+    const [low, high, other, hidden] = await publish(engine, spec, [
+      { payload: "low", grp: "g1", priority: 5 },
+      { payload: "high", grp: "g1", priority: 1 },
+      { payload: "other group", grp: "g2", priority: 0 },
+      { payload: "later", grp: "g1", priority: 0, retry_after: time.encode(new Date(now.getTime() + seconds(60)), 3) },
+    ]);
+    const claim = await claimRowLocked(engine, spec, { limit: 10, now, group: "g1" });
+    expect(claim.ids).toEqual([high, low]);
+    expect(claim.ids).not.toContain(other);
+    expect(claim.ids).not.toContain(hidden);
+    const rowLock = engine.dialect.rowLock!;
+    expect(affected(await run(claim.tx, rowLock.settleAck(spec, high, now)))).toBe(1);
+    await run(claim.tx, rowLock.settleRetry(spec, low, new Date(now.getTime() + seconds(60)))!);
+    await claim.tx.commit().execute();
+    const rows = new Map((await readRows(engine.db, table)).map((r) => [Number(r.id), r]));
+    expect(time.decode(rows.get(high!)?.processed_at)).not.toBeNull();
+    const again = await claimRowLocked(engine, spec, { limit: 10, now, group: "g1" });
+    expect(again.ids).toEqual([]);
+    await again.tx.rollback().execute();
+  });
+}
