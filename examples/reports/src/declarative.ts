@@ -1,0 +1,40 @@
+/**
+ * The seed's example, declarative form: the table described with `defineInbox`, the handler a function.
+ */
+import { defineInbox, field } from "@sqlinbox/core";
+import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber } from "@sqlinbox/runtime";
+import { createReportJobs } from "./create-table.js";
+import { resolved, type ReportsOptions } from "./options.js";
+import { draw, type Report } from "./report.js";
+
+export const RenderReport = defineInbox({
+  table: "report_jobs",
+  columns: {
+    id: field.id().generated(),
+    attempt: field.attempt().generated(),
+    lockedUntil: field.lease("locked_until"),
+    payload: field.payload<Report>(),
+  },
+});
+
+export function declarativeReports(options: ReportsOptions) {
+  const { lease, pace, workers, pollInterval, log, onRendered } = resolved(options);
+  const broker = SqlBroker.fromUrl(options.url, { pool: { max: 10 } }); // nothing connects here
+
+  const render = subscriber(
+    InboxQueue.of(RenderReport, "reports").lease(lease).workers(workers).pollInterval(pollInterval),
+    async (report, ctx) => {
+      const attempt = ctx.get(keys.attempt);
+      if (attempt > 1) log.warn({ title: report.title, attempt }, "rendering again after a lost attempt");
+      await draw(report, ctx, log, pace, attempt);
+      log.info({ title: report.title, attempt }, "report rendered");
+      onRendered(report, attempt);
+      return HandlerOutcome.ack();
+    },
+  );
+
+  const app = new App({ name: "reports", version: "0.1.0", logger: log })
+    .onStartup(createReportJobs(options.url))
+    .withBroker(broker.route(RenderReport, "reports"), (b) => b.include(render));
+  return { app, broker, render };
+}

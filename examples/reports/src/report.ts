@@ -1,0 +1,39 @@
+import type { InboxContext, Logger } from "@sqlinbox/runtime";
+
+/** What a report job carries. */
+export interface Report {
+  readonly title: string;
+  /** Demo only: the first attempt fails, so the second shows its attempt. */
+  readonly failFirstAttempt?: boolean;
+}
+
+/**
+ * The seed's schema. `attempt` starts at 0 here: the claim counts an attempt, so the first
+ * delivery reads 1 and the one after a crash reads 2 (with the seed's `DEFAULT 1` they read 2 and 3).
+ */
+export const CREATE_REPORT_JOBS = `
+CREATE TABLE IF NOT EXISTS report_jobs (
+    id INTEGER PRIMARY KEY,
+    attempt INTEGER NOT NULL DEFAULT 0,
+    locked_until TEXT,
+    payload BLOB NOT NULL
+)`;
+
+/** How long a render takes: `steps` steps of `stepMs` each, on the app's clock. */
+export interface RenderPace {
+  readonly steps: number;
+  readonly stepMs: number;
+}
+
+/** Draws a report step by step, logging progress; waits on the app's clock (a paused clock skips them). */
+export async function draw(report: Report, ctx: InboxContext, log: Logger, pace: RenderPace, attempt: number): Promise<void> {
+  if (report.failFirstAttempt && attempt === 1) {
+    await ctx.sleep(pace.stepMs);
+    throw new Error(`the printer jammed on "${report.title}" (first attempt fails on purpose)`);
+  }
+  for (let step = 1; step <= pace.steps; step++) {
+    await ctx.sleep(pace.stepMs);
+    const done = Math.round((step / pace.steps) * 100);
+    log.info({ title: report.title, attempt, progress: `${"#".repeat(step)}${".".repeat(pace.steps - step)} ${done}%` }, "rendering");
+  }
+}

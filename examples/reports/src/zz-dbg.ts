@@ -1,0 +1,10 @@
+import { rmSync } from "node:fs";
+import { consoleLogger } from "@sqlinbox/runtime";
+import { declarativeReports } from "./declarative.js";
+rmSync("/tmp/zz.db", { force: true });
+const { app, broker } = declarativeReports({ url: "sqlite:/tmp/zz.db", pace: { steps: 2, stepMs: 100 }, logger: consoleLogger({ level: "debug" }) });
+const running = await app.start();
+await broker.publish("reports", { title: "x" });
+console.log("published");
+await new Promise((r) => setTimeout(r, 1500));
+await running.stop();

@@ -1,0 +1,53 @@
+import type { ClaimForm, InboxDescription } from "@sqlinbox/core";
+import type { RawRow } from "@sqlinbox/kysely-dialects";
+import type { Clock } from "../clock.js";
+import type { Database } from "../database.js";
+import type { Logger } from "../logger.js";
+import type { HandlerOutcome } from "../outcome.js";
+
+/** One claimed row, held by its claim form until it is settled. */
+export interface ClaimedDelivery {
+  readonly id: unknown;
+  readonly row: RawRow;
+  /** The attempt the claim counted, when the table has an attempt column. */
+  readonly attempt: number | undefined;
+  /** Aborts when the hold is lost (a lease another claim took) or the delivery is abandoned. */
+  readonly signal: AbortSignal;
+  /** The deadline held now, in the lease form. */
+  leaseDeadline(): Date | undefined;
+  /** Settles while the row is still held; throws `LeaseLost` (nothing changed) or `Closed`. */
+  settle(outcome: HandlerOutcome): Promise<void>;
+  /** Gives the delivery up unsettled (the shutdown grace is over): aborts its signal, lets its hold lapse. */
+  abandon(reason: unknown): void;
+}
+
+/**
+ * How a subscription holds rows: one per claim form. The lease form holds nothing between
+ * statements; row lock and advisory (a later issue) hold a connection per delivery, which they
+ * keep inside their `ClaimedDelivery`.
+ */
+export interface ClaimStrategy {
+  readonly form: ClaimForm;
+  /** Connections each delivery in work holds for its whole run (0 for the lease form). */
+  readonly connectionsPerDelivery: number;
+  claim(limit: number): Promise<ClaimedDelivery[]>;
+  /** Starts what keeps held rows held (the lease keeper). */
+  start(): void;
+  /** Stops keeping: deliveries in work keep what they hold now and may still settle. */
+  stop(): void;
+}
+
+/** What a claim strategy is built from. */
+export interface ClaimSetup {
+  readonly database: Database;
+  readonly spec: InboxDescription;
+  readonly subscription: string;
+  /** The lease term in ms (whole seconds). */
+  readonly leaseMs: number;
+  /** Fractional second digits of the lease column, from the schema check. */
+  readonly precision: number;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** True once the broker closed: settlements fail with `Closed`. */
+  readonly isClosed: () => boolean;
+}

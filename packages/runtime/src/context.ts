@@ -1,0 +1,112 @@
+import type { HasRole, RoleMarker, RoleName, SpecError } from "@sqlinbox/core";
+import { SqlInboxError } from "@sqlinbox/core";
+
+const keyBrand: unique symbol = Symbol("sqlinbox.ContextKey");
+
+/**
+ * A typed key into a delivery's context. `Needs` is the role the table must have for the
+ * key to exist (`never`: every table has it), so `ctx.get(keys.attempt)` only compiles on a
+ * table with an attempt column.
+ */
+export interface ContextKey<Name extends string = string, Value = unknown, Needs extends RoleName = RoleName> {
+  readonly name: Name;
+  readonly [keyBrand]?: { value: Value; needs: Needs };
+}
+
+function key<Name extends string, Value, Needs extends RoleName = never>(name: Name): ContextKey<Name, Value, Needs> {
+  return Object.freeze({ name });
+}
+
+/** The context keys a handler can read. */
+export const keys = Object.freeze({
+  /** The attempt the claim counted: 1 on the first delivery. Needs an attempt column. */
+  attempt: key<"attempt", number, "attempt">("attempt"),
+  /** The lease deadline this delivery currently holds (moves with each extension). Needs a lease column. */
+  leaseDeadline: key<"leaseDeadline", Date, "lease">("leaseDeadline"),
+  /** The row's id. */
+  id: key<"id", unknown>("id"),
+  /** The subscription's name. */
+  subscription: key<"subscription", string>("subscription"),
+  /** The table's name. */
+  table: key<"table", string>("table"),
+});
+
+type ValueOfKey<K> = K extends ContextKey<string, infer V, RoleName> ? V : never;
+type NeedsOfKey<K> = K extends ContextKey<string, unknown, infer N> ? N : never;
+
+/** `unknown` when the table has what `K` needs, otherwise a readable error. */
+export type KeyAvailable<R extends readonly RoleMarker[], K extends ContextKey> =
+  [NeedsOfKey<K>] extends [never] ? unknown
+    : HasRole<R, NeedsOfKey<K>> extends true ? unknown
+      : SpecError<`keys.${K["name"]} needs a ${NeedsOfKey<K> & string} column: describe one on the table (e.g. .${NeedsOfKey<K> & string}(column("…")))`>;
+
+/**
+ * What a handler receives beside its payload, typed by the table's role tuple `R`.
+ */
+export interface InboxContext<R extends readonly RoleMarker[] = readonly RoleMarker[]> {
+  /** Aborts when the delivery's lease is lost or the shutdown grace period ends. */
+  readonly signal: AbortSignal;
+  readonly subscription: string;
+  readonly table: string;
+  readonly id: unknown;
+  /** Reads a context value; only compiles when the table has the column the key needs. */
+  get<K extends ContextKey>(key: K & KeyAvailable<R, K>): ValueOfKey<K>;
+  /** The app's clock: `Date` now (paused in `TestApp.start`). */
+  now(): Date;
+  /** Sleeps on the app's clock; rejects when `signal` aborts. Use it for waits a test should skip. */
+  sleep(ms: number): Promise<void>;
+  /** @internal phantom: the role tuple. */
+  readonly "~roles"?: R;
+}
+
+/**
+ * Extracts one context value, for handlers written as classes:
+ * `const attempt = Ctx(keys.attempt).from(ctx)`.
+ */
+export function Ctx<K extends ContextKey>(key: K): { from<R extends readonly RoleMarker[]>(ctx: InboxContext<R> & KeyAvailable<R, K>): ValueOfKey<K> } {
+  return Object.freeze({
+    from: <R extends readonly RoleMarker[]>(ctx: InboxContext<R> & KeyAvailable<R, K>) => (ctx as InboxContext<R>).get(key as never) as ValueOfKey<K>,
+  });
+}
+
+/** The values one delivery's context holds. */
+export interface ContextValues {
+  readonly subscription: string;
+  readonly table: string;
+  readonly id: unknown;
+  readonly attempt: number | undefined;
+  readonly leaseDeadline: () => Date | undefined;
+}
+
+/** Builds a delivery's context. */
+export function makeContext<R extends readonly RoleMarker[]>(
+  values: ContextValues,
+  signal: AbortSignal,
+  clock: { now(): Date; sleep(ms: number, signal?: AbortSignal): Promise<void> },
+): InboxContext<R> {
+  const read = (name: string): unknown => {
+    switch (name) {
+      case "attempt":
+        return values.attempt;
+      case "leaseDeadline":
+        return values.leaseDeadline();
+      case "id":
+        return values.id;
+      case "subscription":
+        return values.subscription;
+      case "table":
+        return values.table;
+      default:
+        throw new SqlInboxError("Declaration", `unknown context key "${name}"`, { subscription: values.subscription, table: values.table });
+    }
+  };
+  return Object.freeze({
+    signal,
+    subscription: values.subscription,
+    table: values.table,
+    id: values.id,
+    get: (k: ContextKey) => read(k.name),
+    now: () => clock.now(),
+    sleep: (ms: number) => clock.sleep(ms, signal),
+  }) as InboxContext<R>;
+}

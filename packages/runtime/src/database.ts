@@ -1,0 +1,78 @@
+import type { EngineDialect } from "@sqlinbox/kysely-dialects";
+import type { CompiledQuery, Kysely, QueryResult, Transaction } from "kysely";
+import { Activity } from "./activity.js";
+import type { Logger } from "./logger.js";
+
+/** What a statement is for: logged with failures, and what a test can make fail. */
+export type StatementKind = "claim" | "extend" | "settle" | "publish" | "schema";
+
+/** A test's stand-in for an unreachable database: returns the error a statement of `kind` fails with. */
+export type StatementFault = (kind: StatementKind) => Error | undefined;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the runtime runs compiled queries on any database interface
+export type AnyKysely = Kysely<any>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTransaction = Transaction<any>;
+
+const MAX_DEADLOCK_RETRIES = 20;
+
+/** MySQL/MariaDB deadlock (InnoDB 1213): the transaction was rolled back and can run again. */
+function isDeadlock(error: unknown): boolean {
+  const e = error as { errno?: unknown; code?: unknown } | null;
+  return e !== null && typeof e === "object" && (e.errno === 1213 || e.code === "ER_LOCK_DEADLOCK");
+}
+
+/**
+ * Runs the dialect's compiled statements: tracks them for `TestApp.settle`, applies a test's
+ * fault, and retries MySQL/MariaDB deadlocks transparently, counting them in the log.
+ */
+export class Database {
+  readonly db: AnyKysely;
+  readonly dialect: EngineDialect;
+  readonly activity: Activity;
+  readonly #logger: Logger;
+  fault: StatementFault | undefined;
+  #deadlocks = 0;
+
+  constructor(db: AnyKysely, dialect: EngineDialect, logger: Logger, activity: Activity) {
+    this.db = db;
+    this.dialect = dialect;
+    this.#logger = logger;
+    this.activity = activity;
+  }
+
+  /** Deadlocks retried so far. */
+  get deadlocks(): number {
+    return this.#deadlocks;
+  }
+
+  /** One statement on its own (autocommit). */
+  execute<R>(kind: StatementKind, query: CompiledQuery<R>, via?: AnyKysely | AnyTransaction): Promise<QueryResult<R>> {
+    return this.#run(kind, () => (via ?? this.db).executeQuery(query));
+  }
+
+  /** A short transaction; MySQL/MariaDB claims open it READ COMMITTED. */
+  transaction<T>(kind: StatementKind, work: (trx: AnyTransaction) => Promise<T>): Promise<T> {
+    const isolation = this.dialect.capabilities.claimIsolation;
+    return this.#run(kind, () => {
+      const builder = this.db.transaction();
+      return (isolation ? builder.setIsolationLevel(isolation) : builder).execute(work);
+    });
+  }
+
+  #run<T>(kind: StatementKind, work: () => Promise<T>): Promise<T> {
+    return this.activity.track(async () => {
+      for (let attempt = 0; ; attempt++) {
+        const injected = this.fault?.(kind);
+        if (injected) throw injected;
+        try {
+          return await work();
+        } catch (error) {
+          if (!isDeadlock(error) || attempt >= MAX_DEADLOCK_RETRIES) throw error;
+          this.#deadlocks++;
+          this.#logger.warn({ statement: kind, retry: attempt + 1, deadlocksRetried: this.#deadlocks }, "deadlock retried");
+        }
+      }
+    });
+  }
+}

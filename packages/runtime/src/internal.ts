@@ -1,0 +1,19 @@
+import type { Activity } from "./activity.js";
+import type { Clock } from "./clock.js";
+import type { Logger } from "./logger.js";
+import type { BrokerState } from "./broker.js";
+import type { DeliveryObserver } from "./subscription.js";
+
+/** @internal How `@sqlinbox/runtime/testing` starts an app: its clock, its observer. */
+export const startWith: unique symbol = Symbol("sqlinbox.startWith");
+
+/** @internal */
+export interface StartOverrides {
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  readonly observer?: DeliveryObserver;
+  readonly activity?: Activity;
+}
+
+/** @internal What a test reaches behind a running app: its brokers. */
+export const runningBrokers = new WeakMap<object, readonly BrokerState[]>();

@@ -1,0 +1,147 @@
+import { SqlInboxError, type InboxDescription } from "@sqlinbox/core";
+import type { HeldLease } from "@sqlinbox/kysely-dialects";
+import type { Clock, Timer } from "./clock.js";
+import type { Database } from "./database.js";
+import { errorFields, type Logger } from "./logger.js";
+
+/** A lease in work: its current token and how to tell its delivery it was lost. */
+export interface KeptLease {
+  readonly id: unknown;
+  /** The deadline written in the row now: the token every statement on it carries. */
+  held: Date;
+  readonly controller: AbortController;
+  /** Set while a settlement runs: the keeper leaves it alone. */
+  settling: boolean;
+}
+
+/**
+ * Extends every lease of one subscription at half its term, in one statement.
+ * A lease the statement did not extend was taken by another claim: its delivery's signal
+ * aborts with `LeaseLost`. When the statement fails, leases whose deadline passed are lost
+ * too, and the keeper tries again soon. Settlements wait for a running extension, so they
+ * always carry the current token.
+ */
+export class LeaseKeeper {
+  readonly #leases = new Map<string, KeptLease>();
+  readonly #database: Database;
+  readonly #spec: InboxDescription;
+  readonly #subscription: string;
+  readonly #leaseMs: number;
+  readonly #precision: number;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  #timer: Timer | undefined;
+  #running: Promise<void> | undefined;
+  #stopped = true;
+
+  constructor(options: {
+    database: Database; spec: InboxDescription; subscription: string;
+    leaseMs: number; precision: number; clock: Clock; logger: Logger;
+  }) {
+    this.#database = options.database;
+    this.#spec = options.spec;
+    this.#subscription = options.subscription;
+    this.#leaseMs = options.leaseMs;
+    this.#precision = options.precision;
+    this.#clock = options.clock;
+    this.#logger = options.logger;
+  }
+
+  get size(): number {
+    return this.#leases.size;
+  }
+
+  start(): void {
+    this.#stopped = false;
+    this.#schedule(this.#leaseMs / 2);
+  }
+
+  /** No more extensions: leases in work keep the deadline they hold. */
+  stop(): void {
+    this.#stopped = true;
+    this.#timer?.cancel();
+    this.#timer = undefined;
+  }
+
+  hold(id: unknown, held: Date): KeptLease {
+    const lease: KeptLease = { id, held, controller: new AbortController(), settling: false };
+    this.#leases.set(keyOf(id), lease);
+    return lease;
+  }
+
+  /** Marks a lease as settling once no extension is running, so its token is current. */
+  async beginSettle(lease: KeptLease): Promise<void> {
+    while (this.#running) await this.#running;
+    lease.settling = true;
+  }
+
+  release(lease: KeptLease): void {
+    if (this.#leases.get(keyOf(lease.id)) === lease) this.#leases.delete(keyOf(lease.id));
+  }
+
+  #schedule(ms: number): void {
+    if (this.#stopped) return;
+    this.#timer = this.#clock.setTimer(ms, () => {
+      this.#timer = undefined;
+      const run = this.#extendAll().finally(() => {
+        if (this.#running === run) this.#running = undefined;
+      });
+      this.#running = run;
+    });
+  }
+
+  async #extendAll(): Promise<void> {
+    const leases = [...this.#leases.values()].filter((l) => !l.settling && !l.controller.signal.aborted);
+    if (leases.length === 0) {
+      this.#schedule(this.#leaseMs / 2);
+      return;
+    }
+    const { dialect } = this.#database;
+    const until = dialect.time.truncate(new Date(this.#clock.now().getTime() + this.#leaseMs), this.#precision);
+    const held: HeldLease[] = leases.map((l) => ({ id: l.id, held: l.held }));
+    try {
+      const extended = await this.#extendedIds(held, until);
+      for (const lease of leases) {
+        if (extended.has(keyOf(lease.id))) lease.held = until;
+        else this.#lose(lease, "another claim took the row");
+      }
+      this.#logger.debug({ extended: extended.size, until: until.toISOString() }, "leases extended");
+      this.#schedule(this.#leaseMs / 2);
+    } catch (error) {
+      const now = this.#clock.now().getTime();
+      for (const lease of leases) if (lease.held.getTime() <= now) this.#lose(lease, "the lease expired while extensions failed");
+      this.#logger.warn({ ...errorFields(error), leases: leases.length }, "lease extension failed; trying again");
+      this.#schedule(Math.max(100, Math.min(1000, this.#leaseMs / 8)));
+    }
+  }
+
+  /** Runs the extension; where the engine cannot return the extended ids, reads the deadlines back. */
+  async #extendedIds(held: HeldLease[], until: Date): Promise<Set<string>> {
+    const { dialect } = this.#database;
+    const idName = this.#spec.id.name;
+    const leaseName = this.#spec.lease?.name ?? "";
+    const result = await this.#database.execute("extend", dialect.lease.extend(this.#spec, held, until, this.#precision));
+    if (dialect.capabilities.updateReturning) return new Set(result.rows.map((r) => keyOf(r[idName])));
+    const read = await this.#database.execute("extend", dialect.lease.readLeases(this.#spec, held.map((h) => h.id)));
+    const ids = new Set<string>();
+    for (const row of read.rows) {
+      const deadline = dialect.time.decode(row[leaseName]);
+      if (deadline !== null && deadline.getTime() === until.getTime()) ids.add(keyOf(row[idName]));
+    }
+    return ids;
+  }
+
+  #lose(lease: KeptLease, why: string): void {
+    this.release(lease);
+    const error = new SqlInboxError("LeaseLost", `the lease was lost: ${why}`, {
+      subscription: this.#subscription, table: this.#spec.table, id: lease.id,
+    });
+    this.#logger.warn({ id: lease.id, held: lease.held.toISOString() }, `lease lost: ${why}`);
+    lease.controller.abort(error);
+  }
+}
+
+/** Ids compare as text: drivers return a BIGINT as a string and take it back either way. */
+export function keyOf(id: unknown): string {
+  return typeof id === "bigint" ? id.toString() : String(id);
+}

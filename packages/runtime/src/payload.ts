@@ -1,0 +1,47 @@
+import { isStandardSchema, SqlInboxError, type ErrorPlace, type InboxDescription } from "@sqlinbox/core";
+import type { RawRow } from "@sqlinbox/kysely-dialects";
+
+/** How the payload column stores the JSON: bytes in a binary column, text otherwise. */
+export type PayloadStorage = "bytes" | "text";
+
+/** Reads the storage from the column's type as the schema check found it. */
+export function payloadStorageOf(dataType: string | undefined): PayloadStorage {
+  return dataType !== undefined && /blob|bytea|binary/i.test(dataType) ? "bytes" : "text";
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The value a publish writes into the payload column. */
+export function encodePayload(payload: unknown, storage: PayloadStorage): string | Buffer {
+  const text = JSON.stringify(payload);
+  if (text === undefined) throw new SqlInboxError("Decode", `a payload must be JSON-serializable, got ${typeof payload}`);
+  return storage === "bytes" ? Buffer.from(text, "utf8") : text;
+}
+
+/**
+ * Decodes a claimed row's payload: UTF-8 JSON from bytes or text, or the value a JSON column
+ * already parsed; then the payload's Standard Schema, when the description has one.
+ * In row mode (no payload column) the handler receives the row, keyed as described.
+ */
+export async function decodePayload(spec: InboxDescription, row: RawRow, place: ErrorPlace): Promise<unknown> {
+  if (spec.payload === undefined) {
+    return Object.freeze(Object.fromEntries(spec.columns.map((c) => [c.key, row[c.name]])));
+  }
+  const raw = row[spec.payload.name];
+  let value: unknown;
+  try {
+    if (raw instanceof Uint8Array) value = JSON.parse(utf8.decode(raw));
+    else if (typeof raw === "string") value = JSON.parse(raw);
+    else if (raw === null || raw === undefined) throw new Error("the payload is NULL");
+    else value = raw;
+  } catch (error) {
+    throw new SqlInboxError("Decode", `the payload is not UTF-8 JSON: ${(error as Error).message}`, place, { cause: error });
+  }
+  if (!isStandardSchema(spec.payloadType)) return value;
+  const result = await spec.payloadType["~standard"].validate(value);
+  if (result.issues !== undefined) {
+    const issues = result.issues.map((i) => i.message).join("; ");
+    throw new SqlInboxError("Decode", `the payload fails its schema: ${issues}`, place);
+  }
+  return result.value;
+}

@@ -1,0 +1,76 @@
+import type { AnyInboxSpec, HasRole, PayloadOf, RolesOf, SpecError } from "@sqlinbox/core";
+
+/** The options one subscription runs with. */
+export interface QueueOptions {
+  /** The lease term in ms (whole seconds); unset: the broker's lease. */
+  readonly lease?: number;
+  readonly pollInterval: number;
+  readonly workers: number;
+  readonly batch: number;
+}
+
+/** The payload a spec's handlers receive: the decoded payload, or the row in row mode. */
+export type PayloadOfSpec<S extends AnyInboxSpec> =
+  [PayloadOf<RolesOf<S>>] extends [never] ? Readonly<Record<string, unknown>> : PayloadOf<RolesOf<S>>;
+
+type LeaseArgs<S extends AnyInboxSpec> = HasRole<RolesOf<S>, "lease"> extends true
+  ? [ms: number]
+  : [SpecError<"InboxQueue.lease needs a table with a lease column: describe one with .lease(column(\"locked_until\")) or field.lease()">];
+
+/** Rounds a lease up to whole seconds (at least one). */
+export function wholeSeconds(ms: number): number {
+  if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`a lease is a positive duration in ms, got ${ms}`);
+  return Math.max(1, Math.ceil(ms / 1000)) * 1000;
+}
+
+function positiveInteger(what: string, n: number): number {
+  if (!Number.isInteger(n) || n < 1) throw new RangeError(`${what} must be a positive integer, got ${n}`);
+  return n;
+}
+
+/**
+ * A subscription's queue: which table (`spec`), which route name, and how it is consumed.
+ * Immutable: every setter returns a new queue.
+ *
+ * @example
+ * const queue = InboxQueue.of(RenderReport, "reports").lease(minutes(1)).workers(4)
+ */
+export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec> {
+  readonly spec: S;
+  readonly name: string;
+  readonly options: QueueOptions;
+
+  private constructor(spec: S, name: string, options: QueueOptions) {
+    this.spec = spec;
+    this.name = name;
+    this.options = Object.freeze({ ...options });
+    Object.freeze(this);
+  }
+
+  /** The queue of route `name` on the table `spec` describes. */
+  static of<S extends AnyInboxSpec>(spec: S, name: string): InboxQueue<S> {
+    if (typeof name !== "string" || name.length === 0) throw new RangeError("a queue needs a route name");
+    return new InboxQueue(spec, name, { pollInterval: 1000, workers: 1, batch: 1 });
+  }
+
+  /** This subscription's lease term (whole seconds, rounded up); only on a table with a lease column. */
+  lease(...args: LeaseArgs<S>): InboxQueue<S> {
+    return new InboxQueue(this.spec, this.name, { ...this.options, lease: wholeSeconds(args[0] as number) });
+  }
+
+  /** How long to wait after a claim that came back short (default 1 s). */
+  pollInterval(ms: number): InboxQueue<S> {
+    if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`pollInterval must be >= 0 ms, got ${ms}`);
+    return new InboxQueue(this.spec, this.name, { ...this.options, pollInterval: ms });
+  }
+
+  /** Up to `n` deliveries in work at once (default 1). */
+  workers(n: number): InboxQueue<S> {
+    return new InboxQueue(this.spec, this.name, { ...this.options, workers: positiveInteger("workers", n) });
+  }
+
+  /** Claim up to `n` rows per statement (default 1). */
+  batch(n: number): InboxQueue<S> {
+    return new InboxQueue(this.spec, this.name, { ...this.options, batch: positiveInteger("batch", n) });
+  }
+}
