@@ -1,0 +1,29 @@
+import type { FormName } from "./db.js";
+import { graphileDrainCase } from "./systems/graphile-worker.js";
+import { pgBossDrainCase } from "./systems/pg-boss.js";
+import { rawDrainCase } from "./systems/raw-sql.js";
+import { sqlinboxDrainCase } from "./systems/sqlinbox.js";
+import type { DrainCase, EngineName } from "./types.js";
+
+export const ENGINES: readonly EngineName[] = ["postgres", "mariadb", "sqlite"];
+export const FORMS: readonly FormName[] = ["lease", "rowLock", "advisory"];
+const SHAPES = [
+  { batch: 1, workers: 1 },
+  { batch: 1, workers: 8 },
+  { batch: 64, workers: 1 },
+  { batch: 64, workers: 8 },
+] as const;
+
+/** Every W1 case, in the order rounds run them: peers first, then per engine and form sqlinbox beside its raw loop. */
+export function drainCases(): DrainCase[] {
+  const cases: DrainCase[] = [graphileDrainCase("default", 1), graphileDrainCase("batched", 1), graphileDrainCase("batched", 8), pgBossDrainCase()];
+  for (const engine of ENGINES) {
+    for (const form of FORMS) {
+      if (engine === "sqlite" && form === "rowLock") continue; // no row locks on SQLite: UnsupportedForm
+      for (const { batch, workers } of SHAPES) {
+        cases.push(sqlinboxDrainCase(engine, form, batch, workers), rawDrainCase(engine, form, batch, workers));
+      }
+    }
+  }
+  return cases;
+}

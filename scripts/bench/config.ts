@@ -1,0 +1,61 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** Where the peers run: the same local servers the tests use. */
+export const PG_URL = process.env.SQLINBOX_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+export const MYSQL_URL = process.env.SQLINBOX_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test";
+
+let sqliteDir: string | undefined;
+/** One SQLite file per run, in a fresh temp directory. */
+export function sqlitePath(name = "bench.sqlite"): string {
+  // a child process (W3's second process) inherits the directory through the environment
+  sqliteDir ??= process.env.SQLINBOX_BENCH_SQLITE_DIR ?? mkdtempSync(join(tmpdir(), "sqlinbox-bench-"));
+  process.env.SQLINBOX_BENCH_SQLITE_DIR = sqliteDir;
+  return join(sqliteDir, name);
+}
+
+export interface BenchSettings {
+  /** `smoke`: correctness only, tiny N, one round. */
+  readonly mode: "full" | "smoke";
+  readonly rounds: number;
+  /** Jobs per W1 warm-up/calibration round. */
+  readonly warmupN: number;
+  /** W1: each case's N is sized from its warm-up rate so one drain takes about this long. */
+  readonly drainTargetMs: number;
+  readonly minN: number;
+  readonly maxN: number;
+  /** W2: publishes per measurement. */
+  readonly enqueueN: number;
+  /** W3: samples per latency measurement, and the fixed rate of the loaded variant. */
+  readonly latencySamples: number;
+  readonly latencyRatePerSec: number;
+  /** W4: jobs, sleep per job, workers, lease. */
+  readonly longJobs: { readonly n: number; readonly sleepMs: number; readonly workers: number; readonly leaseMs: number };
+  /** Only cases whose id contains one of these substrings (empty: all). */
+  readonly only: readonly string[];
+  readonly workloads: readonly string[];
+}
+
+export function settingsFromArgs(argv: readonly string[]): BenchSettings {
+  const flag = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const smoke = argv.includes("--smoke");
+  const num = (name: string, dflt: number) => (flag(name) !== undefined ? Number(flag(name)) : dflt);
+  const list = (name: string, dflt: readonly string[]) => flag(name)?.split(",").filter(Boolean) ?? dflt;
+  return {
+    mode: smoke ? "smoke" : "full",
+    rounds: num("rounds", smoke ? 1 : 3),
+    warmupN: num("warmup-n", smoke ? 0 : 300),
+    drainTargetMs: num("drain-ms", 2_000),
+    minN: num("min-n", smoke ? 50 : 500),
+    maxN: num("max-n", smoke ? 50 : 20_000),
+    enqueueN: num("enqueue-n", smoke ? 20 : 1_000),
+    latencySamples: num("latency-n", smoke ? 5 : 200),
+    latencyRatePerSec: num("latency-rate", 100),
+    longJobs: smoke
+      ? { n: 64, sleepMs: 20, workers: 64, leaseMs: 1_000 }
+      : { n: num("long-n", 3_200), sleepMs: 20, workers: 64, leaseMs: 1_000 },
+    only: list("only", []),
+    workloads: list("workloads", ["drain", "enqueue", "latency", "long"]),
+  };
+}

@@ -1,0 +1,75 @@
+import BetterSqlite3 from "better-sqlite3";
+import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, sql, type LogEvent } from "kysely";
+import { createPool } from "mysql2";
+import pg from "pg";
+import { MYSQL_URL, PG_URL, sqlitePath } from "./config.js";
+import { payloadOf } from "./jobs.js";
+import type { EngineName } from "./types.js";
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- bench tables are named at run time
+export type AnyDb = Kysely<any>;
+
+/** A Kysely instance on one engine with a pool of `max` connections. */
+export function connect(engine: EngineName, max = 10, log?: (event: LogEvent) => void): AnyDb {
+  switch (engine) {
+    case "postgres":
+      return new Kysely({ log, dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: PG_URL, max }) }) });
+    case "mariadb":
+      return new Kysely({ log, dialect: new MysqlDialect({ pool: createPool({ uri: MYSQL_URL, connectionLimit: max }) }) });
+    case "sqlite":
+      return new Kysely({
+        log,
+        dialect: new SqliteDialect({
+          database: () => {
+            const db = new BetterSqlite3(sqlitePath());
+            db.pragma("journal_mode = WAL");
+            db.pragma("busy_timeout = 5000");
+            return Promise.resolve(db);
+          },
+        }),
+      });
+  }
+}
+
+/** The URL sqlinbox's `SqlBroker.fromUrl` takes for an engine. */
+export function urlOf(engine: EngineName): string {
+  return engine === "postgres" ? PG_URL : engine === "mariadb" ? MYSQL_URL.replace(/^mysql:/, "mariadb:") : `sqlite:${sqlitePath()}`;
+}
+
+export type FormName = "lease" | "rowLock" | "advisory";
+
+/** The bench tables: one per claim form, the seed's shape (id, attempt, lease column, payload as JSON text). */
+export function tableOf(form: FormName): string {
+  return { lease: "bench_lease", rowLock: "bench_row_lock", advisory: "bench_advisory" }[form];
+}
+
+function ddl(engine: EngineName, form: FormName): string {
+  const t = tableOf(form);
+  const id = { postgres: "id BIGSERIAL PRIMARY KEY", mariadb: "id BIGINT AUTO_INCREMENT PRIMARY KEY", sqlite: "id INTEGER PRIMARY KEY" }[engine];
+  const lease = { postgres: "locked_until TIMESTAMPTZ NULL", mariadb: "locked_until DATETIME(6) NULL", sqlite: "locked_until TEXT NULL" }[engine];
+  const cols = [id, "attempt INTEGER NOT NULL DEFAULT 0", ...(form === "lease" ? [lease] : []), "payload TEXT NOT NULL"];
+  return `CREATE TABLE ${t} (${cols.join(", ")})`;
+}
+
+/** Drops and creates the form's table: every round starts on a fresh, empty table. */
+export async function recreateTable(db: AnyDb, engine: EngineName, form: FormName): Promise<void> {
+  await sql.raw(`DROP TABLE IF EXISTS ${tableOf(form)}`).execute(db);
+  await sql.raw(ddl(engine, form)).execute(db);
+}
+
+/** Inserts `n` rows with payloads `{"i": 0…n-1}`, in multi-row statements. */
+export async function insertJobs(db: AnyDb, form: FormName, n: number, from = 0): Promise<void> {
+  for (let start = from; start < from + n; start += 1_000) {
+    const rows = [];
+    for (let i = start; i < Math.min(from + n, start + 1_000); i++) rows.push({ payload: JSON.stringify(payloadOf(i)) });
+    await db.insertInto(tableOf(form)).values(rows).execute();
+  }
+}
+
+export async function countRows(db: AnyDb, form: FormName): Promise<number> {
+  const r = await db.selectFrom(tableOf(form)).select((eb) => eb.fn.countAll<number | string>().as("n")).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/** Lease-column precision of the bench tables: what `TIMESTAMPTZ`, `DATETIME(6)` and SQLite text keep. */
+export const LEASE_PRECISION: Record<EngineName, number> = { postgres: 6, mariadb: 6, sqlite: 3 };

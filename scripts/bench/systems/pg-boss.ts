@@ -1,0 +1,69 @@
+import PgBoss from "pg-boss";
+import { PG_URL } from "../config.js";
+import { payloadOf, waitUntilEmpty, type JobTracker } from "../jobs.js";
+import type { DrainCase } from "../types.js";
+
+const SCHEMA = "bench_pgboss";
+const QUEUE = "bench-noop";
+
+/**
+ * pg-boss 10 with `batchSize: 100`. A worker fetches a batch, runs the handler, completes the batch
+ * (without awaiting) and, when the loop took less than its polling interval, waits the rest of it:
+ * so one worker tops out near batchSize / pollingInterval. The interval is set to pg-boss's floor (0.5 s).
+ */
+export const PGBOSS_SETTINGS = { version: "10.4", batchSize: 100, pollingIntervalSeconds: 0.5 } as const;
+
+export function pgBossDrainCase(): DrainCase {
+  let boss: PgBoss | undefined;
+  const pending = async () => {
+    const r = await boss!.getDb().executeSql(`SELECT count(*)::int AS n FROM ${SCHEMA}.job WHERE name = $1 AND state < 'completed'`, [QUEUE]);
+    return r.rows[0].n as number;
+  };
+  return {
+    id: "pg-boss/postgres/batch100",
+    system: "pg-boss",
+    engine: "postgres",
+    variant: "batchSize 100",
+    settings: PGBOSS_SETTINGS,
+    async check() {
+      return null;
+    },
+    async setup() {
+      boss = new PgBoss({ connectionString: PG_URL, schema: SCHEMA, supervise: false, schedule: false, migrate: true, max: 4 });
+      boss.on("error", (e) => console.error("pg-boss:", e));
+      await boss.start();
+      if ((await boss.getQueue(QUEUE)) === null) await boss.createQueue(QUEUE);
+    },
+    async reset() {
+      // completed jobs stay in the queue's partition: truncate it so every round starts on an empty table
+      const q = await boss!.getDb().executeSql(`SELECT partition_name FROM ${SCHEMA}.queue WHERE name = $1`, [QUEUE]);
+      await boss!.getDb().executeSql(`TRUNCATE ${SCHEMA}.${q.rows[0].partition_name as string}`, []);
+    },
+    async insert(n) {
+      for (let start = 0; start < n; start += 5_000) {
+        const jobs = [];
+        for (let i = start; i < Math.min(n, start + 5_000); i++) jobs.push({ name: QUEUE, data: payloadOf(i) });
+        await boss!.insert(jobs, {});
+      }
+    },
+    async drain(tracker: JobTracker) {
+      const id = await boss!.work<{ i: number }>(
+        QUEUE,
+        { batchSize: PGBOSS_SETTINGS.batchSize, pollingIntervalSeconds: PGBOSS_SETTINGS.pollingIntervalSeconds },
+        async (jobs) => {
+          for (const job of jobs) tracker.handle(job.data);
+        },
+      );
+      try {
+        await tracker.done;
+        await waitUntilEmpty(pending);
+      } finally {
+        await boss!.offWork({ id });
+      }
+      return { processed: tracker.count };
+    },
+    async teardown() {
+      await boss?.stop({ graceful: false, wait: true });
+    },
+  };
+}

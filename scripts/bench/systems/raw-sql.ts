@@ -1,0 +1,172 @@
+import { column, InboxSpec, type InboxDescription } from "@sqlinbox/core";
+import { advisoryKeyOf, type EngineDialect, type RawRow } from "@sqlinbox/kysely-dialects";
+import type { CompiledQuery, QueryResult } from "kysely";
+import { connect, countRows, insertJobs, LEASE_PRECISION, recreateTable, tableOf, type AnyDb, type FormName } from "../db.js";
+import { sleep, type JobTracker } from "../jobs.js";
+import type { DrainCase, EngineName } from "../types.js";
+import { loadDialect } from "./dialects.js";
+
+/** The bench table of a form as sqlinbox describes it (the seed's by-hand form). */
+export function benchSpec(form: FormName) {
+  const base = InboxSpec.table(tableOf(form), column("id").generated()).attempt(column("attempt").generated());
+  if (form === "lease") return base.lease(column("locked_until")).payload(column("payload"));
+  if (form === "advisory") return base.payload(column("payload")).advisoryLock("job-{id}");
+  return base.payload(column("payload"));
+}
+
+export const LEASE_MS = 30_000;
+
+const isDeadlock = (e: unknown) => (e as { errno?: number } | null)?.errno === 1213;
+
+/**
+ * A loop of exactly the statements sqlinbox runs, built by @sqlinbox/kysely-dialects and executed
+ * directly with Kysely: `workers` loops, each claiming up to `batch` rows, handling and settling them
+ * one by one. What the library adds on top of this is its overhead.
+ */
+export function rawDrainCase(engine: EngineName, form: FormName, batch: number, workers: number): DrainCase {
+  let db: AnyDb | undefined;
+  let dialect: EngineDialect | undefined;
+  let spec: InboxDescription | undefined;
+  let database = "";
+  let statements = 0;
+  const precision = LEASE_PRECISION[engine];
+  const heldKeys = new Set<string>(); // SQLite: advisory locks live in the process
+
+  const exec = async <R>(q: CompiledQuery<R>, via: AnyDb = db!): Promise<QueryResult<R>> => {
+    statements++;
+    return via.executeQuery(q);
+  };
+  const one = (r: QueryResult<unknown>, what: string) => {
+    if (Number(r.numAffectedRows ?? 0n) !== 1) throw new Error(`raw loop: ${what} affected ${r.numAffectedRows} rows`);
+  };
+
+  /** Runs `work` in a transaction, as the runtime does (READ COMMITTED on MariaDB), retrying deadlocks. */
+  async function transaction<T>(work: (trx: AnyDb) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        statements += 2; // BEGIN, COMMIT
+        const iso = dialect!.capabilities.claimIsolation;
+        const b = db!.transaction();
+        return await (iso ? b.setIsolationLevel(iso) : b).execute((trx) => work(trx as AnyDb));
+      } catch (e) {
+        if (!isDeadlock(e) || attempt > 20) throw e;
+      }
+    }
+  }
+
+  async function leaseLoop(tracker: JobTracker): Promise<void> {
+    const L = dialect!.lease;
+    while (tracker.count < tracker.n) {
+      const now = new Date();
+      const until = dialect!.time.truncate(new Date(now.getTime() + LEASE_MS), precision);
+      const options = { limit: batch, now, until, precision };
+      const claim = L.claim(spec!, options);
+      const rows: readonly RawRow[] = claim
+        ? (await exec(claim)).rows
+        : await transaction(async (trx) => {
+            const selected = (await exec(L.selectClaimable(spec!, options), trx)).rows;
+            if (selected.length > 0) await exec(L.stampClaimed(spec!, selected.map((r) => r.id), until, precision), trx);
+            return selected;
+          });
+      if (rows.length === 0) {
+        await sleep(1);
+        continue;
+      }
+      for (const row of rows) {
+        tracker.handle(row.payload);
+        one(await exec(L.settleAck(spec!, { id: row.id, held: until }, new Date(), precision)), "lease ack");
+      }
+    }
+  }
+
+  async function rowLockLoop(tracker: JobTracker): Promise<void> {
+    const R = dialect!.rowLock!;
+    while (tracker.count < tracker.n) {
+      const got = await transaction(async (trx) => {
+        const rows = (await exec(R.claim(spec!, { limit: batch, now: new Date() }), trx)).rows;
+        if (rows.length === 0) return 0;
+        const count = R.countAttempts(spec!, rows.map((r) => r.id));
+        if (count) await exec(count, trx);
+        for (const row of rows) {
+          tracker.handle(row.payload);
+          one(await exec(R.settleAck(spec!, row.id, new Date()), trx), "row-lock ack");
+        }
+        return rows.length;
+      });
+      if (got === 0) await sleep(1);
+    }
+  }
+
+  async function advisoryLoop(tracker: JobTracker, conn: AnyDb): Promise<void> {
+    const A = dialect!.advisory;
+    while (tracker.count < tracker.n) {
+      const candidates = (await exec(A.selectCandidates(spec!, { limit: batch, now: new Date() }), conn)).rows;
+      let took = 0;
+      for (const row of candidates) {
+        const key = advisoryKeyOf(spec!, row);
+        const lock = A.tryLock(key, database);
+        if (lock) {
+          const r = await exec(lock, conn);
+          if (!Number(r.rows[0]?.locked)) continue;
+        } else {
+          if (heldKeys.has(key)) continue;
+          heldKeys.add(key);
+        }
+        try {
+          const taken = await exec(A.take(spec!, row.id, new Date()), conn);
+          if (Number(taken.numAffectedRows ?? 0n) !== 1) continue; // another worker finished it meanwhile
+          tracker.handle(row.payload);
+          one(await exec(A.settleAck(spec!, row.id, new Date()), conn), "advisory ack");
+          took++;
+        } finally {
+          const unlock = A.unlock(key, database);
+          if (unlock) await exec(unlock, conn);
+          else heldKeys.delete(key);
+        }
+      }
+      if (took === 0) await sleep(1);
+    }
+  }
+
+  return {
+    id: `raw-sql/${engine}/${form}/b${batch}-w${workers}`,
+    system: "raw-sql",
+    engine,
+    variant: form,
+    settings: { batch, workers, leaseMs: form === "lease" ? LEASE_MS : undefined },
+    async check() {
+      if (engine === "sqlite" && form === "rowLock") return "SQLite has no row locks";
+      const d = await loadDialect(engine);
+      if (typeof d === "string") return d;
+      dialect = d;
+      return null;
+    },
+    async setup() {
+      db = connect(engine, workers + 2);
+      spec = benchSpec(form).description;
+      const r = await db.executeQuery(dialect!.schema.currentDatabase());
+      database = String(r.rows[0]?.name ?? "");
+    },
+    async reset() {
+      await recreateTable(db!, engine, form);
+    },
+    async insert(n) {
+      await insertJobs(db!, form, n);
+    },
+    async drain(tracker) {
+      statements = 0;
+      const loops = Array.from({ length: workers }, () =>
+        form === "lease" ? leaseLoop(tracker)
+          : form === "rowLock" ? rowLockLoop(tracker)
+          : db!.connection().execute((conn) => advisoryLoop(tracker, conn as AnyDb)),
+      );
+      await Promise.all(loops);
+      const left = await countRows(db!, form);
+      if (left !== 0) throw new Error(`raw loop: ${left} rows left after the drain`);
+      return { processed: tracker.count, statements };
+    },
+    async teardown() {
+      await db?.destroy();
+    },
+  };
+}
