@@ -31,6 +31,8 @@ export default defineConfig({
       project("runtime", "packages/runtime", { testTimeout: 60_000 }),
       project("example-reports", "examples/reports", { testTimeout: 120_000 }),
       { test: { name: "repo", root: ".", include: ["test/**/*.test.ts"], testTimeout: 180_000 } },
+      // The benchmark harness, seconds long, for correctness only: every system drains every job.
+      { test: { name: "bench-smoke", root: ".", include: ["scripts/bench/smoke.test.ts"], testTimeout: 180_000, fileParallelism: false } },
     ],
   },
 });
