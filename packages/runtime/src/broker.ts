@@ -125,6 +125,7 @@ export class BrokerState {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    if (this.database) await this.database.idle();
     if (this.database && this.#owned) await this.database.db.destroy();
     this.#logger?.info({ database: this.source.label }, "database closed");
   }

@@ -33,6 +33,8 @@ export class Database {
   readonly #logger: Logger;
   fault: StatementFault | undefined;
   #deadlocks = 0;
+  #pending = 0;
+  #idle: Array<() => void> = [];
 
   constructor(db: AnyKysely, dialect: EngineDialect, logger: Logger, activity: Activity) {
     this.db = db;
@@ -60,7 +62,19 @@ export class Database {
     });
   }
 
+  /** Resolves once no statement of this database is running (before the pool closes). */
+  idle(): Promise<void> {
+    return this.#pending === 0 ? Promise.resolve() : new Promise((resolve) => this.#idle.push(resolve));
+  }
+
   #run<T>(kind: StatementKind, work: () => Promise<T>): Promise<T> {
+    this.#pending++;
+    return this.#runTracked(kind, work).finally(() => {
+      if (--this.#pending === 0) for (const resolve of this.#idle.splice(0)) resolve();
+    });
+  }
+
+  #runTracked<T>(kind: StatementKind, work: () => Promise<T>): Promise<T> {
     return this.activity.track(async () => {
       for (let attempt = 0; ; attempt++) {
         const injected = this.fault?.(kind);

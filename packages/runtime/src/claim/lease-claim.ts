@@ -61,23 +61,25 @@ export class LeaseClaim implements ClaimStrategy {
     const attempt = rawAttempt === undefined ? undefined : counted ? rawAttempt : rawAttempt + 1;
     const lease = this.#keeper.hold(id, held);
     const place: ErrorPlace = { subscription, table: spec.table, id };
+    let abandoned = false;
     return {
       id,
       row,
       attempt,
       signal: lease.controller.signal,
       leaseDeadline: () => lease.held,
-      settle: (outcome) => this.#settle(lease, outcome, place),
+      settle: (outcome) => this.#settle(lease, outcome, place, abandoned),
       abandon: (reason) => {
+        abandoned = true;
         this.#keeper.release(lease);
         lease.controller.abort(reason);
       },
     };
   }
 
-  async #settle(lease: KeptLease, outcome: HandlerOutcome, place: ErrorPlace): Promise<void> {
+  async #settle(lease: KeptLease, outcome: HandlerOutcome, place: ErrorPlace, abandoned: boolean): Promise<void> {
     const { database, spec, clock, precision, isClosed } = this.#setup;
-    if (isClosed()) {
+    if (isClosed() || abandoned) {
       this.#keeper.release(lease);
       throw new SqlInboxError("Closed", "the broker is closed: the settlement was not written; the row returns when its lease expires", place);
     }
