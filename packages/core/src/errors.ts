@@ -6,6 +6,7 @@ export type SqlInboxErrorCode =
   | "ServerTooOld"
   | "UnsupportedForm"
   | "LeaseLost"
+  | "SessionLost"
   | "Closed"
   | "PoolTooSmall"
   | "AlreadySubscribed"
