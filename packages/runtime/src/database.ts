@@ -17,7 +17,7 @@ export type AnyTransaction = Transaction<any>;
 const MAX_DEADLOCK_RETRIES = 20;
 
 /** MySQL/MariaDB deadlock (InnoDB 1213): the transaction was rolled back and can run again. */
-function isDeadlock(error: unknown): boolean {
+export function isDeadlock(error: unknown): boolean {
   const e = error as { errno?: unknown; code?: unknown } | null;
   return e !== null && typeof e === "object" && (e.errno === 1213 || e.code === "ER_LOCK_DEADLOCK");
 }
@@ -60,6 +60,17 @@ export class Database {
       const builder = this.db.transaction();
       return (isolation ? builder.setIsolationLevel(isolation) : builder).execute(work);
     });
+  }
+
+  /**
+   * Counts and logs a deadlock that a caller retries itself (a whole row-lock transaction,
+   * which cannot be retried statement by statement). Returns false once retries are spent.
+   */
+  retryDeadlock(kind: StatementKind, retry: number): boolean {
+    if (retry > MAX_DEADLOCK_RETRIES) return false;
+    this.#deadlocks++;
+    this.#logger.warn({ statement: kind, retry, deadlocksRetried: this.#deadlocks }, "deadlock retried");
+    return true;
   }
 
   /** Resolves once no statement of this database is running (before the pool closes). */
