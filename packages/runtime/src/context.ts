@@ -38,7 +38,7 @@ type NeedsOfKey<K> = K extends ContextKey<string, unknown, infer N> ? N : never;
 export type KeyAvailable<R extends readonly RoleMarker[], K extends ContextKey> =
   [NeedsOfKey<K>] extends [never] ? unknown
     : HasRole<R, NeedsOfKey<K>> extends true ? unknown
-      : SpecError<`keys.${K["name"]} needs a ${NeedsOfKey<K> & string} column: describe one on the table (e.g. .${NeedsOfKey<K> & string}(column("…")))`>;
+      : SpecError<`keys.${K["name"]} needs a column with the ${NeedsOfKey<K> & string} role: describe one on the table (.${NeedsOfKey<K> & string}(column("…")) or field.${NeedsOfKey<K> & string}())`>;
 
 /**
  * What a handler receives beside its payload, typed by the table's role tuple `R`.

@@ -1,0 +1,134 @@
+/**
+ * Startup and wiring: nothing connects before start, hooks run before the schema check,
+ * routes must be declared, secrets never reach the logs, fromKysely and publishes in the caller's transaction.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { sql } from "kysely";
+import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
+import { App, HandlerOutcome, InboxQueue, SqlBroker, SqlInboxError, subscriber } from "../src/index.js";
+import { redactUrl } from "../src/logger.js";
+import { parseDatabaseUrl } from "../src/drivers/index.js";
+import { MemoryLogger, TestApp } from "../src/testing/index.js";
+import type { AnyKysely } from "../src/database.js";
+import { engines, readRows, unique } from "./engines.js";
+import { jobsApp, jobsSpec, type Job } from "./fixtures.js";
+
+const sqlite = engines.find((e) => e.name === "sqlite")!;
+const postgres = engines.find((e) => e.name === "postgres")!;
+
+describe("startup", () => {
+  test("nothing connects before start; a failed connection is an error at start, its URL's password never logged", async () => {
+    const url = "postgres://app:s3cret-pw@127.0.0.1:1/nowhere";
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 2 } }); // no connection, no driver yet
+    expect(broker.engine).toBe("postgres");
+    const logger = new MemoryLogger();
+    const spec = jobsSpec("jobs_nowhere");
+    const app = new App({ name: "t", version: "0", logger }).withBroker(broker.route(spec, "jobs"), (b) =>
+      b.include(subscriber(InboxQueue.of(spec, "jobs"), async () => HandlerOutcome.ack())),
+    );
+    await expect(app.start()).rejects.toThrow();
+    expect(JSON.stringify(logger.records)).not.toContain("s3cret-pw");
+    expect(redactUrl(url)).toBe("postgres://app:***@127.0.0.1:1/nowhere");
+  });
+
+  test("URL schemes: postgres, postgresql, mysql, mariadb, sqlite; anything else is refused", () => {
+    expect(parseDatabaseUrl("postgresql://x@h/db").engine).toBe("postgres");
+    expect(parseDatabaseUrl("mariadb://x@h/db").engine).toBe("mysql");
+    expect(parseDatabaseUrl("mysql://x@h/db").engine).toBe("mysql");
+    expect(parseDatabaseUrl("sqlite::memory:").engine).toBe("sqlite");
+    expect(() => parseDatabaseUrl("redis://h")).toThrow(/unsupported database URL scheme "redis"/);
+  });
+
+  test("a subscriber on a route nobody declared fails with NoRoute naming it; so does a publish", async () => {
+    const url = sqlite.url();
+    const db = await sqlite.connect(url);
+    const table = unique("rt_noroute");
+    await sqlite.createLeaseTable(db, table);
+    await db.destroy();
+    const spec = jobsSpec(table);
+    const broker = SqlBroker.fromUrl(url);
+    const app = new App({ name: "t", version: "0", logger: new MemoryLogger() }).withBroker(broker.route(spec, "jobs"), (b) =>
+      b.include(subscriber(InboxQueue.of(spec, "invoices"), async () => HandlerOutcome.ack())),
+    );
+    const failure = await app.start().catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(SqlInboxError);
+    expect((failure as SqlInboxError).code).toBe("NoRoute");
+    expect((failure as SqlInboxError).message).toContain('no route named "invoices" (declared: "jobs")');
+
+    const ok = jobsApp(url, table, async () => HandlerOutcome.ack());
+    const t = await TestApp.start(ok.app);
+    await expect(ok.broker.publish("invoices" as string, { n: 1 })).rejects.toMatchObject({ code: "NoRoute", message: expect.stringContaining('"invoices"') });
+    await t.stop();
+  });
+
+  test("the onStartup hook runs before the schema check (it can create the table); a missing table or column is a Schema error", async () => {
+    const url = sqlite.url();
+    const table = unique("rt_hook");
+    const created: string[] = [];
+    const { app, sub } = jobsApp(url, table, async () => HandlerOutcome.ack());
+    const withHook = app.onStartup(async () => {
+      const db = await sqlite.connect(url);
+      await sqlite.createLeaseTable(db, table);
+      await db.destroy();
+      created.push(table);
+    });
+    const t = await TestApp.start(withHook);
+    expect(created).toEqual([table]);
+    await t.publish("jobs", { n: 1 });
+    t.assertCalledOnce(sub, { n: 1 });
+    await t.stop();
+
+    const missing = jobsApp(url, unique("rt_missing"), async () => HandlerOutcome.ack());
+    await expect(missing.app.start()).rejects.toMatchObject({ code: "Schema" });
+
+    const noPayload = InboxSpec.table(table, column("id").generated()).attempt(column("attempt")).lease(column("locked_until")).payload(column("body"), payloadOf<Job>());
+    const broker = SqlBroker.fromUrl(url);
+    const bad = new App({ name: "t", version: "0", logger: new MemoryLogger() }).withBroker(broker.route(noPayload, "jobs"), (b) =>
+      b.include(subscriber(InboxQueue.of(noPayload, "jobs"), async () => undefined)),
+    );
+    await expect(bad.start()).rejects.toMatchObject({ code: "Schema", message: expect.stringContaining('"body"') });
+  });
+
+  test("a row-lock table is refused by this runtime with UnsupportedForm", async () => {
+    const spec = InboxSpec.table("rt_rowlock", column("id")).payload(column("payload"));
+    const broker = SqlBroker.fromUrl(sqlite.url());
+    const app = new App({ name: "t", version: "0", logger: new MemoryLogger() }).withBroker(broker.route(spec, "jobs"), (b) =>
+      b.include(subscriber(InboxQueue.of(spec, "jobs"), async () => undefined)),
+    );
+    await expect(app.start()).rejects.toMatchObject({ code: "UnsupportedForm" });
+  });
+});
+
+describe("SqlBroker.fromKysely on PostgreSQL", () => {
+  let db: AnyKysely;
+  const table = unique("rt_kysely");
+  beforeAll(async () => {
+    db = await postgres.connect(postgres.url());
+    await postgres.createLeaseTable(db, table);
+  });
+  afterAll(async () => {
+    await postgres.dropTable(db, table);
+    await db.destroy();
+  });
+
+  test("publishes inside the caller's transaction commit with it and roll back with it; the app never destroys the caller's Kysely", async () => {
+    const spec = jobsSpec(table);
+    const broker = SqlBroker.fromKysely(db).route(spec, "jobs");
+    const sub = subscriber(InboxQueue.of(spec, "jobs").lease(2000), async () => HandlerOutcome.ack());
+    const app = new App({ name: "t", version: "0" }).withBroker(broker, (b) => b.include(sub));
+    const t = await TestApp.start(app);
+
+    await db.transaction().execute(async (trx) => {
+      await broker.publish("jobs", { n: 1 }, { via: trx });
+      await sql`select 1`.execute(trx);
+      throw new Error("rolled back");
+    }).catch(() => {});
+    await db.transaction().execute(async (trx) => {
+      await broker.publish("jobs", { n: 2 }, { via: trx });
+    });
+    await t.advance(1000);
+    expect(t.calls(sub).map((c) => c.payload)).toEqual([{ n: 2 }]);
+    await t.stop();
+    expect(await readRows(postgres, db, table)).toEqual([]); // still usable: not destroyed
+  });
+});
