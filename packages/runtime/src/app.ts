@@ -1,7 +1,8 @@
-import { SqlInboxError, type AnyInboxSpec } from "@sqlinbox/core";
+import { SqlInboxError, type AnyInboxSpec, type ClaimForm, type InboxDescription } from "@sqlinbox/core";
+import { dialectFor, type Engine } from "@sqlinbox/kysely-dialects";
 import { Activity } from "./activity.js";
 import { brokerState, type BrokerState, type SqlBroker } from "./broker.js";
-import { LeaseClaim } from "./claim/lease-claim.js";
+import { claimStrategyFor } from "./claim/strategy-for.js";
 import type { ClaimStrategy, ClaimSetup } from "./claim/claim-strategy.js";
 import { systemClock, type Clock } from "./clock.js";
 import { runningBrokers, startWith, type StartOverrides } from "./internal.js";
@@ -124,6 +125,7 @@ export class App {
     const opened: BrokerState[] = [];
     const subscriptions: Subscription[] = [];
     const unsubscribe: Array<() => void> = [];
+    const held: Array<() => void> = [];
     try {
       const names = new Set<string>();
       for (const { broker, scope } of this.#brokers) {
@@ -139,9 +141,7 @@ export class App {
           }
           if (names.has(sub.name)) throw new SqlInboxError("AlreadySubscribed", "a route has one subscriber per app", { subscription: sub.name });
           names.add(sub.name);
-          if (sub.queue.spec.description.form !== "lease") {
-            throw new SqlInboxError("UnsupportedForm", `the ${sub.queue.spec.description.form} form is not in this runtime yet: describe a lease column`, { subscription: sub.name, table: spec.description.table });
-          }
+          refuseUnsupportedForm(state.source.engine, sub.name, spec.description);
         }
         const database = await state.open(logger, activity);
         opened.push(state);
@@ -153,11 +153,12 @@ export class App {
           const subLogger = childLogger(logger, { subscription: sub.name, table: spec.table });
           const setup: ClaimSetup = {
             database, spec, subscription: sub.name, leaseMs, precision: table.precision, clock, logger: subLogger,
-            isClosed: () => state.closed,
+            databaseLabel: state.source.label, isClosed: () => state.closed,
           };
-          strategies.push({ sub, strategy: new LeaseClaim(setup), leaseMs });
+          strategies.push({ sub, strategy: claimStrategyFor(setup), leaseMs });
         }
-        checkPool(state, strategies.map(({ sub, strategy }) => ({ name: sub.name, workers: sub.queue.options.workers, perDelivery: strategy.connectionsPerDelivery })));
+        checkPool(state, strategies.map(({ sub, strategy }) => ({ name: sub.name, form: strategy.form, workers: sub.queue.options.workers, perDelivery: strategy.connectionsPerDelivery })));
+        for (const { sub } of strategies) claimQueue(state, sub, held);
         for (const { sub, strategy, leaseMs } of strategies) {
           const subscription = new Subscription({
             subscriber: sub, spec: sub.queue.spec.description, options: sub.queue.options, strategy, clock,
@@ -170,6 +171,7 @@ export class App {
         }
       }
     } catch (error) {
+      for (const free of held) free();
       for (const state of opened) await state.close();
       logger.error(errorFields(error), "app failed to start");
       throw error;
@@ -185,6 +187,7 @@ export class App {
         await Promise.all(subscriptions.map((s) => s.stopClaiming()));
         await Promise.all(subscriptions.map((s) => s.drain(grace)));
         for (const off of unsubscribe) off();
+        for (const free of held) free();
         for (const state of opened) await state.close();
         for (const hook of this.#shutdown) {
           try {
@@ -212,12 +215,50 @@ export class App {
   }
 }
 
+/** The queues (table and route) subscribed on each broker by running apps: a second subscriber is `AlreadySubscribed`. */
+const subscribedQueues = new WeakMap<BrokerState, Set<string>>();
+
+function claimQueue(state: BrokerState, sub: Subscriber, held: Array<() => void>): void {
+  const queues = subscribedQueues.get(state) ?? new Set<string>();
+  subscribedQueues.set(state, queues);
+  const queue = `${sub.queue.spec.description.table}\u0000${sub.name}`;
+  if (queues.has(queue)) {
+    throw new SqlInboxError("AlreadySubscribed", "this queue already has a subscriber on this broker (in this or another running app): one subscriber per queue, raise its workers instead", { subscription: sub.name, table: sub.queue.spec.description.table });
+  }
+  queues.add(queue);
+  held.push(() => queues.delete(queue));
+}
+
+/** A row-lock table on an engine without row locks (SQLite) is refused before anything connects. */
+function refuseUnsupportedForm(engine: Engine, subscription: string, spec: InboxDescription): void {
+  if (spec.form === "rowLock" && !dialectFor(engine).capabilities.rowLock) {
+    throw new SqlInboxError(
+      "UnsupportedForm",
+      `a row-lock table on ${engine}, which has no row locks: give the table a lease column (.lease(column("locked_until"))) or an advisory key (.advisoryLock("…"))`,
+      { subscription, table: spec.table },
+    );
+  }
+}
+
+/** Connections one subscription holds at most: one per delivery in work, plus one for handlers, publishes and settlements. */
+export interface PoolNeed {
+  readonly name: string;
+  readonly form: ClaimForm;
+  readonly workers: number;
+  readonly perDelivery: number;
+}
+
 /** Refuses to start when the pool cannot hold what the subscriptions need, showing the arithmetic. */
-function checkPool(state: BrokerState, needs: ReadonlyArray<{ name: string; workers: number; perDelivery: number }>): void {
+export function checkPool(state: Pick<BrokerState, "poolMax" | "source">, needs: readonly PoolNeed[]): void {
   if (!Number.isFinite(state.poolMax) || state.source.engine === "sqlite") return;
   const parts = needs.map((n) => ({ ...n, total: n.workers * n.perDelivery + 1 }));
   const total = parts.reduce((sum, p) => sum + p.total, 0);
   if (total <= state.poolMax) return;
-  const arithmetic = parts.map((p) => `${p.name}: ${p.workers} workers x ${p.perDelivery} + 1 = ${p.total}`).join("; ");
-  throw new SqlInboxError("PoolTooSmall", `the pool holds ${state.poolMax} connections, the subscriptions need ${total} (${arithmetic}): raise pool.max`);
+  const arithmetic = parts
+    .map((p) => `"${p.name}" (${p.form}, workers(${p.workers})): ${p.workers} x ${p.perDelivery} for deliveries in work + 1 for handlers, publishes and settlements = ${p.total}`)
+    .join("; ");
+  throw new SqlInboxError(
+    "PoolTooSmall",
+    `the pool holds at most ${state.poolMax} connections, the subscriptions need ${total}: ${arithmetic}; total ${total} > pool max ${state.poolMax}: raise pool.max to ${total} or lower workers`,
+  );
 }

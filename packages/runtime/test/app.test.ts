@@ -99,6 +99,21 @@ describe("startup", () => {
   });
 });
 
+describe("builders", () => {
+  test("leases are whole seconds, rounded up, 30 s by default; queues and brokers are immutable", () => {
+    const broker = SqlBroker.fromUrl("sqlite::memory:");
+    expect(broker.leaseMs).toBe(30_000);
+    expect(broker.lease(1500).leaseMs).toBe(2000);
+    expect(broker.leaseMs).toBe(30_000);
+    const queue = InboxQueue.of(jobsSpec("t"), "jobs");
+    expect(queue.options).toEqual({ pollInterval: 1000, workers: 1, batch: 1 });
+    expect(queue.lease(59_001).options.lease).toBe(60_000);
+    expect(queue.workers(3).options.workers).toBe(3);
+    expect(queue.options.workers).toBe(1);
+    expect(Object.isFrozen(queue)).toBe(true);
+  });
+});
+
 describe("SqlBroker.fromKysely on PostgreSQL", () => {
   let db: AnyKysely;
   const table = unique("rt_kysely");

@@ -99,6 +99,25 @@ describe.each(engines)("lease form on $name", (engine: TestEngine) => {
     expect(await readRows(engine, db, table)).toEqual([]);
   });
 
+  test("a refused extension (the row holds another claim's deadline) aborts ctx.signal at once with LeaseLost", async () => {
+    let ctxA: InboxContext | undefined;
+    const { app, sub } = jobsApp(url, table, async (_job, ctx) => {
+      ctxA = ctx;
+      await ctx.sleep(seconds(10)).catch(() => {});
+      return HandlerOutcome.ack();
+    });
+    const t = track(await TestApp.start(app));
+    await t.publish("jobs", { n: 1 });
+    const other = new Date(t.clock.now().getTime() + seconds(60));
+    await db.updateTable(table).set({ locked_until: engine.time(other) }).execute(); // another claim's token
+    await t.advance(seconds(1));
+    expect(ctxA?.signal.aborted).toBe(true);
+    expect((ctxA?.signal.reason as SqlInboxError).code).toBe("LeaseLost");
+    await t.advance(seconds(10));
+    expect((t.calls(sub)[0]?.error as SqlInboxError).code).toBe("LeaseLost");
+    expect((await readRows(engine, db, table)).map((r) => r.locked_until?.getTime())).toEqual([other.getTime()]);
+  });
+
   test("outcomes: retry comes back with the next attempt, retryAfter after its delay, drop deletes, a throw retries and is logged", async () => {
     const { app, sub } = jobsApp(url, table, async (job, ctx) => {
       const attempt = ctx.get(keys.attempt);

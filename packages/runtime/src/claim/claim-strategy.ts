@@ -48,6 +48,8 @@ export interface ClaimSetup {
   readonly precision: number;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** Which database this is (a redacted URL): scopes the keys an advisory claim holds in this process. */
+  readonly databaseLabel?: string;
   /** True once the broker closed: settlements fail with `Closed`. */
   readonly isClosed: () => boolean;
 }

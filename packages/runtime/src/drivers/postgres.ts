@@ -5,6 +5,12 @@ import type { OpenedDatabase, PoolOptions } from "./types.js";
 export async function openPostgres(url: string, pool: PoolOptions): Promise<OpenedDatabase> {
   const { default: pg } = await import("pg");
   const max = pool.max ?? 10;
-  const dialect = new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max }) });
+  const pgPool = new pg.Pool({ connectionString: url, max });
+  // A session that ends under the pool (pg_terminate_backend, a restart) must not crash the
+  // process: the idle client is dropped by the pool, and a client in use (a row-lock
+  // transaction, an advisory lock) fails its next statement, which the claim form reports.
+  pgPool.on("error", () => {});
+  pgPool.on("connect", (client) => client.on("error", () => {}));
+  const dialect = new PostgresDialect({ pool: pgPool });
   return { db: new Kysely({ dialect }), engine: "postgres", poolMax: max };
 }

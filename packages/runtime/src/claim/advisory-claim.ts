@@ -1,0 +1,199 @@
+import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core";
+import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/kysely-dialects";
+import type { CompiledQuery } from "kysely";
+import { errorFields } from "../logger.js";
+import type { HandlerOutcome } from "../outcome.js";
+import type { ClaimedDelivery, ClaimSetup, ClaimStrategy } from "./claim-strategy.js";
+import { holdConnection, type HeldConnection } from "./held-connection.js";
+
+/**
+ * The keys of deliveries in work in this process, per database. On Postgres and MySQL it
+ * spares a connection for a key this process already holds; on SQLite, where there are no
+ * session locks, it *is* the lock — which is why one SQLite file serves one process.
+ */
+const keysInWork = new Set<string>();
+
+/** Candidates read per claim round, per free worker: enough to reach past keys already in work. */
+const CANDIDATES_PER_WORKER = 8;
+const MIN_CANDIDATES = 64;
+
+/**
+ * The advisory form (every engine): a row is held by a lock on its key, taken on a
+ * connection of its own that the delivery keeps until it settles.
+ *
+ * ```sql
+ * SELECT … FROM t WHERE <claimable> ORDER BY … LIMIT :window     -- candidates, no lock
+ * SELECT pg_try_advisory_lock(hashtextextended(:key, 0))          -- Postgres, or GET_LOCK(:db.key, 0)
+ * UPDATE t SET attempt = attempt + 1 WHERE id = ? AND <claimable>  -- the take, committed at once
+ * -- the handler runs; the key stays locked by this session
+ * DELETE FROM t WHERE id = ?  | UPDATE … retry_after                -- the settlement, same session
+ * SELECT pg_advisory_unlock(…)                                     -- or RELEASE_LOCK
+ * ```
+ *
+ * Only the first candidate of each key is tried in a round, so rows sharing a key run one at
+ * a time in claim order, while other keys run in parallel. The lock ends with its session, so
+ * a crash returns the row at once; the take was committed, so the crash spends the attempt.
+ */
+export class AdvisoryClaim implements ClaimStrategy {
+  readonly form = "advisory" as const;
+  readonly connectionsPerDelivery: number;
+  readonly #setup: ClaimSetup;
+  readonly #statements: AdvisoryStatements;
+  readonly #sessionLocks: boolean;
+  readonly #scope: string;
+  #databaseName: Promise<string> | undefined;
+
+  constructor(setup: ClaimSetup) {
+    this.#setup = setup;
+    this.#statements = setup.database.dialect.advisory;
+    this.#sessionLocks = setup.database.dialect.capabilities.advisoryLocks === "session";
+    this.connectionsPerDelivery = this.#sessionLocks ? 1 : 0;
+    this.#scope = setup.databaseLabel ?? "";
+  }
+
+  start(): void {}
+  stop(): void {}
+
+  async claim(limit: number): Promise<ClaimedDelivery[]> {
+    const { database, spec, clock } = this.#setup;
+    const window = Math.max(limit * CANDIDATES_PER_WORKER, MIN_CANDIDATES);
+    const candidates = (await database.execute("claim", this.#statements.selectCandidates(spec, { limit: window, now: clock.now() }))).rows;
+    const tried = new Set<string>();
+    const claimed: ClaimedDelivery[] = [];
+    for (const row of candidates) {
+      if (claimed.length >= limit) break;
+      const key = advisoryKeyOf(spec, row);
+      if (tried.has(key)) continue; // a later row of a key waits for the earlier one
+      tried.add(key);
+      const registered = `${this.#scope}\u0000${key}`;
+      if (keysInWork.has(registered)) continue;
+      keysInWork.add(registered);
+      let delivery: ClaimedDelivery | undefined;
+      try {
+        delivery = await this.#take(row, key, registered);
+      } catch (error) {
+        keysInWork.delete(registered);
+        throw error;
+      }
+      if (delivery === undefined) keysInWork.delete(registered);
+      else claimed.push(delivery);
+    }
+    return claimed;
+  }
+
+  /** Locks the key on a connection of its own and takes the row; `undefined` when the key is held elsewhere or the row is gone. */
+  async #take(row: RawRow, key: string, registered: string): Promise<ClaimedDelivery | undefined> {
+    const { database, spec, clock } = this.#setup;
+    const id = row[spec.id.name];
+    const connection = this.#sessionLocks ? await holdConnection(database.db) : undefined;
+    try {
+      if (connection !== undefined) {
+        const lock = this.#statements.tryLock(key, await this.#database());
+        const locked = lock === null ? true : Number((await database.execute("claim", lock, connection.db)).rows[0]?.locked ?? 0) === 1;
+        if (!locked) {
+          connection.release();
+          return undefined;
+        }
+      }
+      const taken = await database.execute("claim", this.#statements.take(spec, id, clock.now()), connection?.db);
+      if (Number(taken.numAffectedRows ?? 0n) === 0) {
+        // Finished by another session between the candidate read and the lock.
+        await this.#unlock(connection, key);
+        return undefined;
+      }
+    } catch (error) {
+      connection?.release();
+      throw error;
+    }
+    return this.#delivery(row, key, registered, connection);
+  }
+
+  /** The database name MySQL lock names are prefixed with (user locks are server-wide). */
+  #database(): Promise<string> {
+    const { database } = this.#setup;
+    this.#databaseName ??= database.execute("claim", database.dialect.schema.currentDatabase()).then((r) => String(r.rows[0]?.name ?? ""));
+    return this.#databaseName;
+  }
+
+  /** Releases the key's lock and gives the connection back; true when the session still held the lock. */
+  async #unlock(connection: HeldConnection | undefined, key: string): Promise<boolean> {
+    if (connection === undefined) return true;
+    try {
+      const unlock = this.#statements.unlock(key, await this.#database());
+      if (unlock === null) return true;
+      const result = await this.#setup.database.execute("settle", unlock as CompiledQuery<Record<string, unknown>>, connection.db);
+      const row = result.rows[0];
+      return row !== undefined && Number(Object.values(row)[0]) === 1;
+    } finally {
+      connection.release();
+    }
+  }
+
+  #delivery(row: RawRow, key: string, registered: string, connection: HeldConnection | undefined): ClaimedDelivery {
+    const { spec, subscription } = this.#setup;
+    const id = row[spec.id.name];
+    // The candidate carries the attempt before the take counted it.
+    const attempt = spec.attempt === undefined ? undefined : Number(row[spec.attempt.name]) + 1;
+    const place: ErrorPlace = { subscription, table: spec.table, id };
+    const controller = new AbortController();
+    let state: "held" | "settling" | "done" | "abandoned" = "held";
+    const release = async (): Promise<boolean> => {
+      try {
+        return await this.#unlock(connection, key);
+      } finally {
+        keysInWork.delete(registered);
+      }
+    };
+    return {
+      id,
+      row,
+      attempt,
+      signal: controller.signal,
+      leaseDeadline: () => undefined,
+      settle: async (outcome) => {
+        if (state === "abandoned" || this.#setup.isClosed()) {
+          state = "done";
+          throw new SqlInboxError("Closed", `the broker is closed: the ${outcome.kind} was not written; the key's lock was released and the row is back in the queue`, place);
+        }
+        if (state !== "held") throw new SqlInboxError("Declaration", "this delivery was already settled", place);
+        state = "settling";
+        try {
+          await this.#settle(connection, id, outcome, place, release);
+        } finally {
+          state = "done";
+        }
+      },
+      abandon: (reason) => {
+        if (state !== "held") return;
+        state = "abandoned";
+        controller.abort(reason);
+        release().catch((error: unknown) => this.#setup.logger.warn({ ...errorFields(error), ...place }, "advisory unlock at shutdown failed; the lock ends with its session"));
+      },
+    };
+  }
+
+  async #settle(connection: HeldConnection | undefined, id: unknown, outcome: HandlerOutcome, place: ErrorPlace, release: () => Promise<boolean>): Promise<void> {
+    const { database, spec, clock } = this.#setup;
+    const now = clock.now();
+    const query =
+      outcome.kind === "ack" || outcome.kind === "drop"
+        ? this.#statements.settleAck(spec, id, now)
+        : this.#statements.settleRetry(spec, id, outcome.kind === "retryAfter" ? new Date(now.getTime() + outcome.ms) : null);
+    let stillHeld: boolean;
+    try {
+      // On the delivery's own session: once that session is gone, so is the lock, and the
+      // row may already be in another delivery — the settlement must fail, not land.
+      if (query !== null) await database.execute("settle", query, connection?.db);
+      stillHeld = await release();
+    } catch (error) {
+      await release().catch(() => false);
+      throw new SqlInboxError(
+        "SessionLost",
+        `the ${outcome.kind} was not written: the session holding the key's lock ended (${(error as Error).message}); the row is back in the queue, its attempt spent`,
+        place,
+        { cause: error },
+      );
+    }
+    if (!stillHeld) this.#setup.logger.warn({ ...place }, "the key's lock was no longer held at settlement");
+  }
+}

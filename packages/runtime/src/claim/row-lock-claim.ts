@@ -1,0 +1,213 @@
+import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core";
+import type { RawRow, RowLockStatements } from "@sqlinbox/kysely-dialects";
+import type { CompiledQuery, ControlledTransaction, QueryResult } from "kysely";
+import { isDeadlock } from "../database.js";
+import { errorFields } from "../logger.js";
+import type { HandlerOutcome } from "../outcome.js";
+import type { ClaimedDelivery, ClaimSetup, ClaimStrategy } from "./claim-strategy.js";
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- compiled queries run on any database interface
+type HeldTransaction = ControlledTransaction<any>;
+
+/**
+ * The row-lock form (Postgres, MySQL/MariaDB): each delivery is one transaction, opened by
+ * its claim and kept open on its own connection while the handler runs.
+ *
+ * ```sql
+ * BEGIN                       -- READ COMMITTED on MySQL/MariaDB
+ * SELECT … LIMIT 1 FOR UPDATE SKIP LOCKED   -- Postgres counts the attempt in the same statement
+ * UPDATE t SET attempt = attempt + 1 …      -- MySQL/MariaDB (no UPDATE … RETURNING)
+ * -- the handler runs; the row stays locked
+ * DELETE FROM t WHERE id = ?  | UPDATE t SET retry_after = ? …  -- the settlement
+ * COMMIT
+ * ```
+ *
+ * A crash or a killed session rolls the transaction back: the row is claimable again at
+ * once and its attempt is not spent. `batch(n)` opens up to n such transactions in one
+ * claim round, one row each, so every delivery commits on its own and a crash never takes
+ * a neighbour's work with it.
+ */
+export class RowLockClaim implements ClaimStrategy {
+  readonly form = "rowLock" as const;
+  readonly connectionsPerDelivery = 1;
+  readonly #setup: ClaimSetup;
+  readonly #statements: RowLockStatements;
+  readonly #open = new Set<HeldTransaction>();
+
+  constructor(setup: ClaimSetup) {
+    const statements = setup.database.dialect.rowLock;
+    if (statements === null) {
+      throw new SqlInboxError(
+        "UnsupportedForm",
+        `${setup.database.dialect.capabilities.engine} has no row locks: give the table a lease column or an advisory key`,
+        { subscription: setup.subscription, table: setup.spec.table },
+      );
+    }
+    this.#setup = setup;
+    this.#statements = statements;
+  }
+
+  start(): void {}
+  stop(): void {}
+
+  /** Transactions open now (one per delivery in work). */
+  get openTransactions(): number {
+    return this.#open.size;
+  }
+
+  async claim(limit: number): Promise<ClaimedDelivery[]> {
+    const claimed: ClaimedDelivery[] = [];
+    while (claimed.length < limit) {
+      const delivery = await this.#claimOne();
+      if (delivery === undefined) break;
+      claimed.push(delivery);
+    }
+    return claimed;
+  }
+
+  async #claimOne(): Promise<ClaimedDelivery | undefined> {
+    const { database, spec, clock } = this.#setup;
+    for (let retry = 1; ; retry++) {
+      const trx = await this.#begin();
+      try {
+        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit: 1, now: clock.now() }))).rows;
+        const row = rows[0];
+        if (row === undefined) {
+          await trx.rollback().execute();
+          this.#open.delete(trx);
+          return undefined;
+        }
+        const count = this.#statements.countAttempts(spec, [row[spec.id.name]]);
+        if (count !== null) await this.#run(trx, "claim", count);
+        return this.#delivery(trx, row, count !== null);
+      } catch (error) {
+        await this.#rollback(trx);
+        if (isDeadlock(error) && database.retryDeadlock("claim", retry)) continue;
+        throw error;
+      }
+    }
+  }
+
+  async #begin(): Promise<HeldTransaction> {
+    const { database } = this.#setup;
+    const isolation = database.dialect.capabilities.claimIsolation;
+    const builder = database.db.startTransaction();
+    const trx = await database.activity.track(() => (isolation ? builder.setIsolationLevel(isolation) : builder).execute());
+    this.#open.add(trx);
+    return trx;
+  }
+
+  #run<R>(trx: HeldTransaction, kind: "claim" | "settle", query: CompiledQuery<R>): Promise<QueryResult<R>> {
+    const injected = this.#setup.database.fault?.(kind);
+    if (injected) return Promise.reject(injected);
+    return this.#setup.database.activity.track(() => trx.executeQuery(query));
+  }
+
+  /** Rolls back and gives the connection back; a dead session (killed, crashed) already rolled back. */
+  async #rollback(trx: HeldTransaction): Promise<void> {
+    this.#open.delete(trx);
+    try {
+      await trx.rollback().execute();
+    } catch {
+      // The connection is released by Kysely even when the rollback fails.
+    }
+  }
+
+  #delivery(trx: HeldTransaction, row: RawRow, countedAfterSelect: boolean): ClaimedDelivery {
+    const { spec, subscription } = this.#setup;
+    const id = row[spec.id.name];
+    const raw = spec.attempt === undefined ? undefined : Number(row[spec.attempt.name]);
+    // Postgres returns the counted attempt; MySQL/MariaDB the value before `countAttempts`.
+    const attempt = raw === undefined ? undefined : countedAfterSelect ? raw + 1 : raw;
+    const place: ErrorPlace = { subscription, table: spec.table, id };
+    const controller = new AbortController();
+    let state: "held" | "settling" | "done" | "abandoned" = "held";
+    return {
+      id,
+      row,
+      attempt,
+      signal: controller.signal,
+      leaseDeadline: () => undefined,
+      settle: async (outcome) => {
+        if (state === "abandoned" || this.#setup.isClosed()) {
+          await this.#rollback(trx);
+          state = "done";
+          throw new SqlInboxError("Closed", `the broker is closed: the ${outcome.kind} was not written; the claim was rolled back and the row is back in the queue, its attempt not spent`, place);
+        }
+        if (state !== "held") throw new SqlInboxError("Declaration", "this delivery was already settled", place);
+        state = "settling";
+        try {
+          await this.#settle(trx, id, outcome, place, attempt);
+        } finally {
+          state = "done";
+        }
+      },
+      abandon: (reason) => {
+        if (state !== "held") return;
+        state = "abandoned";
+        controller.abort(reason);
+        // The grace period is over: the transaction rolls back now, so the row returns at once.
+        void this.#rollback(trx);
+      },
+    };
+  }
+
+  async #settle(trx: HeldTransaction, id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): Promise<void> {
+    const query = this.#settlement(id, outcome);
+    try {
+      if (query !== null) await this.#run(trx, "settle", query);
+      await this.#setup.database.activity.track(() => trx.commit().execute());
+      this.#open.delete(trx);
+    } catch (error) {
+      await this.#rollback(trx);
+      if (isDeadlock(error)) {
+        await this.#settleAfterDeadlock(id, outcome, place);
+        return;
+      }
+      throw new SqlInboxError(
+        "SessionLost",
+        `the ${outcome.kind} was not written: the delivery's transaction ended under it (${(error as Error).message}); it was rolled back, so the row is back in the queue with its attempt (${attempt ?? "none"}) not spent`,
+        place,
+        { cause: error },
+      );
+    }
+  }
+
+  #settlement(id: unknown, outcome: HandlerOutcome): CompiledQuery | null {
+    const { spec, clock } = this.#setup;
+    const now = clock.now();
+    if (outcome.kind === "ack" || outcome.kind === "drop") return this.#statements.settleAck(spec, id, now);
+    return this.#statements.settleRetry(spec, id, outcome.kind === "retryAfter" ? new Date(now.getTime() + outcome.ms) : null);
+  }
+
+  /**
+   * MySQL/MariaDB rolled the transaction back (InnoDB 1213): the handler's work is done, so
+   * the settlement runs again in a fresh transaction, counting the attempt the rollback undid.
+   * `FOR UPDATE` (waiting, not skipping) makes it wait for a claimer that took the row in
+   * between; if that claimer finished the row, nothing is left to write.
+   */
+  async #settleAfterDeadlock(id: unknown, outcome: HandlerOutcome, place: ErrorPlace): Promise<void> {
+    const { database, spec, logger } = this.#setup;
+    for (let retry = 1; ; retry++) {
+      if (!database.retryDeadlock("settle", retry)) {
+        throw new SqlInboxError("SessionLost", `the ${outcome.kind} deadlocked too often; the row is back in the queue`, place);
+      }
+      const trx = await this.#begin();
+      try {
+        const count = this.#statements.countAttempts(spec, [id]);
+        if (count !== null) await this.#run(trx, "settle", count);
+        const query = this.#settlement(id, outcome);
+        if (query !== null) await this.#run(trx, "settle", query);
+        await database.activity.track(() => trx.commit().execute());
+        this.#open.delete(trx);
+        return;
+      } catch (error) {
+        await this.#rollback(trx);
+        if (!isDeadlock(error)) {
+          logger.error({ ...errorFields(error), ...place }, "settlement after a deadlock failed; the row is back in the queue");
+          throw error;
+        }
+      }
+    }
+  }
+}
