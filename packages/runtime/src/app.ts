@@ -89,7 +89,7 @@ export class App {
   }
 
   /** Runs the subscribers `configure` includes on `broker` (after `broker.route(…)`). */
-  withBroker<R extends Record<string, AnyInboxSpec>>(broker: SqlBroker<R>, configure: (b: BrokerScope) => BrokerScope): App {
+  withBroker<R extends Record<string, AnyInboxSpec>, E extends Engine>(broker: SqlBroker<R, E>, configure: (b: BrokerScope) => BrokerScope): App {
     const use: BrokerUse = { broker: broker as unknown as BrokerUse["broker"], scope: configure(BrokerScope.empty()) };
     return this.#with({ brokers: [...this.#brokers, use] });
   }

@@ -1,4 +1,4 @@
-import { SqlInboxError, type AnyInboxSpec, type InboxDescription } from "@sqlinbox/core";
+import { SqlInboxError, type AnyInboxSpec, type FormOf, type InboxDescription, type RolesOf, type SpecError } from "@sqlinbox/core";
 import { checkSchema, dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects";
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
 import type { Activity } from "./activity.js";
@@ -159,6 +159,21 @@ function engineOf(db: Kysely<unknown>): Engine {
 }
 
 type Routes = Record<string, AnyInboxSpec>;
+
+/** The engine a URL literal names (`Engine` when the type system cannot tell, e.g. a `string`). */
+export type EngineOfUrl<U extends string> = string extends U
+  ? Engine
+  : U extends `postgres://${string}` | `postgresql://${string}` ? "postgres"
+    : U extends `mysql://${string}` | `mariadb://${string}` ? "mysql"
+      : U extends `sqlite:${string}` ? "sqlite"
+        : Engine;
+
+/** A row-lock table cannot be routed on a SQLite broker: SQLite has no row locks. */
+export type RouteAllowed<S extends AnyInboxSpec, E extends Engine> = [E] extends ["sqlite"]
+  ? FormOf<RolesOf<S>> extends "rowLock"
+    ? SpecError<"SQLite has no row locks: a row-lock table cannot be routed on a SQLite broker; give the table a lease column (.lease(column(\"locked_until\"))) or an advisory key (.advisoryLock(\"…\"))">
+    : unknown
+  : unknown;
 /** A publish's payload type for route `N`: the route's payload when the broker's type knows it. */
 export type PublishPayload<R extends Routes, N extends string> = N extends keyof R ? PayloadOfSpec<R[N]> : unknown;
 
@@ -179,9 +194,11 @@ export function brokerState(broker: object): BrokerState {
  * app.withBroker(broker.route(RenderReport, "reports"), (b) => b.include(render))
  * await broker.publish("reports", { title: "Q3" })
  */
-export class SqlBroker<R extends Routes = Record<never, never>> {
+export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine = Engine> {
   /** The default lease of this broker's subscriptions, in ms (whole seconds). */
   readonly leaseMs: number;
+  /** @internal phantom: the engine the URL names, when the type system can read it. */
+  declare readonly "~engine"?: E;
 
   private constructor(state: BrokerState, leaseMs: number) {
     this.leaseMs = leaseMs;
@@ -193,7 +210,7 @@ export class SqlBroker<R extends Routes = Record<never, never>> {
    * A broker on a database URL: `postgres://`, `mysql://`, `mariadb://`, `sqlite::memory:`, `sqlite:path`.
    * The driver (`pg`, `mysql2`, `better-sqlite3`) is imported only when the app starts.
    */
-  static fromUrl(url: string, options: BrokerOptions = {}): SqlBroker {
+  static fromUrl<const U extends string>(url: U, options: BrokerOptions = {}): SqlBroker<Record<never, never>, EngineOfUrl<U>> {
     const parsed = parseDatabaseUrl(url);
     const pool = options.pool ?? {};
     return new SqlBroker(
@@ -219,12 +236,12 @@ export class SqlBroker<R extends Routes = Record<never, never>> {
   }
 
   /** This broker's default lease (30 s unless set); whole seconds, rounded up. */
-  lease(ms: number): SqlBroker<R> {
+  lease(ms: number): SqlBroker<R, E> {
     return new SqlBroker(brokerState(this), wholeSeconds(ms));
   }
 
   /** Declares route `name` on the table `spec` describes. Every value of this broker sees it. */
-  route<S extends AnyInboxSpec, N extends string>(spec: S, name: N): SqlBroker<R & { [K in N]: S }> {
+  route<S extends AnyInboxSpec, N extends string>(spec: S & RouteAllowed<S, E>, name: N): SqlBroker<R & { [K in N]: S }, E> {
     const state = brokerState(this);
     const known = state.routes.get(name);
     if (known !== undefined && known.description.table !== spec.description.table) {

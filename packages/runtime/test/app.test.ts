@@ -89,6 +89,21 @@ describe("startup", () => {
     await expect(bad.start()).rejects.toMatchObject({ code: "Schema", message: expect.stringContaining('"body"') });
   });
 
+  test("payloads are JSON: UTF-8 bytes in a binary column, text in a text column", async () => {
+    const url = sqlite.url();
+    const db = await sqlite.connect(url);
+    const table = unique("rt_text");
+    await sql`CREATE TABLE ${sql.id(table)} (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 0, locked_until TEXT, payload TEXT NOT NULL)`.execute(db);
+    const { app, sub } = jobsApp(url, table, async () => HandlerOutcome.retryAfter(60_000));
+    const t = await TestApp.start(app);
+    await t.publish("jobs", { n: 7, title: "héllo" });
+    t.assertCalledOnce(sub, { n: 7, title: "héllo" });
+    const { rows } = await sql<{ payload: unknown }>`SELECT payload FROM ${sql.id(table)}`.execute(db);
+    expect(rows[0]?.payload).toBe('{"n":7,"title":"héllo"}');
+    await t.stop();
+    await db.destroy();
+  });
+
   test("a row-lock table is refused by this runtime with UnsupportedForm", async () => {
     const spec = InboxSpec.table("rt_rowlock", column("id")).payload(column("payload"));
     const broker = SqlBroker.fromUrl(sqlite.url());
