@@ -12,6 +12,7 @@ import { holdConnection, type HeldConnection } from "./held-connection.js";
  * session locks, it *is* the lock — which is why one SQLite file serves one process.
  */
 const keysInWork = new Set<string>();
+let scopes = 0;
 
 /** Candidates read per claim round, per free worker: enough to reach past keys already in work. */
 const CANDIDATES_PER_WORKER = 8;
@@ -48,7 +49,9 @@ export class AdvisoryClaim implements ClaimStrategy {
     this.#statements = setup.database.dialect.advisory;
     this.#sessionLocks = setup.database.dialect.capabilities.advisoryLocks === "session";
     this.connectionsPerDelivery = this.#sessionLocks ? 1 : 0;
-    this.#scope = setup.databaseLabel ?? "";
+    // Session locks already keep processes and pools apart: the registry only spares this
+    // subscription a connection. Without them (SQLite) it is the lock, shared by the process.
+    this.#scope = this.#sessionLocks ? `subscription:${++scopes}` : `database:${setup.databaseLabel ?? ""}`;
   }
 
   start(): void {}
