@@ -142,6 +142,7 @@ export class App {
           if (names.has(sub.name)) throw new SqlInboxError("AlreadySubscribed", "a route has one subscriber per app", { subscription: sub.name });
           names.add(sub.name);
           refuseUnsupportedForm(state.source.engine, sub.name, spec.description);
+          claimQueue(state, sub, held);
         }
         const database = await state.open(logger, activity);
         opened.push(state);
@@ -158,7 +159,6 @@ export class App {
           strategies.push({ sub, strategy: claimStrategyFor(setup), leaseMs });
         }
         checkPool(state, strategies.map(({ sub, strategy }) => ({ name: sub.name, form: strategy.form, workers: sub.queue.options.workers, perDelivery: strategy.connectionsPerDelivery })));
-        for (const { sub } of strategies) claimQueue(state, sub, held);
         for (const { sub, strategy, leaseMs } of strategies) {
           const subscription = new Subscription({
             subscriber: sub, spec: sub.queue.spec.description, options: sub.queue.options, strategy, clock,
