@@ -85,7 +85,7 @@ export class Subscription {
     timer?.cancel();
     if (done === "grace") {
       for (const delivery of this.#inFlight.keys()) {
-        this.#s.logger.warn({ id: delivery.id }, "shutdown grace over: delivery abandoned, its row returns when its lease expires");
+        this.#s.logger.warn({ id: delivery.id }, `shutdown grace over: delivery abandoned (${this.#s.strategy.form === "lease" ? "its row returns when its lease expires" : this.#s.strategy.form === "rowLock" ? "its transaction rolled back: the row is back, its attempt not spent" : "its key unlocked: the row is back, its attempt spent"})`);
         delivery.abandon(new Error("shutdown grace period over"));
       }
     }
