@@ -105,6 +105,21 @@ export interface LeaseStatements {
   settleAck(spec: InboxDescription, lease: HeldLease, now: Date, precision: number): CompiledQuery;
   /** Release while held: `locked_until = NULL` (or `retryAt` in the retryAfter column / the lease column), attempt not counted again. */
   settleRetry(spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number): CompiledQuery;
+  /**
+   * Ack of many leases in one statement, each row only while it still holds its token:
+   * `DELETE FROM t WHERE (id = ? AND locked_until = ?) OR …` (or `UPDATE … SET processed_at`).
+   * Where the engine has `updateReturning`, `RETURNING id` names the acks that took. Elsewhere
+   * (MySQL/MariaDB) run `selectHeld` first in one short transaction: the ids it returns are the
+   * acks that take; every other lease was lost.
+   */
+  settleAckMany(spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number): CompiledQuery<RawRow>;
+  /** `SELECT id FROM t WHERE (id = ? AND locked_until = ?) OR … FOR UPDATE` (no lock clause on SQLite): the leases still held, their rows locked until commit. */
+  selectHeld(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow>;
+  /**
+   * Gives back claimed rows no handler received: `locked_until = NULL` and the claim's attempt
+   * undone (`attempt = attempt - 1`), each row only while it holds its token; `RETURNING id` where the engine can.
+   */
+  releaseUnstarted(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow>;
 }
 
 /** The advisory form (every engine; SQLite keeps its keys in the process). */

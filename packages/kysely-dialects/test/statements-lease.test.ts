@@ -393,4 +393,186 @@ describe("lease", () => {
     `);
     expect(NOT_SUPPORTED).toBe("NOT_SUPPORTED");
   });
+  test("settleAckMany: one statement, each row only while it holds its token (MySQL: no RETURNING, see selectHeld)", () => {
+    const leases = [held, { id: 8, held: new Date("2024-05-01T12:00:31.000Z") }];
+    expect({
+      delete: perEngine((d) => d.lease.settleAckMany(seedByHand, leases, now, 3)),
+      processedAt: perEngine((d) => d.lease.settleAckMany(richLease(), leases, now, 6)),
+    }).toMatchInlineSnapshot(`
+      {
+        "delete": {
+          "mysql": {
+            "parameters": [
+              7,
+              "2024-05-01 12:00:30.789",
+              8,
+              "2024-05-01 12:00:31.000",
+            ],
+            "sql": "delete from \`report_jobs\` where ((\`id\` = ? and \`locked_until\` = ?) or (\`id\` = ? and \`locked_until\` = ?))",
+          },
+          "postgres": {
+            "parameters": [
+              7,
+              2024-05-01T12:00:30.789Z,
+              8,
+              2024-05-01T12:00:31.000Z,
+            ],
+            "sql": "delete from "report_jobs" where (("id" = $1 and "locked_until" = $2) or ("id" = $3 and "locked_until" = $4)) returning "id"",
+          },
+          "sqlite": {
+            "parameters": [
+              7,
+              "2024-05-01T12:00:30.789Z",
+              8,
+              "2024-05-01T12:00:31.000Z",
+            ],
+            "sql": "delete from "report_jobs" where (("id" = ? and "locked_until" = ?) or ("id" = ? and "locked_until" = ?)) returning "id"",
+          },
+        },
+        "processedAt": {
+          "mysql": {
+            "parameters": [
+              "2024-05-01 12:00:00.123",
+              7,
+              "2024-05-01 12:00:30.789000",
+              8,
+              "2024-05-01 12:00:31.000000",
+            ],
+            "sql": "update \`jobs\` set \`processed_at\` = ? where ((\`id\` = ? and \`locked_until\` = ?) or (\`id\` = ? and \`locked_until\` = ?))",
+          },
+          "postgres": {
+            "parameters": [
+              2024-05-01T12:00:00.123Z,
+              7,
+              2024-05-01T12:00:30.789Z,
+              8,
+              2024-05-01T12:00:31.000Z,
+            ],
+            "sql": "update "jobs" set "processed_at" = $1 where (("id" = $2 and "locked_until" = $3) or ("id" = $4 and "locked_until" = $5)) returning "id"",
+          },
+          "sqlite": {
+            "parameters": [
+              "2024-05-01T12:00:00.123Z",
+              7,
+              "2024-05-01T12:00:30.789Z",
+              8,
+              "2024-05-01T12:00:31.000Z",
+            ],
+            "sql": "update "jobs" set "processed_at" = ? where (("id" = ? and "locked_until" = ?) or ("id" = ? and "locked_until" = ?)) returning "id"",
+          },
+        },
+      }
+    `);
+  });
+
+  test("selectHeld: the leases still held, locked until the transaction ends (SQLite: no lock clause)", () => {
+    const leases = [held, { id: 8, held: new Date("2024-05-01T12:00:31.000Z") }];
+    expect(perEngine((d) => d.lease.selectHeld(seedByHand, leases, 3))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            7,
+            "2024-05-01 12:00:30.789",
+            8,
+            "2024-05-01 12:00:31.000",
+          ],
+          "sql": "select \`id\` from \`report_jobs\` where ((\`id\` = ? and \`locked_until\` = ?) or (\`id\` = ? and \`locked_until\` = ?)) for update",
+        },
+        "postgres": {
+          "parameters": [
+            7,
+            2024-05-01T12:00:30.789Z,
+            8,
+            2024-05-01T12:00:31.000Z,
+          ],
+          "sql": "select "id" from "report_jobs" where (("id" = $1 and "locked_until" = $2) or ("id" = $3 and "locked_until" = $4)) for update",
+        },
+        "sqlite": {
+          "parameters": [
+            7,
+            "2024-05-01T12:00:30.789Z",
+            8,
+            "2024-05-01T12:00:31.000Z",
+          ],
+          "sql": "select "id" from "report_jobs" where (("id" = ? and "locked_until" = ?) or ("id" = ? and "locked_until" = ?))",
+        },
+      }
+    `);
+  });
+
+  test("releaseUnstarted: gives rows back and undoes the claim's attempt, each only while it holds its token", () => {
+    const leases = [held, { id: 8, held: new Date("2024-05-01T12:00:31.000Z") }];
+    expect(perEngine((d) => d.lease.releaseUnstarted(seedByHand, leases, 3))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            null,
+            7,
+            "2024-05-01 12:00:30.789",
+            8,
+            "2024-05-01 12:00:31.000",
+          ],
+          "sql": "update \`report_jobs\` set \`locked_until\` = ?, \`attempt\` = \`attempt\` - 1 where ((\`id\` = ? and \`locked_until\` = ?) or (\`id\` = ? and \`locked_until\` = ?))",
+        },
+        "postgres": {
+          "parameters": [
+            null,
+            7,
+            2024-05-01T12:00:30.789Z,
+            8,
+            2024-05-01T12:00:31.000Z,
+          ],
+          "sql": "update "report_jobs" set "locked_until" = $1, "attempt" = "attempt" - 1 where (("id" = $2 and "locked_until" = $3) or ("id" = $4 and "locked_until" = $5)) returning "id"",
+        },
+        "sqlite": {
+          "parameters": [
+            null,
+            7,
+            "2024-05-01T12:00:30.789Z",
+            8,
+            "2024-05-01T12:00:31.000Z",
+          ],
+          "sql": "update "report_jobs" set "locked_until" = ?, "attempt" = "attempt" - 1 where (("id" = ? and "locked_until" = ?) or ("id" = ? and "locked_until" = ?)) returning "id"",
+        },
+      }
+    `);
+  });
+
+  test("batched statements with no leases match nothing", () => {
+    expect({
+      ack: perEngine((d) => d.lease.settleAckMany(seedByHand, [], now, 3)),
+      held: perEngine((d) => d.lease.selectHeld(seedByHand, [], 3)),
+    }).toMatchInlineSnapshot(`
+      {
+        "ack": {
+          "mysql": {
+            "parameters": [],
+            "sql": "delete from \`report_jobs\` where false",
+          },
+          "postgres": {
+            "parameters": [],
+            "sql": "delete from "report_jobs" where false returning "id"",
+          },
+          "sqlite": {
+            "parameters": [],
+            "sql": "delete from "report_jobs" where false returning "id"",
+          },
+        },
+        "held": {
+          "mysql": {
+            "parameters": [],
+            "sql": "select \`id\` from \`report_jobs\` where false for update",
+          },
+          "postgres": {
+            "parameters": [],
+            "sql": "select "id" from "report_jobs" where false for update",
+          },
+          "sqlite": {
+            "parameters": [],
+            "sql": "select "id" from "report_jobs" where false",
+          },
+        },
+      }
+    `);
+  });
 });

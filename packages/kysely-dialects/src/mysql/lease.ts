@@ -5,6 +5,7 @@ import { selectClaimableQuery } from "../shared/claimable.js";
 import { extendQuery, readLeasesQuery, stampClaimedQuery } from "../shared/lease-writes.js";
 import { compiled } from "../shared/query-db.js";
 import { ackQuery, leaseRetryQuery } from "../shared/settlement.js";
+import { ackManyQuery, releaseUnstartedQuery, selectHeldQuery } from "../shared/lease-batch.js";
 import { mysqlContext as ctx } from "./query-builder.js";
 
 /**
@@ -51,6 +52,21 @@ export function settleLeaseRetry(spec: InboxDescription, lease: HeldLease, retry
   return leaseRetryQuery(ctx, spec, lease, retryAt, precision);
 }
 
+/** ``delete from `t` where (`id` = ? and `locked_until` = ?) or …`` (or ``update … set `processed_at` = ?`` with the same check): no RETURNING, so run `selectHeld` first in the same transaction to know which take. */
+export function settleLeaseAckMany(spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number): CompiledQuery<RawRow> {
+  return ackManyQuery(ctx, spec, leases, now, precision);
+}
+
+/** ``select `id` from `t` where (`id` = ? and `locked_until` = ?) or … for update``. */
+export function selectHeldLeases(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
+  return selectHeldQuery(ctx, spec, leases, precision, true);
+}
+
+/** ``update `t` set `locked_until` = null, `attempt` = `attempt` - 1 where (`id` = ? and `locked_until` = ?) or …``. */
+export function releaseUnstartedLeases(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
+  return releaseUnstartedQuery(ctx, spec, leases, precision);
+}
+
 export const mysqlLease: LeaseStatements = Object.freeze({
   claim: claimLeased,
   selectClaimable: selectLeaseClaimable,
@@ -59,4 +75,7 @@ export const mysqlLease: LeaseStatements = Object.freeze({
   readLeases,
   settleAck: settleLeaseAck,
   settleRetry: settleLeaseRetry,
+  settleAckMany: settleLeaseAckMany,
+  selectHeld: selectHeldLeases,
+  releaseUnstarted: releaseUnstartedLeases,
 });

@@ -5,6 +5,7 @@ import { col, selectClaimableQuery } from "../shared/claimable.js";
 import { extendQuery, readLeasesQuery, stampClaimedQuery, stampValues } from "../shared/lease-writes.js";
 import { compiled } from "../shared/query-db.js";
 import { ackQuery, leaseRetryQuery } from "../shared/settlement.js";
+import { ackManyQuery, releaseUnstartedQuery, selectHeldQuery } from "../shared/lease-batch.js";
 import { sqliteContext as ctx } from "./query-builder.js";
 
 /**
@@ -60,6 +61,21 @@ export function settleLeaseRetry(spec: InboxDescription, lease: HeldLease, retry
   return leaseRetryQuery(ctx, spec, lease, retryAt, precision);
 }
 
+/** `delete from "t" where ("id" = ? and "locked_until" = ?) or … returning "id"` (or `update … set "processed_at"` with the same check): the returned ids are the acks that took. */
+export function settleLeaseAckMany(spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number): CompiledQuery<RawRow> {
+  return ackManyQuery(ctx, spec, leases, now, precision);
+}
+
+/** `select "id" from "t" where ("id" = ? and "locked_until" = ?) or …`. */
+export function selectHeldLeases(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
+  return selectHeldQuery(ctx, spec, leases, precision, false);
+}
+
+/** `update "t" set "locked_until" = null, "attempt" = "attempt" - 1 where ("id" = ? and "locked_until" = ?) or … returning "id"`. */
+export function releaseUnstartedLeases(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
+  return releaseUnstartedQuery(ctx, spec, leases, precision);
+}
+
 export const sqliteLease: LeaseStatements = Object.freeze({
   claim: claimLeased,
   selectClaimable: selectLeaseClaimable,
@@ -68,5 +84,8 @@ export const sqliteLease: LeaseStatements = Object.freeze({
   readLeases,
   settleAck: settleLeaseAck,
   settleRetry: settleLeaseRetry,
+  settleAckMany: settleLeaseAckMany,
+  selectHeld: selectHeldLeases,
+  releaseUnstarted: releaseUnstartedLeases,
 });
 

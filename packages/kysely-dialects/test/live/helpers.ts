@@ -1,7 +1,7 @@
 import { column, InboxSpec, type InboxDescription } from "@sqlinbox/core";
 import { sql } from "kysely";
 import { onTestFinished } from "vitest";
-import type { ClaimOptions, LeaseClaimOptions, RawRow } from "../../src/index.js";
+import type { ClaimOptions, HeldLease, LeaseClaimOptions, RawRow } from "../../src/index.js";
 import { run, uniqueTable, type Db, type LiveEngine } from "./servers.js";
 
 /** Creates a uniquely named jobs table, dropped when the test finishes. */
@@ -60,6 +60,29 @@ export async function claimLease(engine: LiveEngine, spec: InboxDescription, opt
         const ids = rows.map((r) => Number(r[spec.id.name]));
         if (ids.length > 0) await run(trx, lease.stampClaimed(spec, ids, options.until, options.precision));
         return ids;
+      }),
+  );
+}
+
+/**
+ * A batched ack the way the runtime runs it: one `settleAckMany` returning the acked ids where
+ * the engine has RETURNING, else `selectHeld` (locking the held rows) then `settleAckMany` in
+ * one short READ COMMITTED transaction. Returns the ids acked.
+ */
+export async function ackMany(engine: LiveEngine, spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number): Promise<number[]> {
+  const { lease, capabilities } = engine.dialect;
+  if (capabilities.updateReturning) return (await run(engine.db, lease.settleAckMany(spec, leases, now, precision))).rows.map((r) => Number(r[spec.id.name]));
+  return retryingDeadlocks(() =>
+    engine.db
+      .transaction()
+      .setIsolationLevel(capabilities.claimIsolation ?? "read committed")
+      .execute(async (trx) => {
+        const ids = new Set((await run(trx, lease.selectHeld(spec, leases, precision))).rows.map((r) => String(r[spec.id.name])));
+        const mine = leases.filter((l) => ids.has(String(l.id)));
+        if (mine.length === 0) return [];
+        const result = await run(trx, lease.settleAckMany(spec, mine, now, precision));
+        if (Number(result.numAffectedRows ?? 0n) !== mine.length) throw new Error(`ackMany: ${result.numAffectedRows} rows for ${mine.length} held`);
+        return mine.map((l) => Number(l.id));
       }),
   );
 }

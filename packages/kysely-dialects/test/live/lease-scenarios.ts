@@ -1,7 +1,7 @@
 import { expect, test } from "vitest";
 import { checkSchema, type HeldLease } from "../../src/index.js";
 import { affected, run, type LiveEngine } from "./servers.js";
-import { claimLease, jobsTable, publish, readRows, retryingDeadlocks, seconds, seedSpec } from "./helpers.js";
+import { ackMany, claimLease, jobsTable, publish, readRows, retryingDeadlocks, seconds, seedSpec } from "./helpers.js";
 
 /** The lease form on a live engine. `leaseTypes`: column types whose read-back must equal the token. */
 export function leaseScenarios(get: () => LiveEngine, leaseTypes: readonly string[], concurrent: boolean): void {
@@ -72,6 +72,58 @@ export function leaseScenarios(get: () => LiveEngine, leaseTypes: readonly strin
     expect(await claimLease(engine, spec, { limit: 1, now, until: again, precision: p })).toEqual([id]);
     expect(affected(await run(engine.db, lease.settleAck(spec, { id, held: time.truncate(again, p) }, now, p)))).toBe(1);
     expect(await readRows(engine.db, table)).toHaveLength(0);
+  });
+
+  test("lease: a batched ack deletes exactly the rows still holding their tokens and names them; a lost lease is never reported acked", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "lease_ack_many");
+    const spec = seedSpec(table);
+    const { time, lease } = engine.dialect;
+    const p = engine.precision;
+    const now = new Date();
+    const ids = await publish(engine, spec, [{ payload: "a" }, { payload: "b" }, { payload: "c" }, { payload: "d" }]);
+    const until = new Date(now.getTime() + seconds(30));
+    expect((await claimLease(engine, spec, { limit: 4, now, until, precision: p })).sort()).toEqual(ids);
+    const token = time.truncate(until, p);
+    const [a, b, c, d] = ids as [number, number, number, number];
+    // b was taken by another claim (its lease moved), d was deleted by someone else.
+    const taken = new Date(token.getTime() + seconds(60));
+    expect(affected(await run(engine.db, lease.extend(spec, [{ id: b, held: token }], taken, p)))).toBeGreaterThanOrEqual(0);
+    expect(affected(await run(engine.db, lease.settleAck(spec, { id: d, held: token }, now, p)))).toBe(1);
+    const acked = await ackMany(engine, spec, ids.map((id) => ({ id, held: token })), now, p);
+    expect(acked.sort()).toEqual([a, c]);
+    const left = await readRows(engine.db, table);
+    expect(left.map((r) => Number(r.id))).toEqual([b]);
+    expect(time.decode(left[0]?.locked_until)).toEqual(time.truncate(taken, p));
+    // Again with the same tokens: nothing is held any more, nothing is acked.
+    expect(await ackMany(engine, spec, ids.map((id) => ({ id, held: token })), now, p)).toEqual([]);
+    expect(await readRows(engine.db, table)).toHaveLength(1);
+  });
+
+  test("lease: releaseUnstarted gives rows back with the claim's attempt undone, only while the token holds", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "lease_release");
+    const spec = seedSpec(table);
+    const { time, lease, capabilities } = engine.dialect;
+    const p = engine.precision;
+    const now = new Date();
+    const [x, y] = (await publish(engine, spec, [{ payload: "x" }, { payload: "y" }])) as [number, number];
+    const until = new Date(now.getTime() + seconds(30));
+    await claimLease(engine, spec, { limit: 2, now, until, precision: p });
+    const token = time.truncate(until, p);
+    const stale = new Date(token.getTime() - seconds(5));
+    const result = await run(engine.db, lease.releaseUnstarted(spec, [{ id: x, held: token }, { id: y, held: stale }], p));
+    if (capabilities.updateReturning) expect(result.rows.map((r) => Number(r.id))).toEqual([x]);
+    else expect(affected(result)).toBe(1);
+    const rows = new Map((await readRows(engine.db, table)).map((r) => [Number(r.id), r]));
+    expect(rows.get(x)?.locked_until).toBeNull();
+    // The test table's attempt starts at 1 and the claim made it 2.
+    expect(Number(rows.get(x)?.attempt)).toBe(1);
+    expect(time.decode(rows.get(y)?.locked_until)).toEqual(token);
+    expect(Number(rows.get(y)?.attempt)).toBe(2);
+    // The next claim counts the attempt once: the released row reads 2 again, as if never claimed before.
+    await claimLease(engine, spec, { limit: 2, now, until: new Date(until.getTime() + seconds(1)), precision: p });
+    expect(Number((await readRows(engine.db, table)).find((r) => Number(r.id) === x)?.attempt)).toBe(2);
   });
 
   test.each(leaseTypes)("lease: a deadline read back from a %s column equals the token written", async (leaseType) => {
