@@ -78,10 +78,10 @@ export interface ContextValues {
   readonly leaseDeadline: () => Date | undefined;
 }
 
-/** Builds a delivery's context. */
+/** Builds a delivery's context; `signal` may be a function, called when a handler first reads it. */
 export function makeContext<R extends readonly RoleMarker[]>(
   values: ContextValues,
-  signal: AbortSignal,
+  signal: AbortSignal | (() => AbortSignal),
   clock: { now(): Date; sleep(ms: number, signal?: AbortSignal): Promise<void> },
 ): InboxContext<R> {
   const read = (name: string): unknown => {
@@ -100,13 +100,16 @@ export function makeContext<R extends readonly RoleMarker[]>(
         throw new SqlInboxError("Declaration", `unknown context key "${name}"`, { subscription: values.subscription, table: values.table });
     }
   };
+  const signalOf = typeof signal === "function" ? signal : () => signal;
   return Object.freeze({
-    signal,
+    get signal() {
+      return signalOf();
+    },
     subscription: values.subscription,
     table: values.table,
     id: values.id,
     get: (k: ContextKey) => read(k.name),
     now: () => clock.now(),
-    sleep: (ms: number) => clock.sleep(ms, signal),
+    sleep: (ms: number) => clock.sleep(ms, signalOf()),
   }) as InboxContext<R>;
 }

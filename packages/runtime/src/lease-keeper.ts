@@ -4,14 +4,38 @@ import type { Clock, Timer } from "./clock.js";
 import type { Database } from "./database.js";
 import { errorFields, type Logger } from "./logger.js";
 
-/** A lease in work: its current token and how to tell its delivery it was lost. */
-export interface KeptLease {
+/**
+ * A lease in work: its current token and how to tell its delivery it was lost. The abort
+ * controller is made on first use (a handler reading `ctx.signal`, or a loss): most
+ * deliveries never need one, and making one costs more than the rest of a delivery's bookkeeping.
+ */
+export class KeptLease {
   readonly id: unknown;
+  /** The map key of `id`. */
+  readonly key: string;
   /** The deadline written in the row now: the token every statement on it carries. */
   held: Date;
-  readonly controller: AbortController;
-  /** Set while a settlement runs: the keeper leaves it alone. */
-  settling: boolean;
+  /** Set while a settlement runs (or waits in a batch): the keeper leaves it alone. */
+  settling = false;
+  #controller: AbortController | undefined;
+
+  constructor(id: unknown, held: Date) {
+    this.id = id;
+    this.key = keyOf(id);
+    this.held = held;
+  }
+
+  get signal(): AbortSignal {
+    return (this.#controller ??= new AbortController()).signal;
+  }
+
+  get aborted(): boolean {
+    return this.#controller?.signal.aborted ?? false;
+  }
+
+  abort(reason: unknown): void {
+    (this.#controller ??= new AbortController()).abort(reason);
+  }
 }
 
 /**
@@ -64,8 +88,8 @@ export class LeaseKeeper {
   }
 
   hold(id: unknown, held: Date): KeptLease {
-    const lease: KeptLease = { id, held, controller: new AbortController(), settling: false };
-    this.#leases.set(keyOf(id), lease);
+    const lease = new KeptLease(id, held);
+    this.#leases.set(lease.key, lease);
     return lease;
   }
 
@@ -75,8 +99,14 @@ export class LeaseKeeper {
     lease.settling = true;
   }
 
+  /** `beginSettle` for a batch: one wait for a running extension, then every lease is marked. */
+  async beginSettleMany(leases: readonly KeptLease[]): Promise<void> {
+    while (this.#running) await this.#running;
+    for (const lease of leases) lease.settling = true;
+  }
+
   release(lease: KeptLease): void {
-    if (this.#leases.get(keyOf(lease.id)) === lease) this.#leases.delete(keyOf(lease.id));
+    if (this.#leases.get(lease.key) === lease) this.#leases.delete(lease.key);
   }
 
   #schedule(ms: number): void {
@@ -91,7 +121,7 @@ export class LeaseKeeper {
   }
 
   async #extendAll(): Promise<void> {
-    const leases = [...this.#leases.values()].filter((l) => !l.settling && !l.controller.signal.aborted);
+    const leases = [...this.#leases.values()].filter((l) => !l.settling && !l.aborted);
     if (leases.length === 0) {
       this.#schedule(this.#leaseMs / 2);
       return;
@@ -102,7 +132,7 @@ export class LeaseKeeper {
     try {
       const extended = await this.#extendedIds(held, until);
       for (const lease of leases) {
-        if (extended.has(keyOf(lease.id))) lease.held = until;
+        if (extended.has(lease.key)) lease.held = until;
         else this.#lose(lease, "another claim took the row");
       }
       this.#logger.debug({ extended: extended.size, until: until.toISOString() }, "leases extended");
@@ -137,7 +167,7 @@ export class LeaseKeeper {
       subscription: this.#subscription, table: this.#spec.table, id: lease.id,
     });
     this.#logger.warn({ id: lease.id, held: lease.held.toISOString() }, `lease lost: ${why}`);
-    lease.controller.abort(error);
+    lease.abort(error);
   }
 }
 

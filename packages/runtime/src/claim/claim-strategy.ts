@@ -31,6 +31,17 @@ export interface ClaimStrategy {
   /** Connections each delivery in work holds for its whole run (0 for the lease form). */
   readonly connectionsPerDelivery: number;
   claim(limit: number): Promise<ClaimedDelivery[]>;
+  /**
+   * True when claimed rows cost nothing to hold while they wait (the lease form: the keeper
+   * extends them): a claim then takes up to `batch` rows whenever a worker is free and the
+   * subscription buffers the surplus. Unset: a claim takes no more rows than there are free workers.
+   */
+  readonly claimsAhead?: boolean;
+  /**
+   * Gives back rows that were claimed ahead but never started (a stop with rows still
+   * buffered), at once and without spending their attempt. Only where `claimsAhead`.
+   */
+  releaseUnstarted?(deliveries: readonly ClaimedDelivery[]): Promise<void>;
   /** Starts what keeps held rows held (the lease keeper). */
   start(): void;
   /** Stops keeping: deliveries in work keep what they hold now and may still settle. */

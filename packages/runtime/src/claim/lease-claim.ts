@@ -1,8 +1,10 @@
 import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import { LeaseKeeper, type KeptLease } from "../lease-keeper.js";
+import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
 import type { ClaimedDelivery, ClaimSetup, ClaimStrategy } from "./claim-strategy.js";
+import { LeaseAcks, MAX_ACKS_PER_STATEMENT } from "./lease-acks.js";
 
 /**
  * The lease form: a claim writes `now + lease` into the lease column and counts an attempt,
@@ -13,12 +15,16 @@ import type { ClaimedDelivery, ClaimSetup, ClaimStrategy } from "./claim-strateg
 export class LeaseClaim implements ClaimStrategy {
   readonly form = "lease" as const;
   readonly connectionsPerDelivery = 0;
+  /** Rows wait in the subscription's buffer at no cost: the keeper extends their leases too. */
+  readonly claimsAhead = true;
   readonly #setup: ClaimSetup;
   readonly #keeper: LeaseKeeper;
+  readonly #acks: LeaseAcks;
 
   constructor(setup: ClaimSetup) {
     this.#setup = setup;
     this.#keeper = new LeaseKeeper(setup);
+    this.#acks = new LeaseAcks(setup, this.#keeper);
   }
 
   start(): void {
@@ -55,49 +61,102 @@ export class LeaseClaim implements ClaimStrategy {
   }
 
   #delivery(row: RawRow, held: Date, counted: boolean): ClaimedDelivery {
-    const { spec, subscription } = this.#setup;
+    const { spec } = this.#setup;
     const id = row[spec.id.name];
     const rawAttempt = spec.attempt === undefined ? undefined : Number(row[spec.attempt.name]);
     const attempt = rawAttempt === undefined ? undefined : counted ? rawAttempt : rawAttempt + 1;
-    const lease = this.#keeper.hold(id, held);
-    const place: ErrorPlace = { subscription, table: spec.table, id };
-    let abandoned = false;
-    return {
-      id,
-      row,
-      attempt,
-      signal: lease.controller.signal,
-      leaseDeadline: () => lease.held,
-      settle: (outcome) => this.#settle(lease, outcome, place, abandoned),
-      abandon: (reason) => {
-        abandoned = true;
-        this.#keeper.release(lease);
-        lease.controller.abort(reason);
-      },
-    };
+    return new LeaseDelivery(this, id, row, attempt, this.#keeper.hold(id, held));
   }
 
-  async #settle(lease: KeptLease, outcome: HandlerOutcome, place: ErrorPlace, abandoned: boolean): Promise<void> {
-    const { database, spec, clock, precision, isClosed } = this.#setup;
-    if (isClosed() || abandoned) {
+  /** @internal A delivery's settlement: acks join the next batched statement, the rest run on their own. */
+  settle(delivery: LeaseDelivery, outcome: HandlerOutcome, abandoned: boolean): Promise<void> {
+    const lease = delivery.lease;
+    if (this.#setup.isClosed() || abandoned) {
       this.#keeper.release(lease);
-      throw new SqlInboxError("Closed", "the broker is closed: the settlement was not written; the row returns when its lease expires", place);
+      return Promise.reject(new SqlInboxError("Closed", "the broker is closed: the settlement was not written; the row returns when its lease expires", this.#place(delivery.id)));
     }
+    if (outcome.kind === "ack" || outcome.kind === "drop") return this.#acks.ack(lease, outcome.kind, this.#place(delivery.id));
+    return this.#settleRetry(lease, outcome);
+  }
+
+  /** @internal */
+  abandon(delivery: LeaseDelivery, reason: unknown): void {
+    this.#keeper.release(delivery.lease);
+    delivery.lease.abort(reason);
+  }
+
+  async releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void> {
+    const { database, spec, precision, logger, isClosed } = this.#setup;
+    const leases = deliveries.flatMap((d) => (d instanceof LeaseDelivery ? [d.lease] : []));
+    if (leases.length === 0) return;
+    try {
+      if (isClosed()) throw new SqlInboxError("Closed", "the broker is closed", { subscription: this.#setup.subscription, table: spec.table });
+      await this.#keeper.beginSettleMany(leases);
+      let released = 0;
+      for (let i = 0; i < leases.length; i += MAX_ACKS_PER_STATEMENT) {
+        const chunk = leases.slice(i, i + MAX_ACKS_PER_STATEMENT).map((l) => ({ id: l.id, held: l.held }));
+        const result = await database.execute("settle", database.dialect.lease.releaseUnstarted(spec, chunk, precision));
+        released += database.dialect.capabilities.updateReturning ? result.rows.length : Number(result.numAffectedRows ?? 0n);
+      }
+      logger.info({ released, unstarted: leases.length }, "rows claimed ahead but not started were given back");
+    } catch (error) {
+      logger.warn({ ...errorFields(error), unstarted: leases.length }, "could not give back rows claimed ahead; they return when their lease expires, their attempt spent");
+    } finally {
+      for (const lease of leases) this.#keeper.release(lease);
+    }
+  }
+
+  #place(id: unknown): ErrorPlace {
+    return { subscription: this.#setup.subscription, table: this.#setup.spec.table, id };
+  }
+
+  async #settleRetry(lease: KeptLease, outcome: HandlerOutcome): Promise<void> {
+    const { database, spec, clock, precision } = this.#setup;
     await this.#keeper.beginSettle(lease);
     try {
-      const statements = database.dialect.lease;
-      const held = { id: lease.id, held: lease.held };
       const now = clock.now();
-      const query =
-        outcome.kind === "ack" || outcome.kind === "drop"
-          ? statements.settleAck(spec, held, now, precision)
-          : statements.settleRetry(spec, held, outcome.kind === "retryAfter" ? new Date(now.getTime() + outcome.ms) : null, precision);
-      const result = await database.execute("settle", query);
+      const retryAt = outcome.kind === "retryAfter" ? new Date(now.getTime() + outcome.ms) : null;
+      const result = await database.execute("settle", database.dialect.lease.settleRetry(spec, { id: lease.id, held: lease.held }, retryAt, precision));
       if (Number(result.numAffectedRows ?? 0n) === 0) {
-        throw new SqlInboxError("LeaseLost", `the ${outcome.kind} was not written: the row no longer holds this delivery's lease (${lease.held.toISOString()})`, place);
+        throw new SqlInboxError("LeaseLost", `the ${outcome.kind} was not written: the row no longer holds this delivery's lease (${lease.held.toISOString()})`, this.#place(lease.id));
       }
     } finally {
       this.#keeper.release(lease);
     }
+  }
+}
+
+/** One claimed row of the lease form; its signal exists once something asks for it. */
+class LeaseDelivery implements ClaimedDelivery {
+  readonly #claim: LeaseClaim;
+  readonly id: unknown;
+  readonly row: RawRow;
+  readonly attempt: number | undefined;
+  readonly lease: KeptLease;
+  #abandoned = false;
+
+  constructor(claim: LeaseClaim, id: unknown, row: RawRow, attempt: number | undefined, lease: KeptLease) {
+    this.#claim = claim;
+    this.id = id;
+    this.row = row;
+    this.attempt = attempt;
+    this.lease = lease;
+  }
+
+  get signal(): AbortSignal {
+    return this.lease.signal;
+  }
+
+  leaseDeadline(): Date {
+    return this.lease.held;
+  }
+
+  settle(outcome: HandlerOutcome): Promise<void> {
+    return this.#claim.settle(this, outcome, this.#abandoned);
+  }
+
+  abandon(reason: unknown): void {
+    this.#abandoned = true;
+    this.#claim.abandon(this, reason);
   }
 }

@@ -1,0 +1,133 @@
+import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core";
+import type { HeldLease } from "@sqlinbox/kysely-dialects";
+import { keyOf, type KeptLease, type LeaseKeeper } from "../lease-keeper.js";
+import type { ClaimSetup } from "./claim-strategy.js";
+
+/** Acks written by one statement at most: 2 parameters each, far below every engine's limit. */
+export const MAX_ACKS_PER_STATEMENT = 256;
+
+interface PendingAck {
+  readonly lease: KeptLease;
+  readonly place: ErrorPlace;
+  readonly kind: "ack" | "drop";
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Coalesces the acks of one subscription's deliveries into one statement each time:
+ *
+ * ```sql
+ * DELETE FROM t WHERE (id = ? AND locked_until = ?) OR … RETURNING id       -- Postgres, SQLite
+ * BEGIN; SELECT id FROM t WHERE (…) OR … FOR UPDATE; DELETE … ; COMMIT      -- MySQL/MariaDB
+ * ```
+ *
+ * An ack waits at most until the statement in flight returns (or one turn of the event loop
+ * when none is): whatever gathered meanwhile, up to `MAX_ACKS_PER_STATEMENT`, goes in the
+ * next statement. Every ack still carries its own token; the ids the statement names (or, on
+ * MySQL/MariaDB, the rows the locking select found) are the acks that took, and each other
+ * one fails on its own with `LeaseLost`, having deleted nothing.
+ */
+export class LeaseAcks {
+  readonly #setup: ClaimSetup;
+  readonly #keeper: LeaseKeeper;
+  #pending: PendingAck[] = [];
+  #flushing = false;
+  #scheduled = false;
+
+  constructor(setup: ClaimSetup, keeper: LeaseKeeper) {
+    this.#setup = setup;
+    this.#keeper = keeper;
+  }
+
+  /** Queues the ack of `lease`; resolves once written, rejects with `LeaseLost` or the statement's error. */
+  ack(lease: KeptLease, kind: "ack" | "drop", place: ErrorPlace): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      lease.settling = true; // no extension of a lease about to be acked (its token may still move if one runs now: read at flush)
+      this.#pending.push({ lease, place, kind, resolve, reject });
+      this.#setup.database.activity.touch();
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#flushing || this.#scheduled) return;
+    this.#scheduled = true;
+    // One turn of the event loop: the deliveries that finish in this turn join the statement.
+    setImmediate(() => {
+      this.#scheduled = false;
+      void this.#flush();
+    });
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#pending.length === 0) return;
+    this.#flushing = true;
+    const batch = this.#pending.length <= MAX_ACKS_PER_STATEMENT ? this.#pending : this.#pending.slice(0, MAX_ACKS_PER_STATEMENT);
+    this.#pending = batch === this.#pending ? [] : this.#pending.slice(MAX_ACKS_PER_STATEMENT);
+    try {
+      await this.#write(batch);
+    } finally {
+      this.#flushing = false;
+      // What gathered while this statement ran goes at once: no extra turn.
+      if (this.#pending.length > 0) void this.#flush();
+    }
+  }
+
+  async #write(batch: readonly PendingAck[]): Promise<void> {
+    const { isClosed } = this.#setup;
+    if (isClosed()) {
+      for (const a of batch) {
+        this.#keeper.release(a.lease);
+        a.reject(new SqlInboxError("Closed", "the broker is closed: the settlement was not written; the row returns when its lease expires", a.place));
+      }
+      return;
+    }
+    let acked: Set<string>;
+    try {
+      // A running extension may move the tokens: wait for it, so each ack carries the current one.
+      await this.#keeper.beginSettleMany(batch.map((a) => a.lease));
+      acked = await this.#run(batch.map((a) => ({ id: a.lease.id, held: a.lease.held })));
+    } catch (error) {
+      for (const a of batch) {
+        this.#keeper.release(a.lease);
+        a.reject(error);
+      }
+      return;
+    }
+    for (const a of batch) {
+      this.#keeper.release(a.lease);
+      if (acked.has(a.lease.key)) a.resolve();
+      else {
+        a.reject(new SqlInboxError("LeaseLost", `the ${a.kind} was not written: the row no longer holds this delivery's lease (${a.lease.held.toISOString()})`, a.place));
+      }
+    }
+  }
+
+  /** Runs the batched ack; returns the keys of the ids it acked. */
+  async #run(held: readonly HeldLease[]): Promise<Set<string>> {
+    const { database, spec, clock, precision } = this.#setup;
+    const { lease: statements, capabilities } = database.dialect;
+    const idName = spec.id.name;
+    const now = clock.now();
+    if (capabilities.updateReturning) {
+      const result = await database.execute("settle", statements.settleAckMany(spec, held, now, precision));
+      return new Set(result.rows.map((r) => keyOf(r[idName])));
+    }
+    // No RETURNING (MySQL/MariaDB): lock the rows that still hold their tokens, then delete exactly those.
+    return database.transaction("settle", async (trx) => {
+      const found = await database.execute("settle", statements.selectHeld(spec, held, precision), trx);
+      const keys = new Set(found.rows.map((r) => keyOf(r[idName])));
+      const mine = held.filter((h) => keys.has(keyOf(h.id)));
+      if (mine.length === 0) return keys;
+      const result = await database.execute("settle", statements.settleAckMany(spec, mine, now, precision), trx);
+      const written = Number(result.numAffectedRows ?? 0n);
+      if (written !== mine.length) {
+        // The locked rows cannot change under us; a mismatch means the table is not what we think: fail the whole batch.
+        throw new SqlInboxError("LeaseLost", `a batched ack wrote ${written} of ${mine.length} locked rows; the transaction was rolled back`, { subscription: this.#setup.subscription, table: spec.table });
+      }
+      return keys;
+    });
+  }
+}
+
