@@ -140,6 +140,8 @@ export interface WorkerLine {
   readonly n?: number;
   readonly attempt?: number;
   readonly code?: string;
+  /** On `stopped`: MySQL/MariaDB deadlocks the worker retried. */
+  readonly deadlocks?: number;
   readonly time: number;
 }
 

@@ -43,6 +43,7 @@ describe.each(pairs)("two processes on $engine.name × $form", ({ engine, form }
     expect(counts.size).toBe(ROWS);
     expect(workers.flatMap((w) => w.lines.filter((l) => l.event === "error"))).toEqual([]);
     const split = workers.map((w) => w.lines.filter((l) => l.event === "start").length).join(" + ");
-    console.log(`${engine.name} × ${form}: ${ROWS} rows = ${split}`);
+    const deadlocks = workers.reduce((sum, w) => sum + (w.lines.find((l) => l.event === "stopped")?.deadlocks ?? 0), 0);
+    console.log(`${engine.name} × ${form}: ${ROWS} rows = ${split}; ${deadlocks} deadlocks retried`);
   });
 });
