@@ -238,10 +238,11 @@ export function consumer(
   const spec = jobsSpecOf(table, form);
   const seen: Seen[] = [];
   const errors: LoggedError[] = [];
+  const warnings: string[] = [];
   const logger: Logger = {
     debug: () => {},
     info: () => {},
-    warn: () => {},
+    warn: (_fields: LogFields, message: string) => void warnings.push(message),
     error: (fields: LogFields, message: string) => {
       const err = fields["err"] as { code?: unknown } | undefined;
       errors.push({ message, code: fields["code"] ?? err?.code, id: fields["id"] });
@@ -256,5 +257,5 @@ export function consumer(
     return HandlerOutcome.ack();
   });
   const app = new App({ name: "consumer", version: "0", logger, shutdownGrace: options.shutdownGrace ?? 2000 }).withBroker(broker.route(spec, "jobs"), (b) => b.include(sub));
-  return { app, seen, errors };
+  return { app, seen, errors, warnings };
 }
