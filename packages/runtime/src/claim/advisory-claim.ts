@@ -161,12 +161,19 @@ export class AdvisoryClaim implements ClaimStrategy {
         if (state !== "held") throw new SqlInboxError("Declaration", "this delivery was already settled", place);
         state = "settling";
         try {
+          // retryAfter without a retryAfter column: keep the key locked for the delay instead.
+          if (outcome.kind === "retryAfter" && spec.retryAfter === undefined) await this.#setup.clock.sleep(outcome.ms, controller.signal).catch(() => undefined);
+          if (controller.signal.aborted) {
+            await release().catch(() => false);
+            throw new SqlInboxError("Closed", `the app stopped while the ${outcome.kind} held the key: unlocked, the row is back in the queue`, place);
+          }
           await this.#settle(connection, id, outcome, place, release);
         } finally {
           state = "done";
         }
       },
       abandon: (reason) => {
+        if (state === "settling") controller.abort(reason); // ends a retryAfter hold; the settlement gives up
         if (state !== "held") return;
         state = "abandoned";
         controller.abort(reason);
@@ -177,13 +184,13 @@ export class AdvisoryClaim implements ClaimStrategy {
 
   async #settle(connection: HeldConnection | undefined, id: unknown, outcome: HandlerOutcome, place: ErrorPlace, release: () => Promise<boolean>): Promise<void> {
     const { database, spec, clock } = this.#setup;
-    const now = clock.now();
-    const query =
-      outcome.kind === "ack" || outcome.kind === "drop"
-        ? this.#statements.settleAck(spec, id, now)
-        : this.#statements.settleRetry(spec, id, outcome.kind === "retryAfter" ? new Date(now.getTime() + outcome.ms) : null);
     let stillHeld: boolean;
     try {
+      const now = clock.now();
+      const query =
+        outcome.kind === "ack" || outcome.kind === "drop"
+          ? this.#statements.settleAck(spec, id, now)
+          : this.#statements.settleRetry(spec, id, outcome.kind === "retryAfter" && spec.retryAfter !== undefined ? new Date(now.getTime() + outcome.ms) : null);
       // On the delivery's own session: once that session is gone, so is the lock, and the
       // row may already be in another delivery — the settlement must fail, not land.
       if (query !== null) await database.execute("settle", query, connection?.db);

@@ -137,12 +137,18 @@ export class RowLockClaim implements ClaimStrategy {
         if (state !== "held") throw new SqlInboxError("Declaration", "this delivery was already settled", place);
         state = "settling";
         try {
+          await this.#holdForRetry(outcome, controller.signal);
+          if (controller.signal.aborted) {
+            await this.#rollback(trx);
+            throw new SqlInboxError("Closed", `the app stopped while the ${outcome.kind} held the row: rolled back, the row is back in the queue`, place);
+          }
           await this.#settle(trx, id, outcome, place, attempt);
         } finally {
           state = "done";
         }
       },
       abandon: (reason) => {
+        if (state === "settling") controller.abort(reason); // ends a retryAfter hold; the settlement gives up
         if (state !== "held") return;
         state = "abandoned";
         controller.abort(reason);
@@ -152,9 +158,20 @@ export class RowLockClaim implements ClaimStrategy {
     };
   }
 
+  /**
+   * `retryAfter(ms)` on a table without a retryAfter column (an undecodable payload, say):
+   * there is no column to hide the row in, so the delivery keeps holding it for `ms` and
+   * then releases it — rather than letting it come straight back.
+   */
+  async #holdForRetry(outcome: HandlerOutcome, signal: AbortSignal): Promise<void> {
+    if (outcome.kind !== "retryAfter" || this.#setup.spec.retryAfter !== undefined) return;
+    await this.#setup.clock.sleep(outcome.ms, signal).catch(() => undefined);
+  }
+
   async #settle(trx: HeldTransaction, id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): Promise<void> {
-    const query = this.#settlement(id, outcome);
     try {
+      if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
+      const query = this.#settlement(id, outcome);
       if (query !== null) await this.#run(trx, "settle", query);
       await this.#setup.database.activity.track(() => trx.commit().execute());
       this.#open.delete(trx);
@@ -177,7 +194,8 @@ export class RowLockClaim implements ClaimStrategy {
     const { spec, clock } = this.#setup;
     const now = clock.now();
     if (outcome.kind === "ack" || outcome.kind === "drop") return this.#statements.settleAck(spec, id, now);
-    return this.#statements.settleRetry(spec, id, outcome.kind === "retryAfter" ? new Date(now.getTime() + outcome.ms) : null);
+    const hidden = outcome.kind === "retryAfter" && spec.retryAfter !== undefined;
+    return this.#statements.settleRetry(spec, id, hidden ? new Date(now.getTime() + (outcome as { ms: number }).ms) : null);
   }
 
   /**
