@@ -60,55 +60,66 @@ export class AdvisoryClaim implements ClaimStrategy {
   async claim(limit: number): Promise<ClaimedDelivery[]> {
     const { database, spec, clock } = this.#setup;
     const window = Math.max(limit * CANDIDATES_PER_WORKER, MIN_CANDIDATES);
-    const candidates = (await database.execute("claim", this.#statements.selectCandidates(spec, { limit: window, now: clock.now() }))).rows;
+    const candidates = (await database.execute("claim", this.#statements.selectCandidates(spec, { limit: window, now: clock.now(), ...this.#group() }))).rows;
     const tried = new Set<string>();
     const claimed: ClaimedDelivery[] = [];
-    for (const row of candidates) {
-      if (claimed.length >= limit) break;
-      const key = advisoryKeyOf(spec, row);
-      if (tried.has(key)) continue; // a later row of a key waits for the earlier one
-      tried.add(key);
-      const registered = `${this.#scope}\u0000${key}`;
-      if (keysInWork.has(registered)) continue;
-      keysInWork.add(registered);
-      let delivery: ClaimedDelivery | undefined;
-      try {
-        delivery = await this.#take(row, key, registered);
-      } catch (error) {
-        keysInWork.delete(registered);
-        throw error;
+    // One connection tries keys until a lock is taken; it then belongs to that delivery.
+    let spare: HeldConnection | undefined;
+    try {
+      for (const row of candidates) {
+        if (claimed.length >= limit) break;
+        const key = advisoryKeyOf(spec, row);
+        if (tried.has(key)) continue; // a later row of a key waits for the earlier one
+        tried.add(key);
+        const registered = `${this.#scope}\u0000${key}`;
+        if (keysInWork.has(registered)) continue;
+        keysInWork.add(registered);
+        try {
+          if (this.#sessionLocks) spare ??= await holdConnection(database.db);
+          const taken = await this.#take(row, key, spare);
+          if (taken === "held elsewhere") {
+            keysInWork.delete(registered);
+            continue;
+          }
+          const connection = spare;
+          spare = undefined;
+          if (taken === "gone") {
+            keysInWork.delete(registered);
+            await this.#unlock(connection, key);
+            continue;
+          }
+          claimed.push(this.#delivery(row, key, registered, connection));
+        } catch (error) {
+          keysInWork.delete(registered);
+          // The lock may have been taken before the failure: never return a pooled session holding it.
+          const connection = spare;
+          spare = undefined;
+          await this.#unlock(connection, key).catch(() => false);
+          throw error;
+        }
       }
-      if (delivery === undefined) keysInWork.delete(registered);
-      else claimed.push(delivery);
+    } finally {
+      spare?.release();
     }
     return claimed;
   }
 
-  /** Locks the key on a connection of its own and takes the row; `undefined` when the key is held elsewhere or the row is gone. */
-  async #take(row: RawRow, key: string, registered: string): Promise<ClaimedDelivery | undefined> {
+  /** The subscription's group, on a table with a group column (a route name selects its group). */
+  #group(): { group?: string } {
+    return this.#setup.spec.group === undefined ? {} : { group: this.#setup.subscription };
+  }
+
+  /** Locks the key on `connection` and takes the row (attempt + 1, committed). */
+  async #take(row: RawRow, key: string, connection: HeldConnection | undefined): Promise<"taken" | "held elsewhere" | "gone"> {
     const { database, spec, clock } = this.#setup;
-    const id = row[spec.id.name];
-    const connection = this.#sessionLocks ? await holdConnection(database.db) : undefined;
-    try {
-      if (connection !== undefined) {
-        const lock = this.#statements.tryLock(key, await this.#database());
-        const locked = lock === null ? true : Number((await database.execute("claim", lock, connection.db)).rows[0]?.locked ?? 0) === 1;
-        if (!locked) {
-          connection.release();
-          return undefined;
-        }
-      }
-      const taken = await database.execute("claim", this.#statements.take(spec, id, clock.now()), connection?.db);
-      if (Number(taken.numAffectedRows ?? 0n) === 0) {
-        // Finished by another session between the candidate read and the lock.
-        await this.#unlock(connection, key);
-        return undefined;
-      }
-    } catch (error) {
-      connection?.release();
-      throw error;
+    if (connection !== undefined) {
+      const lock = this.#statements.tryLock(key, await this.#database());
+      const locked = lock === null ? true : Number((await database.execute("claim", lock, connection.db)).rows[0]?.locked ?? 0) === 1;
+      if (!locked) return "held elsewhere";
     }
-    return this.#delivery(row, key, registered, connection);
+    const taken = await database.execute("claim", this.#statements.take(spec, row[spec.id.name], clock.now()), connection?.db);
+    // Zero rows: finished by another session between the candidate read and the lock.
+    return Number(taken.numAffectedRows ?? 0n) === 0 ? "gone" : "taken";
   }
 
   /** The database name MySQL lock names are prefixed with (user locks are server-wide). */

@@ -70,7 +70,7 @@ export class RowLockClaim implements ClaimStrategy {
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
-        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit: 1, now: clock.now() }))).rows;
+        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit: 1, now: clock.now(), ...(spec.group === undefined ? {} : { group: this.#setup.subscription }) }))).rows;
         const row = rows[0];
         if (row === undefined) {
           await trx.rollback().execute();
