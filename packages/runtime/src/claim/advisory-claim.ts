@@ -57,6 +57,11 @@ export class AdvisoryClaim implements ClaimStrategy {
   start(): void {}
   stop(): void {}
 
+  /** A delivery claimed but never started (the app stopped first) unlocks its key: the row is back at once (its attempt was counted by the take). */
+  async releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void> {
+    for (const delivery of deliveries) delivery.abandon(new Error("the app stopped before the delivery started"));
+  }
+
   async claim(limit: number): Promise<ClaimedDelivery[]> {
     const { database, spec, clock } = this.#setup;
     const window = Math.max(limit * CANDIDATES_PER_WORKER, MIN_CANDIDATES);

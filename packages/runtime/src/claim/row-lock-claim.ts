@@ -50,6 +50,11 @@ export class RowLockClaim implements ClaimStrategy {
   start(): void {}
   stop(): void {}
 
+  /** A delivery claimed but never started (the app stopped first) rolls its transaction back: the row is back at once, its attempt not spent. */
+  async releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void> {
+    for (const delivery of deliveries) delivery.abandon(new Error("the app stopped before the delivery started"));
+  }
+
   /** Transactions open now (one per delivery in work). */
   get openTransactions(): number {
     return this.#open.size;
