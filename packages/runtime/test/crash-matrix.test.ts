@@ -89,6 +89,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }) => {
       expect(after).toBeLessThan(1500);
     }
     expect(b.errors).toEqual([]);
+    console.log(`SIGKILL ${engine.name} × ${form}: row ${started.id} back ${after} ms after the kill (${(again?.at ?? 0) - started.time} ms after its first start), attempt ${again?.attempt}`);
   });
 
   // SQLite has no server sessions to kill: only the process crash applies there.
@@ -138,6 +139,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }) => {
       await until(() => b.seen.some((s) => s.id === first.id), 5000, "the row to come back");
       const again = b.seen.find((s) => s.id === first.id) as Seen;
       expect(again.at - killedAt).toBeLessThan(1500);
+      console.log(`session kill ${engine.name} × ${form}: row back ${again.at - killedAt} ms after the kill, attempt ${again.attempt}`);
       expect(again.attempt).toBe(form === "rowLock" ? 1 : 2);
       release.resolve();
       await until(() => a.errors.length > 0, 5000, "the late settlement to fail");
