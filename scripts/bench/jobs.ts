@@ -49,13 +49,13 @@ export class JobTracker {
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Polls `pending()` until it reports zero, at most `timeoutMs`. */
-export async function waitUntilEmpty(pending: () => Promise<number>, timeoutMs = 60_000): Promise<void> {
+export async function waitUntilEmpty(pending: () => Promise<number>, timeoutMs = 60_000, everyMs = 5): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const left = await pending();
     if (left === 0) return;
     if (Date.now() > deadline) throw new Error(`bench: ${left} jobs still pending after ${timeoutMs} ms`);
-    await sleep(5);
+    await sleep(everyMs);
   }
 }
 

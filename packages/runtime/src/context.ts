@@ -78,38 +78,83 @@ export interface ContextValues {
   readonly leaseDeadline: () => Date | undefined;
 }
 
-/** Builds a delivery's context; `signal` may be a function, called when a handler first reads it. */
-export function makeContext<R extends readonly RoleMarker[]>(
-  values: ContextValues,
-  signal: AbortSignal | (() => AbortSignal),
-  clock: { now(): Date; sleep(ms: number, signal?: AbortSignal): Promise<void> },
-): InboxContext<R> {
-  const read = (name: string): unknown => {
-    switch (name) {
+interface ContextClock {
+  now(): Date;
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** What a context reads of its delivery (a claimed delivery fits as it is). */
+export interface ContextSource {
+  readonly id: unknown;
+  readonly attempt: number | undefined;
+  readonly signal: AbortSignal;
+  leaseDeadline(): Date | undefined;
+}
+
+/** A delivery's context: one object with its methods on the prototype, so a delivery allocates no closures for it. */
+class DeliveryContext {
+  readonly #place: { readonly subscription: string; readonly table: string };
+  readonly #source: ContextSource;
+  readonly #clock: ContextClock;
+
+  constructor(place: { readonly subscription: string; readonly table: string }, source: ContextSource, clock: ContextClock) {
+    this.#place = place;
+    this.#source = source;
+    this.#clock = clock;
+    Object.freeze(this);
+  }
+
+  /** Read when a handler asks: a signal costs enough that a delivery makes one only then. */
+  get signal(): AbortSignal {
+    return this.#source.signal;
+  }
+  get subscription(): string {
+    return this.#place.subscription;
+  }
+  get table(): string {
+    return this.#place.table;
+  }
+  get id(): unknown {
+    return this.#source.id;
+  }
+
+  get(key: ContextKey): unknown {
+    switch (key.name) {
       case "attempt":
-        return values.attempt;
+        return this.#source.attempt;
       case "leaseDeadline":
-        return values.leaseDeadline();
+        return this.#source.leaseDeadline();
       case "id":
-        return values.id;
+        return this.#source.id;
       case "subscription":
-        return values.subscription;
+        return this.#place.subscription;
       case "table":
-        return values.table;
+        return this.#place.table;
       default:
-        throw new SqlInboxError("Declaration", `unknown context key "${name}"`, { subscription: values.subscription, table: values.table });
+        throw new SqlInboxError("Declaration", `unknown context key "${key.name}"`, this.#place);
     }
-  };
-  const signalOf = typeof signal === "function" ? signal : () => signal;
-  return Object.freeze({
-    get signal() {
-      return signalOf();
-    },
-    subscription: values.subscription,
-    table: values.table,
-    id: values.id,
-    get: (k: ContextKey) => read(k.name),
-    now: () => clock.now(),
-    sleep: (ms: number) => clock.sleep(ms, signalOf()),
-  }) as InboxContext<R>;
+  }
+
+  now(): Date {
+    return this.#clock.now();
+  }
+
+  sleep(ms: number): Promise<void> {
+    return this.#clock.sleep(ms, this.signal);
+  }
+}
+
+/** The context of a claimed delivery. */
+export function deliveryContext<R extends readonly RoleMarker[]>(
+  place: { readonly subscription: string; readonly table: string },
+  delivery: ContextSource,
+  clock: ContextClock,
+): InboxContext<R> {
+  return new DeliveryContext(place, delivery, clock) as unknown as InboxContext<R>;
+}
+
+/** Builds a delivery's context from its values. */
+export function makeContext<R extends readonly RoleMarker[]>(values: ContextValues, signal: AbortSignal, clock: ContextClock): InboxContext<R> {
+  const source: ContextSource = { id: values.id, attempt: values.attempt, signal, leaseDeadline: values.leaseDeadline };
+  return deliveryContext<R>({ subscription: values.subscription, table: values.table }, source, clock);
 }

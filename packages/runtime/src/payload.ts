@@ -24,6 +24,18 @@ export function encodePayload(payload: unknown, storage: PayloadStorage): string
  * In row mode (no payload column) the handler receives the row, keyed as described.
  */
 export async function decodePayload(spec: InboxDescription, row: RawRow, place: ErrorPlace): Promise<unknown> {
+  const value = decodePayloadNow(spec, row, place);
+  if (spec.payload === undefined || !isStandardSchema(spec.payloadType)) return value;
+  const result = await spec.payloadType["~standard"].validate(value);
+  if (result.issues !== undefined) {
+    const issues = result.issues.map((i) => i.message).join("; ");
+    throw new SqlInboxError("Decode", `the payload fails its schema: ${issues}`, place);
+  }
+  return result.value;
+}
+
+/** The decoding without the Standard Schema step: synchronous, for descriptions without a schema. */
+export function decodePayloadNow(spec: InboxDescription, row: RawRow, place: ErrorPlace): unknown {
   if (spec.payload === undefined) {
     return Object.freeze(Object.fromEntries(spec.columns.map((c) => [c.key, row[c.name]])));
   }
@@ -37,11 +49,5 @@ export async function decodePayload(spec: InboxDescription, row: RawRow, place: 
   } catch (error) {
     throw new SqlInboxError("Decode", `the payload is not UTF-8 JSON: ${(error as Error).message}`, place, { cause: error });
   }
-  if (!isStandardSchema(spec.payloadType)) return value;
-  const result = await spec.payloadType["~standard"].validate(value);
-  if (result.issues !== undefined) {
-    const issues = result.issues.map((i) => i.message).join("; ");
-    throw new SqlInboxError("Decode", `the payload fails its schema: ${issues}`, place);
-  }
-  return result.value;
+  return value;
 }

@@ -1,10 +1,10 @@
-import { isSqlInboxError, type InboxDescription, type RoleMarker } from "@sqlinbox/core";
+import { isSqlInboxError, isStandardSchema, type InboxDescription, type RoleMarker } from "@sqlinbox/core";
 import type { ClaimedDelivery, ClaimStrategy } from "./claim/claim-strategy.js";
 import type { Clock, Timer } from "./clock.js";
-import { makeContext } from "./context.js";
+import { deliveryContext } from "./context.js";
 import { errorFields, type Logger } from "./logger.js";
 import { HandlerOutcome, toOutcome } from "./outcome.js";
-import { decodePayload } from "./payload.js";
+import { decodePayload, decodePayloadNow } from "./payload.js";
 import type { QueueOptions } from "./queue.js";
 import type { Outputs, Subscriber } from "./subscriber.js";
 import type { Activity } from "./activity.js";
@@ -29,6 +29,9 @@ export interface SubscriptionSetup {
   readonly observer?: DeliveryObserver | undefined;
 }
 
+/** Claims in flight at least allowed (each still needs a free worker). */
+const MIN_CLAIMS_AHEAD = 1;
+
 /**
  * One subscriber consuming its queue: claims while claims come back full, otherwise waits
  * the poll interval (or a wake from a publish in this process); runs up to `workers`
@@ -44,28 +47,45 @@ export class Subscription {
   readonly name: string;
   readonly table: string;
   readonly #s: SubscriptionSetup;
-  /** Handlers running. */
-  readonly #inFlight = new Map<ClaimedDelivery, Promise<void>>();
-  /** Settlements written after their handler returned. */
-  readonly #settling = new Set<Promise<void>>();
+  /** Deliveries whose handler runs (or, holding a connection, whose settlement runs). */
+  readonly #inFlight = new Set<ClaimedDelivery>();
+  /** Settlements being written. */
+  #settling = 0;
+  /** Waiting for no delivery in work and no settlement. */
+  readonly #idle: Array<() => void> = [];
+  /** The payload has a Standard Schema, which may validate asynchronously. */
+  readonly #decodesAsync: boolean;
+  /** Claim statements running. */
+  readonly #claims = new Set<Promise<void>>();
+  /** Rows the running claims may still bring (their limits). */
+  #claiming = 0;
   /** Claimed ahead, not started yet. */
   #buffer: ClaimedDelivery[] = [];
   #bufferAt = 0;
-  /** Settlements in flight beyond which the claim loop waits (memory stays bounded when the database is slow). */
+  readonly #ahead: boolean;
+  /** Claims in flight at most. */
+  readonly #maxClaims: number;
+  /** Settlements in flight beyond which no claim starts (memory stays bounded when the database is slow). */
   readonly #maxSettling: number;
   readonly #place: { readonly subscription: string; readonly table: string };
+  #started = false;
   #stopped = false;
-  #loop: Promise<void> | undefined;
-  /** Resolves the claim loop's current wait. */
-  #signal: (() => void) | undefined;
-  #woken = false;
+  /** A claim came back short: no claim until the poll interval passes or a wake. */
+  #pollTimer: Timer | undefined;
+  /** Counts wakes, so a claim that came back short knows whether a publish happened while it ran. */
+  #wakes = 0;
 
   constructor(setup: SubscriptionSetup) {
     this.#s = setup;
     this.name = setup.subscriber.name;
     this.table = setup.spec.table;
-    this.#place = { subscription: this.name, table: this.table };
-    this.#maxSettling = 2 * Math.max(setup.options.batch, setup.options.workers) + setup.options.workers;
+    this.#place = Object.freeze({ subscription: this.name, table: this.table });
+    this.#decodesAsync = isStandardSchema(setup.spec.payloadType);
+    const { batch, workers } = setup.options;
+    this.#ahead = setup.strategy.claimsAhead === true;
+    // batch(1).workers(8) claims in up to 8 statements at once, as 8 separate consumers would.
+    this.#maxClaims = Math.max(MIN_CLAIMS_AHEAD, Math.ceil(workers / batch));
+    this.#maxSettling = 2 * Math.max(batch, workers) + workers;
   }
 
   get inFlight(): number {
@@ -74,21 +94,27 @@ export class Subscription {
 
   start(): void {
     this.#s.strategy.start();
-    this.#loop = this.#run();
+    this.#started = true;
+    this.#claimMore();
   }
 
-  /** Claims again now instead of at the end of the poll wait. */
+  /** Claims again now instead of at the end of the poll wait: a publish in this process starts a claim in the same turn. */
   wake(): void {
-    this.#woken = true;
+    this.#wakes++;
     this.#s.activity.touch();
-    this.#kick();
+    if (this.#pollTimer !== undefined) {
+      this.#pollTimer.cancel();
+      this.#pollTimer = undefined;
+    }
+    this.#claimMore();
   }
 
   /** Stops claiming and keeping leases; deliveries in work go on; rows claimed ahead and not started are given back. */
   async stopClaiming(): Promise<void> {
     this.#stopped = true;
-    this.#kick();
-    await this.#loop;
+    this.#pollTimer?.cancel();
+    this.#pollTimer = undefined;
+    while (this.#claims.size > 0) await Promise.all(this.#claims);
     const unstarted = this.#buffer.slice(this.#bufferAt);
     this.#buffer = [];
     this.#bufferAt = 0;
@@ -98,37 +124,20 @@ export class Subscription {
 
   /** Waits for deliveries in work and their settlements up to `graceMs`; abandons the rest (their signals abort). */
   async drain(graceMs: number): Promise<void> {
-    if (this.#inFlight.size === 0 && this.#settling.size === 0) return;
+    if (this.#inFlight.size === 0 && this.#settling === 0) return;
     let timer: Timer | undefined;
     const graceOver = new Promise<"grace">((resolve) => {
       timer = this.#s.clock.setTimer(graceMs, () => resolve("grace"));
     });
-    const all = async (): Promise<"done"> => {
-      // a settlement may still start after a handler in work returns: wait until both are empty
-      while (this.#inFlight.size > 0 || this.#settling.size > 0) await Promise.all([...this.#inFlight.values(), ...this.#settling]);
-      return "done";
-    };
-    const done = await Promise.race([all(), graceOver]);
+    const idle = new Promise<"done">((resolve) => this.#idle.push(() => resolve("done")));
+    const done = await Promise.race([idle, graceOver]);
     timer?.cancel();
     if (done === "grace") {
-      for (const delivery of this.#inFlight.keys()) {
+      for (const delivery of this.#inFlight) {
         this.#s.logger.warn({ id: delivery.id }, "shutdown grace over: delivery abandoned, its row returns when its lease expires");
         delivery.abandon(new Error("shutdown grace period over"));
       }
     }
-  }
-
-  #kick(): void {
-    const signal = this.#signal;
-    this.#signal = undefined;
-    signal?.();
-  }
-
-  /** Resolves at the next kick (a worker freed, a settlement done, a wake, a stop). */
-  #nextKick(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.#signal = resolve;
-    });
   }
 
   get #buffered(): number {
@@ -148,87 +157,98 @@ export class Subscription {
     }
   }
 
-  async #run(): Promise<void> {
-    const { options, strategy, logger } = this.#s;
-    const ahead = strategy.claimsAhead === true;
-    while (!this.#stopped) {
-      const free = options.workers - this.#inFlight.size;
-      if (free <= 0 || this.#buffered > 0 || this.#settling.size >= this.#maxSettling) {
-        // Nothing to claim for now: wait for a worker, a settlement, or a stop (a wake meanwhile is kept for the next claim).
-        await this.#nextKick();
-        continue;
+  /** Starts claims while they are wanted: called whenever a worker, a settlement or a wake may have changed that. */
+  #claimMore(): void {
+    const { batch, workers } = this.#s.options;
+    while (this.#started && !this.#stopped && this.#pollTimer === undefined && this.#claims.size < this.#maxClaims && this.#settling < this.#maxSettling) {
+      let limit: number;
+      if (this.#ahead) {
+        // A worker is free (none waits on the buffer, and each running claim will feed one): claim a whole batch.
+        if (workers - this.#inFlight.size - this.#buffered - this.#claims.size <= 0) return;
+        limit = batch;
+      } else {
+        // A claimed row holds a connection at once: never claim more than there are free workers.
+        const free = workers - this.#inFlight.size - this.#claiming;
+        if (free <= 0) return;
+        limit = Math.min(batch, free);
       }
-      const limit = ahead ? options.batch : Math.min(options.batch, free);
-      this.#woken = false;
-      let claimed: ClaimedDelivery[];
-      try {
-        claimed = await strategy.claim(limit);
-      } catch (error) {
-        logger.error({ ...errorFields(error) }, "claim failed; trying again after the poll interval");
-        await this.#pollWait();
-        continue;
-      }
-      if (claimed.length > 0) {
-        if (this.#buffered === 0) {
-          this.#buffer = claimed;
-          this.#bufferAt = 0;
-        } else {
-          this.#buffer.push(...claimed);
-        }
-        this.#pump();
-        if (this.#stopped) break;
-      }
-      if (claimed.length < limit && !this.#woken) await this.#pollWait();
+      this.#claiming += limit;
+      const claim = this.#claim(limit).finally(() => {
+        this.#claims.delete(claim);
+        this.#claiming -= limit;
+        this.#claimMore();
+      });
+      this.#claims.add(claim);
     }
   }
 
-  #pollWait(): Promise<void> {
-    if (this.#stopped || this.#woken) return Promise.resolve();
-    let timer: Timer | undefined;
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        timer?.cancel();
-        if (this.#signal === onKick) this.#signal = undefined;
-        resolve();
-      };
-      // Only a wake or a stop ends the wait early: a freed worker does not make the queue fuller.
-      const onKick = (): void => {
-        if (this.#woken || this.#stopped) done();
-        else this.#signal = onKick;
-      };
-      this.#signal = onKick;
-      timer = this.#s.clock.setTimer(this.#s.options.pollInterval, done);
+  async #claim(limit: number): Promise<void> {
+    const { strategy, logger } = this.#s;
+    const wakes = this.#wakes;
+    let claimed: ClaimedDelivery[];
+    try {
+      claimed = await strategy.claim(limit);
+    } catch (error) {
+      logger.error({ ...errorFields(error) }, "claim failed; trying again after the poll interval");
+      this.#pollWait();
+      return;
+    }
+    if (claimed.length > 0) {
+      if (this.#buffered === 0) {
+        this.#buffer = claimed;
+        this.#bufferAt = 0;
+      } else {
+        for (const delivery of claimed) this.#buffer.push(delivery);
+      }
+      this.#pump();
+    }
+    // Short: the queue looks empty; wait for the poll interval unless a publish woke us meanwhile.
+    if (claimed.length < limit && this.#wakes === wakes) this.#pollWait();
+  }
+
+  #pollWait(): void {
+    if (this.#stopped || this.#pollTimer !== undefined) return;
+    this.#pollTimer = this.#s.clock.setTimer(this.#s.options.pollInterval, () => {
+      this.#pollTimer = undefined;
+      this.#claimMore();
     });
   }
 
   #start(delivery: ClaimedDelivery): void {
+    this.#inFlight.add(delivery);
     this.#s.activity.touch();
-    const run = this.#deliver(delivery).finally(() => {
+    void this.#deliver(delivery);
+  }
+
+  /** Runs one delivery's handler and settles it; never rejects. */
+  async #deliver(delivery: ClaimedDelivery): Promise<void> {
+    try {
+      await this.#handle(delivery);
+    } catch (error) {
+      this.#s.logger.error({ ...errorFields(error), ...this.#place, id: delivery.id }, "delivery failed unexpectedly; the row returns when its hold ends");
+    } finally {
       this.#inFlight.delete(delivery);
       this.#s.activity.touch();
       this.#pump();
-      this.#kick();
-    });
-    this.#inFlight.set(delivery, run);
+      this.#claimMore();
+      this.#checkIdle();
+    }
   }
 
-  async #deliver(delivery: ClaimedDelivery): Promise<void> {
+  async #handle(delivery: ClaimedDelivery): Promise<void> {
     const { spec, subscriber, clock, logger, observer } = this.#s;
+    // A delivery that holds a connection keeps its worker until the settlement released it (the pool budget counts on it).
+    const holdsConnection = this.#s.strategy.connectionsPerDelivery > 0;
     let payload: unknown;
     try {
-      payload = await decodePayload(spec, delivery.row, { ...this.#place, id: delivery.id });
+      payload = this.#decodesAsync ? await decodePayload(spec, delivery.row, { ...this.#place, id: delivery.id }) : decodePayloadNow(spec, delivery.row, { ...this.#place, id: delivery.id });
     } catch (error) {
-      const parked = this.#parkUndecodable(delivery, error);
-      if (this.#s.strategy.connectionsPerDelivery > 0) await parked;
-      else this.#settleApart(parked);
+      const parked = this.#apart(this.#parkUndecodable(delivery, error));
+      if (holdsConnection) await parked;
       return;
     }
     observer?.delivered({ subscription: this.name, id: delivery.id, attempt: delivery.attempt, payload });
-    const ctx = makeContext<readonly RoleMarker[]>(
-      { subscription: this.name, table: this.table, id: delivery.id, attempt: delivery.attempt, leaseDeadline: () => delivery.leaseDeadline() },
-      () => delivery.signal,
-      clock,
-    );
+    const ctx = deliveryContext<readonly RoleMarker[]>(this.#place, delivery, clock);
     let outcome: HandlerOutcome;
     try {
       outcome = toOutcome(await subscriber.invoke(payload as never, this.#s.outputs, ctx as never));
@@ -236,19 +256,22 @@ export class Subscription {
       logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, attempt: delivery.attempt }, "handler failed; the row is released for another attempt");
       outcome = HandlerOutcome.retry();
     }
-    const settlement = this.#settle(delivery, outcome, payload);
-    // A delivery that holds a connection keeps its worker until the settlement released it (the pool budget counts on it).
-    if (this.#s.strategy.connectionsPerDelivery > 0) await settlement;
-    else this.#settleApart(settlement);
+    const settled = this.#apart(this.#settle(delivery, outcome, payload));
+    if (holdsConnection) await settled;
   }
 
-  /** Keeps a settlement until it is written, apart from the worker that is free again. */
-  #settleApart(settlement: Promise<void>): void {
-    this.#settling.add(settlement);
-    void settlement.finally(() => {
-      this.#settling.delete(settlement);
-      this.#kick();
+  /** Counts a settlement until it is written, apart from the worker (free again unless it holds a connection). */
+  #apart(settlement: Promise<void>): Promise<void> {
+    this.#settling++;
+    return settlement.finally(() => {
+      this.#settling--;
+      this.#claimMore();
+      this.#checkIdle();
     });
+  }
+
+  #checkIdle(): void {
+    if (this.#inFlight.size === 0 && this.#settling === 0 && this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
   }
 
   /** Writes the outcome; never throws (a failure is logged and shown to the observer). */

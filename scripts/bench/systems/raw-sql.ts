@@ -20,8 +20,9 @@ const isDeadlock = (e: unknown) => (e as { errno?: number } | null)?.errno === 1
 
 /**
  * A loop of exactly the statements sqlinbox runs, built by @sqlinbox/kysely-dialects and executed
- * directly with Kysely: `workers` loops, each claiming up to `batch` rows, handling and settling them
- * one by one. What the library adds on top of this is its overhead.
+ * directly with Kysely: `workers` loops, each claiming up to `batch` rows and handling them; the lease
+ * form acks a claim's rows in one batched statement (as the runtime coalesces them), the other forms
+ * settle one by one. What the library adds on top of this is its overhead.
  */
 export function rawDrainCase(engine: EngineName, form: FormName, batch: number, workers: number): DrainCase {
   let db: AnyDb | undefined;
@@ -72,10 +73,17 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
         await sleep(1);
         continue;
       }
-      for (const row of rows) {
-        tracker.handle(row.payload);
-        one(await exec(L.settleAck(spec!, { id: row.id, held: until }, new Date(), precision)), "lease ack");
-      }
+      for (const row of rows) tracker.handle(row.payload);
+      // The runtime coalesces the acks of a claim's rows into one statement: so does the loop.
+      const held = rows.map((row) => ({ id: row.id, held: until }));
+      const acked = dialect!.capabilities.updateReturning
+        ? (await exec(L.settleAckMany(spec!, held, new Date(), precision))).rows.length
+        : await transaction(async (trx) => {
+            const found = (await exec(L.selectHeld(spec!, held, precision), trx)).rows.length;
+            if (found > 0) await exec(L.settleAckMany(spec!, held, new Date(), precision), trx);
+            return found;
+          });
+      if (acked !== rows.length) throw new Error(`raw loop: lease ack took ${acked} of ${rows.length} rows`);
     }
   }
 

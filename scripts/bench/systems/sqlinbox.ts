@@ -91,15 +91,19 @@ export function sqlinboxDrainCase(engine: EngineName, form: FormName, batch: num
       await insertJobs(db!, form, n);
     },
     async drain(tracker: JobTracker) {
-      const { app } = buildApp(rt!, { engine, form, batch, workers, handler: (p) => tracker.handle(p) });
+      // The broker runs on a Kysely of the same pool size as `fromUrl` would build, which counts its statements.
+      let statements = 0;
+      const kysely = connect(engine, workers + 4, () => void statements++);
+      const { app } = buildApp(rt!, { engine, form, batch, workers, kysely, handler: (p) => tracker.handle(p) });
       const running = await startApp(app);
       try {
         await tracker.done;
-        await waitUntilEmpty(() => countRows(db!, form));
+        await waitUntilEmpty(() => countRows(db!, form), 60_000, 1);
       } finally {
         await running.stop();
+        await kysely.destroy();
       }
-      return { processed: tracker.count };
+      return { processed: tracker.count, statements };
     },
     async teardown() {
       await sleep(0);
