@@ -47,7 +47,7 @@ function ddl(engine: EngineName, form: FormName): string {
   const t = tableOf(form);
   const id = { postgres: "id BIGSERIAL PRIMARY KEY", mariadb: "id BIGINT AUTO_INCREMENT PRIMARY KEY", sqlite: "id INTEGER PRIMARY KEY" }[engine];
   const lease = { postgres: "locked_until TIMESTAMPTZ NULL", mariadb: "locked_until DATETIME(6) NULL", sqlite: "locked_until TEXT NULL" }[engine];
-  const cols = [id, "attempt INTEGER NOT NULL DEFAULT 0", ...(form === "lease" ? [lease] : []), "payload TEXT NOT NULL"];
+  const cols = [id, "attempt INTEGER NOT NULL DEFAULT 1", ...(form === "lease" ? [lease] : []), "payload TEXT NOT NULL"];
   return `CREATE TABLE ${t} (${cols.join(", ")})`;
 }
 

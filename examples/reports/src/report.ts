@@ -8,13 +8,14 @@ export interface Report {
 }
 
 /**
- * The seed's schema. `attempt` starts at 0 here: the claim counts an attempt, so the first
- * delivery reads 1 and the one after a crash reads 2 (with the seed's `DEFAULT 1` they read 2 and 3).
+ * The seed's schema. The attempt column holds the attempt the next claim delivers: it starts at 1,
+ * each claim delivers the value and counts one more, so the first delivery reads 1 and the one
+ * after a crash (which spent an attempt) reads 2.
  */
 export const CREATE_REPORT_JOBS = `
 CREATE TABLE IF NOT EXISTS report_jobs (
     id INTEGER PRIMARY KEY,
-    attempt INTEGER NOT NULL DEFAULT 0,
+    attempt INTEGER NOT NULL DEFAULT 1,
     locked_until TEXT,
     payload BLOB NOT NULL
 )`;

@@ -96,7 +96,7 @@ describe.each(["declarative", "by hand"] as ReportForm[])("%s form", (form) => {
     first.child.kill("SIGKILL");
     await first.exited;
     const [held] = readJobs(sqlite);
-    expect(held?.attempt).toBe(1);
+    expect(held?.attempt).toBe(2); // the killed claim delivered attempt 1 and counted the column to 2
     expect(first.lines.some((l) => l.msg === "report rendered")).toBe(false);
     const deadline = new Date(held?.locked_until ?? 0).getTime();
 

@@ -59,7 +59,8 @@ describe.each(Object.keys(reportForms) as ReportForm[])("%s form", (form) => {
     const writer = db.open();
     cleanups.push(() => void writer.close());
     const now = Date.now();
-    const insert = writer.prepare("INSERT INTO report_jobs (id, attempt, locked_until, payload) VALUES (?, 1, ?, ?)");
+    // Claimed once by the other process: its claim delivered attempt 1 and counted the column to 2.
+    const insert = writer.prepare("INSERT INTO report_jobs (id, attempt, locked_until, payload) VALUES (?, 2, ?, ?)");
     writer.transaction(() => {
       insert.run(1, new Date(now - minutes(1)).toISOString(), Buffer.from(JSON.stringify({ title: "expired" })));
       insert.run(2, new Date(now + minutes(10)).toISOString(), Buffer.from(JSON.stringify({ title: "still held" })));
@@ -72,6 +73,6 @@ describe.each(Object.keys(reportForms) as ReportForm[])("%s form", (form) => {
     expect(call.attempt).toBe(2);
     expect(call.outcome).toEqual(HandlerOutcome.ack());
     const rows = readJobs(writer);
-    expect(rows.map((r) => [r.id, r.attempt, r.locked_until])).toEqual([[2, 1, new Date(now + minutes(10)).toISOString()]]);
+    expect(rows.map((r) => [r.id, r.attempt, r.locked_until])).toEqual([[2, 2, new Date(now + minutes(10)).toISOString()]]);
   });
 });

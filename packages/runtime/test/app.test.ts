@@ -93,7 +93,7 @@ describe("startup", () => {
     const url = sqlite.url();
     const db = await sqlite.connect(url);
     const table = unique("rt_text");
-    await sql`CREATE TABLE ${sql.id(table)} (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 0, locked_until TEXT, payload TEXT NOT NULL)`.execute(db);
+    await sql`CREATE TABLE ${sql.id(table)} (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, payload TEXT NOT NULL)`.execute(db);
     const { app, sub } = jobsApp(url, table, async () => HandlerOutcome.retryAfter(60_000));
     const t = await TestApp.start(app);
     await t.publish("jobs", { n: 7, title: "héllo" });

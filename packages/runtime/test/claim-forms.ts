@@ -33,14 +33,14 @@ export const serverEngines = engines.filter((e) => e.engine !== "sqlite");
 export async function createJobsTable(engine: TestEngine, db: AnyKysely, table: string): Promise<void> {
   const t = sql.id(table);
   if (engine.engine === "sqlite") {
-    await sql`CREATE TABLE IF NOT EXISTS ${t} (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 0, locked_until TEXT, k TEXT NOT NULL, payload BLOB NOT NULL)`.execute(db);
+    await sql`CREATE TABLE IF NOT EXISTS ${t} (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, k TEXT NOT NULL, payload BLOB NOT NULL)`.execute(db);
     return;
   }
   await sql`DROP TABLE IF EXISTS ${t}`.execute(db);
   if (engine.engine === "postgres") {
-    await sql`CREATE TABLE ${t} (id BIGSERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 0, locked_until TIMESTAMPTZ, k TEXT NOT NULL, payload BYTEA NOT NULL)`.execute(db);
+    await sql`CREATE TABLE ${t} (id BIGSERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, k TEXT NOT NULL, payload BYTEA NOT NULL)`.execute(db);
   } else {
-    await sql`CREATE TABLE ${t} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 0, locked_until DATETIME(6) NULL, k VARCHAR(64) NOT NULL, payload LONGBLOB NOT NULL) ENGINE=InnoDB`.execute(db);
+    await sql`CREATE TABLE ${t} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, k VARCHAR(64) NOT NULL, payload LONGBLOB NOT NULL) ENGINE=InnoDB`.execute(db);
   }
 }
 

@@ -54,7 +54,7 @@ export const engines: readonly TestEngine[] = [
     },
     connect: (url) => reach(url, "SQLite"),
     createLeaseTable: async (db, table) => {
-      await sql`CREATE TABLE IF NOT EXISTS ${sql.id(table)} (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 0, locked_until TEXT, payload BLOB NOT NULL)`.execute(db);
+      await sql`CREATE TABLE IF NOT EXISTS ${sql.id(table)} (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, payload BLOB NOT NULL)`.execute(db);
     },
     dropTable: async (db, table) => void (await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db)),
     time: (d) => d.toISOString(),
@@ -69,7 +69,7 @@ export const engines: readonly TestEngine[] = [
     connect: (url) => reach(url, "PostgreSQL"),
     createLeaseTable: async (db, table) => {
       await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db);
-      await sql`CREATE TABLE ${sql.id(table)} (id BIGSERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 0, locked_until TIMESTAMPTZ, payload BYTEA NOT NULL)`.execute(db);
+      await sql`CREATE TABLE ${sql.id(table)} (id BIGSERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, payload BYTEA NOT NULL)`.execute(db);
     },
     dropTable: async (db, table) => void (await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db)),
     time: (d) => d,
@@ -82,7 +82,7 @@ export const engines: readonly TestEngine[] = [
     connect: (url) => reach(url, "MariaDB"),
     createLeaseTable: async (db, table) => {
       await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db);
-      await sql`CREATE TABLE ${sql.id(table)} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 0, locked_until DATETIME(6) NULL, payload LONGBLOB NOT NULL) ENGINE=InnoDB`.execute(db);
+      await sql`CREATE TABLE ${sql.id(table)} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, payload LONGBLOB NOT NULL) ENGINE=InnoDB`.execute(db);
     },
     dropTable: async (db, table) => void (await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db)),
     time: (d) => d.toISOString().replace("T", " ").replace("Z", ""),

@@ -170,7 +170,8 @@ describe.each(engines)("lease form on $name", (engine: TestEngine) => {
     expect(Number(logged[0]?.fields["id"])).toBe(row?.id);
     await t.advance(seconds(2)); // hidden for a lease term, then tried (and logged) again: never lost
     expect(t.logs.find("payload cannot be decoded")).toHaveLength(2);
-    expect((await readRows(engine, db, table)).map((r) => r.attempt)).toEqual([2]);
+    // The column holds the attempt the next claim delivers: two claims counted it from 1 to 3.
+    expect((await readRows(engine, db, table)).map((r) => r.attempt)).toEqual([3]);
   });
 
   test("graceful stop: no more claims or extensions; in-flight deliveries settle within the grace; later settlements and publishes fail with Closed", async () => {
@@ -190,7 +191,7 @@ describe.each(engines)("lease form on $name", (engine: TestEngine) => {
     expect(slow?.signalAborted).toBe(true);
     expect((slow?.error as SqlInboxError | undefined)?.code).toBe("Closed");
     const rows = await readRows(engine, db, table);
-    expect(rows.map((r) => [JSON.parse(r.payload), r.attempt])).toEqual([[{ n: 2 }, 1]]);
+    expect(rows.map((r) => [JSON.parse(r.payload), r.attempt])).toEqual([[{ n: 2 }, 2]]); // its claim counted 1 → 2
     await expect(broker.publish("jobs", { n: 3 })).rejects.toMatchObject({ code: "Closed" });
   });
 });

@@ -62,7 +62,7 @@ describe.each(cases)("shutdown on $engine.name × $form", ({ engine, form }) => 
     expect(Date.now() - began).toBeLessThan(3000);
     // Nothing holds the row any more; row lock rolled its attempt back, advisory had committed it.
     expect(await deliverySession(engine, base, scope, form, "row-0", table)).toBeUndefined();
-    expect((await readJobs(db, table)).map((r) => r.attempt)).toEqual([form === "rowLock" ? 0 : 1]);
+    expect((await readJobs(db, table)).map((r) => r.attempt)).toEqual([form === "rowLock" ? 1 : 2]);
     release.resolve();
     await until(() => c.errors.some((e) => e.message === "settlement failed"), 5000, "the late settlement");
     expect(c.errors.find((e) => e.message === "settlement failed")?.code).toBe("Closed");

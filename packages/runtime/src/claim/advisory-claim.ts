@@ -3,7 +3,7 @@ import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/k
 import type { CompiledQuery } from "kysely";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import type { ClaimedDelivery, ClaimSetup, ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
 
 /**
@@ -152,7 +152,7 @@ export class AdvisoryClaim implements ClaimStrategy {
     const { spec, subscription } = this.#setup;
     const id = row[spec.id.name];
     // The candidate carries the attempt before the take counted it.
-    const attempt = spec.attempt === undefined ? undefined : Number(row[spec.attempt.name]) + 1;
+    const attempt = deliveredAttempt(spec, row, false);
     const place: ErrorPlace = { subscription, table: spec.table, id };
     const controller = new AbortController();
     let state: "held" | "settling" | "done" | "abandoned" = "held";

@@ -64,3 +64,15 @@ export interface ClaimSetup {
   /** True once the broker closed: settlements fail with `Closed`. */
   readonly isClosed: () => boolean;
 }
+
+/**
+ * The attempt a delivery reads: the attempt column's value before this claim counted it, so a
+ * table that starts the column at 1 (the seed's `DEFAULT 1`) delivers attempt 1 first and attempt 2
+ * after a crash that spent one. `counted` says whether `row` already carries the counted value
+ * (`UPDATE … RETURNING`) or the value as selected before counting (MySQL/MariaDB, advisory candidates).
+ */
+export function deliveredAttempt(spec: InboxDescription, row: RawRow, counted: boolean): number | undefined {
+  if (spec.attempt === undefined) return undefined;
+  const value = Number(row[spec.attempt.name]);
+  return counted ? value - 1 : value;
+}

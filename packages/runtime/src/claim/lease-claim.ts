@@ -3,7 +3,7 @@ import type { RawRow } from "@sqlinbox/kysely-dialects";
 import { LeaseKeeper, type KeptLease } from "../lease-keeper.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import type { ClaimedDelivery, ClaimSetup, ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { LeaseAcks, MAX_ACKS_PER_STATEMENT } from "./lease-acks.js";
 
 /**
@@ -63,8 +63,7 @@ export class LeaseClaim implements ClaimStrategy {
   #delivery(row: RawRow, held: Date, counted: boolean): ClaimedDelivery {
     const { spec } = this.#setup;
     const id = row[spec.id.name];
-    const rawAttempt = spec.attempt === undefined ? undefined : Number(row[spec.attempt.name]);
-    const attempt = rawAttempt === undefined ? undefined : counted ? rawAttempt : rawAttempt + 1;
+    const attempt = deliveredAttempt(spec, row, counted);
     return new LeaseDelivery(this, id, row, attempt, this.#keeper.hold(id, held));
   }
 

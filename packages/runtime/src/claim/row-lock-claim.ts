@@ -4,7 +4,7 @@ import type { CompiledQuery, ControlledTransaction, QueryResult } from "kysely";
 import { isDeadlock } from "../database.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import type { ClaimedDelivery, ClaimSetup, ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- compiled queries run on any database interface
 type HeldTransaction = ControlledTransaction<any>;
@@ -121,9 +121,8 @@ export class RowLockClaim implements ClaimStrategy {
   #delivery(trx: HeldTransaction, row: RawRow, countedAfterSelect: boolean): ClaimedDelivery {
     const { spec, subscription } = this.#setup;
     const id = row[spec.id.name];
-    const raw = spec.attempt === undefined ? undefined : Number(row[spec.attempt.name]);
     // Postgres returns the counted attempt; MySQL/MariaDB the value before `countAttempts`.
-    const attempt = raw === undefined ? undefined : countedAfterSelect ? raw + 1 : raw;
+    const attempt = deliveredAttempt(spec, row, !countedAfterSelect);
     const place: ErrorPlace = { subscription, table: spec.table, id };
     const controller = new AbortController();
     let state: "held" | "settling" | "done" | "abandoned" = "held";
