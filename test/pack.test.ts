@@ -37,3 +37,42 @@ describe("npm pack", () => {
     expect(readdirSync(join(dir, "node_modules/@sqlinbox/core/dist"))).toContain("index.d.ts");
   }, 120_000);
 });
+
+describe("npm pack of the whole set", () => {
+  test("core + kysely-dialects + runtime tarballs install together outside the monorepo and run an app on SQLite", () => {
+    const tarballs = ["packages/core", "packages/kysely-dialects", "packages/runtime"].map(pack);
+    const [core, dialects, runtime] = tarballs;
+    const dir = consumer("uses-runtime", {
+      "@sqlinbox/core": `file:${core}`,
+      "@sqlinbox/kysely-dialects": `file:${dialects}`,
+      "@sqlinbox/runtime": `file:${runtime}`,
+      kysely: "0.28.19",
+      // The native driver this machine already built, linked rather than rebuilt.
+      "better-sqlite3": `file:${join(root, "node_modules/better-sqlite3")}`,
+    });
+    const script = `
+      import { defineInbox, field } from "@sqlinbox/core";
+      import { dialectFor } from "@sqlinbox/kysely-dialects";
+      import { App, InboxQueue, SqlBroker, subscriber, silentLogger } from "@sqlinbox/runtime";
+      import Database from "better-sqlite3";
+      const file = process.argv[1];
+      const db = new Database(file);
+      db.exec("CREATE TABLE jobs (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, payload TEXT NOT NULL)");
+      db.close();
+      const Jobs = defineInbox({ table: "jobs", columns: { id: field.id().generated(), attempt: field.attempt().generated(), locked_until: field.lease(), payload: field.payload() } });
+      const sqlText = dialectFor("sqlite").lease.claim(Jobs.description, { limit: 1, now: new Date(0), until: new Date(1000), precision: 3 }).sql;
+      const broker = SqlBroker.fromUrl("sqlite:" + file);
+      let done;
+      const finished = new Promise((r) => (done = r));
+      const sub = subscriber(InboxQueue.of(Jobs, "jobs").pollInterval(50), async (payload, ctx) => { done([payload, ctx.id]); });
+      const app = new App({ name: "pack", version: "0", logger: silentLogger }).withBroker(broker.route(Jobs, "jobs"), (b) => b.include(sub));
+      const running = await app.start();
+      await broker.publish("jobs", { hello: "world" });
+      const [payload, id] = await finished;
+      await running.stop();
+      console.log(JSON.stringify({ payload, id: Number(id), claim: sqlText.startsWith("update") }));
+    `;
+    const out = execFileSync("node", ["--input-type=module", "-e", script, join(dir, "jobs.db")], { cwd: dir, encoding: "utf8" });
+    expect(JSON.parse(out.trim().split("\n").pop() ?? "{}")).toEqual({ payload: { hello: "world" }, id: 1, claim: true });
+  }, 180_000);
+});
