@@ -13,6 +13,8 @@ const SHAPES = [
   { batch: 64, workers: 1 },
   { batch: 64, workers: 8 },
 ] as const;
+/** The extra Postgres lease shape sized like graphile-worker's batched configuration. */
+const GRAPHILE_SIZED = { batch: 500, workers: 8 } as const;
 
 /** Every W1 case, in the order rounds run them: peers first, then per engine and form sqlinbox beside its raw loop. */
 export function drainCases(): DrainCase[] {
@@ -21,6 +23,11 @@ export function drainCases(): DrainCase[] {
     for (const form of FORMS) {
       if (engine === "sqlite" && form === "rowLock") continue; // no row locks on SQLite: UnsupportedForm
       for (const { batch, workers } of SHAPES) {
+        cases.push(sqlinboxDrainCase(engine, form, batch, workers), rawDrainCase(engine, form, batch, workers));
+      }
+      if (engine === "postgres" && form === "lease") {
+        // graphile-worker's best configuration fetches 500 jobs per query (localQueue 500): the same batch, side by side.
+        const { batch, workers } = GRAPHILE_SIZED;
         cases.push(sqlinboxDrainCase(engine, form, batch, workers), rawDrainCase(engine, form, batch, workers));
       }
     }

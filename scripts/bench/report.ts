@@ -16,13 +16,14 @@ export function table(head: readonly string[], rows: readonly (readonly string[]
 
 export function drainTable(results: readonly DrainResult[]): string {
   return table(
-    ["W1 drain", "N", "jobs/s (median)", "min–max", "stmts/job"],
+    ["W1 drain", "N", "jobs/s (median)", "min–max", "stmts/job", "cpu µs/job"],
     results.map((r) => [
       r.id,
       r.n !== undefined ? String(r.n) : "",
       r.jobsPerSec ? fmt(r.jobsPerSec.median) : r.notAvailable ? `not available: ${short(r.notAvailable)}` : `FAILED: ${short(r.error)}`,
       r.jobsPerSec ? `${fmt(r.jobsPerSec.min)}–${fmt(r.jobsPerSec.max)}` : "",
       r.statementsPerJob !== undefined ? fmt(r.statementsPerJob, 2) : "",
+      r.cpuMicrosPerJob !== undefined ? fmt(r.cpuMicrosPerJob, 1) : "",
     ]),
   );
 }

@@ -107,13 +107,13 @@ export interface LeaseStatements {
   settleRetry(spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number): CompiledQuery;
   /**
    * Ack of many leases in one statement, each row only while it still holds its token:
-   * `DELETE FROM t WHERE (id = ? AND locked_until = ?) OR …` (or `UPDATE … SET processed_at`).
+   * `DELETE FROM t WHERE (locked_until = ? AND id IN (…)) OR …`, one group per distinct token (or `UPDATE … SET processed_at`).
    * Where the engine has `updateReturning`, `RETURNING id` names the acks that took. Elsewhere
    * (MySQL/MariaDB) run `selectHeld` first in one short transaction: the ids it returns are the
    * acks that take; every other lease was lost.
    */
   settleAckMany(spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number): CompiledQuery<RawRow>;
-  /** `SELECT id FROM t WHERE (id = ? AND locked_until = ?) OR … FOR UPDATE` (no lock clause on SQLite): the leases still held, their rows locked until commit. */
+  /** `SELECT id FROM t WHERE (locked_until = ? AND id IN (…)) OR … FOR UPDATE` (no lock clause on SQLite): the leases still held, their rows locked until commit. */
   selectHeld(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow>;
   /**
    * Gives back claimed rows no handler received: `locked_until = NULL` and the claim's attempt

@@ -393,72 +393,107 @@ describe("lease", () => {
     `);
     expect(NOT_SUPPORTED).toBe("NOT_SUPPORTED");
   });
-  test("settleAckMany: one statement, each row only while it holds its token (MySQL: no RETURNING, see selectHeld)", () => {
-    const leases = [held, { id: 8, held: new Date("2024-05-01T12:00:31.000Z") }];
+  // Rows 7 and 9 were claimed together (one token), row 8 by another claim: one group per token.
+  const batch = [held, { id: 8, held: new Date("2024-05-01T12:00:31.000Z") }, { id: 9, held: held.held }];
+
+  test("settleAckMany: one statement, each row only with its own token, grouped by token (MySQL: no RETURNING, see selectHeld)", () => {
     expect({
-      delete: perEngine((d) => d.lease.settleAckMany(seedByHand, leases, now, 3)),
-      processedAt: perEngine((d) => d.lease.settleAckMany(richLease(), leases, now, 6)),
+      delete: perEngine((d) => d.lease.settleAckMany(seedByHand, batch, now, 3)),
+      processedAt: perEngine((d) => d.lease.settleAckMany(richLease(), batch, now, 6)),
+      oneToken: perEngine((d) => d.lease.settleAckMany(seedByHand, [held, { id: 9, held: held.held }], now, 3)),
     }).toMatchInlineSnapshot(`
       {
         "delete": {
           "mysql": {
             "parameters": [
-              7,
               "2024-05-01 12:00:30.789",
-              8,
+              7,
+              9,
               "2024-05-01 12:00:31.000",
+              8,
             ],
-            "sql": "delete from \`report_jobs\` where ((\`id\` = ? and \`locked_until\` = ?) or (\`id\` = ? and \`locked_until\` = ?))",
+            "sql": "delete from \`report_jobs\` where ((\`locked_until\` = ? and \`id\` in (?, ?)) or (\`locked_until\` = ? and \`id\` = ?))",
           },
           "postgres": {
             "parameters": [
-              7,
               2024-05-01T12:00:30.789Z,
-              8,
+              7,
+              9,
               2024-05-01T12:00:31.000Z,
+              8,
             ],
-            "sql": "delete from "report_jobs" where (("id" = $1 and "locked_until" = $2) or ("id" = $3 and "locked_until" = $4)) returning "id"",
+            "sql": "delete from "report_jobs" where (("locked_until" = $1 and "id" in ($2, $3)) or ("locked_until" = $4 and "id" = $5)) returning "id"",
           },
           "sqlite": {
             "parameters": [
-              7,
               "2024-05-01T12:00:30.789Z",
-              8,
+              7,
+              9,
               "2024-05-01T12:00:31.000Z",
+              8,
             ],
-            "sql": "delete from "report_jobs" where (("id" = ? and "locked_until" = ?) or ("id" = ? and "locked_until" = ?)) returning "id"",
+            "sql": "delete from "report_jobs" where (("locked_until" = ? and "id" in (?, ?)) or ("locked_until" = ? and "id" = ?)) returning "id"",
+          },
+        },
+        "oneToken": {
+          "mysql": {
+            "parameters": [
+              "2024-05-01 12:00:30.789",
+              7,
+              9,
+            ],
+            "sql": "delete from \`report_jobs\` where (\`locked_until\` = ? and \`id\` in (?, ?))",
+          },
+          "postgres": {
+            "parameters": [
+              2024-05-01T12:00:30.789Z,
+              7,
+              9,
+            ],
+            "sql": "delete from "report_jobs" where ("locked_until" = $1 and "id" in ($2, $3)) returning "id"",
+          },
+          "sqlite": {
+            "parameters": [
+              "2024-05-01T12:00:30.789Z",
+              7,
+              9,
+            ],
+            "sql": "delete from "report_jobs" where ("locked_until" = ? and "id" in (?, ?)) returning "id"",
           },
         },
         "processedAt": {
           "mysql": {
             "parameters": [
               "2024-05-01 12:00:00.123",
-              7,
               "2024-05-01 12:00:30.789000",
-              8,
+              7,
+              9,
               "2024-05-01 12:00:31.000000",
+              8,
             ],
-            "sql": "update \`jobs\` set \`processed_at\` = ? where ((\`id\` = ? and \`locked_until\` = ?) or (\`id\` = ? and \`locked_until\` = ?))",
+            "sql": "update \`jobs\` set \`processed_at\` = ? where ((\`locked_until\` = ? and \`id\` in (?, ?)) or (\`locked_until\` = ? and \`id\` = ?))",
           },
           "postgres": {
             "parameters": [
               2024-05-01T12:00:00.123Z,
-              7,
               2024-05-01T12:00:30.789Z,
-              8,
+              7,
+              9,
               2024-05-01T12:00:31.000Z,
+              8,
             ],
-            "sql": "update "jobs" set "processed_at" = $1 where (("id" = $2 and "locked_until" = $3) or ("id" = $4 and "locked_until" = $5)) returning "id"",
+            "sql": "update "jobs" set "processed_at" = $1 where (("locked_until" = $2 and "id" in ($3, $4)) or ("locked_until" = $5 and "id" = $6)) returning "id"",
           },
           "sqlite": {
             "parameters": [
               "2024-05-01T12:00:00.123Z",
-              7,
               "2024-05-01T12:00:30.789Z",
-              8,
+              7,
+              9,
               "2024-05-01T12:00:31.000Z",
+              8,
             ],
-            "sql": "update "jobs" set "processed_at" = ? where (("id" = ? and "locked_until" = ?) or ("id" = ? and "locked_until" = ?)) returning "id"",
+            "sql": "update "jobs" set "processed_at" = ? where (("locked_until" = ? and "id" in (?, ?)) or ("locked_until" = ? and "id" = ?)) returning "id"",
           },
         },
       }
@@ -466,73 +501,77 @@ describe("lease", () => {
   });
 
   test("selectHeld: the leases still held, locked until the transaction ends (SQLite: no lock clause)", () => {
-    const leases = [held, { id: 8, held: new Date("2024-05-01T12:00:31.000Z") }];
-    expect(perEngine((d) => d.lease.selectHeld(seedByHand, leases, 3))).toMatchInlineSnapshot(`
+    expect(perEngine((d) => d.lease.selectHeld(seedByHand, batch, 3))).toMatchInlineSnapshot(`
       {
         "mysql": {
           "parameters": [
-            7,
             "2024-05-01 12:00:30.789",
-            8,
+            7,
+            9,
             "2024-05-01 12:00:31.000",
+            8,
           ],
-          "sql": "select \`id\` from \`report_jobs\` where ((\`id\` = ? and \`locked_until\` = ?) or (\`id\` = ? and \`locked_until\` = ?)) for update",
+          "sql": "select \`id\` from \`report_jobs\` where ((\`locked_until\` = ? and \`id\` in (?, ?)) or (\`locked_until\` = ? and \`id\` = ?)) for update",
         },
         "postgres": {
           "parameters": [
-            7,
             2024-05-01T12:00:30.789Z,
-            8,
+            7,
+            9,
             2024-05-01T12:00:31.000Z,
+            8,
           ],
-          "sql": "select "id" from "report_jobs" where (("id" = $1 and "locked_until" = $2) or ("id" = $3 and "locked_until" = $4)) for update",
+          "sql": "select "id" from "report_jobs" where (("locked_until" = $1 and "id" in ($2, $3)) or ("locked_until" = $4 and "id" = $5)) for update",
         },
         "sqlite": {
           "parameters": [
-            7,
             "2024-05-01T12:00:30.789Z",
-            8,
+            7,
+            9,
             "2024-05-01T12:00:31.000Z",
+            8,
           ],
-          "sql": "select "id" from "report_jobs" where (("id" = ? and "locked_until" = ?) or ("id" = ? and "locked_until" = ?))",
+          "sql": "select "id" from "report_jobs" where (("locked_until" = ? and "id" in (?, ?)) or ("locked_until" = ? and "id" = ?))",
         },
       }
     `);
   });
 
   test("releaseUnstarted: gives rows back and undoes the claim's attempt, each only while it holds its token", () => {
-    const leases = [held, { id: 8, held: new Date("2024-05-01T12:00:31.000Z") }];
-    expect(perEngine((d) => d.lease.releaseUnstarted(seedByHand, leases, 3))).toMatchInlineSnapshot(`
+    expect(perEngine((d) => d.lease.releaseUnstarted(seedByHand, batch, 3))).toMatchInlineSnapshot(`
       {
         "mysql": {
           "parameters": [
             null,
-            7,
             "2024-05-01 12:00:30.789",
-            8,
+            7,
+            9,
             "2024-05-01 12:00:31.000",
+            8,
           ],
-          "sql": "update \`report_jobs\` set \`locked_until\` = ?, \`attempt\` = \`attempt\` - 1 where ((\`id\` = ? and \`locked_until\` = ?) or (\`id\` = ? and \`locked_until\` = ?))",
+          "sql": "update \`report_jobs\` set \`locked_until\` = ?, \`attempt\` = \`attempt\` - 1 where ((\`locked_until\` = ? and \`id\` in (?, ?)) or (\`locked_until\` = ? and \`id\` = ?))",
         },
         "postgres": {
           "parameters": [
             null,
-            7,
             2024-05-01T12:00:30.789Z,
-            8,
+            7,
+            9,
             2024-05-01T12:00:31.000Z,
+            8,
           ],
-          "sql": "update "report_jobs" set "locked_until" = $1, "attempt" = "attempt" - 1 where (("id" = $2 and "locked_until" = $3) or ("id" = $4 and "locked_until" = $5)) returning "id"",
+          "sql": "update "report_jobs" set "locked_until" = $1, "attempt" = "attempt" - 1 where (("locked_until" = $2 and "id" in ($3, $4)) or ("locked_until" = $5 and "id" = $6)) returning "id"",
         },
         "sqlite": {
           "parameters": [
             null,
-            7,
             "2024-05-01T12:00:30.789Z",
-            8,
+            7,
+            9,
             "2024-05-01T12:00:31.000Z",
+            8,
           ],
-          "sql": "update "report_jobs" set "locked_until" = ?, "attempt" = "attempt" - 1 where (("id" = ? and "locked_until" = ?) or ("id" = ? and "locked_until" = ?)) returning "id"",
+          "sql": "update "report_jobs" set "locked_until" = ?, "attempt" = "attempt" - 1 where (("locked_until" = ? and "id" in (?, ?)) or ("locked_until" = ? and "id" = ?)) returning "id"",
         },
       }
     `);

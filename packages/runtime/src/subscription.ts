@@ -29,8 +29,8 @@ export interface SubscriptionSetup {
   readonly observer?: DeliveryObserver | undefined;
 }
 
-/** Claims in flight at least allowed (each still needs a free worker). */
-const MIN_CLAIMS_AHEAD = 1;
+/** Claims ahead in flight at most, whatever the shape: the next batch is claimed while the last one runs. */
+const MIN_CLAIMS_AHEAD = 2;
 
 /**
  * One subscriber consuming its queue: claims while claims come back full, otherwise waits
@@ -84,8 +84,8 @@ export class Subscription {
     const { batch, workers } = setup.options;
     this.#ahead = setup.strategy.claimsAhead === true;
     // batch(1).workers(8) claims in up to 8 statements at once, as 8 separate consumers would.
-    this.#maxClaims = Math.max(MIN_CLAIMS_AHEAD, Math.ceil(workers / batch));
-    this.#maxSettling = 2 * Math.max(batch, workers) + workers;
+    this.#maxClaims = Math.max(this.#ahead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch));
+    this.#maxSettling = 4 * Math.max(batch, workers);
   }
 
   get inFlight(): number {
@@ -163,8 +163,12 @@ export class Subscription {
     while (this.#started && !this.#stopped && this.#pollTimer === undefined && this.#claims.size < this.#maxClaims && this.#settling < this.#maxSettling) {
       let limit: number;
       if (this.#ahead) {
-        // A worker is free (none waits on the buffer, and each running claim will feed one): claim a whole batch.
-        if (workers - this.#inFlight.size - this.#buffered - this.#claims.size <= 0) return;
+        // Claim a whole batch when a worker is free that neither the buffer nor a running claim will feed,
+        // or, while a worker is between deliveries, when less than a batch is on hand (the next batch
+        // arrives while the buffer's last rows run, instead of after them).
+        const uncovered = workers - this.#inFlight.size - this.#buffered - this.#claims.size;
+        const refill = this.#inFlight.size < workers && this.#buffered + this.#claiming < batch;
+        if (uncovered <= 0 && !refill) return;
         limit = batch;
       } else {
         // A claimed row holds a connection at once: never claim more than there are free workers.
@@ -229,8 +233,9 @@ export class Subscription {
     } finally {
       this.#inFlight.delete(delivery);
       this.#s.activity.touch();
-      this.#pump();
+      // Claim first, while this worker counts as free; then hand it the next buffered row.
       this.#claimMore();
+      this.#pump();
       this.#checkIdle();
     }
   }

@@ -18,20 +18,24 @@ export interface DrainResult {
   readonly rounds?: readonly number[];
   readonly jobsPerSec?: Summary;
   readonly statementsPerJob?: number;
+  /** CPU time of this process (user + system) per job, median of rounds: what the client side costs, whatever the machine's load. */
+  readonly cpuMicrosPerJob?: number;
   readonly duplicates?: number;
 }
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`);
 
-async function runRound(c: DrainCase, n: number): Promise<{ jobsPerSec: number; statements?: number; duplicates: number }> {
+async function runRound(c: DrainCase, n: number): Promise<{ jobsPerSec: number; statements?: number; cpuMicros: number; duplicates: number }> {
   await c.reset();
   await c.insert(n);
   const tracker = new JobTracker(n);
+  const cpu = process.cpuUsage();
   const started = performance.now();
   const out = await withTimeout(c.drain(tracker), 120_000 + n * 20, `${c.id} drain of ${n}`);
   const ms = performance.now() - started;
+  const used = process.cpuUsage(cpu);
   if (out.processed !== n) throw new Error(`${c.id}: processed ${out.processed} of ${n}`);
-  return { jobsPerSec: (n * 1000) / ms, statements: out.statements, duplicates: tracker.duplicates };
+  return { jobsPerSec: (n * 1000) / ms, statements: out.statements, cpuMicros: (used.user + used.system) / n, duplicates: tracker.duplicates };
 }
 
 /**
@@ -40,7 +44,7 @@ async function runRound(c: DrainCase, n: number): Promise<{ jobsPerSec: number; 
  */
 export async function runDrain(cases: readonly DrainCase[], s: BenchSettings): Promise<DrainResult[]> {
   const live: DrainCase[] = [];
-  const results = new Map<string, DrainResult & { rounds: number[]; statements: number[]; dup: number }>();
+  const results = new Map<string, DrainResult & { rounds: number[]; statements: number[]; cpu: number[]; dup: number }>();
   const failed = new Map<string, DrainResult>();
   for (const c of cases) {
     const base = { id: c.id, system: c.system, engine: c.engine, variant: c.variant, settings: c.settings };
@@ -53,7 +57,7 @@ export async function runDrain(cases: readonly DrainCase[], s: BenchSettings): P
     try {
       await c.setup();
       live.push(c);
-      results.set(c.id, { ...base, rounds: [], statements: [], dup: 0 });
+      results.set(c.id, { ...base, rounds: [], statements: [], cpu: [], dup: 0 });
     } catch (e) {
       log(`W1 ${c.id}: setup failed: ${(e as Error).stack}`);
       failed.set(c.id, { ...base, error: `setup failed: ${(e as Error).message}` });
@@ -99,6 +103,7 @@ export async function runDrain(cases: readonly DrainCase[], s: BenchSettings): P
         const out = await runRound(c, n);
         r.rounds.push(out.jobsPerSec);
         if (out.statements !== undefined) r.statements.push(out.statements / n);
+        r.cpu.push(out.cpuMicros);
         r.dup += out.duplicates;
         log(`W1 round ${round}/${s.rounds} ${c.id}: ${out.jobsPerSec.toFixed(0)} jobs/s (N ${n})`);
       } catch (e) {
@@ -112,11 +117,12 @@ export async function runDrain(cases: readonly DrainCase[], s: BenchSettings): P
     const f = failed.get(c.id);
     if (f) return f;
     const r = results.get(c.id)!;
-    const { statements, dup, ...rest } = r;
+    const { statements, cpu, dup, ...rest } = r;
     return {
       ...rest,
       n: nOf.get(c.id),
       jobsPerSec: summarize(r.rounds),
+      cpuMicrosPerJob: summarize(cpu).median,
       duplicates: dup,
       ...(statements.length ? { statementsPerJob: summarize(statements).median } : {}),
     };

@@ -30,7 +30,7 @@ export function stampLeaseClaimed(spec: InboxDescription, ids: readonly unknown[
 }
 
 /**
- * ``update `t` set `locked_until` = ? where (`id` = ? and `locked_until` = ?) or …``: no RETURNING,
+ * ``update `t` set `locked_until` = ? where (`locked_until` = ? and `id` in (?, …)) or …``: no RETURNING,
  * so the affected count says how many took and `readLeases` says which.
  */
 export function extendLeases(spec: InboxDescription, leases: readonly HeldLease[], until: Date, precision: number): CompiledQuery<RawRow> {
@@ -52,17 +52,17 @@ export function settleLeaseRetry(spec: InboxDescription, lease: HeldLease, retry
   return leaseRetryQuery(ctx, spec, lease, retryAt, precision);
 }
 
-/** ``delete from `t` where (`id` = ? and `locked_until` = ?) or …`` (or ``update … set `processed_at` = ?`` with the same check): no RETURNING, so run `selectHeld` first in the same transaction to know which take. */
+/** ``delete from `t` where (`locked_until` = ? and `id` in (?, …)) or …`` (or ``update … set `processed_at` = ?`` with the same check): no RETURNING, so run `selectHeld` first in the same transaction to know which take. */
 export function settleLeaseAckMany(spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number): CompiledQuery<RawRow> {
   return ackManyQuery(ctx, spec, leases, now, precision);
 }
 
-/** ``select `id` from `t` where (`id` = ? and `locked_until` = ?) or … for update``. */
+/** ``select `id` from `t` where (`locked_until` = ? and `id` in (?, …)) or … for update``. */
 export function selectHeldLeases(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
   return selectHeldQuery(ctx, spec, leases, precision, true);
 }
 
-/** ``update `t` set `locked_until` = null, `attempt` = `attempt` - 1 where (`id` = ? and `locked_until` = ?) or …``. */
+/** ``update `t` set `locked_until` = null, `attempt` = `attempt` - 1 where (`locked_until` = ? and `id` in (?, …)) or …``. */
 export function releaseUnstartedLeases(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
   return releaseUnstartedQuery(ctx, spec, leases, precision);
 }

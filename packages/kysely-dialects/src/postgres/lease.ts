@@ -56,17 +56,17 @@ export function settleLeaseRetry(spec: InboxDescription, lease: HeldLease, retry
   return leaseRetryQuery(ctx, spec, lease, retryAt, precision);
 }
 
-/** `delete from "t" where ("id" = $1 and "locked_until" = $2) or … returning "id"` (or `update … set "processed_at"` with the same check): the returned ids are the acks that took. */
+/** `delete from "t" where ("locked_until" = $1 and "id" in ($2, …)) or … returning "id"` (or `update … set "processed_at"` with the same check): the returned ids are the acks that took. */
 export function settleLeaseAckMany(spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number): CompiledQuery<RawRow> {
   return ackManyQuery(ctx, spec, leases, now, precision);
 }
 
-/** `select "id" from "t" where ("id" = $1 and "locked_until" = $2) or … for update`. */
+/** `select "id" from "t" where ("locked_until" = $1 and "id" in ($2, …)) or … for update`. */
 export function selectHeldLeases(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
   return selectHeldQuery(ctx, spec, leases, precision, true);
 }
 
-/** `update "t" set "locked_until" = null, "attempt" = "attempt" - 1 where ("id" = $1 and "locked_until" = $2) or … returning "id"`. */
+/** `update "t" set "locked_until" = null, "attempt" = "attempt" - 1 where ("locked_until" = $1 and "id" in ($2, …)) or … returning "id"`. */
 export function releaseUnstartedLeases(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
   return releaseUnstartedQuery(ctx, spec, leases, precision);
 }

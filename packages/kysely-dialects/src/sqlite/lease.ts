@@ -41,7 +41,7 @@ export function stampLeaseClaimed(spec: InboxDescription, ids: readonly unknown[
   return stampClaimedQuery(ctx, spec, ids, until, precision);
 }
 
-/** `update "t" set "locked_until" = ? where ("id" = ? and "locked_until" = ?) or … returning "id"`. */
+/** `update "t" set "locked_until" = ? where ("locked_until" = ? and "id" in (?, …)) or … returning "id"`. */
 export function extendLeases(spec: InboxDescription, leases: readonly HeldLease[], until: Date, precision: number): CompiledQuery<RawRow> {
   return extendQuery(ctx, spec, leases, until, precision, true);
 }
@@ -61,17 +61,17 @@ export function settleLeaseRetry(spec: InboxDescription, lease: HeldLease, retry
   return leaseRetryQuery(ctx, spec, lease, retryAt, precision);
 }
 
-/** `delete from "t" where ("id" = ? and "locked_until" = ?) or … returning "id"` (or `update … set "processed_at"` with the same check): the returned ids are the acks that took. */
+/** `delete from "t" where ("locked_until" = ? and "id" in (?, …)) or … returning "id"` (or `update … set "processed_at"` with the same check): the returned ids are the acks that took. */
 export function settleLeaseAckMany(spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number): CompiledQuery<RawRow> {
   return ackManyQuery(ctx, spec, leases, now, precision);
 }
 
-/** `select "id" from "t" where ("id" = ? and "locked_until" = ?) or …`. */
+/** `select "id" from "t" where ("locked_until" = ? and "id" in (?, …)) or …`. */
 export function selectHeldLeases(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
   return selectHeldQuery(ctx, spec, leases, precision, false);
 }
 
-/** `update "t" set "locked_until" = null, "attempt" = "attempt" - 1 where ("id" = ? and "locked_until" = ?) or … returning "id"`. */
+/** `update "t" set "locked_until" = null, "attempt" = "attempt" - 1 where ("locked_until" = ? and "id" in (?, …)) or … returning "id"`. */
 export function releaseUnstartedLeases(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
   return releaseUnstartedQuery(ctx, spec, leases, precision);
 }

@@ -3,8 +3,10 @@ import type { HeldLease } from "@sqlinbox/kysely-dialects";
 import { keyOf, type KeptLease, type LeaseKeeper } from "../lease-keeper.js";
 import type { ClaimSetup } from "./claim-strategy.js";
 
-/** Acks written by one statement at most: 2 parameters each, far below every engine's limit. */
-export const MAX_ACKS_PER_STATEMENT = 256;
+/** Acks written by one statement at most: 2 parameters each, far below every engine's limit (SQLite 3.32+: 32,766). */
+export const MAX_ACKS_PER_STATEMENT = 512;
+/** Batched acks written at once at most: a second statement runs while the first waits for its commit. */
+const MAX_ACK_STATEMENTS_IN_FLIGHT = 2;
 
 interface PendingAck {
   readonly lease: KeptLease;
@@ -22,9 +24,9 @@ interface PendingAck {
  * BEGIN; SELECT id FROM t WHERE (…) OR … FOR UPDATE; DELETE … ; COMMIT      -- MySQL/MariaDB
  * ```
  *
- * An ack waits at most until the statement in flight returns (or one turn of the event loop
- * when none is): whatever gathered meanwhile, up to `MAX_ACKS_PER_STATEMENT`, goes in the
- * next statement. Every ack still carries its own token; the ids the statement names (or, on
+ * An ack waits one turn of the event loop, or, when two statements are already running, until
+ * one returns: whatever gathered meanwhile, up to `MAX_ACKS_PER_STATEMENT`, goes in the next
+ * statement. Every ack still carries its own token; the ids the statement names (or, on
  * MySQL/MariaDB, the rows the locking select found) are the acks that took, and each other
  * one fails on its own with `LeaseLost`, having deleted nothing.
  */
@@ -32,7 +34,8 @@ export class LeaseAcks {
   readonly #setup: ClaimSetup;
   readonly #keeper: LeaseKeeper;
   #pending: PendingAck[] = [];
-  #flushing = false;
+  /** Statements running. */
+  #flights = 0;
   #scheduled = false;
 
   constructor(setup: ClaimSetup, keeper: LeaseKeeper) {
@@ -43,7 +46,7 @@ export class LeaseAcks {
   /** Queues the ack of `lease`; resolves once written, rejects with `LeaseLost` or the statement's error. */
   ack(lease: KeptLease, kind: "ack" | "drop", place: ErrorPlace): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      lease.settling = true; // no extension of a lease about to be acked (its token may still move if one runs now: read at flush)
+      lease.settling = true; // no new extension of a lease about to be acked (one running now is awaited before the write)
       this.#pending.push({ lease, place, kind, resolve, reject });
       this.#setup.database.activity.touch();
       this.#schedule();
@@ -51,27 +54,26 @@ export class LeaseAcks {
   }
 
   #schedule(): void {
-    if (this.#flushing || this.#scheduled) return;
+    if (this.#scheduled || this.#flights >= MAX_ACK_STATEMENTS_IN_FLIGHT) return;
     this.#scheduled = true;
     // One turn of the event loop: the deliveries that finish in this turn join the statement.
     setImmediate(() => {
       this.#scheduled = false;
-      void this.#flush();
+      this.#flush();
     });
   }
 
-  async #flush(): Promise<void> {
+  #flush(): void {
     if (this.#pending.length === 0) return;
-    this.#flushing = true;
     const batch = this.#pending.length <= MAX_ACKS_PER_STATEMENT ? this.#pending : this.#pending.slice(0, MAX_ACKS_PER_STATEMENT);
     this.#pending = batch === this.#pending ? [] : this.#pending.slice(MAX_ACKS_PER_STATEMENT);
-    try {
-      await this.#write(batch);
-    } finally {
-      this.#flushing = false;
-      // What gathered while this statement ran goes at once: no extra turn.
-      if (this.#pending.length > 0) void this.#flush();
-    }
+    this.#flights++;
+    void this.#write(batch).finally(() => {
+      this.#flights--;
+      // What gathered while the statement ran goes at once: no extra turn.
+      if (this.#pending.length > 0 && this.#flights < MAX_ACK_STATEMENTS_IN_FLIGHT) this.#flush();
+    });
+    if (this.#pending.length > 0) this.#schedule();
   }
 
   async #write(batch: readonly PendingAck[]): Promise<void> {
