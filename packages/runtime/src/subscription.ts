@@ -74,6 +74,8 @@ export class Subscription {
   #pollTimer: Timer | undefined;
   /** Counts wakes, so a claim that came back short knows whether a publish happened while it ran. */
   #wakes = 0;
+  /** The last claim came back short: one claim at a time until one comes back full (a wake needs one statement, not one per worker). */
+  #drained = true;
 
   constructor(setup: SubscriptionSetup) {
     this.#s = setup;
@@ -160,7 +162,8 @@ export class Subscription {
   /** Starts claims while they are wanted: called whenever a worker, a settlement or a wake may have changed that. */
   #claimMore(): void {
     const { batch, workers } = this.#s.options;
-    while (this.#started && !this.#stopped && this.#pollTimer === undefined && this.#claims.size < this.#maxClaims && this.#settling < this.#maxSettling) {
+    const maxClaims = this.#drained ? 1 : this.#maxClaims;
+    while (this.#started && !this.#stopped && this.#pollTimer === undefined && this.#claims.size < maxClaims && this.#settling < this.#maxSettling) {
       let limit: number;
       if (this.#ahead) {
         // Claim a whole batch when a worker is free that neither the buffer nor a running claim will feed,
@@ -207,7 +210,8 @@ export class Subscription {
       this.#pump();
     }
     // Short: the queue looks empty; wait for the poll interval unless a publish woke us meanwhile.
-    if (claimed.length < limit && this.#wakes === wakes) this.#pollWait();
+    this.#drained = claimed.length < limit;
+    if (this.#drained && this.#wakes === wakes) this.#pollWait();
   }
 
   #pollWait(): void {
