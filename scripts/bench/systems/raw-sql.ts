@@ -22,7 +22,8 @@ const isDeadlock = (e: unknown) => (e as { errno?: number } | null)?.errno === 1
  * A loop of exactly the statements sqlinbox runs, built by @sqlinbox/kysely-dialects and executed
  * directly with Kysely: `workers` loops, each claiming up to `batch` rows and handling them; the lease
  * form acks a claim's rows in one batched statement (as the runtime coalesces them), the other forms
- * settle one by one. What the library adds on top of this is its overhead.
+ * settle one by one, and the row-lock form holds one row per transaction (as the runtime does).
+ * What the library adds on top of this is its overhead.
  */
 export function rawDrainCase(engine: EngineName, form: FormName, batch: number, workers: number): DrainCase {
   let db: AnyDb | undefined;
@@ -90,8 +91,10 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
   async function rowLockLoop(tracker: JobTracker): Promise<void> {
     const R = dialect!.rowLock!;
     while (tracker.count < tracker.n) {
+      // One row per transaction, as the runtime's row-lock form does whatever the batch: every
+      // delivery commits on its own (a crash never takes a neighbour's work with it).
       const got = await transaction(async (trx) => {
-        const rows = (await exec(R.claim(spec!, { limit: batch, now: new Date() }), trx)).rows;
+        const rows = (await exec(R.claim(spec!, { limit: 1, now: new Date() }), trx)).rows;
         if (rows.length === 0) return 0;
         const count = R.countAttempts(spec!, rows.map((r) => r.id));
         if (count) await exec(count, trx);

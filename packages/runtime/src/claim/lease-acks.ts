@@ -5,8 +5,12 @@ import type { ClaimSetup } from "./claim-strategy.js";
 
 /** Acks written by one statement at most: 2 parameters each, far below every engine's limit (SQLite 3.32+: 32,766). */
 export const MAX_ACKS_PER_STATEMENT = 512;
-/** Batched acks written at once at most: a second statement runs while the first waits for its commit. */
-const MAX_ACK_STATEMENTS_IN_FLIGHT = 2;
+/**
+ * Batched acks written at once at most: a second statement runs while the first waits for its
+ * commit. Where an ack is a transaction of two statements (MySQL/MariaDB), one at a time: the
+ * next one gathers more acks instead, and two would lock each other's pages.
+ */
+const ACK_STATEMENTS_IN_FLIGHT = { oneStatement: 2, transaction: 1 } as const;
 
 interface PendingAck {
   readonly lease: KeptLease;
@@ -24,8 +28,8 @@ interface PendingAck {
  * BEGIN; SELECT id FROM t WHERE (…) OR … FOR UPDATE; DELETE … ; COMMIT      -- MySQL/MariaDB
  * ```
  *
- * An ack waits one turn of the event loop, or, when two statements are already running, until
- * one returns: whatever gathered meanwhile, up to `MAX_ACKS_PER_STATEMENT`, goes in the next
+ * An ack waits one turn of the event loop, or, when as many statements as allowed are already
+ * running, until one returns: whatever gathered meanwhile, up to `MAX_ACKS_PER_STATEMENT`, goes in the next
  * statement. Every ack still carries its own token; the ids the statement names (or, on
  * MySQL/MariaDB, the rows the locking select found) are the acks that took, and each other
  * one fails on its own with `LeaseLost`, having deleted nothing.
@@ -36,11 +40,13 @@ export class LeaseAcks {
   #pending: PendingAck[] = [];
   /** Statements running. */
   #flights = 0;
+  readonly #maxFlights: number;
   #scheduled = false;
 
   constructor(setup: ClaimSetup, keeper: LeaseKeeper) {
     this.#setup = setup;
     this.#keeper = keeper;
+    this.#maxFlights = setup.database.dialect.capabilities.updateReturning ? ACK_STATEMENTS_IN_FLIGHT.oneStatement : ACK_STATEMENTS_IN_FLIGHT.transaction;
   }
 
   /** Queues the ack of `lease`; resolves once written, rejects with `LeaseLost` or the statement's error. */
@@ -54,7 +60,7 @@ export class LeaseAcks {
   }
 
   #schedule(): void {
-    if (this.#scheduled || this.#flights >= MAX_ACK_STATEMENTS_IN_FLIGHT) return;
+    if (this.#scheduled || this.#flights >= this.#maxFlights) return;
     this.#scheduled = true;
     // One turn of the event loop: the deliveries that finish in this turn join the statement.
     setImmediate(() => {
@@ -71,7 +77,7 @@ export class LeaseAcks {
     void this.#write(batch).finally(() => {
       this.#flights--;
       // What gathered while the statement ran goes at once: no extra turn.
-      if (this.#pending.length > 0 && this.#flights < MAX_ACK_STATEMENTS_IN_FLIGHT) this.#flush();
+      if (this.#pending.length > 0 && this.#flights < this.#maxFlights) this.#flush();
     });
     if (this.#pending.length > 0) this.#schedule();
   }
