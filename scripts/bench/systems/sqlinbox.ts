@@ -57,8 +57,10 @@ export function buildApp(rt: Runtime, o: SqlinboxAppOptions): { app: Runtime; br
   if (o.form === "lease" && o.leaseMs !== undefined) queue = queue.lease(o.leaseMs);
   if (o.pollMs !== undefined) queue = queue.pollInterval(o.pollMs);
   const handler = o.handler;
-  const sub = handler && rt.subscriber(queue, async (payload: unknown) => {
-    await handler(payload);
+  // Returns what the handler returns (a promise only when it is async), as the raw loop calls it directly.
+  const sub = handler && rt.subscriber(queue, (payload: unknown) => {
+    const result = handler(payload);
+    return result instanceof Promise ? result.then(() => undefined) : undefined;
   });
   const app = new rt.App({ name: "sqlinbox-bench", version: "0.0.0", logger: rt.silentLogger, shutdownGrace: 5_000 }).withBroker(broker.route(spec, "bench"), (b: Runtime) => (sub ? b.include(sub) : b));
   return { app, broker };
