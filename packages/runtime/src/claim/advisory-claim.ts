@@ -3,7 +3,7 @@ import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/k
 import type { CompiledQuery } from "kysely";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { deliveredAttempt, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
 
 /**
@@ -65,7 +65,7 @@ export class AdvisoryClaim implements ClaimStrategy {
   async claim(limit: number): Promise<ClaimedDelivery[]> {
     const { database, spec, clock } = this.#setup;
     const window = Math.max(limit * CANDIDATES_PER_WORKER, MIN_CANDIDATES);
-    const candidates = (await database.execute("claim", this.#statements.selectCandidates(spec, { limit: window, now: clock.now(), ...this.#group() }))).rows;
+    const candidates = (await database.execute("claim", this.#statements.selectCandidates(spec, { limit: window, now: clock.now(), ...groupOf(this.#setup) }))).rows;
     const tried = new Set<string>();
     const claimed: ClaimedDelivery[] = [];
     // One connection tries keys until a lock is taken; it then belongs to that delivery.
@@ -107,11 +107,6 @@ export class AdvisoryClaim implements ClaimStrategy {
       spare?.release();
     }
     return claimed;
-  }
-
-  /** The subscription's group, on a table with a group column (a route name selects its group). */
-  #group(): { group?: string } {
-    return this.#setup.spec.group === undefined ? {} : { group: this.#setup.subscription };
   }
 
   /** Locks the key on `connection` and takes the row (attempt + 1, committed). */

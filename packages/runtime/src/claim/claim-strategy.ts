@@ -76,3 +76,8 @@ export function deliveredAttempt(spec: InboxDescription, row: RawRow, counted: b
   const value = Number(row[spec.attempt.name]);
   return counted ? value - 1 : value;
 }
+
+/** On a table with a group column, a subscription claims only its group: the route name selects it. */
+export function groupOf(setup: Pick<ClaimSetup, "spec" | "subscription">): { group?: string } {
+  return setup.spec.group === undefined ? {} : { group: setup.subscription };
+}

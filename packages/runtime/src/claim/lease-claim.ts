@@ -3,7 +3,7 @@ import type { RawRow } from "@sqlinbox/kysely-dialects";
 import { LeaseKeeper, type KeptLease } from "../lease-keeper.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { deliveredAttempt, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { LeaseAcks, MAX_ACKS_PER_STATEMENT } from "./lease-acks.js";
 
 /**
@@ -40,7 +40,8 @@ export class LeaseClaim implements ClaimStrategy {
     const { lease: statements, time } = database.dialect;
     const now = clock.now();
     const until = time.truncate(new Date(now.getTime() + leaseMs), precision);
-    const single = statements.claim(spec, { limit, now, until, precision });
+    const group = groupOf(this.#setup);
+    const single = statements.claim(spec, { limit, now, until, precision, ...group });
     let rows: readonly RawRow[];
     let counted: boolean;
     if (single !== null) {
@@ -49,7 +50,7 @@ export class LeaseClaim implements ClaimStrategy {
     } else {
       // MySQL/MariaDB: SELECT … FOR UPDATE SKIP LOCKED, then stamp the rows, in one short transaction.
       rows = await database.transaction("claim", async (trx) => {
-        const selected = (await database.execute("claim", statements.selectClaimable(spec, { limit, now }), trx)).rows;
+        const selected = (await database.execute("claim", statements.selectClaimable(spec, { limit, now, ...group }), trx)).rows;
         if (selected.length === 0) return selected;
         const ids = selected.map((r) => r[spec.id.name]);
         await database.execute("claim", statements.stampClaimed(spec, ids, until, precision), trx);

@@ -4,7 +4,7 @@ import type { CompiledQuery, ControlledTransaction, QueryResult } from "kysely";
 import { isDeadlock } from "../database.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { deliveredAttempt, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- compiled queries run on any database interface
 type HeldTransaction = ControlledTransaction<any>;
@@ -75,7 +75,7 @@ export class RowLockClaim implements ClaimStrategy {
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
-        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit: 1, now: clock.now(), ...(spec.group === undefined ? {} : { group: this.#setup.subscription }) }))).rows;
+        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit: 1, now: clock.now(), ...groupOf(this.#setup) }))).rows;
         const row = rows[0];
         if (row === undefined) {
           await trx.rollback().execute();
