@@ -6,13 +6,15 @@
 import { readFileSync } from "node:fs";
 import { fmt } from "./stats.js";
 import type { DrainResult } from "./workloads/drain.js";
+import type { EnqueueResult } from "./workloads/enqueue.js";
 import type { LatencyResult } from "./workloads/latency.js";
+import type { LongJobsResult } from "./workloads/long-jobs.js";
 
 const file = process.argv[2] ?? "bench-results/latest.json";
 const run = JSON.parse(readFileSync(file, "utf8")) as {
   command: string; started: string; durationSec: number;
   machine: { cpus: number; cpuModel: string; node: string; loadAverageAtStart: number[]; loadAverageAtEnd: number[]; servers: Record<string, string> };
-  results: { drain?: DrainResult[]; latency?: LatencyResult[] };
+  results: { drain?: DrainResult[]; enqueue?: EnqueueResult[]; latency?: LatencyResult[]; longJobs?: LongJobsResult[] };
 };
 const drain = run.results.drain ?? [];
 const byId = new Map(drain.map((r) => [r.id, r]));
@@ -38,6 +40,27 @@ lines.push("");
 lines.push("| peers on Postgres | jobs/s (median) | min–max | client CPU µs/job |");
 lines.push("|---|---:|---:|---:|");
 for (const p of peers) lines.push(`| ${p.id} | ${p.jobsPerSec ? fmt(p.jobsPerSec.median) : p.error ? "FAILED" : "n/a"} | ${p.jobsPerSec ? `${fmt(p.jobsPerSec.min)}–${fmt(p.jobsPerSec.max)}` : ""} | ${p.cpuMicrosPerJob !== undefined ? fmt(p.cpuMicrosPerJob, 1) : "–"} |`);
+
+const sum = (x?: { median: number; min: number; max: number }) => (x ? `${fmt(x.median)} (${fmt(x.min)}–${fmt(x.max)})` : "–");
+if (run.results.enqueue?.length) {
+  lines.push("");
+  lines.push("| W2 enqueue (publishes/s) | sequential | 16 concurrent | bulk ×100 |");
+  lines.push("|---|---:|---:|---:|");
+  for (const e of run.results.enqueue) lines.push(`| ${e.id} | ${sum(e.sequential)} | ${sum(e.concurrent16)} | ${e.bulk100 ? sum(e.bulk100) : "no bulk publish"} |`);
+}
+if (run.results.latency?.length) {
+  lines.push("");
+  lines.push("| W3 publish → handler start (ms) | idle p50 / p95 / p99 | at 100/s p50 / p95 / p99 | how |");
+  lines.push("|---|---:|---:|---|");
+  const p = (x?: { p50: number; p95: number; p99: number }) => (x ? `${fmt(x.p50, 2)} / ${fmt(x.p95, 2)} / ${fmt(x.p99, 2)}` : "–");
+  for (const l of run.results.latency) lines.push(`| ${l.id} | ${l.idle ? p(l.idle) : l.error ? "FAILED" : "n/a"} | ${p(l.atRate)} | ${l.how} |`);
+}
+if (run.results.longJobs?.length) {
+  lines.push("");
+  lines.push("| W4 long jobs (20 ms handlers, workers 64, lease 1 s) | jobs/s | share of ideal | extension statements/s |");
+  lines.push("|---|---:|---:|---:|");
+  for (const w of run.results.longJobs) lines.push(`| ${w.id} | ${sum(w.jobsPerSec)} | ${w.shareOfIdeal ? `${(w.shareOfIdeal.median * 100).toFixed(1)}%` : "–"} | ${w.extensionsPerSec ? fmt(w.extensionsPerSec.median, 1) : "–"} |`);
+}
 
 // Targets
 const verdict = (ok: boolean) => (ok ? "met" : "**missed**");
