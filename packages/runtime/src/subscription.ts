@@ -139,7 +139,7 @@ export class Subscription {
     timer?.cancel();
     if (done === "grace") {
       for (const delivery of this.#inFlight) {
-        this.#s.logger.warn({ id: delivery.id }, "shutdown grace over: delivery abandoned, its row returns when its lease expires");
+        this.#s.logger.warn({ id: delivery.id }, `shutdown grace over: delivery abandoned; ${this.#s.strategy.abandonedFate}`);
         delivery.abandon(new Error("shutdown grace period over"));
       }
     }

@@ -38,6 +38,7 @@ const MIN_CANDIDATES = 64;
 export class AdvisoryClaim implements ClaimStrategy {
   readonly form = "advisory" as const;
   readonly connectionsPerDelivery: number;
+  readonly abandonedFate = "its key's lock is released: the row returns at once, its attempt spent";
   readonly #setup: ClaimSetup;
   readonly #statements: AdvisoryStatements;
   readonly #sessionLocks: boolean;

@@ -30,6 +30,8 @@ export interface ClaimStrategy {
   readonly form: ClaimForm;
   /** Connections each delivery in work holds for its whole run (0 for the lease form). */
   readonly connectionsPerDelivery: number;
+  /** What becomes of a row whose delivery is abandoned at shutdown, for the log line. */
+  readonly abandonedFate: string;
   claim(limit: number): Promise<ClaimedDelivery[]>;
   /**
    * True when claimed rows cost nothing to hold while they wait (the lease form: the keeper

@@ -15,6 +15,7 @@ import { LeaseAcks, MAX_ACKS_PER_STATEMENT } from "./lease-acks.js";
 export class LeaseClaim implements ClaimStrategy {
   readonly form = "lease" as const;
   readonly connectionsPerDelivery = 0;
+  readonly abandonedFate = "its row returns when its lease expires";
   /** Rows wait in the subscription's buffer at no cost: the keeper extends their leases too. */
   readonly claimsAhead = true;
   readonly #setup: ClaimSetup;

@@ -30,6 +30,7 @@ type HeldTransaction = ControlledTransaction<any>;
 export class RowLockClaim implements ClaimStrategy {
   readonly form = "rowLock" as const;
   readonly connectionsPerDelivery = 1;
+  readonly abandonedFate = "its transaction rolls back: the row returns at once, its attempt not spent";
   readonly #setup: ClaimSetup;
   readonly #statements: RowLockStatements;
   readonly #open = new Set<HeldTransaction>();
