@@ -3,7 +3,7 @@ import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/k
 import type { CompiledQuery } from "kysely";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, groupOf, holdForRetry, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
 
 /**
@@ -174,7 +174,7 @@ export class AdvisoryClaim implements ClaimStrategy {
         state = "settling";
         try {
           // retryAfter without a retryAfter column: keep the key locked for the delay instead.
-          if (outcome.kind === "retryAfter" && spec.retryAfter === undefined) await this.#setup.clock.sleep(outcome.ms, controller.signal).catch(() => undefined);
+          await holdForRetry(this.#setup, outcome, controller.signal);
           if (controller.signal.aborted) {
             await release().catch(() => false);
             throw new SqlInboxError("Closed", `the app stopped while the ${outcome.kind} held the key: unlocked, the row is back in the queue`, place);

@@ -4,7 +4,7 @@ import type { CompiledQuery, ControlledTransaction, QueryResult } from "kysely";
 import { isDeadlock } from "../database.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, groupOf, holdForRetry, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- compiled queries run on any database interface
 type HeldTransaction = ControlledTransaction<any>;
@@ -142,7 +142,7 @@ export class RowLockClaim implements ClaimStrategy {
         if (state !== "held") throw new SqlInboxError("Declaration", "this delivery was already settled", place);
         state = "settling";
         try {
-          await this.#holdForRetry(outcome, controller.signal);
+          await holdForRetry(this.#setup, outcome, controller.signal);
           if (controller.signal.aborted) {
             await this.#rollback(trx);
             throw new SqlInboxError("Closed", `the app stopped while the ${outcome.kind} held the row: rolled back, the row is back in the queue`, place);
@@ -161,16 +161,6 @@ export class RowLockClaim implements ClaimStrategy {
         void this.#rollback(trx);
       },
     };
-  }
-
-  /**
-   * `retryAfter(ms)` on a table without a retryAfter column (an undecodable payload, say):
-   * there is no column to hide the row in, so the delivery keeps holding it for `ms` and
-   * then releases it — rather than letting it come straight back.
-   */
-  async #holdForRetry(outcome: HandlerOutcome, signal: AbortSignal): Promise<void> {
-    if (outcome.kind !== "retryAfter" || this.#setup.spec.retryAfter !== undefined) return;
-    await this.#setup.clock.sleep(outcome.ms, signal).catch(() => undefined);
   }
 
   async #settle(trx: HeldTransaction, id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): Promise<void> {
