@@ -68,6 +68,8 @@ export class Subscription {
   readonly #ahead: boolean;
   /** Claims in flight at most. */
   readonly #maxClaims: number;
+  /** Each claim takes one row (the row-lock form). */
+  readonly #oneRowClaims: boolean;
   /** Settlements in flight beyond which no claim starts (memory stays bounded when the database is slow). */
   readonly #maxSettling: number;
   readonly #place: { readonly subscription: string; readonly table: string };
@@ -89,7 +91,11 @@ export class Subscription {
     const { batch, workers } = setup.options;
     this.#ahead = setup.strategy.claimsAhead === true;
     // batch(1).workers(8) claims in up to 8 statements at once, as 8 separate consumers would.
-    this.#maxClaims = Math.max(this.#ahead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch));
+    // A row-lock claim opens one transaction per row, one after another: with several free workers, claims of
+    // one row each run side by side instead of making the last worker wait for the others. (An advisory claim
+    // shares one candidate select among its rows, and claims side by side would contend for the same keys.)
+    this.#oneRowClaims = setup.strategy.form === "rowLock";
+    this.#maxClaims = this.#oneRowClaims ? workers : Math.max(this.#ahead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch));
     this.#maxSettling = 4 * Math.max(batch, workers);
   }
 
@@ -180,7 +186,7 @@ export class Subscription {
         // A claimed row holds a connection at once: never claim more than there are free workers.
         const free = workers - this.#inFlight.size - this.#claiming;
         if (free <= 0) return;
-        limit = Math.min(batch, free);
+        limit = this.#oneRowClaims ? 1 : Math.min(batch, free);
       }
       this.#claiming += limit;
       const claim = this.#claim(limit).finally(() => {
