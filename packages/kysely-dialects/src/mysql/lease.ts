@@ -30,7 +30,7 @@ export function stampLeaseClaimed(spec: InboxDescription, ids: readonly unknown[
 }
 
 /**
- * ``update `t` set `locked_until` = ? where (`locked_until` = ? and `id` in (?, …)) or …``: no RETURNING,
+ * ``update `t` set `locked_until` = ? where (`id` = ? and `locked_until` = ?) or …``: no RETURNING,
  * so the affected count says how many took and `readLeases` says which.
  */
 export function extendLeases(spec: InboxDescription, leases: readonly HeldLease[], until: Date, precision: number): CompiledQuery<RawRow> {

@@ -41,7 +41,7 @@ export function stampLeaseClaimed(spec: InboxDescription, ids: readonly unknown[
   return stampClaimedQuery(ctx, spec, ids, until, precision);
 }
 
-/** `update "t" set "locked_until" = ? where ("locked_until" = ? and "id" in (?, …)) or … returning "id"`. */
+/** `update "t" set "locked_until" = ? where ("id" = ? and "locked_until" = ?) or … returning "id"`. */
 export function extendLeases(spec: InboxDescription, leases: readonly HeldLease[], until: Date, precision: number): CompiledQuery<RawRow> {
   return extendQuery(ctx, spec, leases, until, precision, true);
 }
