@@ -33,10 +33,14 @@ if ! pg_isready -h 127.0.0.1 -p 5432 -q; then
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main start || true
 fi
 wait_for PostgreSQL pg_isready -h 127.0.0.1 -p 5432 -q
-psql_su() { if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then su postgres -c "psql -qAt $*"; else psql -h 127.0.0.1 -U postgres -qAt "$@"; fi; }
+# Runs one SQL statement as the postgres superuser: over the socket as the postgres OS user when root
+# (a fresh install trusts only that), else over TCP.
+psql_super() {
+  if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then su postgres -c "psql -qAt -c \"$1\""; else psql -h 127.0.0.1 -U postgres -qAt -c "$1"; fi
+}
 for role in root postgres; do
-  psql -h 127.0.0.1 -U postgres -d postgres -qAt -c "select 1 from pg_roles where rolname='$role'" 2>/dev/null | grep -q 1 \
-    || psql_su "-c \"create role $role superuser login\"" || true
+  psql_super "select 1 from pg_roles where rolname='$role'" 2>/dev/null | grep -q 1 \
+    || psql_super "create role $role superuser login" || true
 done
 psql -h 127.0.0.1 -U postgres -d postgres -qAt -c "select 1 from pg_database where datname='$PG_DB'" | grep -q 1 \
   || psql -h 127.0.0.1 -U postgres -d postgres -q -c "create database \"$PG_DB\""
