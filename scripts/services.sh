@@ -27,6 +27,10 @@ wait_for() { # name, command...
 # --- PostgreSQL -------------------------------------------------------------
 if ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
   apt_install postgresql
+  # The tests connect over TCP without a password, as on the project's machines: trust loopback.
+  hba="/etc/postgresql/$(ls /etc/postgresql | head -n 1)/main/pg_hba.conf"
+  sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust' "$hba"
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main reload 2>/dev/null || true
 fi
 if ! pg_isready -h 127.0.0.1 -p 5432 -q; then
   log "starting PostgreSQL"
@@ -42,8 +46,8 @@ for role in root postgres; do
   psql_super "select 1 from pg_roles where rolname='$role'" 2>/dev/null | grep -q 1 \
     || psql_super "create role $role superuser login" || true
 done
-psql -h 127.0.0.1 -U postgres -d postgres -qAt -c "select 1 from pg_database where datname='$PG_DB'" | grep -q 1 \
-  || psql -h 127.0.0.1 -U postgres -d postgres -q -c "create database \"$PG_DB\""
+psql_super "select 1 from pg_database where datname='$PG_DB'" | grep -q 1 \
+  || psql_super "create database $PG_DB"
 log "PostgreSQL ready: $(psql -h 127.0.0.1 -U postgres -d "$PG_DB" -qAt -c 'show server_version')"
 
 # --- MariaDB ----------------------------------------------------------------
