@@ -144,8 +144,14 @@ export class App {
           refuseUnsupportedForm(state.source.engine, sub.name, spec.description);
           claimQueue(state, sub, held);
         }
+        if (broker.listening && state.source.engine !== "postgres") {
+          throw new SqlInboxError("UnsupportedForm", `listenNotify() needs Postgres (LISTEN/NOTIFY), and this broker is on ${state.source.engine} (${state.source.label}): drop .listenNotify(); other processes see a publish at their next poll`);
+        }
         const database = await state.open(logger, activity);
         opened.push(state);
+        if (broker.listening && !state.canListen) {
+          throw new SqlInboxError("Declaration", `listenNotify() needs a Postgres broker built with SqlBroker.fromUrl, whose pool it takes a connection from; this broker is ${state.source.label}`);
+        }
         const strategies: Array<{ sub: Subscriber; strategy: ClaimStrategy; leaseMs: number }> = [];
         for (const sub of scope.subscribers) {
           const spec = sub.queue.spec.description;
@@ -158,7 +164,7 @@ export class App {
           };
           strategies.push({ sub, strategy: claimStrategyFor(setup), leaseMs });
         }
-        checkPool(state, strategies.map(({ sub, strategy }) => ({ name: sub.name, form: strategy.form, workers: sub.queue.options.workers, perDelivery: strategy.connectionsPerDelivery })));
+        checkPool(state, strategies.map(({ sub, strategy }) => ({ name: sub.name, form: strategy.form, workers: sub.queue.options.workers, perDelivery: strategy.connectionsPerDelivery })), broker.listening);
         for (const { sub, strategy, leaseMs } of strategies) {
           const subscription = new Subscription({
             subscriber: sub, spec: sub.queue.spec.description, options: sub.queue.options, strategy, clock,
@@ -169,6 +175,7 @@ export class App {
           unsubscribe.push(state.onPublish(subscription.table, () => subscription.wake()));
           subscriptions.push(subscription);
         }
+        if (broker.listening) await state.startListening(logger);
       }
     } catch (error) {
       for (const free of held) free();
@@ -249,16 +256,17 @@ export interface PoolNeed {
 }
 
 /** Refuses to start when the pool cannot hold what the subscriptions need, showing the arithmetic. */
-export function checkPool(state: Pick<BrokerState, "poolMax" | "source">, needs: readonly PoolNeed[]): void {
+export function checkPool(state: Pick<BrokerState, "poolMax" | "source">, needs: readonly PoolNeed[], listenNotify = false): void {
   if (!Number.isFinite(state.poolMax) || state.source.engine === "sqlite") return;
   const parts = needs.map((n) => ({ ...n, total: n.workers * n.perDelivery + 1 }));
-  const total = parts.reduce((sum, p) => sum + p.total, 0);
+  const total = parts.reduce((sum, p) => sum + p.total, 0) + (listenNotify ? 1 : 0);
   if (total <= state.poolMax) return;
-  const arithmetic = parts
-    .map((p) => `"${p.name}" (${p.form}, workers(${p.workers})): ${p.workers} x ${p.perDelivery} for deliveries in work + 1 for handlers, publishes and settlements = ${p.total}`)
-    .join("; ");
+  const arithmetic = [
+    ...parts.map((p) => `"${p.name}" (${p.form}, workers(${p.workers})): ${p.workers} x ${p.perDelivery} for deliveries in work + 1 for handlers, publishes and settlements = ${p.total}`),
+    ...(listenNotify ? ["1 for listenNotify"] : []),
+  ].join("; ");
   throw new SqlInboxError(
     "PoolTooSmall",
-    `the pool holds at most ${state.poolMax} connections, the subscriptions need ${total}: ${arithmetic}; total ${total} > pool max ${state.poolMax}: raise pool.max to ${total} or lower workers`,
+    `the pool holds at most ${state.poolMax} connections, the subscriptions${listenNotify ? " and listenNotify" : ""} need ${total}: ${arithmetic}; total ${total} > pool max ${state.poolMax}: raise pool.max to ${total} or lower workers`,
   );
 }

@@ -1,10 +1,12 @@
 import { SqlInboxError, type AnyInboxSpec, type FormOf, type InboxDescription, type RolesOf, type SpecError } from "@sqlinbox/core";
 import { checkSchema, dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects";
-import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
+import { CompiledQuery, MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
 import type { Activity } from "./activity.js";
 import { Database, type AnyKysely } from "./database.js";
 import { parseDatabaseUrl, type OpenedDatabase, type PoolOptions } from "./drivers/index.js";
-import { redactUrl, type Logger } from "./logger.js";
+import type { ListenClient } from "./drivers/types.js";
+import { channelOf, PgListener } from "./listen.js";
+import { errorFields, redactUrl, type Logger } from "./logger.js";
 import { encodePayload, payloadStorageOf, type PayloadStorage } from "./payload.js";
 import type { PayloadOfSpec } from "./queue.js";
 import { wholeSeconds } from "./queue.js";
@@ -43,9 +45,13 @@ export class BrokerState {
   database: Database | undefined;
   poolMax = Infinity;
   serverLabel = "";
+  /** Publishes also `NOTIFY` the table's channel (an app started a `listenNotify()` value of this broker). */
+  notifying = false;
   #owned = false;
   #closed = false;
   #logger: Logger | undefined;
+  #listen: (() => Promise<ListenClient>) | undefined;
+  #listener: PgListener | undefined;
 
   constructor(source: Source) {
     this.source = source;
@@ -63,6 +69,7 @@ export class BrokerState {
     const opened = await this.source.open();
     this.#owned = opened.owned;
     this.poolMax = opened.poolMax;
+    this.#listen = opened.listen;
     const database = new Database(opened.db, dialectFor(opened.engine), logger, activity);
     try {
       const versionRow = (await database.execute("schema", database.dialect.schema.serverVersion())).rows[0];
@@ -95,6 +102,32 @@ export class BrokerState {
     return { precision, storage: payloadStorageOf(payloadType) };
   }
 
+  /** Whether `listenNotify()` can take a connection of its own (a Postgres broker built from a URL). */
+  get canListen(): boolean {
+    return this.#listen !== undefined;
+  }
+
+  /**
+   * `listenNotify()`: publishes notify from now on, and one pool connection listens on the channel
+   * of every routed table, waking the table's subscriptions in this process on a notification.
+   */
+  async startListening(logger: Logger): Promise<void> {
+    if (this.#listener !== undefined) return;
+    const acquire = this.#listen;
+    if (acquire === undefined) {
+      throw new SqlInboxError("Declaration", `listenNotify() needs a Postgres broker built with SqlBroker.fromUrl (its own pool connection listens); this broker is ${this.source.label}`);
+    }
+    const tables = [...this.routes.values()].map((spec) => spec.description.table);
+    const listener = new PgListener(acquire, tables, (table) => this.#wakeTable(table), logger);
+    await listener.start();
+    this.#listener = listener;
+    this.notifying = true;
+  }
+
+  #wakeTable(table: string): void {
+    for (const wake of this.#wakers.get(table) ?? []) wake();
+  }
+
   /** Registers a subscription's wake-up for publishes to `table`. */
   onPublish(table: string, wake: () => void): () => void {
     const set = this.#wakers.get(table) ?? new Set();
@@ -119,12 +152,20 @@ export class BrokerState {
     }
     if (description.group !== undefined) row[description.group.name] = name;
     await database.execute("publish", database.dialect.publish.insert(description, [row]), via as AnyKysely | undefined);
-    for (const wake of this.#wakers.get(description.table) ?? []) wake();
+    // On the same connection or transaction as the insert: inside `{ via: trx }` the notification goes out at commit.
+    // Without `via` the row is already committed: a failed NOTIFY is only a warning (the next poll sees the row).
+    if (this.notifying) {
+      const notify = database.execute("publish", CompiledQuery.raw("select pg_notify($1, '')", [channelOf(description.table)]), via as AnyKysely | undefined);
+      if (via !== undefined) await notify;
+      else await notify.catch((error: unknown) => this.#logger?.warn({ ...errorFields(error), subscription: name, table: description.table }, "listenNotify: NOTIFY failed after the publish committed; other processes see the row at their next poll"));
+    }
+    this.#wakeTable(description.table);
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await this.#listener?.stop();
     if (this.database) await this.database.idle();
     if (this.database && this.#owned) await this.database.db.destroy();
     this.#logger?.info({ database: this.source.label }, "database closed");
@@ -174,6 +215,10 @@ export type RouteAllowed<S extends AnyInboxSpec, E extends Engine> = [E] extends
     ? SpecError<"SQLite has no row locks: a row-lock table cannot be routed on a SQLite broker; give the table a lease column (.lease(column(\"locked_until\"))) or an advisory key (.advisoryLock(\"…\"))">
     : unknown
   : unknown;
+/** `listenNotify()` compiles unless the URL names an engine other than Postgres. */
+export type ListenNotifyAllowed<E extends Engine> = [Extract<E, "postgres">] extends [never]
+  ? SpecError<"listenNotify() needs Postgres (LISTEN/NOTIFY): on SQLite and MySQL/MariaDB other processes see a publish at their next poll">
+  : unknown;
 /** A publish's payload type for route `N`: the route's payload when the broker's type knows it. */
 export type PublishPayload<R extends Routes, N extends string> = N extends keyof R ? PayloadOfSpec<R[N]> : unknown;
 
@@ -197,11 +242,14 @@ export function brokerState(broker: object): BrokerState {
 export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine = Engine> {
   /** The default lease of this broker's subscriptions, in ms (whole seconds). */
   readonly leaseMs: number;
+  /** Whether an app started with this value listens for (and sends) Postgres notifications: `listenNotify()`. */
+  readonly listening: boolean;
   /** @internal phantom: the engine the URL names, when the type system can read it. */
   declare readonly "~engine"?: E;
 
-  private constructor(state: BrokerState, leaseMs: number) {
+  private constructor(state: BrokerState, leaseMs: number, listening = false) {
     this.leaseMs = leaseMs;
+    this.listening = listening;
     stateOf.set(this, state);
     Object.freeze(this);
   }
@@ -237,7 +285,19 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
 
   /** This broker's default lease (30 s unless set); whole seconds, rounded up. */
   lease(ms: number): SqlBroker<R, E> {
-    return new SqlBroker(brokerState(this), wholeSeconds(ms));
+    return new SqlBroker(brokerState(this), wholeSeconds(ms), this.listening);
+  }
+
+  /**
+   * Postgres only: wakes subscriptions in other processes too. An app started with this value takes
+   * one pool connection for its life and `LISTEN`s on a channel per routed table (`sqlinbox_<table>`,
+   * hashed past 63 bytes); every publish also runs `select pg_notify(channel, '')` on the insert's
+   * connection or transaction (so `{ via: trx }` notifies at commit, and a rollback notifies nobody).
+   * A SQLite or MySQL/MariaDB URL does not compile; any other non-Postgres broker, or one built
+   * with `fromKysely`, is refused when the app starts.
+   */
+  listenNotify(this: SqlBroker<R, E> & ListenNotifyAllowed<E>): SqlBroker<R, E> {
+    return new SqlBroker(brokerState(this), this.leaseMs, true);
   }
 
   /** Declares route `name` on the table `spec` describes. Every value of this broker sees it. */
@@ -248,7 +308,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
       throw new SqlInboxError("Declaration", `route "${name}" is already declared on table "${known.description.table}"`, { subscription: name, table: spec.description.table });
     }
     state.routes.set(name, spec);
-    return new SqlBroker(state, this.leaseMs);
+    return new SqlBroker(state, this.leaseMs, this.listening);
   }
 
   /**

@@ -43,3 +43,18 @@ describe("the broker's engine comes from the URL", () => {
     SqlBroker.fromUrl(url).route(rowLock, "jobs"); // refused at startup instead, with UnsupportedForm
   });
 });
+
+describe("listenNotify() compiles on Postgres only", () => {
+  test("a Postgres URL, a URL the compiler cannot read, and a Kysely broker compile", () => {
+    SqlBroker.fromUrl("postgres://postgres@127.0.0.1/test").listenNotify().route(lease, "reports");
+    const url: string = "sqlite::memory:";
+    SqlBroker.fromUrl(url).listenNotify(); // refused at startup instead, with UnsupportedForm
+  });
+
+  test("a SQLite or MySQL/MariaDB URL does not compile", () => {
+    // @ts-expect-error listenNotify() needs Postgres (LISTEN/NOTIFY)
+    SqlBroker.fromUrl("sqlite::memory:").listenNotify();
+    // @ts-expect-error the rule holds after .lease(…) and .route(…) too
+    SqlBroker.fromUrl("mariadb://root@127.0.0.1/test").lease(1000).route(lease, "reports").listenNotify();
+  });
+});

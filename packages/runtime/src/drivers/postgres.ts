@@ -1,5 +1,5 @@
 import { PostgresDialect, Kysely } from "kysely";
-import type { OpenedDatabase, PoolOptions } from "./types.js";
+import type { ListenClient, OpenedDatabase, PoolOptions } from "./types.js";
 
 /** Opens a `pg` pool (loaded only now: `pg` is an optional peer). */
 export async function openPostgres(url: string, pool: PoolOptions): Promise<OpenedDatabase> {
@@ -12,5 +12,6 @@ export async function openPostgres(url: string, pool: PoolOptions): Promise<Open
   pgPool.on("error", () => {});
   pgPool.on("connect", (client) => client.on("error", () => {}));
   const dialect = new PostgresDialect({ pool: pgPool });
-  return { db: new Kysely({ dialect }), engine: "postgres", poolMax: max };
+  const listen = async (): Promise<ListenClient> => (await pgPool.connect()) as unknown as ListenClient;
+  return { db: new Kysely({ dialect }), engine: "postgres", poolMax: max, listen };
 }

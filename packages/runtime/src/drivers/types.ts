@@ -13,4 +13,17 @@ export interface OpenedDatabase {
   readonly engine: Engine;
   /** Connections the pool holds at most (`Infinity` when unknown, 1 for SQLite). */
   readonly poolMax: number;
+  /** Postgres opened from a URL: takes a pool connection for `listenNotify()`, held until released. */
+  readonly listen?: () => Promise<ListenClient>;
+}
+
+/** The part of a `pg` pool client `listenNotify()` uses. */
+export interface ListenClient {
+  query(text: string, values?: unknown[]): Promise<unknown>;
+  on(event: "notification", listener: (message: { channel: string; payload?: string }) => void): unknown;
+  on(event: "error", listener: (error: Error) => void): unknown;
+  on(event: "end", listener: () => void): unknown;
+  removeListener(event: string, listener: (...args: never[]) => void): unknown;
+  /** Back to the pool; with an error (or `true`) the connection is closed instead. */
+  release(error?: Error | boolean): void;
 }
