@@ -5,12 +5,12 @@
  * were claimed ahead and never started, without spending their attempt.
  */
 import { sql } from "kysely";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { SqlInboxError } from "../src/index.js";
 import { TestApp } from "../src/testing/index.js";
 import type { AnyKysely } from "../src/database.js";
-import { engines, insertRaw, readRows, unique, type TestEngine } from "./engines.js";
-import { deferred, jobsApp } from "./fixtures.js";
+import { engines, insertRaw, readRows, type TestEngine } from "./engines.js";
+import { deferred, jobsApp, useLeaseTable } from "./fixtures.js";
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
 
@@ -18,25 +18,7 @@ describe.each(engines)("claims ahead and batched acks on $name", (engine: TestEn
   let url: string;
   let db: AnyKysely;
   let table: string;
-  const stops: Array<() => Promise<void>> = [];
-
-  beforeAll(async () => {
-    url = engine.url();
-    db = await engine.connect(url);
-  });
-  afterAll(async () => {
-    await db?.destroy();
-    engine.cleanup();
-  });
-  beforeEach(async () => {
-    table = unique(`rt_ahead_${engine.name}`);
-    await engine.createLeaseTable(db, table);
-  });
-  afterEach(async () => {
-    for (const stop of stops.splice(0).reverse()) await stop();
-    await engine.dropTable(db, table);
-  });
-  const track = (t: TestApp) => (stops.push(() => t.stop()), t);
+  const track = useLeaseTable(engine, "rt_ahead", (scope) => ({ url, db, table } = scope));
 
   test("batch(64).workers(1): one claim takes the whole batch, the worker takes from the buffer, every row is handled once", async () => {
     for (let n = 0; n < 150; n++) await insertRaw(db, table, { payload: json({ n }) });

@@ -1,6 +1,9 @@
 import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
 import { App, InboxQueue, SqlBroker, subscriber, type HandlerFunction, type InboxQueue as Queue } from "../src/index.js";
 import { silentLogger } from "../src/logger.js";
+import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
+import type { AnyKysely } from "../src/database.js";
+import { unique, type TestEngine } from "./engines.js";
 
 export interface Job {
   readonly n: number;
@@ -39,4 +42,41 @@ export function deferred<T = void>(): Deferred<T> {
   let resolve!: (value: T) => void;
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+/** What `useLeaseTable` gives each test: the broker URL, a setup connection and this test's fresh table. */
+export interface LeaseTableScope {
+  readonly url: string;
+  readonly db: AnyKysely;
+  readonly table: string;
+}
+
+/**
+ * Registers the hooks every lease test file shares on one engine: connect once, a fresh lease table
+ * before each test, and after it every tracked app stopped (last first) and the table dropped.
+ * `onScope` receives the scope before each test; the returned `track` registers an app to stop.
+ */
+export function useLeaseTable(engine: TestEngine, prefix: string, onScope: (scope: LeaseTableScope) => void): <T extends { stop(): Promise<void> }>(app: T) => T {
+  let url = "";
+  let db: AnyKysely | undefined;
+  let table = "";
+  const stops: Array<() => Promise<void>> = [];
+  beforeAll(async () => {
+    url = engine.url();
+    db = await engine.connect(url);
+  });
+  afterAll(async () => {
+    await db?.destroy();
+    engine.cleanup();
+  });
+  beforeEach(async () => {
+    table = unique(`${prefix}_${engine.name}`);
+    await engine.createLeaseTable(db!, table);
+    onScope({ url, db: db!, table });
+  });
+  afterEach(async () => {
+    for (const stop of stops.splice(0).reverse()) await stop();
+    await engine.dropTable(db!, table);
+  });
+  return (app) => (stops.push(() => app.stop()), app);
 }

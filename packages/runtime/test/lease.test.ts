@@ -2,12 +2,12 @@
  * The lease form end to end, on SQLite, PostgreSQL and MariaDB: long handlers extended in one
  * statement per subscription, token-checked settlement, LeaseLost, outcomes, polling and wakes.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { HandlerOutcome, SqlInboxError, keys, seconds, type InboxContext } from "../src/index.js";
 import { PausedClock, TestApp } from "../src/testing/index.js";
 import type { AnyKysely } from "../src/database.js";
-import { engines, insertRaw, readRows, unique, type TestEngine } from "./engines.js";
-import { deferred, jobsApp, type Deferred } from "./fixtures.js";
+import { engines, insertRaw, readRows, type TestEngine } from "./engines.js";
+import { deferred, jobsApp, useLeaseTable, type Deferred } from "./fixtures.js";
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
 
@@ -15,25 +15,7 @@ describe.each(engines)("lease form on $name", (engine: TestEngine) => {
   let url: string;
   let db: AnyKysely;
   let table: string;
-  const stops: Array<() => Promise<void>> = [];
-
-  beforeAll(async () => {
-    url = engine.url();
-    db = await engine.connect(url);
-  });
-  afterAll(async () => {
-    await db?.destroy();
-    engine.cleanup();
-  });
-  beforeEach(async () => {
-    table = unique(`rt_lease_${engine.name}`);
-    await engine.createLeaseTable(db, table);
-  });
-  afterEach(async () => {
-    for (const stop of stops.splice(0).reverse()) await stop();
-    await engine.dropTable(db, table);
-  });
-  const track = (t: TestApp) => (stops.push(() => t.stop()), t);
+  const track = useLeaseTable(engine, "rt_lease", (scope) => ({ url, db, table } = scope));
 
   test("a handler longer than the lease: every lease in work extended at half its term in one statement; delivered once", async () => {
     const { app, sub } = jobsApp(url, table, async (_job, ctx) => void (await ctx.sleep(seconds(10))), (q) => q.workers(2).batch(2));
