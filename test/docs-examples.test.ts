@@ -87,7 +87,10 @@ const modules = blocks.filter((b) => !b.fragment);
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 for (const b of modules) writeFileSync(fileOf(b.name), `// ${b.name}\n${b.code}`);
-const program = ts.createProgram(modules.map((b) => fileOf(b.name)), compilerOptions());
+const program = ts.createProgram(
+  modules.map((b) => fileOf(b.name)),
+  compilerOptions(),
+);
 
 function diagnosticsOf(name: string): string[] {
   const source = program.getSourceFile(fileOf(name));

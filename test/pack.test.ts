@@ -29,10 +29,17 @@ describe("npm pack", () => {
   test("@sqlinbox/core installs alone and describes a table", () => {
     const core = pack("packages/core");
     const dir = consumer("uses-core", { "@sqlinbox/core": `file:${core}` });
-    const out = execFileSync("node", ["--input-type=module", "-e",
-      `import { InboxSpec, column } from "@sqlinbox/core";
+    const out = execFileSync(
+      "node",
+      [
+        "--input-type=module",
+        "-e",
+        `import { InboxSpec, column } from "@sqlinbox/core";
        const s = InboxSpec.table("report_jobs", column("id").generated()).lease(column("locked_until"));
-       console.log(s.form, s.description.lease.name);`], { cwd: dir, encoding: "utf8" });
+       console.log(s.form, s.description.lease.name);`,
+      ],
+      { cwd: dir, encoding: "utf8" },
+    );
     expect(out.trim()).toBe("lease locked_until");
     expect(readdirSync(join(dir, "node_modules/@sqlinbox/core/dist"))).toContain("index.d.ts");
   }, 120_000);

@@ -52,9 +52,7 @@ export function settingsFromArgs(argv: readonly string[]): BenchSettings {
     enqueueN: num("enqueue-n", smoke ? 20 : 1_000),
     latencySamples: num("latency-n", smoke ? 5 : 200),
     latencyRatePerSec: num("latency-rate", 100),
-    longJobs: smoke
-      ? { n: 64, sleepMs: 20, workers: 64, leaseMs: 1_000 }
-      : { n: num("long-n", 3_200), sleepMs: 20, workers: 64, leaseMs: 1_000 },
+    longJobs: smoke ? { n: 64, sleepMs: 20, workers: 64, leaseMs: 1_000 } : { n: num("long-n", 3_200), sleepMs: 20, workers: 64, leaseMs: 1_000 },
     only: list("only", []),
     workloads: list("workloads", ["drain", "enqueue", "latency", "long"]),
   };

@@ -6,7 +6,7 @@ import { MYSQL_URL, PG_URL, sqlitePath } from "./config.js";
 import { payloadOf } from "./jobs.js";
 import type { EngineName } from "./types.js";
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- bench tables are named at run time
+// biome-ignore lint/suspicious/noExplicitAny: bench tables are named at run time, so no database interface describes them
 export type AnyDb = Kysely<any>;
 
 /** A Kysely instance on one engine with a pool of `max` connections. */
@@ -67,7 +67,10 @@ export async function insertJobs(db: AnyDb, form: FormName, n: number, from = 0)
 }
 
 export async function countRows(db: AnyDb, form: FormName): Promise<number> {
-  const r = await db.selectFrom(tableOf(form)).select((eb) => eb.fn.countAll<number | string>().as("n")).executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom(tableOf(form))
+    .select((eb) => eb.fn.countAll<number | string>().as("n"))
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 

@@ -53,13 +53,29 @@ sample();
 await admin.destroy();
 
 const rss = samples.map((s) => s.rssMiB);
-const q = (from: number, to: number) => quantile([...rss.slice(Math.floor(rss.length * from), Math.ceil(rss.length * to))].sort((a, b) => a - b), 0.5);
+const q = (from: number, to: number) =>
+  quantile(
+    [...rss.slice(Math.floor(rss.length * from), Math.ceil(rss.length * to))].sort((a, b) => a - b),
+    0.5,
+  );
 const second = q(0.25, 0.5);
 const last = q(0.75, 1);
 const flat = last <= second * 1.25;
 const sec = samples[samples.length - 1]!.sec;
-const result = { engine, n, batch, workers, seconds: sec, jobsPerSec: n / sec, rssMiB: { start: rss[0], secondQuarterMedian: second, lastQuarterMedian: last, max: Math.max(...rss) }, flat, samples };
-console.log(`memory: ${n} rows on ${engine} in ${sec.toFixed(1)} s; RSS median ${second.toFixed(1)} MiB (2nd quarter) → ${last.toFixed(1)} MiB (last quarter), max ${Math.max(...rss).toFixed(1)} MiB: ${flat ? "flat" : "GROWING"}`);
+const result = {
+  engine,
+  n,
+  batch,
+  workers,
+  seconds: sec,
+  jobsPerSec: n / sec,
+  rssMiB: { start: rss[0], secondQuarterMedian: second, lastQuarterMedian: last, max: Math.max(...rss) },
+  flat,
+  samples,
+};
+console.log(
+  `memory: ${n} rows on ${engine} in ${sec.toFixed(1)} s; RSS median ${second.toFixed(1)} MiB (2nd quarter) → ${last.toFixed(1)} MiB (last quarter), max ${Math.max(...rss).toFixed(1)} MiB: ${flat ? "flat" : "GROWING"}`,
+);
 mkdirSync(outDir, { recursive: true });
 writeFileSync(join(outDir, `memory-${engine}-${new Date().toISOString().replace(/[:.]/g, "-")}.json`), `${JSON.stringify(result, null, 2)}\n`);
 process.exit(flat ? 0 : 1);

@@ -12,11 +12,19 @@ describe("bench harness smoke", () => {
   it("every system processes all its jobs", () => {
     try {
       execFileSync(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", "scripts/bench/main.ts", "--smoke"], {
-        cwd: root, stdio: "pipe", encoding: "utf8", timeout: 170_000,
+        cwd: root,
+        stdio: "pipe",
+        encoding: "utf8",
+        timeout: 170_000,
       });
     } catch (e) {
       const err = e as { status?: number; stdout?: string; stderr?: string };
-      expect.fail(`bench:smoke exited with ${err.status}\n${err.stdout ?? ""}\n${(err.stderr ?? "").split("\n").filter((l) => /FAILED|Error/.test(l)).join("\n")}`);
+      expect.fail(
+        `bench:smoke exited with ${err.status}\n${err.stdout ?? ""}\n${(err.stderr ?? "")
+          .split("\n")
+          .filter((l) => /FAILED|Error/.test(l))
+          .join("\n")}`,
+      );
     }
   }, 180_000);
 });

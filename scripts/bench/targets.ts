@@ -12,7 +12,9 @@ import type { LongJobsResult } from "./workloads/long-jobs.js";
 
 const file = process.argv[2] ?? "bench-results/latest.json";
 const run = JSON.parse(readFileSync(file, "utf8")) as {
-  command: string; started: string; durationSec: number;
+  command: string;
+  started: string;
+  durationSec: number;
   machine: { cpus: number; cpuModel: string; node: string; loadAverageAtStart: number[]; loadAverageAtEnd: number[]; servers: Record<string, string> };
   results: { drain?: DrainResult[]; enqueue?: EnqueueResult[]; latency?: LatencyResult[]; longJobs?: LongJobsResult[] };
 };
@@ -22,7 +24,9 @@ const median = (id: string) => byId.get(id)?.jobsPerSec?.median;
 const rawOf = (id: string) => id.replace(/^sqlinbox\//, "raw-sql/");
 
 const lines: string[] = [];
-lines.push(`Command: \`${run.command}\` — ${run.started}, ${run.durationSec} s; ${run.machine.cpus} × ${run.machine.cpuModel}, node ${run.machine.node}; load ${run.machine.loadAverageAtStart.join(" ")} → ${run.machine.loadAverageAtEnd.join(" ")}`);
+lines.push(
+  `Command: \`${run.command}\` — ${run.started}, ${run.durationSec} s; ${run.machine.cpus} × ${run.machine.cpuModel}, node ${run.machine.node}; load ${run.machine.loadAverageAtStart.join(" ")} → ${run.machine.loadAverageAtEnd.join(" ")}`,
+);
 lines.push("");
 lines.push("| W1 drain (jobs/s, median of rounds) | sqlinbox | min–max | raw loop | sqlinbox ÷ raw | stmts/job sqlinbox · raw | client CPU µs/job sqlinbox · raw |");
 lines.push("|---|---:|---:|---:|---:|---:|---:|");
@@ -33,13 +37,18 @@ for (const r of drain.filter((d) => d.system === "sqlinbox")) {
   const ratio = s && raw?.jobsPerSec ? (s.median / raw.jobsPerSec.median).toFixed(2) : "";
   const st = (x?: DrainResult) => (x?.statementsPerJob !== undefined ? fmt(x.statementsPerJob, 2) : "–");
   const cpu = (x?: DrainResult) => (x?.cpuMicrosPerJob !== undefined ? fmt(x.cpuMicrosPerJob, 1) : "–");
-  lines.push(`| ${r.id.replace(/^sqlinbox\//, "")} | ${cell(r)} | ${s ? `${fmt(s.min)}–${fmt(s.max)}` : ""} | ${cell(raw)} | ${ratio} | ${st(r)} · ${st(raw)} | ${cpu(r)} · ${cpu(raw)} |`);
+  lines.push(
+    `| ${r.id.replace(/^sqlinbox\//, "")} | ${cell(r)} | ${s ? `${fmt(s.min)}–${fmt(s.max)}` : ""} | ${cell(raw)} | ${ratio} | ${st(r)} · ${st(raw)} | ${cpu(r)} · ${cpu(raw)} |`,
+  );
 }
 const peers = drain.filter((d) => d.system === "graphile-worker" || d.system === "pg-boss");
 lines.push("");
 lines.push("| peers on Postgres | jobs/s (median) | min–max | client CPU µs/job |");
 lines.push("|---|---:|---:|---:|");
-for (const p of peers) lines.push(`| ${p.id} | ${p.jobsPerSec ? fmt(p.jobsPerSec.median) : p.error ? "FAILED" : "n/a"} | ${p.jobsPerSec ? `${fmt(p.jobsPerSec.min)}–${fmt(p.jobsPerSec.max)}` : ""} | ${p.cpuMicrosPerJob !== undefined ? fmt(p.cpuMicrosPerJob, 1) : "–"} |`);
+for (const p of peers)
+  lines.push(
+    `| ${p.id} | ${p.jobsPerSec ? fmt(p.jobsPerSec.median) : p.error ? "FAILED" : "n/a"} | ${p.jobsPerSec ? `${fmt(p.jobsPerSec.min)}–${fmt(p.jobsPerSec.max)}` : ""} | ${p.cpuMicrosPerJob !== undefined ? fmt(p.cpuMicrosPerJob, 1) : "–"} |`,
+  );
 
 const sum = (x?: { median: number; min: number; max: number }) => (x ? `${fmt(x.median)} (${fmt(x.min)}–${fmt(x.max)})` : "–");
 if (run.results.enqueue?.length) {
@@ -59,7 +68,10 @@ if (run.results.longJobs?.length) {
   lines.push("");
   lines.push("| W4 long jobs (20 ms handlers, workers 64, lease 1 s) | jobs/s | share of ideal | extension statements/s |");
   lines.push("|---|---:|---:|---:|");
-  for (const w of run.results.longJobs) lines.push(`| ${w.id} | ${sum(w.jobsPerSec)} | ${w.shareOfIdeal ? `${(w.shareOfIdeal.median * 100).toFixed(1)}%` : "–"} | ${w.extensionsPerSec ? fmt(w.extensionsPerSec.median, 1) : "–"} |`);
+  for (const w of run.results.longJobs)
+    lines.push(
+      `| ${w.id} | ${sum(w.jobsPerSec)} | ${w.shareOfIdeal ? `${(w.shareOfIdeal.median * 100).toFixed(1)}%` : "–"} | ${w.extensionsPerSec ? fmt(w.extensionsPerSec.median, 1) : "–"} |`,
+    );
 }
 
 // Targets
@@ -68,7 +80,10 @@ const targets: string[] = [];
 const graphileBest = Math.max(...peers.filter((p) => p.system === "graphile-worker").map((p) => p.jobsPerSec?.median ?? 0));
 for (const shape of ["b64-w8", "b500-w8"]) {
   const v = median(`sqlinbox/postgres/lease/${shape}`);
-  if (v !== undefined && graphileBest > 0) targets.push(`- Postgres W1 with batching, lease ${shape}: ${fmt(v)} jobs/s = ${(v / graphileBest).toFixed(2)}× graphile-worker's best (${fmt(graphileBest)}); target ≥ 1.3×: ${verdict(v / graphileBest >= 1.3)}`);
+  if (v !== undefined && graphileBest > 0)
+    targets.push(
+      `- Postgres W1 with batching, lease ${shape}: ${fmt(v)} jobs/s = ${(v / graphileBest).toFixed(2)}× graphile-worker's best (${fmt(graphileBest)}); target ≥ 1.3×: ${verdict(v / graphileBest >= 1.3)}`,
+    );
 }
 const misses: string[] = [];
 let compared = 0;
@@ -79,14 +94,19 @@ for (const r of drain.filter((d) => d.system === "sqlinbox" && d.jobsPerSec)) {
   const ratio = r.jobsPerSec!.median / raw.jobsPerSec.median;
   if (ratio < 0.9) misses.push(`${r.id.replace(/^sqlinbox\//, "")} ${ratio.toFixed(2)}`);
 }
-targets.push(`- Overhead over the raw loop within 10% (sqlinbox ≥ 0.9× raw jobs/s): ${compared - misses.length} of ${compared} cases met${misses.length ? `; **missed**: ${misses.join(", ")}` : ""}`);
+targets.push(
+  `- Overhead over the raw loop within 10% (sqlinbox ≥ 0.9× raw jobs/s): ${compared - misses.length} of ${compared} cases met${misses.length ? `; **missed**: ${misses.join(", ")}` : ""}`,
+);
 for (const shape of ["b1-w1", "b1-w8", "b64-w1", "b64-w8"]) {
   const v = median(`sqlinbox/sqlite/lease/${shape}`);
   const raw = median(`raw-sql/sqlite/lease/${shape}`);
   if (v !== undefined && raw !== undefined) targets.push(`- SQLite lease ${shape}: ${(v / raw).toFixed(2)}× its raw loop; target ≥ 0.9×: ${verdict(v / raw >= 0.9)}`);
 }
 for (const l of (run.results.latency ?? []).filter((x) => x.id.endsWith("/in-process"))) {
-  if (l.idle) targets.push(`- In-process wake ${l.engine}: p50 ${l.idle.p50.toFixed(2)} ms idle, ${l.atRate?.p50.toFixed(2)} ms at ${l.atRate?.ratePerSec}/s; target < 2 ms: ${verdict(l.idle.p50 < 2)} idle, ${verdict((l.atRate?.p50 ?? Infinity) < 2)} at rate`);
+  if (l.idle)
+    targets.push(
+      `- In-process wake ${l.engine}: p50 ${l.idle.p50.toFixed(2)} ms idle, ${l.atRate?.p50.toFixed(2)} ms at ${l.atRate?.ratePerSec}/s; target < 2 ms: ${verdict(l.idle.p50 < 2)} idle, ${verdict((l.atRate?.p50 ?? Infinity) < 2)} at rate`,
+    );
 }
 lines.push("");
 lines.push("Targets (issue 5):");

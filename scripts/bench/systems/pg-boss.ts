@@ -47,13 +47,9 @@ export function pgBossDrainCase(): DrainCase {
       }
     },
     async drain(tracker: JobTracker) {
-      const id = await boss!.work<{ i: number }>(
-        QUEUE,
-        { batchSize: PGBOSS_SETTINGS.batchSize, pollingIntervalSeconds: PGBOSS_SETTINGS.pollingIntervalSeconds },
-        async (jobs) => {
-          for (const job of jobs) tracker.handle(job.data);
-        },
-      );
+      const id = await boss!.work<{ i: number }>(QUEUE, { batchSize: PGBOSS_SETTINGS.batchSize, pollingIntervalSeconds: PGBOSS_SETTINGS.pollingIntervalSeconds }, async (jobs) => {
+        for (const job of jobs) tracker.handle(job.data);
+      });
       try {
         await tracker.done;
         await waitUntilEmpty(pending);

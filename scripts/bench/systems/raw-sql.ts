@@ -67,7 +67,16 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
         ? (await exec(claim)).rows
         : await transaction(async (trx) => {
             const selected = (await exec(L.selectClaimable(spec!, options), trx)).rows;
-            if (selected.length > 0) await exec(L.stampClaimed(spec!, selected.map((r) => r.id), until, precision), trx);
+            if (selected.length > 0)
+              await exec(
+                L.stampClaimed(
+                  spec!,
+                  selected.map((r) => r.id),
+                  until,
+                  precision,
+                ),
+                trx,
+              );
             return selected;
           });
       if (rows.length === 0) {
@@ -96,7 +105,10 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
       const got = await transaction(async (trx) => {
         const rows = (await exec(R.claim(spec!, { limit: 1, now: new Date() }), trx)).rows;
         if (rows.length === 0) return 0;
-        const count = R.countAttempts(spec!, rows.map((r) => r.id));
+        const count = R.countAttempts(
+          spec!,
+          rows.map((r) => r.id),
+        );
         if (count) await exec(count, trx);
         for (const row of rows) {
           tracker.handle(row.payload);
@@ -167,9 +179,7 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
     async drain(tracker) {
       statements = 0;
       const loops = Array.from({ length: workers }, () =>
-        form === "lease" ? leaseLoop(tracker)
-          : form === "rowLock" ? rowLockLoop(tracker)
-          : db!.connection().execute((conn) => advisoryLoop(tracker, conn as AnyDb)),
+        form === "lease" ? leaseLoop(tracker) : form === "rowLock" ? rowLockLoop(tracker) : db!.connection().execute((conn) => advisoryLoop(tracker, conn as AnyDb)),
       );
       await Promise.all(loops);
       const left = await countRows(db!, form);

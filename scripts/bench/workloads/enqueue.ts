@@ -50,19 +50,27 @@ function rawCase(engine: EngineName): EnqueueCase {
   const spec = benchSpec("lease").description;
   let insert: ((rows: Record<string, unknown>[]) => Promise<unknown>) | undefined;
   return {
-    id: `raw-sql/${engine}/publish`, system: "raw-sql", engine,
+    id: `raw-sql/${engine}/publish`,
+    system: "raw-sql",
+    engine,
     async check() {
       const d = await loadDialect(engine);
       if (typeof d === "string") return d;
       insert = (rows) => db!.executeQuery(d.publish.insert(spec, rows));
       return null;
     },
-    async setup() { db = connect(engine, 17); },
-    async reset() { await recreateTable(db!, engine, "lease"); },
+    async setup() {
+      db = connect(engine, 17);
+    },
+    async reset() {
+      await recreateTable(db!, engine, "lease");
+    },
     one: (i) => insert!([{ payload: JSON.stringify(payloadOf(i)) }]),
     many: (from, count) => insert!(Array.from({ length: count }, (_, k) => ({ payload: JSON.stringify(payloadOf(from + k)) }))),
     count: () => countRows(db!, "lease"),
-    async teardown() { await db?.destroy(); },
+    async teardown() {
+      await db?.destroy();
+    },
   };
 }
 
@@ -72,14 +80,18 @@ function sqlinboxCase(engine: EngineName): EnqueueCase {
   let broker: Runtime | undefined;
   let running: RunningApp | undefined;
   return {
-    id: `sqlinbox/${engine}/publish`, system: "sqlinbox", engine,
+    id: `sqlinbox/${engine}/publish`,
+    system: "sqlinbox",
+    engine,
     async check() {
       const r = await loadRuntime();
       if (typeof r === "string") return r;
       rt = r;
       return null;
     },
-    async setup() { db = connect(engine, 2); },
+    async setup() {
+      db = connect(engine, 2);
+    },
     async reset() {
       await running?.stop();
       await recreateTable(db!, engine, "lease");
@@ -92,7 +104,10 @@ function sqlinboxCase(engine: EngineName): EnqueueCase {
     one: (i) => broker!.publish("bench", payloadOf(i)),
     many: null, // the runtime has no bulk publish: publish(route, payload) is one row
     count: () => countRows(db!, "lease"),
-    async teardown() { await running?.stop(); await db?.destroy(); },
+    async teardown() {
+      await running?.stop();
+      await db?.destroy();
+    },
   };
 }
 
@@ -100,7 +115,9 @@ function graphileCase(): EnqueueCase {
   let utils: WorkerUtils | undefined;
   let pool: pg.Pool | undefined;
   return {
-    id: "graphile-worker/postgres/addJob", system: "graphile-worker", engine: "postgres",
+    id: "graphile-worker/postgres/addJob",
+    system: "graphile-worker",
+    engine: "postgres",
     check: async () => null,
     async setup() {
       pool = new pg.Pool({ connectionString: PG_URL, max: 2 });
@@ -111,7 +128,10 @@ function graphileCase(): EnqueueCase {
     one: (i) => utils!.addJob(GRAPHILE_TASK, payloadOf(i)),
     many: (from, count) => utils!.addJobs(Array.from({ length: count }, (_, k) => ({ identifier: GRAPHILE_TASK, payload: payloadOf(from + k) }))),
     count: async () => (await pool!.query(`SELECT count(*)::int AS n FROM ${GRAPHILE_SCHEMA}._private_jobs`)).rows[0].n as number,
-    async teardown() { await utils?.release(); await pool?.end(); },
+    async teardown() {
+      await utils?.release();
+      await pool?.end();
+    },
   };
 }
 
@@ -119,7 +139,9 @@ function pgBossCase(): EnqueueCase {
   let boss: PgBoss | undefined;
   const Q = "bench-enqueue";
   return {
-    id: "pg-boss/postgres/send", system: "pg-boss", engine: "postgres",
+    id: "pg-boss/postgres/send",
+    system: "pg-boss",
+    engine: "postgres",
     check: async () => null,
     async setup() {
       boss = new PgBoss({ connectionString: PG_URL, schema: "bench_pgboss", supervise: false, schedule: false, max: 17 });
@@ -132,9 +154,15 @@ function pgBossCase(): EnqueueCase {
       await boss!.getDb().executeSql(`TRUNCATE bench_pgboss.${q.rows[0].partition_name as string}`, []);
     },
     one: (i) => boss!.send(Q, payloadOf(i)),
-    many: (from, count) => boss!.insert(Array.from({ length: count }, (_, k) => ({ name: Q, data: payloadOf(from + k) })), {}),
+    many: (from, count) =>
+      boss!.insert(
+        Array.from({ length: count }, (_, k) => ({ name: Q, data: payloadOf(from + k) })),
+        {},
+      ),
     count: async () => (await boss!.getDb().executeSql(`SELECT count(*)::int AS n FROM bench_pgboss.job WHERE name = $1`, [Q])).rows[0].n as number,
-    async teardown() { await boss?.stop({ graceful: false, wait: true }); },
+    async teardown() {
+      await boss?.stop({ graceful: false, wait: true });
+    },
   };
 }
 
@@ -152,9 +180,18 @@ export async function runEnqueue(s: BenchSettings, select: <T extends { id: stri
   const live: EnqueueCase[] = [];
   for (const c of cases) {
     const reason = await c.check().catch((e: unknown) => (e as Error).message);
-    if (reason !== null) { out.set(c.id, { id: c.id, system: c.system, engine: c.engine, notAvailable: reason }); report(`W2 ${c.id}: not available: ${reason}`); continue; }
-    try { await c.setup(); live.push(c); out.set(c.id, { seq: [], conc: [], bulk: [] }); }
-    catch (e) { out.set(c.id, { id: c.id, system: c.system, engine: c.engine, error: (e as Error).message }); }
+    if (reason !== null) {
+      out.set(c.id, { id: c.id, system: c.system, engine: c.engine, notAvailable: reason });
+      report(`W2 ${c.id}: not available: ${reason}`);
+      continue;
+    }
+    try {
+      await c.setup();
+      live.push(c);
+      out.set(c.id, { seq: [], conc: [], bulk: [] });
+    } catch (e) {
+      out.set(c.id, { id: c.id, system: c.system, engine: c.engine, error: (e as Error).message });
+    }
   }
   for (let round = 1; round <= s.rounds; round++) {
     for (const c of live) {
@@ -162,17 +199,29 @@ export async function runEnqueue(s: BenchSettings, select: <T extends { id: stri
       if (!acc || !("seq" in acc)) continue;
       try {
         await c.reset();
-        const seq = await timed(n, async () => { for (let i = 0; i < n; i++) await c.one(i); });
+        const seq = await timed(n, async () => {
+          for (let i = 0; i < n; i++) await c.one(i);
+        });
         const conc = await timed(n, async () => {
           let next = n;
-          await Promise.all(Array.from({ length: 16 }, async () => { while (next < 2 * n) await c.one(next++); }));
+          await Promise.all(
+            Array.from({ length: 16 }, async () => {
+              while (next < 2 * n) await c.one(next++);
+            }),
+          );
         });
         const many = c.many;
-        const bulk = many ? await timed(n, async () => { for (let i = 2 * n; i < 3 * n; i += BULK) await many(i, Math.min(BULK, 3 * n - i)); }) : Number.NaN;
+        const bulk = many
+          ? await timed(n, async () => {
+              for (let i = 2 * n; i < 3 * n; i += BULK) await many(i, Math.min(BULK, 3 * n - i));
+            })
+          : Number.NaN;
         const landed = await c.count();
         const expected = many ? 3 * n : 2 * n;
         if (landed !== expected) throw new Error(`${landed} of ${expected} publishes landed`);
-        acc.seq.push(seq); acc.conc.push(conc); if (many) acc.bulk.push(bulk);
+        acc.seq.push(seq);
+        acc.conc.push(conc);
+        if (many) acc.bulk.push(bulk);
         report(`W2 round ${round} ${c.id}: ${seq.toFixed(0)} / ${conc.toFixed(0)} / ${many ? bulk.toFixed(0) : "no bulk"} per s`);
       } catch (e) {
         report(`W2 ${c.id}: FAILED: ${(e as Error).message}`);
@@ -183,13 +232,21 @@ export async function runEnqueue(s: BenchSettings, select: <T extends { id: stri
   for (const c of live) await c.teardown().catch(() => {});
   return cases.map((c) => {
     const r = out.get(c.id)!;
-    return "seq" in r ? { id: c.id, system: c.system, engine: c.engine, n, sequential: summarize(r.seq), concurrent16: summarize(r.conc), ...(r.bulk.length ? { bulk100: summarize(r.bulk) } : {}) } : r;
+    return "seq" in r
+      ? { id: c.id, system: c.system, engine: c.engine, n, sequential: summarize(r.seq), concurrent16: summarize(r.conc), ...(r.bulk.length ? { bulk100: summarize(r.bulk) } : {}) }
+      : r;
   });
 }
 
 export function enqueueTable(rs: readonly EnqueueResult[]): string {
   const cell = (x?: Summary) => (x ? `${fmt(x.median)} (${fmt(x.min)}–${fmt(x.max)})` : "");
-  return tableOf(["W2 enqueue (publishes/s)", "sequential", "16 concurrent", "bulk ×100"],
-    rs.map((r) => r.sequential ? [r.id, cell(r.sequential), cell(r.concurrent16), r.bulk100 ? cell(r.bulk100) : "no bulk publish"] : [r.id, r.notAvailable ? `not available: ${short(r.notAvailable)}` : `FAILED: ${short(r.error)}`, "", ""]));
+  return tableOf(
+    ["W2 enqueue (publishes/s)", "sequential", "16 concurrent", "bulk ×100"],
+    rs.map((r) =>
+      r.sequential
+        ? [r.id, cell(r.sequential), cell(r.concurrent16), r.bulk100 ? cell(r.bulk100) : "no bulk publish"]
+        : [r.id, r.notAvailable ? `not available: ${short(r.notAvailable)}` : `FAILED: ${short(r.error)}`, "", ""],
+    ),
+  );
 }
 import { short, table as tableOf } from "../report.js";

@@ -13,8 +13,16 @@ if (typeof rt === "string") {
 }
 const notify = engine === "postgres";
 const { app, broker } = buildApp(rt, {
-  engine, form: "lease", batch: 1, workers: 8, listenNotify: notify, pollMs: 100,
-  handler: (p) => { const { i, t } = p as { i: number; t: number }; send({ i, latency: wallNow() - t }); },
+  engine,
+  form: "lease",
+  batch: 1,
+  workers: 8,
+  listenNotify: notify,
+  pollMs: 100,
+  handler: (p) => {
+    const { i, t } = p as { i: number; t: number };
+    send({ i, latency: wallNow() - t });
+  },
 });
 const hasNotify = notify && typeof broker.listenNotify === "function";
 const running = await startApp(app);

@@ -46,7 +46,10 @@ function sqlinboxInProcess(engine: EngineName): LatencyCase {
   let broker: Runtime | undefined;
   let running: RunningApp | undefined;
   return {
-    id: `sqlinbox/${engine}/in-process`, system: "sqlinbox", engine, how: "publish through the broker wakes the subscription in the same process",
+    id: `sqlinbox/${engine}/in-process`,
+    system: "sqlinbox",
+    engine,
+    how: "publish through the broker wakes the subscription in the same process",
     async check() {
       const r = await loadRuntime();
       if (typeof r === "string") return r;
@@ -58,15 +61,23 @@ function sqlinboxInProcess(engine: EngineName): LatencyCase {
       await recreateTable(d, engine, "lease");
       await d.destroy();
       const built = buildApp(rt!, {
-        engine, form: "lease", batch: 1, workers: 8,
-        handler: (p) => { const { i, t } = p as { i: number; t: number }; onArrival(i, wallNow() - t); },
+        engine,
+        form: "lease",
+        batch: 1,
+        workers: 8,
+        handler: (p) => {
+          const { i, t } = p as { i: number; t: number };
+          onArrival(i, wallNow() - t);
+        },
       });
       broker = built.broker;
       running = await startApp(built.app);
       if (typeof broker!.publish !== "function") throw new Error("the broker has no publish(route, payload) yet");
     },
     publish: (seq) => broker!.publish("bench", { i: seq, t: wallNow() }),
-    async stop() { await running?.stop(); },
+    async stop() {
+      await running?.stop();
+    },
   };
 }
 
@@ -80,8 +91,12 @@ function sqlinboxSecondProcess(engine: EngineName): LatencyCase {
   let running: RunningApp | undefined;
   let how = "second process, polling";
   return {
-    id: `sqlinbox/${engine}/second-process`, system: "sqlinbox", engine,
-    get how() { return how; },
+    id: `sqlinbox/${engine}/second-process`,
+    system: "sqlinbox",
+    engine,
+    get how() {
+      return how;
+    },
     async check() {
       const r = await loadRuntime();
       if (typeof r === "string") return r;
@@ -97,14 +112,20 @@ function sqlinboxSecondProcess(engine: EngineName): LatencyCase {
       running = await startApp(built.app);
       if (typeof broker!.publish !== "function") throw new Error("the broker has no publish(route, payload) yet");
       child = fork(CHILD, [engine], { execArgv: ["--import", "tsx", "--conditions=@sqlinbox/source"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
-      await withTimeout(new Promise<void>((resolve, reject) => {
-        child!.on("message", (m: { ready?: boolean; how?: string; i?: number; latency?: number; error?: string }) => {
-          if (m.ready) { how = m.how ?? how; resolve(); }
-          else if (m.error) reject(new Error(m.error));
-          else onArrival(m.i!, m.latency!);
-        });
-        child!.on("exit", (code) => reject(new Error(`latency child exited with ${code}`)));
-      }), 30_000, "latency child start");
+      await withTimeout(
+        new Promise<void>((resolve, reject) => {
+          child!.on("message", (m: { ready?: boolean; how?: string; i?: number; latency?: number; error?: string }) => {
+            if (m.ready) {
+              how = m.how ?? how;
+              resolve();
+            } else if (m.error) reject(new Error(m.error));
+            else onArrival(m.i!, m.latency!);
+          });
+          child!.on("exit", (code) => reject(new Error(`latency child exited with ${code}`)));
+        }),
+        30_000,
+        "latency child start",
+      );
     },
     publish: (seq) => broker!.publish("bench", { i: seq, t: wallNow() }),
     async stop() {
@@ -122,7 +143,10 @@ function graphileLatency(): LatencyCase {
   let runner: Runner | undefined;
   let utils: WorkerUtils | undefined;
   return {
-    id: "graphile-worker/postgres/default", system: "graphile-worker", engine: "postgres", how: "addJob → LISTEN/NOTIFY, runner in this process, default config",
+    id: "graphile-worker/postgres/default",
+    system: "graphile-worker",
+    engine: "postgres",
+    how: "addJob → LISTEN/NOTIFY, runner in this process, default config",
     check: async () => null,
     async start(onArrival) {
       await graphileSetup();
@@ -132,11 +156,19 @@ function graphileLatency(): LatencyCase {
       utils = await makeWorkerUtils({ connectionString: PG_URL, schema: GRAPHILE_SCHEMA, logger: silentLogger });
       runner = await run({
         ...graphileOptions("default", 1),
-        taskList: { [GRAPHILE_TASK]: async (p) => { const { i, t } = p as { i: number; t: number }; onArrival(i, wallNow() - t); } },
+        taskList: {
+          [GRAPHILE_TASK]: async (p) => {
+            const { i, t } = p as { i: number; t: number };
+            onArrival(i, wallNow() - t);
+          },
+        },
       });
     },
     publish: async (seq) => void (await utils!.addJob(GRAPHILE_TASK, { i: seq, t: wallNow() })),
-    async stop() { await runner?.stop(); await utils?.release(); },
+    async stop() {
+      await runner?.stop();
+      await utils?.release();
+    },
   };
 }
 
@@ -172,10 +204,17 @@ export async function runLatency(s: BenchSettings, select: <T extends { id: stri
   for (const c of cases) {
     const base = { id: c.id, system: c.system, engine: c.engine, how: c.how };
     const reason = await c.check().catch((e: unknown) => (e as Error).message);
-    if (reason !== null) { report(`W3 ${c.id}: not available: ${reason}`); results.push({ ...base, notAvailable: reason }); continue; }
+    if (reason !== null) {
+      report(`W3 ${c.id}: not available: ${reason}`);
+      results.push({ ...base, notAvailable: reason });
+      continue;
+    }
     const arrivals = new Map<number, number>();
     try {
-      await c.start((seq, ms) => { if (!arrivals.has(seq)) arrivals.set(seq, ms); notify(seq); });
+      await c.start((seq, ms) => {
+        if (!arrivals.has(seq)) arrivals.set(seq, ms);
+        notify(seq);
+      });
       await measure(c, Math.min(5, s.latencySamples), null, arrivals, 1_000_000); // warm-up
       const idle = await measure(c, s.latencySamples, null, arrivals, 0);
       const atRate = await measure(c, s.latencySamples, s.latencyRatePerSec, arrivals, 100_000);
@@ -193,6 +232,12 @@ export async function runLatency(s: BenchSettings, select: <T extends { id: stri
 
 export function latencyTable(rs: readonly LatencyResult[]): string {
   const p = (x?: Percentiles) => (x ? `${fmt(x.p50, 2)} / ${fmt(x.p95, 2)} / ${fmt(x.p99, 2)}` : "");
-  return table(["W3 latency ms p50/p95/p99", "idle", "at fixed rate", "how"],
-    rs.map((r) => r.idle ? [r.id, p(r.idle), `${p(r.atRate)} @${r.atRate?.ratePerSec}/s`, r.how] : [r.id, r.notAvailable ? `not available: ${short(r.notAvailable)}` : `FAILED: ${short(r.error)}`, "", r.how]));
+  return table(
+    ["W3 latency ms p50/p95/p99", "idle", "at fixed rate", "how"],
+    rs.map((r) =>
+      r.idle
+        ? [r.id, p(r.idle), `${p(r.atRate)} @${r.atRate?.ratePerSec}/s`, r.how]
+        : [r.id, r.notAvailable ? `not available: ${short(r.notAvailable)}` : `FAILED: ${short(r.error)}`, "", r.how],
+    ),
+  );
 }

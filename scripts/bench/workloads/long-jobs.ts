@@ -44,7 +44,8 @@ export async function runLongJobs(s: BenchSettings, select: <T extends { id: str
   const acc = new Map<string, { share: number[]; rate: number[]; ext: number[] } | LongJobsResult>();
   for (const c of cases) {
     if (typeof rt === "string") acc.set(c.id, { id: c.id, engine: c.engine, notAvailable: rt });
-    else if (typeof rt.SqlBroker.fromKysely !== "function") acc.set(c.id, { id: c.id, engine: c.engine, notAvailable: "SqlBroker.fromKysely is missing: extension statements cannot be counted" });
+    else if (typeof rt.SqlBroker.fromKysely !== "function")
+      acc.set(c.id, { id: c.id, engine: c.engine, notAvailable: "SqlBroker.fromKysely is missing: extension statements cannot be counted" });
     else acc.set(c.id, { share: [], rate: [], ext: [] });
   }
   for (let round = 1; round <= s.rounds; round++) {
@@ -58,8 +59,16 @@ export async function runLongJobs(s: BenchSettings, select: <T extends { id: str
         await insertJobs(admin, "lease", L.n);
         const tracker = new JobTracker(L.n);
         const { app } = buildApp(rt as Runtime, {
-          engine: c.engine, form: "lease", batch: L.workers, workers: L.workers, leaseMs: L.leaseMs, kysely: counting.db,
-          handler: async (p) => { tracker.handle(p); await sleep(L.sleepMs); },
+          engine: c.engine,
+          form: "lease",
+          batch: L.workers,
+          workers: L.workers,
+          leaseMs: L.leaseMs,
+          kysely: counting.db,
+          handler: async (p) => {
+            tracker.handle(p);
+            await sleep(L.sleepMs);
+          },
         });
         const t0 = performance.now();
         const e0 = counting.extensions();
@@ -72,8 +81,12 @@ export async function runLongJobs(s: BenchSettings, select: <T extends { id: str
         }
         const sec = (performance.now() - t0) / 1000;
         const rate = L.n / sec;
-        a.rate.push(rate); a.share.push(rate / ideal); a.ext.push((counting.extensions() - e0) / sec);
-        report(`W4 round ${round} ${c.id}: ${rate.toFixed(0)} jobs/s = ${((rate / ideal) * 100).toFixed(1)}% of ideal, ${((counting.extensions() - e0) / sec).toFixed(1)} extensions/s`);
+        a.rate.push(rate);
+        a.share.push(rate / ideal);
+        a.ext.push((counting.extensions() - e0) / sec);
+        report(
+          `W4 round ${round} ${c.id}: ${rate.toFixed(0)} jobs/s = ${((rate / ideal) * 100).toFixed(1)}% of ideal, ${((counting.extensions() - e0) / sec).toFixed(1)} extensions/s`,
+        );
       } catch (e) {
         report(`W4 ${c.id}: FAILED: ${(e as Error).message}`);
         acc.set(c.id, { id: c.id, engine: c.engine, error: (e as Error).message });
@@ -85,14 +98,25 @@ export async function runLongJobs(s: BenchSettings, select: <T extends { id: str
   }
   for (const c of cases) {
     const a = acc.get(c.id)!;
-    results.push("share" in a ? { id: c.id, engine: c.engine, settings: L, shareOfIdeal: summarize(a.share), jobsPerSec: summarize(a.rate), extensionsPerSec: summarize(a.ext) } : a);
+    results.push(
+      "share" in a ? { id: c.id, engine: c.engine, settings: L, shareOfIdeal: summarize(a.share), jobsPerSec: summarize(a.rate), extensionsPerSec: summarize(a.ext) } : a,
+    );
   }
   return results;
 }
 
 export function longJobsTable(rs: readonly LongJobsResult[]): string {
-  return table(["W4 long jobs", "share of ideal", "jobs/s", "extensions/s"],
-    rs.map((r) => r.shareOfIdeal
-      ? [r.id, `${fmt(r.shareOfIdeal.median * 100, 1)}% (${fmt(r.shareOfIdeal.min * 100, 1)}–${fmt(r.shareOfIdeal.max * 100, 1)})`, fmt(r.jobsPerSec!.median), fmt(r.extensionsPerSec!.median, 1)]
-      : [r.id, r.notAvailable ? `not available: ${short(r.notAvailable)}` : `FAILED: ${short(r.error)}`, "", ""]));
+  return table(
+    ["W4 long jobs", "share of ideal", "jobs/s", "extensions/s"],
+    rs.map((r) =>
+      r.shareOfIdeal
+        ? [
+            r.id,
+            `${fmt(r.shareOfIdeal.median * 100, 1)}% (${fmt(r.shareOfIdeal.min * 100, 1)}–${fmt(r.shareOfIdeal.max * 100, 1)})`,
+            fmt(r.jobsPerSec!.median),
+            fmt(r.extensionsPerSec!.median, 1),
+          ]
+        : [r.id, r.notAvailable ? `not available: ${short(r.notAvailable)}` : `FAILED: ${short(r.error)}`, "", ""],
+    ),
+  );
 }
