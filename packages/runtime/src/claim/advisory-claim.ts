@@ -1,10 +1,12 @@
-import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core";
+import type { ErrorPlace } from "@sqlinbox/core";
 import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery } from "kysely";
+import { lockSessionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { deliveredAttempt, groupOf, holdForRetry, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
+import { abandonUnstarted, heldDelivery, heldSettlement } from "./held-delivery.js";
 
 /**
  * The keys of deliveries in work in this process, per database. On Postgres and MySQL it
@@ -59,9 +61,7 @@ export class AdvisoryClaim implements ClaimStrategy {
   stop(): void {}
 
   /** A delivery claimed but never started (the app stopped first) unlocks its key: the row is back at once (its attempt was counted by the take). */
-  async releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void> {
-    for (const delivery of deliveries) delivery.abandon(new Error("the app stopped before the delivery started"));
-  }
+  readonly releaseUnstarted = abandonUnstarted;
 
   async claim(limit: number): Promise<ClaimedDelivery[]> {
     const { database, spec, clock } = this.#setup;
@@ -150,8 +150,6 @@ export class AdvisoryClaim implements ClaimStrategy {
     // The candidate carries the attempt before the take counted it.
     const attempt = deliveredAttempt(spec, row, false);
     const place: ErrorPlace = { subscription, table: spec.table, id };
-    const controller = new AbortController();
-    let state: "held" | "settling" | "done" | "abandoned" = "held";
     const release = async (): Promise<boolean> => {
       try {
         return await this.#unlock(connection, key);
@@ -159,62 +157,30 @@ export class AdvisoryClaim implements ClaimStrategy {
         keysInWork.delete(registered);
       }
     };
-    return {
-      id,
-      row,
-      attempt,
-      signal: controller.signal,
-      leaseDeadline: () => undefined,
-      settle: async (outcome) => {
-        if (state === "abandoned" || this.#setup.isClosed()) {
-          state = "done";
-          throw new SqlInboxError("Closed", `the broker is closed: the ${outcome.kind} was not written; the key's lock was released and the row is back in the queue`, place);
-        }
-        if (state !== "held") throw new SqlInboxError("Declaration", "this delivery was already settled", place);
-        state = "settling";
-        try {
-          // retryAfter without a retryAfter column: keep the key locked for the delay instead.
-          await holdForRetry(this.#setup, outcome, controller.signal);
-          if (controller.signal.aborted) {
-            await release().catch(() => false);
-            throw new SqlInboxError("Closed", `the app stopped while the ${outcome.kind} held the key: unlocked, the row is back in the queue`, place);
-          }
-          await this.#settle(connection, id, outcome, place, release);
-        } finally {
-          state = "done";
-        }
-      },
-      abandon: (reason) => {
-        if (state === "settling") controller.abort(reason); // ends a retryAfter hold; the settlement gives up
-        if (state !== "held") return;
-        state = "abandoned";
-        controller.abort(reason);
+    return heldDelivery(this.#setup, { id, row, attempt, place }, {
+      held: "key",
+      // An abandoned delivery unlocked its key already; after a close the session ends with the pool.
+      closedBeforeSettle: () => Promise.resolve(),
+      release,
+      abandon: () => {
         release().catch((error: unknown) => this.#setup.logger.warn({ ...errorFields(error), ...place }, "advisory unlock at shutdown failed; the lock ends with its session"));
       },
-    };
+      settle: (outcome) => this.#settle(connection, id, outcome, place, release),
+    });
   }
 
   async #settle(connection: HeldConnection | undefined, id: unknown, outcome: HandlerOutcome, place: ErrorPlace, release: () => Promise<boolean>): Promise<void> {
     const { database, spec, clock } = this.#setup;
     let stillHeld: boolean;
     try {
-      const now = clock.now();
-      const query =
-        outcome.kind === "ack" || outcome.kind === "drop"
-          ? this.#statements.settleAck(spec, id, now)
-          : this.#statements.settleRetry(spec, id, outcome.kind === "retryAfter" && spec.retryAfter !== undefined ? new Date(now.getTime() + outcome.ms) : null);
+      const query = heldSettlement(this.#statements, spec, id, outcome, clock.now());
       // On the delivery's own session: once that session is gone, so is the lock, and the
       // row may already be in another delivery — the settlement must fail, not land.
       if (query !== null) await database.execute("settle", query, connection?.db);
       stillHeld = await release();
     } catch (error) {
       await release().catch(() => false);
-      throw new SqlInboxError(
-        "SessionLost",
-        `the ${outcome.kind} was not written: the session holding the key's lock ended (${(error as Error).message}); the row is back in the queue, its attempt spent`,
-        place,
-        { cause: error },
-      );
+      throw lockSessionLost(outcome.kind, error, place);
     }
     if (!stillHeld) this.#setup.logger.warn({ ...place }, "the key's lock was no longer held at settlement");
   }
