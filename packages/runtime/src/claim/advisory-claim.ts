@@ -6,7 +6,7 @@ import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
 import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
-import { abandonUnstarted, heldDelivery, heldSettlement } from "./held-delivery.js";
+import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 
 /**
  * The keys of deliveries in work in this process, per database. On Postgres and MySQL it
@@ -15,6 +15,14 @@ import { abandonUnstarted, heldDelivery, heldSettlement } from "./held-delivery.
  */
 const keysInWork = new Set<string>();
 let scopes = 0;
+
+/** What an advisory delivery holds: its key's lock, on its own session where locks are per session. */
+interface KeyHold {
+  readonly key: string;
+  /** The key as registered in `keysInWork`. */
+  readonly registered: string;
+  readonly connection: HeldConnection | undefined;
+}
 
 /** Candidates read per claim round, per free worker: enough to reach past keys already in work. */
 const CANDIDATES_PER_WORKER = 8;
@@ -46,6 +54,8 @@ export class AdvisoryClaim implements ClaimStrategy {
   readonly #sessionLocks: boolean;
   readonly #scope: string;
   #databaseName: Promise<string> | undefined;
+  /** How a delivery's key lock is given back or settled on. */
+  readonly #holding: HoldingForm<KeyHold>;
 
   constructor(setup: ClaimSetup) {
     this.#setup = setup;
@@ -55,6 +65,16 @@ export class AdvisoryClaim implements ClaimStrategy {
     // Session locks already keep processes and pools apart: the registry only spares this
     // subscription a connection. Without them (SQLite) it is the lock, shared by the process.
     this.#scope = this.#sessionLocks ? `subscription:${++scopes}` : `database:${setup.databaseLabel ?? ""}`;
+    this.#holding = {
+      held: "key", spec: setup.spec, clock: setup.clock, isClosed: setup.isClosed,
+      // An abandoned delivery unlocked its key already; after a close the session ends with the pool.
+      closedBeforeSettle: () => Promise.resolve(),
+      release: (d) => this.#release(d.hold),
+      abandon: (d) => {
+        this.#release(d.hold).catch((error: unknown) => this.#setup.logger.warn({ ...errorFields(error), ...d.place }, "advisory unlock at shutdown failed; the lock ends with its session"));
+      },
+      settle: (d, outcome) => this.#settle(d.hold, d.id, outcome, d.place),
+    };
   }
 
   start(): void {}
@@ -149,37 +169,30 @@ export class AdvisoryClaim implements ClaimStrategy {
     const id = row[spec.id.name];
     // The candidate carries the attempt before the take counted it.
     const attempt = deliveredAttempt(spec, row, false);
-    const place: ErrorPlace = { subscription, table: spec.table, id };
-    const release = async (): Promise<boolean> => {
-      try {
-        return await this.#unlock(connection, key);
-      } finally {
-        keysInWork.delete(registered);
-      }
-    };
-    return heldDelivery(this.#setup, { id, row, attempt, place }, {
-      held: "key",
-      // An abandoned delivery unlocked its key already; after a close the session ends with the pool.
-      closedBeforeSettle: () => Promise.resolve(),
-      release,
-      abandon: () => {
-        release().catch((error: unknown) => this.#setup.logger.warn({ ...errorFields(error), ...place }, "advisory unlock at shutdown failed; the lock ends with its session"));
-      },
-      settle: (outcome) => this.#settle(connection, id, outcome, place, release),
-    });
+    return new HeldDelivery(this.#holding, row, id, attempt, { subscription, table: spec.table, id }, { key, registered, connection });
   }
 
-  async #settle(connection: HeldConnection | undefined, id: unknown, outcome: HandlerOutcome, place: ErrorPlace, release: () => Promise<boolean>): Promise<void> {
+  /** Unlocks the delivery's key and forgets it in this process; true when the session still held the lock. */
+  async #release(hold: KeyHold): Promise<boolean> {
+    try {
+      return await this.#unlock(hold.connection, hold.key);
+    } finally {
+      keysInWork.delete(hold.registered);
+    }
+  }
+
+  async #settle(hold: KeyHold, id: unknown, outcome: HandlerOutcome, place: ErrorPlace): Promise<void> {
     const { database, spec, clock } = this.#setup;
+    const connection = hold.connection;
     let stillHeld: boolean;
     try {
       const query = heldSettlement(this.#statements, spec, id, outcome, clock.now());
       // On the delivery's own session: once that session is gone, so is the lock, and the
       // row may already be in another delivery — the settlement must fail, not land.
       if (query !== null) await database.execute("settle", query, connection?.db);
-      stillHeld = await release();
+      stillHeld = await this.#release(hold);
     } catch (error) {
-      await release().catch(() => false);
+      await this.#release(hold).catch(() => false);
       throw lockSessionLost(outcome.kind, error, place);
     }
     if (!stillHeld) this.#setup.logger.warn({ ...place }, "the key's lock was no longer held at settlement");

@@ -6,7 +6,7 @@ import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../er
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
 import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
-import { abandonUnstarted, heldDelivery, heldSettlement } from "./held-delivery.js";
+import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- compiled queries run on any database interface
 type HeldTransaction = ControlledTransaction<any>;
@@ -36,6 +36,8 @@ export class RowLockClaim implements ClaimStrategy {
   readonly #setup: ClaimSetup;
   readonly #statements: RowLockStatements;
   readonly #open = new Set<HeldTransaction>();
+  /** How a delivery's transaction is given back or settled: the delivery holds its transaction. */
+  readonly #holding: HoldingForm<HeldTransaction>;
 
   constructor(setup: ClaimSetup) {
     const statements = setup.database.dialect.rowLock;
@@ -44,6 +46,13 @@ export class RowLockClaim implements ClaimStrategy {
     }
     this.#setup = setup;
     this.#statements = statements;
+    this.#holding = {
+      held: "row", spec: setup.spec, clock: setup.clock, isClosed: setup.isClosed,
+      closedBeforeSettle: (d) => this.#rollback(d.hold),
+      release: (d) => this.#rollback(d.hold),
+      abandon: (d) => void this.#rollback(d.hold),
+      settle: (d, outcome) => this.#settle(d.hold, d.id, outcome, d.place, d.attempt),
+    };
   }
 
   start(): void {}
@@ -120,14 +129,7 @@ export class RowLockClaim implements ClaimStrategy {
     const id = row[spec.id.name];
     // Postgres returns the counted attempt; MySQL/MariaDB the value before `countAttempts`.
     const attempt = deliveredAttempt(spec, row, !countedAfterSelect);
-    const place: ErrorPlace = { subscription, table: spec.table, id };
-    return heldDelivery(this.#setup, { id, row, attempt, place }, {
-      held: "row",
-      closedBeforeSettle: () => this.#rollback(trx),
-      release: () => this.#rollback(trx),
-      abandon: () => void this.#rollback(trx),
-      settle: (outcome) => this.#settle(trx, id, outcome, place, attempt),
-    });
+    return new HeldDelivery(this.#holding, row, id, attempt, { subscription, table: spec.table, id }, trx);
   }
 
   async #settle(trx: HeldTransaction, id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): Promise<void> {
