@@ -1,14 +1,20 @@
-import { SqlInboxError, type AnyInboxSpec, type ClaimForm, type InboxDescription } from "@sqlinbox/core";
+import type { AnyInboxSpec, ClaimForm, InboxDescription } from "@sqlinbox/core";
 import { dialectFor, type Engine } from "@sqlinbox/kysely-dialects";
 import { Activity } from "./activity.js";
-import { brokerState, type BrokerState, type SqlBroker } from "./broker.js";
+import type { BrokerState } from "./broker.js";
+import type { Database } from "./database.js";
+import {
+  listenNeedsOwnPool, listenNeedsPostgres, noRoute, noRouteInApp, poolTooSmall, queueSubscribedTwice, routeOnOtherTable, routeSubscribedTwice,
+  rowLockTableUnsupported,
+} from "./errors.js";
+import { brokerState, type SqlBroker } from "./sql-broker.js";
 import { claimStrategyFor } from "./claim/strategy-for.js";
 import type { ClaimStrategy, ClaimSetup } from "./claim/claim-strategy.js";
 import { systemClock, type Clock } from "./clock.js";
 import { runningBrokers, startWith, type StartOverrides } from "./internal.js";
 import { childLogger, consoleLogger, errorFields, type Logger } from "./logger.js";
 import type { Subscriber } from "./subscriber.js";
-import { Subscription } from "./subscription.js";
+import { Subscription, type DeliveryObserver } from "./subscription.js";
 
 /** What an app is and how it runs. */
 export interface AppInfo {
@@ -114,78 +120,35 @@ export class App {
     });
   }
 
-  /** @internal */
+  /** @internal Startup in named steps: hooks, then per broker routes, connection, schemas, pool budget, subscriptions, listening; then claims start. */
   async [startWith](overrides: StartOverrides): Promise<RunningApp> {
-    const clock = overrides.clock ?? this.info.clock ?? systemClock;
     const logger = childLogger(overrides.logger ?? this.info.logger ?? consoleLogger(), { app: this.info.name });
-    const activity = overrides.activity ?? new Activity();
+    const run: Startup = {
+      clock: overrides.clock ?? this.info.clock ?? systemClock,
+      logger,
+      activity: overrides.activity ?? new Activity(),
+      observer: overrides.observer,
+      opened: [], subscriptions: [], unsubscribe: [], held: [],
+    };
     logger.info({ version: this.info.version }, "app starting");
     for (const hook of this.#startup) await hook();
-
-    const opened: BrokerState[] = [];
-    const subscriptions: Subscription[] = [];
-    const unsubscribe: Array<() => void> = [];
-    const held: Array<() => void> = [];
     try {
       const names = new Set<string>();
-      for (const { broker, scope } of this.#brokers) {
-        const state = brokerState(broker);
-        for (const sub of scope.subscribers) {
-          const spec = state.routes.get(sub.name);
-          if (spec === undefined) {
-            const known = [...state.routes.keys()].map((n) => `"${n}"`).join(", ") || "none";
-            throw new SqlInboxError("NoRoute", `no route named "${sub.name}" (declared: ${known}): declare it with broker.route(spec, "${sub.name}")`, { subscription: sub.name, table: sub.queue.spec.description.table });
-          }
-          if (spec.description.table !== sub.queue.spec.description.table) {
-            throw new SqlInboxError("Declaration", `route "${sub.name}" is on table "${spec.description.table}", the subscriber's queue on "${sub.queue.spec.description.table}"`, { subscription: sub.name });
-          }
-          if (names.has(sub.name)) throw new SqlInboxError("AlreadySubscribed", "a route has one subscriber per app", { subscription: sub.name });
-          names.add(sub.name);
-          refuseUnsupportedForm(state.source.engine, sub.name, spec.description);
-          claimQueue(state, sub, held);
-        }
-        if (broker.listening && state.source.engine !== "postgres") {
-          throw new SqlInboxError("UnsupportedForm", `listenNotify() needs Postgres (LISTEN/NOTIFY), and this broker is on ${state.source.engine} (${state.source.label}): drop .listenNotify(); other processes see a publish at their next poll`);
-        }
-        const database = await state.open(logger, activity);
-        opened.push(state);
-        if (broker.listening && !state.canListen) {
-          throw new SqlInboxError("Declaration", `listenNotify() needs a Postgres broker built with SqlBroker.fromUrl, whose pool it takes a connection from; this broker is ${state.source.label}`);
-        }
-        const strategies: Array<{ sub: Subscriber; strategy: ClaimStrategy; leaseMs: number }> = [];
-        for (const sub of scope.subscribers) {
-          const spec = sub.queue.spec.description;
-          const table = await state.table(spec);
-          const leaseMs = sub.queue.options.lease ?? broker.leaseMs;
-          const subLogger = childLogger(logger, { subscription: sub.name, table: spec.table });
-          const setup: ClaimSetup = {
-            database, spec, subscription: sub.name, leaseMs, precision: table.precision, clock, logger: subLogger,
-            databaseLabel: state.source.label, isClosed: () => state.closed,
-          };
-          strategies.push({ sub, strategy: claimStrategyFor(setup), leaseMs });
-        }
-        checkPool(state, strategies.map(({ sub, strategy }) => ({ name: sub.name, form: strategy.form, workers: sub.queue.options.workers, perDelivery: strategy.connectionsPerDelivery })), broker.listening);
-        for (const { sub, strategy, leaseMs } of strategies) {
-          const subscription = new Subscription({
-            subscriber: sub, spec: sub.queue.spec.description, options: sub.queue.options, strategy, clock,
-            logger: childLogger(logger, { subscription: sub.name, table: sub.queue.spec.description.table }),
-            outputs: { publish: (route, payload) => state.publish(route, payload, undefined) },
-            activity, decodeRetryMs: leaseMs, observer: overrides.observer,
-          });
-          unsubscribe.push(state.onPublish(subscription.table, () => subscription.wake()));
-          subscriptions.push(subscription);
-        }
-        if (broker.listening) await state.startListening(logger);
-      }
+      for (const use of this.#brokers) await startBroker(run, use, names);
     } catch (error) {
-      for (const free of held) free();
-      for (const state of opened) await state.close();
+      for (const free of run.held) free();
+      for (const state of run.opened) await state.close();
       logger.error(errorFields(error), "app failed to start");
       throw error;
     }
-    for (const s of subscriptions) s.start();
-    logger.info({ subscriptions: subscriptions.map((s) => s.name).join(",") }, "app started");
+    for (const s of run.subscriptions) s.start();
+    logger.info({ subscriptions: run.subscriptions.map((s) => s.name).join(",") }, "app started");
+    return this.#running(run);
+  }
 
+  /** The handle of a started app: its stop (claims, then grace, then connections, then hooks) and its publish. */
+  #running(run: Startup): RunningApp {
+    const { logger, opened, subscriptions } = run;
     const grace = this.info.shutdownGrace ?? 10_000;
     let stopping: Promise<void> | undefined;
     const stop = (): Promise<void> => {
@@ -193,8 +156,8 @@ export class App {
         logger.info({}, "app stopping: no more claims or extensions");
         await Promise.all(subscriptions.map((s) => s.stopClaiming()));
         await Promise.all(subscriptions.map((s) => s.drain(grace)));
-        for (const off of unsubscribe) off();
-        for (const free of held) free();
+        for (const off of run.unsubscribe) off();
+        for (const free of run.held) free();
         for (const state of opened) await state.close();
         for (const hook of this.#shutdown) {
           try {
@@ -209,7 +172,7 @@ export class App {
     };
     const publish = async (route: string, payload: unknown): Promise<void> => {
       const state = opened.find((s) => s.routes.has(route)) ?? opened[0];
-      if (state === undefined) throw new SqlInboxError("NoRoute", `no broker of this app declares route "${route}"`, { subscription: route });
+      if (state === undefined) throw noRouteInApp(route);
       await state.publish(route, payload, undefined);
     };
     const running: RunningApp = Object.freeze({ stop, publish, subscriptions: Object.freeze([...subscriptions]) });
@@ -222,6 +185,90 @@ export class App {
   }
 }
 
+/** What startup builds up, and takes down again if a step fails. */
+interface Startup {
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly activity: Activity;
+  readonly observer: DeliveryObserver | undefined;
+  /** Brokers whose pool is open: closed on a failed start and at stop. */
+  readonly opened: BrokerState[];
+  readonly subscriptions: Subscription[];
+  readonly unsubscribe: Array<() => void>;
+  /** Queue claims this app holds on its brokers: freed on a failed start and at stop. */
+  readonly held: Array<() => void>;
+}
+
+interface PlannedSubscription {
+  readonly sub: Subscriber;
+  readonly strategy: ClaimStrategy;
+  readonly leaseMs: number;
+}
+
+/** One broker's startup, in order: what can be refused before connecting is refused first. */
+async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Set<string>): Promise<void> {
+  const state = brokerState(broker);
+  checkRoutes(run, state, scope, names);
+  if (broker.listening && state.source.engine !== "postgres") throw listenNeedsPostgres(state.source.engine, state.source.label);
+  const database = await state.open(run.logger, run.activity);
+  run.opened.push(state);
+  if (broker.listening && !state.canListen) throw listenNeedsOwnPool(state.source.label);
+  const planned = await checkSchemas(run, state, database, broker.leaseMs, scope);
+  checkPoolBudget(state, planned, broker.listening);
+  startSubscriptions(run, state, planned);
+  if (broker.listening) await state.startListening(run.logger);
+}
+
+/** Every subscriber has a declared route on its own table, one subscriber per route and queue, on a form the engine has. */
+function checkRoutes(run: Startup, state: BrokerState, scope: BrokerScope, names: Set<string>): void {
+  for (const sub of scope.subscribers) {
+    const queueTable = sub.queue.spec.description.table;
+    const spec = state.routes.get(sub.name);
+    if (spec === undefined) throw noRoute(sub.name, state.routes, queueTable);
+    if (spec.description.table !== queueTable) throw routeOnOtherTable(sub.name, spec.description.table, queueTable);
+    if (names.has(sub.name)) throw routeSubscribedTwice(sub.name);
+    names.add(sub.name);
+    refuseUnsupportedForm(state.source.engine, sub.name, spec.description);
+    claimQueue(state, sub, run.held);
+  }
+}
+
+/** Checks each subscribed table against the database (once per table) and builds its claim strategy. */
+async function checkSchemas(run: Startup, state: BrokerState, database: Database, brokerLeaseMs: number, scope: BrokerScope): Promise<PlannedSubscription[]> {
+  const planned: PlannedSubscription[] = [];
+  for (const sub of scope.subscribers) {
+    const spec = sub.queue.spec.description;
+    const table = await state.table(spec);
+    const leaseMs = sub.queue.options.lease ?? brokerLeaseMs;
+    const subLogger = childLogger(run.logger, { subscription: sub.name, table: spec.table });
+    const setup: ClaimSetup = {
+      database, spec, subscription: sub.name, leaseMs, precision: table.precision, clock: run.clock, logger: subLogger,
+      databaseLabel: state.source.label, isClosed: () => state.closed,
+    };
+    planned.push({ sub, strategy: claimStrategyFor(setup), leaseMs });
+  }
+  return planned;
+}
+
+function checkPoolBudget(state: BrokerState, planned: readonly PlannedSubscription[], listenNotify: boolean): void {
+  checkPool(state, planned.map(({ sub, strategy }) => ({ name: sub.name, form: strategy.form, workers: sub.queue.options.workers, perDelivery: strategy.connectionsPerDelivery })), listenNotify);
+}
+
+/** Builds the subscriptions (they claim once the whole app started) and wires publishes to wake them. */
+function startSubscriptions(run: Startup, state: BrokerState, planned: readonly PlannedSubscription[]): void {
+  for (const { sub, strategy, leaseMs } of planned) {
+    const spec = sub.queue.spec.description;
+    const subscription = new Subscription({
+      subscriber: sub, spec, options: sub.queue.options, strategy, clock: run.clock,
+      logger: childLogger(run.logger, { subscription: sub.name, table: spec.table }),
+      outputs: { publish: (route, payload) => state.publish(route, payload, undefined) },
+      activity: run.activity, decodeRetryMs: leaseMs, observer: run.observer,
+    });
+    run.unsubscribe.push(state.onPublish(subscription.table, () => subscription.wake()));
+    run.subscriptions.push(subscription);
+  }
+}
+
 /** The queues (table and route) subscribed on each broker by running apps: a second subscriber is `AlreadySubscribed`. */
 const subscribedQueues = new WeakMap<BrokerState, Set<string>>();
 
@@ -230,7 +277,7 @@ function claimQueue(state: BrokerState, sub: Subscriber, held: Array<() => void>
   subscribedQueues.set(state, queues);
   const queue = `${sub.queue.spec.description.table}\u0000${sub.name}`;
   if (queues.has(queue)) {
-    throw new SqlInboxError("AlreadySubscribed", "this queue already has a subscriber on this broker (in this or another running app): one subscriber per queue, raise its workers instead", { subscription: sub.name, table: sub.queue.spec.description.table });
+    throw queueSubscribedTwice({ subscription: sub.name, table: sub.queue.spec.description.table });
   }
   queues.add(queue);
   held.push(() => queues.delete(queue));
@@ -239,11 +286,7 @@ function claimQueue(state: BrokerState, sub: Subscriber, held: Array<() => void>
 /** A row-lock table on an engine without row locks (SQLite) is refused before anything connects. */
 function refuseUnsupportedForm(engine: Engine, subscription: string, spec: InboxDescription): void {
   if (spec.form === "rowLock" && !dialectFor(engine).capabilities.rowLock) {
-    throw new SqlInboxError(
-      "UnsupportedForm",
-      `a row-lock table on ${engine}, which has no row locks: give the table a lease column (.lease(column("locked_until"))) or an advisory key (.advisoryLock("…"))`,
-      { subscription, table: spec.table },
-    );
+    throw rowLockTableUnsupported(engine, { subscription, table: spec.table });
   }
 }
 
@@ -258,15 +301,8 @@ export interface PoolNeed {
 /** Refuses to start when the pool cannot hold what the subscriptions need, showing the arithmetic. */
 export function checkPool(state: Pick<BrokerState, "poolMax" | "source">, needs: readonly PoolNeed[], listenNotify = false): void {
   if (!Number.isFinite(state.poolMax) || state.source.engine === "sqlite") return;
-  const parts = needs.map((n) => ({ ...n, total: n.workers * n.perDelivery + 1 }));
-  const total = parts.reduce((sum, p) => sum + p.total, 0) + (listenNotify ? 1 : 0);
+  const shares = needs.map((n) => ({ ...n, total: n.workers * n.perDelivery + 1 }));
+  const total = shares.reduce((sum, p) => sum + p.total, 0) + (listenNotify ? 1 : 0);
   if (total <= state.poolMax) return;
-  const arithmetic = [
-    ...parts.map((p) => `"${p.name}" (${p.form}, workers(${p.workers})): ${p.workers} x ${p.perDelivery} for deliveries in work + 1 for handlers, publishes and settlements = ${p.total}`),
-    ...(listenNotify ? ["1 for listenNotify"] : []),
-  ].join("; ");
-  throw new SqlInboxError(
-    "PoolTooSmall",
-    `the pool holds at most ${state.poolMax} connections, the subscriptions${listenNotify ? " and listenNotify" : ""} need ${total}: ${arithmetic}; total ${total} > pool max ${state.poolMax}: raise pool.max to ${total} or lower workers`,
-  );
+  throw poolTooSmall(state.poolMax, shares, listenNotify, total);
 }

@@ -1,5 +1,5 @@
 import type { HasRole, RoleMarker, RoleName, SpecError } from "@sqlinbox/core";
-import { SqlInboxError } from "@sqlinbox/core";
+import { unknownContextKey } from "./errors.js";
 
 const keyBrand: unique symbol = Symbol("sqlinbox.ContextKey");
 
@@ -131,7 +131,7 @@ class DeliveryContext {
       case "table":
         return this.#place.table;
       default:
-        throw new SqlInboxError("Declaration", `unknown context key "${key.name}"`, this.#place);
+        throw unknownContextKey(key.name, this.#place);
     }
   }
 

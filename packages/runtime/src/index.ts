@@ -1,5 +1,5 @@
 export { App, BrokerScope, type AppInfo, type RunningApp } from "./app.js";
-export { SqlBroker, type BrokerOptions, type PublishOptions, type PublishPayload, type EngineOfUrl, type RouteAllowed, type ListenNotifyAllowed } from "./broker.js";
+export { SqlBroker, type BrokerOptions, type PublishOptions, type PublishPayload, type EngineOfUrl, type RouteAllowed, type ListenNotifyAllowed } from "./sql-broker.js";
 export { InboxQueue, type QueueOptions, type PayloadOfSpec } from "./queue.js";
 export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type Outputs, type Subscriber } from "./subscriber.js";
 export { HandlerOutcome } from "./outcome.js";

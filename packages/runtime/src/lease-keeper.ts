@@ -1,7 +1,8 @@
-import { SqlInboxError, type InboxDescription } from "@sqlinbox/core";
+import type { InboxDescription } from "@sqlinbox/core";
 import type { HeldLease } from "@sqlinbox/kysely-dialects";
 import type { Clock, Timer } from "./clock.js";
 import type { Database } from "./database.js";
+import { leaseLost } from "./errors.js";
 import { errorFields, type Logger } from "./logger.js";
 
 /**
@@ -163,9 +164,7 @@ export class LeaseKeeper {
 
   #lose(lease: KeptLease, why: string): void {
     this.release(lease);
-    const error = new SqlInboxError("LeaseLost", `the lease was lost: ${why}`, {
-      subscription: this.#subscription, table: this.#spec.table, id: lease.id,
-    });
+    const error = leaseLost(why, { subscription: this.#subscription, table: this.#spec.table, id: lease.id });
     this.#logger.warn({ id: lease.id, held: lease.held.toISOString() }, `lease lost: ${why}`);
     lease.abort(error);
   }

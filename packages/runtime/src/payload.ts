@@ -1,5 +1,6 @@
-import { isStandardSchema, SqlInboxError, type ErrorPlace, type InboxDescription } from "@sqlinbox/core";
+import { isStandardSchema, type ErrorPlace, type InboxDescription } from "@sqlinbox/core";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
+import { failsSchema, notSerializable, notUtf8Json } from "./errors.js";
 
 /** How the payload column stores the JSON: bytes in a binary column, text otherwise. */
 export type PayloadStorage = "bytes" | "text";
@@ -14,7 +15,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 /** The value a publish writes into the payload column. */
 export function encodePayload(payload: unknown, storage: PayloadStorage): string | Buffer {
   const text = JSON.stringify(payload);
-  if (text === undefined) throw new SqlInboxError("Decode", `a payload must be JSON-serializable, got ${typeof payload}`);
+  if (text === undefined) throw notSerializable(payload);
   return storage === "bytes" ? Buffer.from(text, "utf8") : text;
 }
 
@@ -29,7 +30,7 @@ export async function decodePayload(spec: InboxDescription, row: RawRow, place: 
   const result = await spec.payloadType["~standard"].validate(value);
   if (result.issues !== undefined) {
     const issues = result.issues.map((i) => i.message).join("; ");
-    throw new SqlInboxError("Decode", `the payload fails its schema: ${issues}`, place);
+    throw failsSchema(issues, place);
   }
   return result.value;
 }
@@ -47,7 +48,7 @@ export function decodePayloadNow(spec: InboxDescription, row: RawRow, place: Err
     else if (raw === null || raw === undefined) throw new Error("the payload is NULL");
     else value = raw;
   } catch (error) {
-    throw new SqlInboxError("Decode", `the payload is not UTF-8 JSON: ${(error as Error).message}`, place, { cause: error });
+    throw notUtf8Json(error, place);
   }
   return value;
 }

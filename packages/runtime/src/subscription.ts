@@ -8,6 +8,7 @@ import { decodePayload, decodePayloadNow } from "./payload.js";
 import type { QueueOptions } from "./queue.js";
 import type { Outputs, Subscriber } from "./subscriber.js";
 import type { Activity } from "./activity.js";
+import { claimPaceFor, rowsToClaim, type ClaimPace } from "./claim-pacer.js";
 
 /** What a test sees of each delivery (`TestApp` call records). */
 export interface DeliveryObserver {
@@ -32,9 +33,6 @@ export interface SubscriptionSetup {
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
   value !== null && (typeof value === "object" || typeof value === "function") && typeof (value as { then?: unknown }).then === "function";
 
-/** Claims ahead in flight at most, whatever the shape: the next batch is claimed while the last one runs. */
-const MIN_CLAIMS_AHEAD = 2;
-
 /**
  * One subscriber consuming its queue: claims while claims come back full, otherwise waits
  * the poll interval (or a wake from a publish in this process); runs up to `workers`
@@ -52,26 +50,17 @@ export class Subscription {
   readonly #s: SubscriptionSetup;
   /** Deliveries whose handler runs (or, holding a connection, whose settlement runs). */
   readonly #inFlight = new Set<ClaimedDelivery>();
-  /** Settlements being written. */
-  #settling = 0;
   /** Waiting for no delivery in work and no settlement. */
   readonly #idle: Array<() => void> = [];
   /** The payload has a Standard Schema, which may validate asynchronously. */
   readonly #decodesAsync: boolean;
   /** Claim statements running. */
   readonly #claims = new Set<Promise<void>>();
-  /** Rows the running claims may still bring (their limits). */
-  #claiming = 0;
   /** Claimed ahead, not started yet. */
   #buffer: ClaimedDelivery[] = [];
   #bufferAt = 0;
-  readonly #ahead: boolean;
-  /** Claims in flight at most. */
-  readonly #maxClaims: number;
-  /** Each claim takes one row (the row-lock form). */
-  readonly #oneRowClaims: boolean;
-  /** Settlements in flight beyond which no claim starts (memory stays bounded when the database is slow). */
-  readonly #maxSettling: number;
+  /** What `rowsToClaim` reads: the shape, the claiming/settling counters, drained; the rest is copied in before each ask. */
+  readonly #pace: ClaimPace;
   readonly #place: { readonly subscription: string; readonly table: string };
   #started = false;
   #stopped = false;
@@ -79,8 +68,6 @@ export class Subscription {
   #pollTimer: Timer | undefined;
   /** Counts wakes, so a claim that came back short knows whether a publish happened while it ran. */
   #wakes = 0;
-  /** The last claim came back short: one claim at a time until one comes back full (a wake needs one statement, not one per worker). */
-  #drained = true;
 
   constructor(setup: SubscriptionSetup) {
     this.#s = setup;
@@ -89,14 +76,7 @@ export class Subscription {
     this.#place = Object.freeze({ subscription: this.name, table: this.table });
     this.#decodesAsync = isStandardSchema(setup.spec.payloadType);
     const { batch, workers } = setup.options;
-    this.#ahead = setup.strategy.claimsAhead === true;
-    // batch(1).workers(8) claims in up to 8 statements at once, as 8 separate consumers would.
-    // A row-lock claim opens one transaction per row, one after another: with several free workers, claims of
-    // one row each run side by side instead of making the last worker wait for the others. (An advisory claim
-    // shares one candidate select among its rows, and claims side by side would contend for the same keys.)
-    this.#oneRowClaims = setup.strategy.form === "rowLock";
-    this.#maxClaims = this.#oneRowClaims ? workers : Math.max(this.#ahead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch));
-    this.#maxSettling = 4 * Math.max(batch, workers);
+    this.#pace = claimPaceFor({ workers, batch, claimsAhead: setup.strategy.claimsAhead === true, oneRowClaims: setup.strategy.form === "rowLock" });
   }
 
   get inFlight(): number {
@@ -135,7 +115,7 @@ export class Subscription {
 
   /** Waits for deliveries in work and their settlements up to `graceMs`; abandons the rest (their signals abort). */
   async drain(graceMs: number): Promise<void> {
-    if (this.#inFlight.size === 0 && this.#settling === 0) return;
+    if (this.#inFlight.size === 0 && this.#pace.settling === 0) return;
     let timer: Timer | undefined;
     const graceOver = new Promise<"grace">((resolve) => {
       timer = this.#s.clock.setTimer(graceMs, () => resolve("grace"));
@@ -170,28 +150,17 @@ export class Subscription {
 
   /** Starts claims while they are wanted: called whenever a worker, a settlement or a wake may have changed that. */
   #claimMore(): void {
-    const { batch, workers } = this.#s.options;
-    const maxClaims = this.#drained ? 1 : this.#maxClaims;
-    while (this.#started && !this.#stopped && this.#pollTimer === undefined && this.#claims.size < maxClaims && this.#settling < this.#maxSettling) {
-      let limit: number;
-      if (this.#ahead) {
-        // Claim a whole batch when a worker is free that neither the buffer nor a running claim will feed,
-        // or, while a worker is between deliveries, when less than a batch is on hand (the next batch
-        // arrives while the buffer's last rows run, instead of after them).
-        const uncovered = workers - this.#inFlight.size - this.#buffered - this.#claims.size;
-        const refill = this.#inFlight.size < workers && this.#buffered + this.#claiming < batch;
-        if (uncovered <= 0 && !refill) return;
-        limit = batch;
-      } else {
-        // A claimed row holds a connection at once: never claim more than there are free workers.
-        const free = workers - this.#inFlight.size - this.#claiming;
-        if (free <= 0) return;
-        limit = this.#oneRowClaims ? 1 : Math.min(batch, free);
-      }
-      this.#claiming += limit;
+    const pace = this.#pace;
+    while (this.#started && !this.#stopped && this.#pollTimer === undefined) {
+      pace.inFlight = this.#inFlight.size;
+      pace.buffered = this.#buffered;
+      pace.claims = this.#claims.size;
+      const limit = rowsToClaim(pace);
+      if (limit === 0) return;
+      pace.claiming += limit;
       const claim = this.#claim(limit).finally(() => {
         this.#claims.delete(claim);
-        this.#claiming -= limit;
+        pace.claiming -= limit;
         this.#claimMore();
       });
       this.#claims.add(claim);
@@ -219,8 +188,9 @@ export class Subscription {
       this.#pump();
     }
     // Short: the queue looks empty; wait for the poll interval unless a publish woke us meanwhile.
-    this.#drained = claimed.length < limit;
-    if (this.#drained && this.#wakes === wakes) this.#pollWait();
+    const drained = claimed.length < limit;
+    this.#pace.drained = drained;
+    if (drained && this.#wakes === wakes) this.#pollWait();
   }
 
   #pollWait(): void {
@@ -282,16 +252,16 @@ export class Subscription {
 
   /** Counts a settlement until it is written, apart from the worker (free again unless it holds a connection). */
   #apart(settlement: Promise<void>): Promise<void> {
-    this.#settling++;
+    this.#pace.settling++;
     return settlement.finally(() => {
-      this.#settling--;
+      this.#pace.settling--;
       this.#claimMore();
       this.#checkIdle();
     });
   }
 
   #checkIdle(): void {
-    if (this.#inFlight.size === 0 && this.#settling === 0 && this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
+    if (this.#inFlight.size === 0 && this.#pace.settling === 0 && this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
   }
 
   /** Writes the outcome; never throws (a failure is logged and shown to the observer). */

@@ -1,10 +1,12 @@
-import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core";
+import type { ErrorPlace } from "@sqlinbox/core";
 import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery } from "kysely";
+import { lockSessionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { deliveredAttempt, groupOf, holdForRetry, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
+import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 
 /**
  * The keys of deliveries in work in this process, per database. On Postgres and MySQL it
@@ -13,6 +15,14 @@ import { holdConnection, type HeldConnection } from "./held-connection.js";
  */
 const keysInWork = new Set<string>();
 let scopes = 0;
+
+/** What an advisory delivery holds: its key's lock, on its own session where locks are per session. */
+interface KeyHold {
+  readonly key: string;
+  /** The key as registered in `keysInWork`. */
+  readonly registered: string;
+  readonly connection: HeldConnection | undefined;
+}
 
 /** Candidates read per claim round, per free worker: enough to reach past keys already in work. */
 const CANDIDATES_PER_WORKER = 8;
@@ -44,6 +54,8 @@ export class AdvisoryClaim implements ClaimStrategy {
   readonly #sessionLocks: boolean;
   readonly #scope: string;
   #databaseName: Promise<string> | undefined;
+  /** How a delivery's key lock is given back or settled on. */
+  readonly #holding: HoldingForm<KeyHold>;
 
   constructor(setup: ClaimSetup) {
     this.#setup = setup;
@@ -53,15 +65,23 @@ export class AdvisoryClaim implements ClaimStrategy {
     // Session locks already keep processes and pools apart: the registry only spares this
     // subscription a connection. Without them (SQLite) it is the lock, shared by the process.
     this.#scope = this.#sessionLocks ? `subscription:${++scopes}` : `database:${setup.databaseLabel ?? ""}`;
+    this.#holding = {
+      held: "key", spec: setup.spec, clock: setup.clock, isClosed: setup.isClosed,
+      // An abandoned delivery unlocked its key already; after a close the session ends with the pool.
+      closedBeforeSettle: () => Promise.resolve(),
+      release: (d) => this.#release(d.hold),
+      abandon: (d) => {
+        this.#release(d.hold).catch((error: unknown) => this.#setup.logger.warn({ ...errorFields(error), ...d.place }, "advisory unlock at shutdown failed; the lock ends with its session"));
+      },
+      settle: (d, outcome) => this.#settle(d.hold, d.id, outcome, d.place),
+    };
   }
 
   start(): void {}
   stop(): void {}
 
   /** A delivery claimed but never started (the app stopped first) unlocks its key: the row is back at once (its attempt was counted by the take). */
-  async releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void> {
-    for (const delivery of deliveries) delivery.abandon(new Error("the app stopped before the delivery started"));
-  }
+  readonly releaseUnstarted = abandonUnstarted;
 
   async claim(limit: number): Promise<ClaimedDelivery[]> {
     const { database, spec, clock } = this.#setup;
@@ -149,72 +169,31 @@ export class AdvisoryClaim implements ClaimStrategy {
     const id = row[spec.id.name];
     // The candidate carries the attempt before the take counted it.
     const attempt = deliveredAttempt(spec, row, false);
-    const place: ErrorPlace = { subscription, table: spec.table, id };
-    const controller = new AbortController();
-    let state: "held" | "settling" | "done" | "abandoned" = "held";
-    const release = async (): Promise<boolean> => {
-      try {
-        return await this.#unlock(connection, key);
-      } finally {
-        keysInWork.delete(registered);
-      }
-    };
-    return {
-      id,
-      row,
-      attempt,
-      signal: controller.signal,
-      leaseDeadline: () => undefined,
-      settle: async (outcome) => {
-        if (state === "abandoned" || this.#setup.isClosed()) {
-          state = "done";
-          throw new SqlInboxError("Closed", `the broker is closed: the ${outcome.kind} was not written; the key's lock was released and the row is back in the queue`, place);
-        }
-        if (state !== "held") throw new SqlInboxError("Declaration", "this delivery was already settled", place);
-        state = "settling";
-        try {
-          // retryAfter without a retryAfter column: keep the key locked for the delay instead.
-          await holdForRetry(this.#setup, outcome, controller.signal);
-          if (controller.signal.aborted) {
-            await release().catch(() => false);
-            throw new SqlInboxError("Closed", `the app stopped while the ${outcome.kind} held the key: unlocked, the row is back in the queue`, place);
-          }
-          await this.#settle(connection, id, outcome, place, release);
-        } finally {
-          state = "done";
-        }
-      },
-      abandon: (reason) => {
-        if (state === "settling") controller.abort(reason); // ends a retryAfter hold; the settlement gives up
-        if (state !== "held") return;
-        state = "abandoned";
-        controller.abort(reason);
-        release().catch((error: unknown) => this.#setup.logger.warn({ ...errorFields(error), ...place }, "advisory unlock at shutdown failed; the lock ends with its session"));
-      },
-    };
+    return new HeldDelivery(this.#holding, row, id, attempt, { subscription, table: spec.table, id }, { key, registered, connection });
   }
 
-  async #settle(connection: HeldConnection | undefined, id: unknown, outcome: HandlerOutcome, place: ErrorPlace, release: () => Promise<boolean>): Promise<void> {
+  /** Unlocks the delivery's key and forgets it in this process; true when the session still held the lock. */
+  async #release(hold: KeyHold): Promise<boolean> {
+    try {
+      return await this.#unlock(hold.connection, hold.key);
+    } finally {
+      keysInWork.delete(hold.registered);
+    }
+  }
+
+  async #settle(hold: KeyHold, id: unknown, outcome: HandlerOutcome, place: ErrorPlace): Promise<void> {
     const { database, spec, clock } = this.#setup;
+    const connection = hold.connection;
     let stillHeld: boolean;
     try {
-      const now = clock.now();
-      const query =
-        outcome.kind === "ack" || outcome.kind === "drop"
-          ? this.#statements.settleAck(spec, id, now)
-          : this.#statements.settleRetry(spec, id, outcome.kind === "retryAfter" && spec.retryAfter !== undefined ? new Date(now.getTime() + outcome.ms) : null);
+      const query = heldSettlement(this.#statements, spec, id, outcome, clock.now());
       // On the delivery's own session: once that session is gone, so is the lock, and the
       // row may already be in another delivery — the settlement must fail, not land.
       if (query !== null) await database.execute("settle", query, connection?.db);
-      stillHeld = await release();
+      stillHeld = await this.#release(hold);
     } catch (error) {
-      await release().catch(() => false);
-      throw new SqlInboxError(
-        "SessionLost",
-        `the ${outcome.kind} was not written: the session holding the key's lock ended (${(error as Error).message}); the row is back in the queue, its attempt spent`,
-        place,
-        { cause: error },
-      );
+      await this.#release(hold).catch(() => false);
+      throw lockSessionLost(outcome.kind, error, place);
     }
     if (!stillHeld) this.#setup.logger.warn({ ...place }, "the key's lock was no longer held at settlement");
   }

@@ -83,13 +83,3 @@ export function deliveredAttempt(spec: InboxDescription, row: RawRow, counted: b
 export function groupOf(setup: Pick<ClaimSetup, "spec" | "subscription">): { group?: string } {
   return setup.spec.group === undefined ? {} : { group: setup.subscription };
 }
-
-/**
- * `retryAfter(ms)` on a table without a retryAfter column (an undecodable payload, say), in a
- * form that holds the row (row lock, advisory): there is no column to hide the row in, so the
- * delivery keeps holding it for `ms` and then releases it, rather than letting it come straight back.
- */
-export async function holdForRetry(setup: Pick<ClaimSetup, "spec" | "clock">, outcome: HandlerOutcome, signal: AbortSignal): Promise<void> {
-  if (outcome.kind !== "retryAfter" || setup.spec.retryAfter !== undefined) return;
-  await setup.clock.sleep(outcome.ms, signal).catch(() => undefined);
-}

@@ -1,5 +1,6 @@
-import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core";
+import type { ErrorPlace } from "@sqlinbox/core";
 import type { HeldLease } from "@sqlinbox/kysely-dialects";
+import { batchedAckShort, closedBeforeLeaseSettlement, leaseNotHeld } from "../errors.js";
 import { keyOf, type KeptLease, type LeaseKeeper } from "../lease-keeper.js";
 import type { ClaimSetup } from "./claim-strategy.js";
 
@@ -87,7 +88,7 @@ export class LeaseAcks {
     if (isClosed()) {
       for (const a of batch) {
         this.#keeper.release(a.lease);
-        a.reject(new SqlInboxError("Closed", "the broker is closed: the settlement was not written; the row returns when its lease expires", a.place));
+        a.reject(closedBeforeLeaseSettlement(a.place));
       }
       return;
     }
@@ -107,7 +108,7 @@ export class LeaseAcks {
       this.#keeper.release(a.lease);
       if (acked.has(a.lease.key)) a.resolve();
       else {
-        a.reject(new SqlInboxError("LeaseLost", `the ${a.kind} was not written: the row no longer holds this delivery's lease (${a.lease.held.toISOString()})`, a.place));
+        a.reject(leaseNotHeld(a.kind, a.lease.held, a.place));
       }
     }
   }
@@ -132,7 +133,7 @@ export class LeaseAcks {
       const written = Number(result.numAffectedRows ?? 0n);
       if (written !== mine.length) {
         // The locked rows cannot change under us; a mismatch means the table is not what we think: fail the whole batch.
-        throw new SqlInboxError("LeaseLost", `a batched ack wrote ${written} of ${mine.length} locked rows; the transaction was rolled back`, { subscription: this.#setup.subscription, table: spec.table });
+        throw batchedAckShort(written, mine.length, { subscription: this.#setup.subscription, table: spec.table });
       }
       return keys;
     });

@@ -1,5 +1,6 @@
-import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core";
+import type { ErrorPlace } from "@sqlinbox/core";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
+import { closed, closedBeforeLeaseSettlement, leaseNotHeld } from "../errors.js";
 import { LeaseKeeper, type KeptLease } from "../lease-keeper.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
@@ -74,7 +75,7 @@ export class LeaseClaim implements ClaimStrategy {
     const lease = delivery.lease;
     if (this.#setup.isClosed() || abandoned) {
       this.#keeper.release(lease);
-      return Promise.reject(new SqlInboxError("Closed", "the broker is closed: the settlement was not written; the row returns when its lease expires", this.#place(delivery.id)));
+      return Promise.reject(closedBeforeLeaseSettlement(this.#place(delivery.id)));
     }
     if (outcome.kind === "ack" || outcome.kind === "drop") return this.#acks.ack(lease, outcome.kind, this.#place(delivery.id));
     return this.#settleRetry(lease, outcome);
@@ -91,7 +92,7 @@ export class LeaseClaim implements ClaimStrategy {
     const leases = deliveries.flatMap((d) => (d instanceof LeaseDelivery ? [d.lease] : []));
     if (leases.length === 0) return;
     try {
-      if (isClosed()) throw new SqlInboxError("Closed", "the broker is closed", { subscription: this.#setup.subscription, table: spec.table });
+      if (isClosed()) throw closed({ subscription: this.#setup.subscription, table: spec.table });
       await this.#keeper.beginSettleMany(leases);
       let released = 0;
       for (let i = 0; i < leases.length; i += MAX_ACKS_PER_STATEMENT) {
@@ -119,7 +120,7 @@ export class LeaseClaim implements ClaimStrategy {
       const retryAt = outcome.kind === "retryAfter" ? new Date(now.getTime() + outcome.ms) : null;
       const result = await database.execute("settle", database.dialect.lease.settleRetry(spec, { id: lease.id, held: lease.held }, retryAt, precision));
       if (Number(result.numAffectedRows ?? 0n) === 0) {
-        throw new SqlInboxError("LeaseLost", `the ${outcome.kind} was not written: the row no longer holds this delivery's lease (${lease.held.toISOString()})`, this.#place(lease.id));
+        throw leaseNotHeld(outcome.kind, lease.held, this.#place(lease.id));
       }
     } finally {
       this.#keeper.release(lease);

@@ -1,10 +1,12 @@
-import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core";
+import type { ErrorPlace } from "@sqlinbox/core";
 import type { RawRow, RowLockStatements } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, ControlledTransaction, QueryResult } from "kysely";
 import { isDeadlock } from "../database.js";
+import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { deliveredAttempt, groupOf, holdForRetry, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- compiled queries run on any database interface
 type HeldTransaction = ControlledTransaction<any>;
@@ -34,27 +36,30 @@ export class RowLockClaim implements ClaimStrategy {
   readonly #setup: ClaimSetup;
   readonly #statements: RowLockStatements;
   readonly #open = new Set<HeldTransaction>();
+  /** How a delivery's transaction is given back or settled: the delivery holds its transaction. */
+  readonly #holding: HoldingForm<HeldTransaction>;
 
   constructor(setup: ClaimSetup) {
     const statements = setup.database.dialect.rowLock;
     if (statements === null) {
-      throw new SqlInboxError(
-        "UnsupportedForm",
-        `${setup.database.dialect.capabilities.engine} has no row locks: give the table a lease column or an advisory key`,
-        { subscription: setup.subscription, table: setup.spec.table },
-      );
+      throw noRowLocks(setup.database.dialect.capabilities.engine, { subscription: setup.subscription, table: setup.spec.table });
     }
     this.#setup = setup;
     this.#statements = statements;
+    this.#holding = {
+      held: "row", spec: setup.spec, clock: setup.clock, isClosed: setup.isClosed,
+      closedBeforeSettle: (d) => this.#rollback(d.hold),
+      release: (d) => this.#rollback(d.hold),
+      abandon: (d) => void this.#rollback(d.hold),
+      settle: (d, outcome) => this.#settle(d.hold, d.id, outcome, d.place, d.attempt),
+    };
   }
 
   start(): void {}
   stop(): void {}
 
   /** A delivery claimed but never started (the app stopped first) rolls its transaction back: the row is back at once, its attempt not spent. */
-  async releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void> {
-    for (const delivery of deliveries) delivery.abandon(new Error("the app stopped before the delivery started"));
-  }
+  readonly releaseUnstarted = abandonUnstarted;
 
   /** Transactions open now (one per delivery in work). */
   get openTransactions(): number {
@@ -124,43 +129,7 @@ export class RowLockClaim implements ClaimStrategy {
     const id = row[spec.id.name];
     // Postgres returns the counted attempt; MySQL/MariaDB the value before `countAttempts`.
     const attempt = deliveredAttempt(spec, row, !countedAfterSelect);
-    const place: ErrorPlace = { subscription, table: spec.table, id };
-    const controller = new AbortController();
-    let state: "held" | "settling" | "done" | "abandoned" = "held";
-    return {
-      id,
-      row,
-      attempt,
-      signal: controller.signal,
-      leaseDeadline: () => undefined,
-      settle: async (outcome) => {
-        if (state === "abandoned" || this.#setup.isClosed()) {
-          await this.#rollback(trx);
-          state = "done";
-          throw new SqlInboxError("Closed", `the broker is closed: the ${outcome.kind} was not written; the claim was rolled back and the row is back in the queue, its attempt not spent`, place);
-        }
-        if (state !== "held") throw new SqlInboxError("Declaration", "this delivery was already settled", place);
-        state = "settling";
-        try {
-          await holdForRetry(this.#setup, outcome, controller.signal);
-          if (controller.signal.aborted) {
-            await this.#rollback(trx);
-            throw new SqlInboxError("Closed", `the app stopped while the ${outcome.kind} held the row: rolled back, the row is back in the queue`, place);
-          }
-          await this.#settle(trx, id, outcome, place, attempt);
-        } finally {
-          state = "done";
-        }
-      },
-      abandon: (reason) => {
-        if (state === "settling") controller.abort(reason); // ends a retryAfter hold; the settlement gives up
-        if (state !== "held") return;
-        state = "abandoned";
-        controller.abort(reason);
-        // The grace period is over: the transaction rolls back now, so the row returns at once.
-        void this.#rollback(trx);
-      },
-    };
+    return new HeldDelivery(this.#holding, row, id, attempt, { subscription, table: spec.table, id }, trx);
   }
 
   async #settle(trx: HeldTransaction, id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): Promise<void> {
@@ -176,21 +145,12 @@ export class RowLockClaim implements ClaimStrategy {
         await this.#settleAfterDeadlock(id, outcome, place);
         return;
       }
-      throw new SqlInboxError(
-        "SessionLost",
-        `the ${outcome.kind} was not written: the delivery's transaction ended under it (${(error as Error).message}); it was rolled back, so the row is back in the queue with its attempt (${attempt ?? "none"}) not spent`,
-        place,
-        { cause: error },
-      );
+      throw transactionLost(outcome.kind, attempt, error, place);
     }
   }
 
   #settlement(id: unknown, outcome: HandlerOutcome): CompiledQuery | null {
-    const { spec, clock } = this.#setup;
-    const now = clock.now();
-    if (outcome.kind === "ack" || outcome.kind === "drop") return this.#statements.settleAck(spec, id, now);
-    const hidden = outcome.kind === "retryAfter" && spec.retryAfter !== undefined;
-    return this.#statements.settleRetry(spec, id, hidden ? new Date(now.getTime() + (outcome as { ms: number }).ms) : null);
+    return heldSettlement(this.#statements, this.#setup.spec, id, outcome, this.#setup.clock.now());
   }
 
   /**
@@ -203,7 +163,7 @@ export class RowLockClaim implements ClaimStrategy {
     const { database, spec, logger } = this.#setup;
     for (let retry = 1; ; retry++) {
       if (!database.retryDeadlock("settle", retry)) {
-        throw new SqlInboxError("SessionLost", `the ${outcome.kind} deadlocked too often; the row is back in the queue`, place);
+        throw settlementDeadlockedTooOften(outcome.kind, place);
       }
       const trx = await this.#begin();
       try {

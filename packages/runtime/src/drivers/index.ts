@@ -1,4 +1,4 @@
-import { SqlInboxError } from "@sqlinbox/core";
+import { sqliteUrlWithoutFile, unsupportedUrlScheme } from "../errors.js";
 import type { Engine } from "@sqlinbox/kysely-dialects";
 import type { OpenedDatabase, PoolOptions } from "./types.js";
 
@@ -25,13 +25,10 @@ export function parseDatabaseUrl(url: string): ParsedUrl {
       return { engine: "mysql", open: async (pool) => (await import("./mysql.js")).openMysql(url, pool) };
     case "sqlite": {
       const path = url.slice("sqlite:".length).replace(/^\/\//, "");
-      if (path.length === 0) throw new SqlInboxError("Declaration", `the SQLite URL names no file: use sqlite::memory: or sqlite:path/to/file.db`);
+      if (path.length === 0) throw sqliteUrlWithoutFile();
       return { engine: "sqlite", open: async () => (await import("./sqlite.js")).openSqlite(path) };
     }
     default:
-      throw new SqlInboxError(
-        "Declaration",
-        `unsupported database URL scheme "${scheme ?? ""}": use postgres://, mysql://, mariadb://, sqlite::memory: or sqlite:path`,
-      );
+      throw unsupportedUrlScheme(scheme ?? "");
   }
 }

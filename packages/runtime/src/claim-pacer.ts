@@ -1,0 +1,76 @@
+/** Claims in flight at most, whatever the shape, where rows wait at no cost: the next batch is claimed while the last one runs. */
+const MIN_CLAIMS_AHEAD = 2;
+
+/**
+ * What the pacer reads: a subscription's shape (fixed at start) and its counters (updated in
+ * place, one object per subscription, so the hot path allocates nothing to ask).
+ */
+export interface ClaimPace {
+  readonly workers: number;
+  /** Rows per claim statement at most (`batch(n)`). */
+  readonly batch: number;
+  /** Claims in flight at most while the queue is not drained. */
+  readonly maxClaims: number;
+  /** Settlements in flight beyond which no claim starts (memory stays bounded when the database is slow). */
+  readonly maxSettling: number;
+  /** Claimed rows cost nothing while they wait (the lease form): claim whole batches ahead and buffer them. */
+  readonly claimsAhead: boolean;
+  /** Each claim takes one row (the row-lock form). */
+  readonly oneRowClaims: boolean;
+  /** Deliveries whose handler runs (or, holding a connection, whose settlement runs). */
+  inFlight: number;
+  /** Claimed ahead, not started yet. */
+  buffered: number;
+  /** Claim statements running. */
+  claims: number;
+  /** Rows the running claims may still bring (their limits). */
+  claiming: number;
+  /** Settlements being written. */
+  settling: number;
+  /** The last claim came back short: one claim at a time until one comes back full (a wake needs one statement, not one per worker). */
+  drained: boolean;
+}
+
+/** The shape a subscription paces by. */
+export interface PaceShape {
+  readonly workers: number;
+  readonly batch: number;
+  readonly claimsAhead: boolean;
+  readonly oneRowClaims: boolean;
+}
+
+/** A subscription's pacing state at start: drained (one claim first), nothing in flight. */
+export function claimPaceFor(shape: PaceShape): ClaimPace {
+  const { workers, batch, claimsAhead, oneRowClaims } = shape;
+  return {
+    workers, batch, claimsAhead, oneRowClaims,
+    // batch(1).workers(8) claims in up to 8 statements at once, as 8 separate consumers would.
+    // A row-lock claim opens one transaction per row, one after another: with several free workers, claims of
+    // one row each run side by side instead of making the last worker wait for the others. (An advisory claim
+    // shares one candidate select among its rows, and claims side by side would contend for the same keys.)
+    maxClaims: oneRowClaims ? workers : Math.max(claimsAhead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch)),
+    maxSettling: 4 * Math.max(batch, workers),
+    inFlight: 0, buffered: 0, claims: 0, claiming: 0, settling: 0, drained: true,
+  };
+}
+
+/**
+ * How many rows to claim now; 0: no claim now. Called again after each claim it starts (with
+ * `claims` and `claiming` counted), until it says 0.
+ */
+export function rowsToClaim(pace: ClaimPace): number {
+  const { workers, batch, inFlight } = pace;
+  if (pace.claims >= (pace.drained ? 1 : pace.maxClaims) || pace.settling >= pace.maxSettling) return 0;
+  if (pace.claimsAhead) {
+    // Claim a whole batch when a worker is free that neither the buffer nor a running claim will feed,
+    // or, while a worker is between deliveries, when less than a batch is on hand (the next batch
+    // arrives while the buffer's last rows run, instead of after them).
+    const uncovered = workers - inFlight - pace.buffered - pace.claims;
+    const refill = inFlight < workers && pace.buffered + pace.claiming < batch;
+    return uncovered <= 0 && !refill ? 0 : batch;
+  }
+  // A claimed row holds a connection at once: never claim more than there are free workers.
+  const free = workers - inFlight - pace.claiming;
+  if (free <= 0) return 0;
+  return pace.oneRowClaims ? 1 : Math.min(batch, free);
+}

@@ -1,0 +1,144 @@
+import type { AnyInboxSpec, FormOf, RolesOf, SpecError } from "@sqlinbox/core";
+import type { Engine } from "@sqlinbox/kysely-dialects";
+import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
+import { BrokerState } from "./broker.js";
+import type { AnyKysely } from "./database.js";
+import { parseDatabaseUrl, type PoolOptions } from "./drivers/index.js";
+import type { EngineOfUrl } from "./engine-of-url.js";
+import { routeAlreadyDeclared, unknownKyselyDialect } from "./errors.js";
+import { redactUrl } from "./logger.js";
+import { wholeSeconds, type PayloadOfSpec } from "./queue.js";
+
+export type { EngineOfUrl } from "./engine-of-url.js";
+
+/** Options of `SqlBroker.fromUrl`. */
+export interface BrokerOptions {
+  readonly pool?: PoolOptions;
+}
+
+/** Options of a publish. */
+export interface PublishOptions<DB = unknown> {
+  /** Publish inside the caller's own Kysely transaction (or through another Kysely instance). */
+  readonly via?: Kysely<DB> | Transaction<DB>;
+}
+
+type Routes = Record<string, AnyInboxSpec>;
+
+/** A row-lock table cannot be routed on a SQLite broker: SQLite has no row locks. */
+export type RouteAllowed<S extends AnyInboxSpec, E extends Engine> = [E] extends ["sqlite"]
+  ? FormOf<RolesOf<S>> extends "rowLock"
+    ? SpecError<"SQLite has no row locks: a row-lock table cannot be routed on a SQLite broker; give the table a lease column (.lease(column(\"locked_until\"))) or an advisory key (.advisoryLock(\"…\"))">
+    : unknown
+  : unknown;
+/** `listenNotify()` compiles unless the URL names an engine other than Postgres. */
+export type ListenNotifyAllowed<E extends Engine> = [Extract<E, "postgres">] extends [never]
+  ? SpecError<"listenNotify() needs Postgres (LISTEN/NOTIFY): on SQLite and MySQL/MariaDB other processes see a publish at their next poll">
+  : unknown;
+/** A publish's payload type for route `N`: the route's payload when the broker's type knows it. */
+export type PublishPayload<R extends Routes, N extends string> = N extends keyof R ? PayloadOfSpec<R[N]> : unknown;
+
+const stateOf = new WeakMap<object, BrokerState>();
+/** @internal The shared state behind a broker value. */
+export function brokerState(broker: object): BrokerState {
+  const state = stateOf.get(broker);
+  if (state === undefined) throw new TypeError("not a SqlBroker");
+  return state;
+}
+
+/**
+ * The connection to one database and the routes (names) of its tables.
+ * Nothing connects until an app that uses the broker starts.
+ *
+ * @example
+ * const broker = SqlBroker.fromUrl("sqlite:reports.db", { pool: { max: 10 } }).lease(minutes(1))
+ * app.withBroker(broker.route(RenderReport, "reports"), (b) => b.include(render))
+ * await broker.publish("reports", { title: "Q3" })
+ */
+export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine = Engine> {
+  /** The default lease of this broker's subscriptions, in ms (whole seconds). */
+  readonly leaseMs: number;
+  /** Whether an app started with this value listens for (and sends) Postgres notifications: `listenNotify()`. */
+  readonly listening: boolean;
+  /** @internal phantom: the engine the URL names, when the type system can read it. */
+  declare readonly "~engine"?: E;
+
+  private constructor(state: BrokerState, leaseMs: number, listening = false) {
+    this.leaseMs = leaseMs;
+    this.listening = listening;
+    stateOf.set(this, state);
+    Object.freeze(this);
+  }
+
+  /**
+   * A broker on a database URL: `postgres://`, `mysql://`, `mariadb://`, `sqlite::memory:`, `sqlite:path`.
+   * The driver (`pg`, `mysql2`, `better-sqlite3`) is imported only when the app starts.
+   */
+  static fromUrl<const U extends string>(url: U, options: BrokerOptions = {}): SqlBroker<Record<never, never>, EngineOfUrl<U>> {
+    const parsed = parseDatabaseUrl(url);
+    const pool = options.pool ?? {};
+    return new SqlBroker(
+      new BrokerState({
+        engine: parsed.engine,
+        label: redactUrl(url),
+        open: async () => ({ ...(await parsed.open(pool)), owned: true }),
+      }),
+      30_000,
+    );
+  }
+
+  /** A broker on the application's own Kysely instance; the broker never destroys it. */
+  static fromKysely<DB>(db: Kysely<DB>): SqlBroker {
+    const anyDb = db as unknown as AnyKysely;
+    const engine = engineOf(anyDb);
+    return new SqlBroker(new BrokerState({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false }) }), 30_000);
+  }
+
+  /** The engine the URL or the Kysely instance names. */
+  get engine(): Engine {
+    return brokerState(this).source.engine;
+  }
+
+  /** This broker's default lease (30 s unless set); whole seconds, rounded up. */
+  lease(ms: number): SqlBroker<R, E> {
+    return new SqlBroker(brokerState(this), wholeSeconds(ms), this.listening);
+  }
+
+  /**
+   * Postgres only: wakes subscriptions in other processes too. An app started with this value takes
+   * one pool connection for its life and `LISTEN`s on a channel per routed table (`sqlinbox_<table>`,
+   * hashed past 63 bytes); every publish also runs `select pg_notify(channel, '')` on the insert's
+   * connection or transaction (so `{ via: trx }` notifies at commit, and a rollback notifies nobody).
+   * A SQLite or MySQL/MariaDB URL does not compile; any other non-Postgres broker, or one built
+   * with `fromKysely`, is refused when the app starts.
+   */
+  listenNotify(this: SqlBroker<R, E> & ListenNotifyAllowed<E>): SqlBroker<R, E> {
+    return new SqlBroker(brokerState(this), this.leaseMs, true);
+  }
+
+  /** Declares route `name` on the table `spec` describes. Every value of this broker sees it. */
+  route<S extends AnyInboxSpec, N extends string>(spec: S & RouteAllowed<S, E>, name: N): SqlBroker<R & { [K in N]: S }, E> {
+    const state = brokerState(this);
+    const known = state.routes.get(name);
+    if (known !== undefined && known.description.table !== spec.description.table) throw routeAlreadyDeclared(name, known.description.table, spec.description.table);
+    state.routes.set(name, spec);
+    return new SqlBroker(state, this.leaseMs, this.listening);
+  }
+
+  /**
+   * Publishes a payload to route `name` (JSON: UTF-8 bytes in a binary column, text otherwise).
+   * Pass `{ via: trx }` to insert inside your own Kysely transaction: the row commits with your writes.
+   * Wakes this process's subscriptions of the table at once. Fails with `NoRoute` on an undeclared
+   * name and `Closed` before the app starts or after it stopped.
+   */
+  async publish<N extends string, DB = unknown>(name: N, payload: PublishPayload<R, N>, options: PublishOptions<DB> = {}): Promise<void> {
+    await brokerState(this).publish(name, payload, options.via as unknown as AnyKysely | undefined);
+  }
+}
+
+function engineOf(db: Kysely<unknown>): Engine {
+  const adapter = db.getExecutor().adapter;
+  if (adapter instanceof PostgresAdapter) return "postgres";
+  if (adapter instanceof MysqlAdapter) return "mysql";
+  if (adapter instanceof SqliteAdapter) return "sqlite";
+  throw unknownKyselyDialect(adapter.constructor.name);
+}

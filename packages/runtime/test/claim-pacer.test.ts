@@ -1,0 +1,102 @@
+import { describe, expect, it } from "vitest";
+import { claimPaceFor, rowsToClaim, type ClaimPace, type PaceShape } from "../src/claim-pacer.js";
+
+const lease = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: true, oneRowClaims: false });
+const advisory = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: false });
+const rowLock = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: true });
+
+type Counters = Partial<Pick<ClaimPace, "inFlight" | "buffered" | "claims" | "claiming" | "settling" | "drained">>;
+
+/** Not drained unless a row says so: most rows test the steady state. */
+function ask(shape: PaceShape, counters: Counters): number {
+  const pace = claimPaceFor(shape);
+  Object.assign(pace, { drained: false }, counters);
+  return rowsToClaim(pace);
+}
+
+describe("claimPaceFor: the shape", () => {
+  it.each([
+    // shape, maxClaims, maxSettling
+    ["lease w1 b1", lease(1, 1), 2, 4],
+    ["lease w8 b1", lease(8, 1), 8, 32],
+    ["lease w4 b16: claims ahead keep 2 in flight", lease(4, 16), 2, 64],
+    ["lease w10 b4", lease(10, 4), 3, 40],
+    ["advisory w1 b1", advisory(1, 1), 1, 4],
+    ["advisory w4 b16", advisory(4, 16), 1, 64],
+    ["advisory w8 b2", advisory(8, 2), 4, 32],
+    ["row lock w8 b1: one claim per worker", rowLock(8, 1), 8, 32],
+    ["row lock w3 b10", rowLock(3, 10), 3, 40],
+  ] as const)("%s", (_name, shape, maxClaims, maxSettling) => {
+    const pace = claimPaceFor(shape);
+    expect(pace).toMatchObject({ maxClaims, maxSettling, inFlight: 0, buffered: 0, claims: 0, claiming: 0, settling: 0, drained: true });
+  });
+});
+
+describe("rowsToClaim", () => {
+  it.each<[string, PaceShape, Counters, number]>([
+    // The drained rule: one claim at a time until one comes back full.
+    ["drained, idle: one claim", lease(4, 16), { drained: true }, 16],
+    ["drained, one claim running: none", lease(4, 16), { drained: true, claims: 1, claiming: 16 }, 0],
+    ["drained row lock, one claim running: none though workers are free", rowLock(8, 1), { drained: true, claims: 1, claiming: 1 }, 0],
+    ["not drained row lock, one claim running: another", rowLock(8, 1), { claims: 1, claiming: 1 }, 1],
+    ["drained advisory, idle: up to free workers", advisory(4, 2), { drained: true }, 2],
+
+    // maxClaims.
+    ["lease at maxClaims: none", lease(4, 16), { claims: 2, claiming: 32 }, 0],
+    ["row lock at maxClaims (= workers): none", rowLock(3, 1), { claims: 3, claiming: 3 }, 0],
+    ["advisory below maxClaims, free workers: claim", advisory(8, 2), { claims: 3, claiming: 6 }, 2],
+    ["advisory at maxClaims: none", advisory(8, 2), { claims: 4, claiming: 8 }, 0],
+
+    // maxSettling: memory stays bounded when settlements are slow.
+    ["lease, settlings at the bound: none", lease(2, 4), { settling: 16 }, 0],
+    ["lease, settlings one below the bound: claim", lease(2, 4), { settling: 15 }, 4],
+    ["row lock, settlings at the bound: none", rowLock(2, 1), { settling: 8 }, 0],
+    ["advisory, settlings above the bound: none", advisory(2, 1), { settling: 9 }, 0],
+
+    // Claims ahead (lease): an uncovered worker gets a whole batch.
+    ["lease idle: a batch", lease(4, 16), {}, 16],
+    ["lease, every worker busy, buffer holds a batch: none", lease(4, 16), { inFlight: 4, buffered: 16 }, 0],
+    ["lease, every worker busy, empty buffer: none (no worker between deliveries)", lease(4, 16), { inFlight: 4 }, 0],
+    ["lease, a free worker covered by the buffer, buffer a batch: none", lease(4, 16), { inFlight: 3, buffered: 16 }, 0],
+    ["lease, free workers covered by a running claim of a full batch: none", lease(2, 4), { inFlight: 1, claims: 1, claiming: 4 }, 0],
+    // The refill rule: a worker is free and less than a batch is on hand.
+    ["lease refill: worker free, buffer + claiming below a batch", lease(4, 16), { inFlight: 3, buffered: 5, claims: 0 }, 16],
+    ["lease refill: counts rows the running claim may bring", lease(4, 16), { inFlight: 3, buffered: 5, claims: 1, claiming: 11 }, 0],
+    ["lease refill: one below a batch on hand", lease(4, 16), { inFlight: 3, buffered: 5, claims: 1, claiming: 10 }, 16],
+    ["lease refill needs a free worker", lease(4, 16), { inFlight: 4, buffered: 1 }, 0],
+    ["lease uncovered workers though a batch is on hand", lease(8, 2), { inFlight: 0, buffered: 2, claims: 1, claiming: 2 }, 2],
+    ["lease w8 b1: each free worker its own claim", lease(8, 1), { inFlight: 5, claims: 2, claiming: 2 }, 1],
+    ["lease w8 b1: free workers all covered by claims", lease(8, 1), { inFlight: 5, claims: 3, claiming: 3 }, 0],
+
+    // Holding forms: never more rows than free workers.
+    ["advisory idle: min(batch, free)", advisory(4, 16), {}, 4],
+    ["advisory, batch below free workers: batch", advisory(8, 2), {}, 2],
+    ["advisory, two workers free: two", advisory(4, 16), { inFlight: 2 }, 2],
+    ["advisory, free workers spoken for by a running claim: none", advisory(8, 2), { inFlight: 6, claims: 1, claiming: 2 }, 0],
+    ["advisory, every worker busy: none", advisory(4, 16), { inFlight: 4 }, 0],
+    ["advisory ignores buffered rows (never buffers)", advisory(4, 16), { buffered: 3 }, 4],
+    // Row lock: one-row claims, side by side.
+    ["row lock idle: one row", rowLock(4, 16), {}, 1],
+    ["row lock, free workers left: one row", rowLock(4, 16), { inFlight: 1, claims: 2, claiming: 2 }, 1],
+    ["row lock, free workers spoken for: none", rowLock(4, 16), { inFlight: 2, claims: 2, claiming: 2 }, 0],
+    ["row lock, every worker busy: none", rowLock(4, 1), { inFlight: 4 }, 0],
+  ])("%s", (_name, shape, counters, rows) => {
+    expect(ask(shape, counters)).toBe(rows);
+  });
+
+  it("a subscription's first asks: starting drained, then the pacer stops after the one claim", () => {
+    const pace = claimPaceFor(rowLock(4, 1));
+    expect(rowsToClaim(pace)).toBe(1);
+    pace.claims = 1;
+    pace.claiming = 1;
+    expect(rowsToClaim(pace)).toBe(0);
+    pace.drained = false; // that claim came back full
+    const started: number[] = [];
+    for (let limit = rowsToClaim(pace); limit > 0; limit = rowsToClaim(pace)) {
+      started.push(limit);
+      pace.claims++;
+      pace.claiming += limit;
+    }
+    expect(started).toEqual([1, 1, 1]);
+  });
+});

@@ -1,0 +1,80 @@
+/** Every message the runtime throws, pinned: a change to one is a change a user sees. */
+import { describe, expect, it } from "vitest";
+import type { SqlInboxError } from "@sqlinbox/core";
+import * as errors from "../src/errors.js";
+
+const place = { subscription: "reports", table: "report_jobs", id: 7 };
+const at = ' (subscription "reports", table "report_jobs", id 7)';
+const held = new Date("2026-01-02T03:04:05.000Z");
+const routes = new Map<string, unknown>([["reports", {}], ["mail", {}]]);
+
+const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string, string]> = [
+  ["noRoute", errors.noRoute("report", routes), "NoRoute", 'no route named "report" (declared: "reports", "mail"): declare it with broker.route(spec, "report") (subscription "report")'],
+  ["noRoute", errors.noRoute("report", new Map(), "report_jobs"), "NoRoute", 'no route named "report" (declared: none): declare it with broker.route(spec, "report") (subscription "report", table "report_jobs")'],
+  ["noRouteInApp", errors.noRouteInApp("mail"), "NoRoute", 'no broker of this app declares route "mail" (subscription "mail")'],
+  ["routeOnOtherTable", errors.routeOnOtherTable("reports", "a", "b"), "Declaration", 'route "reports" is on table "a", the subscriber\'s queue on "b" (subscription "reports")'],
+  ["routeAlreadyDeclared", errors.routeAlreadyDeclared("reports", "a", "b"), "Declaration", 'route "reports" is already declared on table "a" (subscription "reports", table "b")'],
+  ["routeSubscribedTwice", errors.routeSubscribedTwice("reports"), "AlreadySubscribed", 'a route has one subscriber per app (subscription "reports")'],
+  ["queueSubscribedTwice", errors.queueSubscribedTwice(place), "AlreadySubscribed", `this queue already has a subscriber on this broker (in this or another running app): one subscriber per queue, raise its workers instead${at}`],
+  ["unknownContextKey", errors.unknownContextKey("colour", place), "Declaration", `unknown context key "colour"${at}`],
+  ["rowLockTableUnsupported", errors.rowLockTableUnsupported("sqlite", place), "UnsupportedForm", `a row-lock table on sqlite, which has no row locks: give the table a lease column (.lease(column("locked_until"))) or an advisory key (.advisoryLock("…"))${at}`],
+  ["noRowLocks", errors.noRowLocks("sqlite", place), "UnsupportedForm", `sqlite has no row locks: give the table a lease column or an advisory key${at}`],
+  ["listenNeedsPostgres", errors.listenNeedsPostgres("mysql", "mysql://root@db/x"), "UnsupportedForm", "listenNotify() needs Postgres (LISTEN/NOTIFY), and this broker is on mysql (mysql://root@db/x): drop .listenNotify(); other processes see a publish at their next poll"],
+  ["listenNeedsOwnPool", errors.listenNeedsOwnPool("kysely (postgres)"), "Declaration", "listenNotify() needs a Postgres broker built with SqlBroker.fromUrl, whose pool it takes a connection from; this broker is kysely (postgres)"],
+  ["unknownKyselyDialect", errors.unknownKyselyDialect("MssqlAdapter"), "UnsupportedForm", "a Kysely instance on an unknown dialect (MssqlAdapter): sqlinbox runs on Postgres, MySQL/MariaDB and SQLite"],
+  ["sqliteUrlWithoutFile", errors.sqliteUrlWithoutFile(), "Declaration", "the SQLite URL names no file: use sqlite::memory: or sqlite:path/to/file.db"],
+  ["unsupportedUrlScheme", errors.unsupportedUrlScheme("redis"), "Declaration", 'unsupported database URL scheme "redis": use postgres://, mysql://, mariadb://, sqlite::memory: or sqlite:path'],
+  [
+    "poolTooSmall",
+    errors.poolTooSmall(4, [{ name: "reports", form: "rowLock", workers: 4, perDelivery: 1, total: 5 }], true, 6),
+    "PoolTooSmall",
+    'the pool holds at most 4 connections, the subscriptions and listenNotify need 6: "reports" (rowLock, workers(4)): 4 x 1 for deliveries in work + 1 for handlers, publishes and settlements = 5; 1 for listenNotify; total 6 > pool max 4: raise pool.max to 6 or lower workers',
+  ],
+  [
+    "poolTooSmall",
+    errors.poolTooSmall(2, [{ name: "a", form: "advisory", workers: 2, perDelivery: 1, total: 3 }], false, 3),
+    "PoolTooSmall",
+    'the pool holds at most 2 connections, the subscriptions need 3: "a" (advisory, workers(2)): 2 x 1 for deliveries in work + 1 for handlers, publishes and settlements = 3; total 3 > pool max 2: raise pool.max to 3 or lower workers',
+  ],
+  ["brokerStopped", errors.brokerStopped(), "Closed", "this broker was stopped; build a new one to start again"],
+  ["brokerNotStarted", errors.brokerNotStarted("reports"), "Closed", 'the broker has not started: start the app that routes it first (subscription "reports")'],
+  ["brokerNotStarted", errors.brokerNotStarted(), "Closed", "the broker has not started: start the app that routes it first"],
+  ["closedBeforePublish", errors.closedBeforePublish(place), "Closed", `the broker is closed: nothing was published${at}`],
+  ["closed", errors.closed(place), "Closed", `the broker is closed${at}`],
+  ["alreadySettled", errors.alreadySettled(place), "Declaration", `this delivery was already settled${at}`],
+  ["closedBeforeLeaseSettlement", errors.closedBeforeLeaseSettlement(place), "Closed", `the broker is closed: the settlement was not written; the row returns when its lease expires${at}`],
+  ["closedBeforeHeldSettlement", errors.closedBeforeHeldSettlement("ack", "row", place), "Closed", `the broker is closed: the ack was not written; the claim was rolled back and the row is back in the queue, its attempt not spent${at}`],
+  ["closedBeforeHeldSettlement", errors.closedBeforeHeldSettlement("retry", "key", place), "Closed", `the broker is closed: the retry was not written; the key's lock was released and the row is back in the queue${at}`],
+  ["stoppedInRetryHold", errors.stoppedInRetryHold("retryAfter", "row", place), "Closed", `the app stopped while the retryAfter held the row: rolled back, the row is back in the queue${at}`],
+  ["stoppedInRetryHold", errors.stoppedInRetryHold("retryAfter", "key", place), "Closed", `the app stopped while the retryAfter held the key: unlocked, the row is back in the queue${at}`],
+  ["leaseNotHeld", errors.leaseNotHeld("ack", held, place), "LeaseLost", `the ack was not written: the row no longer holds this delivery's lease (2026-01-02T03:04:05.000Z)${at}`],
+  ["leaseLost", errors.leaseLost("the extension found another lease", place), "LeaseLost", `the lease was lost: the extension found another lease${at}`],
+  ["batchedAckShort", errors.batchedAckShort(3, 4, { subscription: "reports", table: "report_jobs" }), "LeaseLost", 'a batched ack wrote 3 of 4 locked rows; the transaction was rolled back (subscription "reports", table "report_jobs")'],
+  ["transactionLost", errors.transactionLost("ack", 2, new Error("terminated"), place), "SessionLost", `the ack was not written: the delivery's transaction ended under it (terminated); it was rolled back, so the row is back in the queue with its attempt (2) not spent${at}`],
+  ["transactionLost", errors.transactionLost("drop", undefined, new Error("gone"), place), "SessionLost", `the drop was not written: the delivery's transaction ended under it (gone); it was rolled back, so the row is back in the queue with its attempt (none) not spent${at}`],
+  ["settlementDeadlockedTooOften", errors.settlementDeadlockedTooOften("ack", place), "SessionLost", `the ack deadlocked too often; the row is back in the queue${at}`],
+  ["lockSessionLost", errors.lockSessionLost("retry", new Error("killed"), place), "SessionLost", `the retry was not written: the session holding the key's lock ended (killed); the row is back in the queue, its attempt spent${at}`],
+  ["notSerializable", errors.notSerializable(undefined), "Decode", "a payload must be JSON-serializable, got undefined"],
+  ["failsSchema", errors.failsSchema("title: required; pages: too big", place), "Decode", `the payload fails its schema: title: required; pages: too big${at}`],
+  ["notUtf8Json", errors.notUtf8Json(new Error("Unexpected token"), place), "Decode", `the payload is not UTF-8 JSON: Unexpected token${at}`],
+];
+
+describe("runtime error messages", () => {
+  it.each(cases.map(([name, error, code, text], i) => [`${name} #${i}`, error, code, text] as const))("%s", (_name, error, code, text) => {
+    expect(error.code).toBe(code);
+    expect(error.message).toBe(`${code}: ${text}`);
+  });
+
+  it("every constructor of errors.ts is pinned above", () => {
+    const constructors = Object.keys(errors).sort();
+    const pinned = [...new Set(cases.map(([name]) => name))].sort();
+    expect(pinned).toEqual(constructors);
+  });
+
+  it("a lost session keeps its cause", () => {
+    const cause = new Error("terminated");
+    expect(errors.transactionLost("ack", 1, cause, place).cause).toBe(cause);
+    expect(errors.lockSessionLost("ack", cause, place).cause).toBe(cause);
+    expect(errors.notUtf8Json(cause, place).cause).toBe(cause);
+  });
+});

@@ -1,0 +1,79 @@
+/** The held-delivery state machine shared by row lock and advisory, driven by a recording form (no database: what it decides, not how a hold is kept). */
+import type { InboxDescription } from "@sqlinbox/core";
+import { describe, expect, it } from "vitest";
+import { HeldDelivery, type HoldingForm } from "../src/claim/held-delivery.js";
+import { HandlerOutcome } from "../src/index.js";
+import { PausedClock } from "../src/testing/index.js";
+
+const place = { subscription: "reports", table: "report_jobs", id: 1 };
+
+function setUp(options: { retryAfterColumn?: boolean; closed?: boolean } = {}) {
+  const calls: string[] = [];
+  const clock = new PausedClock(new Date("2026-01-01T00:00:00Z"));
+  const spec = { retryAfter: options.retryAfterColumn ? { name: "retry_after" } : undefined } as unknown as InboxDescription;
+  let closed = options.closed ?? false;
+  const form: HoldingForm<string> = {
+    held: "row", spec, clock, isClosed: () => closed,
+    closedBeforeSettle: async (d) => void calls.push(`closedBeforeSettle ${d.hold}`),
+    release: async (d) => void calls.push(`release ${d.hold}`),
+    abandon: (d) => void calls.push(`abandon ${d.hold}`),
+    settle: async (d, outcome) => void calls.push(`settle ${d.hold} ${outcome.kind}`),
+  };
+  const delivery = new HeldDelivery(form, { id: 1 }, 1, 2, place, "trx");
+  return { calls, clock, delivery, close: () => (closed = true) };
+}
+
+describe("HeldDelivery", () => {
+  it("settles once on its hold", async () => {
+    const { calls, delivery } = setUp();
+    await delivery.settle(HandlerOutcome.ack());
+    expect(calls).toEqual(["settle trx ack"]);
+    await expect(delivery.settle(HandlerOutcome.ack())).rejects.toMatchObject({ code: "Declaration", message: expect.stringContaining("already settled") });
+    expect(delivery.leaseDeadline()).toBeUndefined();
+    expect(delivery.signal.aborted).toBe(false);
+  });
+
+  it("a settlement after the broker closed gives the hold back and fails with Closed", async () => {
+    const { calls, delivery, close } = setUp();
+    close();
+    await expect(delivery.settle(HandlerOutcome.retry())).rejects.toMatchObject({ code: "Closed", message: expect.stringContaining("the claim was rolled back") });
+    expect(calls).toEqual(["closedBeforeSettle trx"]);
+    await expect(delivery.settle(HandlerOutcome.ack())).rejects.toMatchObject({ code: "Closed" });
+  });
+
+  it("abandoned while held: the signal aborts, the hold ends at once, a late settlement fails with Closed", async () => {
+    const { calls, delivery } = setUp();
+    delivery.abandon(new Error("grace over"));
+    delivery.abandon(new Error("twice"));
+    expect(delivery.signal.aborted).toBe(true);
+    expect(calls).toEqual(["abandon trx"]);
+    await expect(delivery.settle(HandlerOutcome.ack())).rejects.toMatchObject({ code: "Closed" });
+    expect(calls).toEqual(["abandon trx", "closedBeforeSettle trx"]);
+  });
+
+  it("retryAfter without a retryAfter column holds the row for the delay, then settles", async () => {
+    const { calls, clock, delivery } = setUp();
+    const settled = delivery.settle(HandlerOutcome.retryAfter(5_000));
+    await Promise.resolve();
+    expect(calls).toEqual([]);
+    expect(clock.pending).toBe(1);
+    clock.fireDue(clock.now().getTime() + 5_000);
+    await settled;
+    expect(calls).toEqual(["settle trx retryAfter"]);
+  });
+
+  it("with a retryAfter column the row is hidden by the settlement, not held", async () => {
+    const { calls, delivery } = setUp({ retryAfterColumn: true });
+    await delivery.settle(HandlerOutcome.retryAfter(5_000));
+    expect(calls).toEqual(["settle trx retryAfter"]);
+  });
+
+  it("a stop during the retry hold releases the hold and fails with Closed; abandon does not end the hold twice", async () => {
+    const { calls, delivery } = setUp();
+    const settled = delivery.settle(HandlerOutcome.retryAfter(60_000));
+    delivery.abandon(new Error("grace over"));
+    await expect(settled).rejects.toMatchObject({ code: "Closed", message: expect.stringContaining("held the row: rolled back") });
+    expect(calls).toEqual(["release trx"]);
+    expect(delivery.signal.aborted).toBe(true);
+  });
+});
