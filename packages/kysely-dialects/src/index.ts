@@ -10,7 +10,9 @@ import { sqliteDialect } from "./sqlite/dialect.js";
 export type {
   Engine, EngineCapabilities, EngineDialect, RawRow, HeldLease, LeaseColumnInfo, FoundColumn, TimeCodec,
   ClaimOptions, LeaseClaimOptions, RowLockStatements, LeaseStatements, AdvisoryStatements, PublishStatements, SchemaStatements,
+  NotifyStatements,
 } from "./types.js";
+export type { NotifyingDialect } from "./forms/dialect.js";
 export { postgresDialect, mysqlDialect, sqliteDialect };
 export { advisoryKeyOf, mysqlLockName, MYSQL_LOCK_NAME_MAX } from "./shared/advisory-key.js";
 export { checkSchema, readFoundColumns } from "./shared/schema-check.js";

@@ -11,10 +11,22 @@ export interface EngineCapabilities {
   readonly updateReturning: boolean;
   /** `INSERT … RETURNING` exists (MariaDB has it, MySQL does not: the mysql dialect uses insertId). */
   readonly insertReturning: boolean;
-  /** `FOR UPDATE SKIP LOCKED`: the row-lock form is possible. */
+  /**
+   * `FOR UPDATE SKIP LOCKED`: the row-lock form is possible, and the lease form's selects lock
+   * the rows they read (without it, one writer at a time is the lock: SQLite).
+   */
   readonly rowLock: boolean;
+  /** Ascending order puts NULL first without being told (MySQL, SQLite); otherwise claims say `NULLS FIRST` (Postgres). */
+  readonly nullsFirstByDefault: boolean;
   /** Where advisory locks live: in the server session, or in this process (SQLite). */
   readonly advisoryLocks: "session" | "process";
+  /**
+   * How a key names its session lock: a 64-bit hash of the key (Postgres), the key prefixed with
+   * the database name (MySQL/MariaDB `GET_LOCK`, whose locks are server-wide), or none (process registry).
+   */
+  readonly advisoryLockName: "key-hash" | "database-and-key" | null;
+  /** The server relays notifications between sessions (Postgres LISTEN/NOTIFY): `notify` is not `null`. */
+  readonly listenNotify: boolean;
   /** The isolation level a row-lock or lease-claim transaction opens with, if not the default. */
   readonly claimIsolation?: "read committed";
 }
@@ -152,6 +164,19 @@ export interface SchemaStatements {
   currentDatabase(): CompiledQuery<{ name: string }>;
 }
 
+/**
+ * Waking other processes through the server (Postgres LISTEN/NOTIFY). Each statement runs on its
+ * own session: listening holds a connection for the app's life.
+ */
+export interface NotifyStatements {
+  /** Starts listening on `channel` (an identifier, quoted by Kysely) on this session. */
+  listen(channel: string): CompiledQuery;
+  /** Stops listening on every channel of this session, before the connection goes back to the pool. */
+  unlistenAll(): CompiledQuery;
+  /** Notifies `channel` with an empty payload; inside a transaction it goes out at commit, and a rollback sends nothing. */
+  notify(channel: string): CompiledQuery;
+}
+
 /** Everything one engine provides. */
 export interface EngineDialect {
   readonly capabilities: EngineCapabilities;
@@ -162,6 +187,8 @@ export interface EngineDialect {
   readonly advisory: AdvisoryStatements;
   readonly publish: PublishStatements;
   readonly schema: SchemaStatements;
+  /** `null` where the server relays no notifications (`capabilities.listenNotify` is false): other processes see a publish at their next poll. */
+  readonly notify: NotifyStatements | null;
   /** Refuses a server below the floor with `ServerTooOld`, naming both versions. Returns a label such as "MariaDB 10.11.19". */
   checkServerVersion(version: string): string;
   /** Normalizes the rows of `describeTable`. */

@@ -1,7 +1,7 @@
 import type { CompiledQuery } from "kysely";
 import type { RawRow, SchemaStatements } from "../types.js";
-import { compiled, type Eb } from "../shared/query-db.js";
-import { mysqlContext as ctx } from "./query-builder.js";
+import { compiled, type Eb } from "../statements/query-db.js";
+import { mysqlDb as db } from "./query-builder.js";
 
 /**
  * ```sql
@@ -11,7 +11,7 @@ import { mysqlContext as ctx } from "./query-builder.js";
  */
 export function describeTable(table: string): CompiledQuery<RawRow> {
   return compiled(
-    ctx.db
+    db
       .selectFrom("information_schema.COLUMNS")
       .select(["COLUMN_NAME as name", "DATA_TYPE as data_type", "DATETIME_PRECISION as precision", "IS_NULLABLE as nullable"])
       .where("TABLE_SCHEMA", "=", (eb: Eb) => eb.fn("database", []))
@@ -22,12 +22,12 @@ export function describeTable(table: string): CompiledQuery<RawRow> {
 
 /** ``select version() as `version` ``, e.g. `8.0.36` or `10.11.19-MariaDB-0+deb12u1`. */
 export function serverVersion(): CompiledQuery<{ version: string }> {
-  return compiled(ctx.db.selectNoFrom((eb) => eb.fn<string>("version", []).as("version")));
+  return compiled(db.selectNoFrom((eb) => eb.fn<string>("version", []).as("version")));
 }
 
 /** ``select database() as `name` ``: the prefix of lock names. */
 export function currentDatabase(): CompiledQuery<{ name: string }> {
-  return compiled(ctx.db.selectNoFrom((eb) => eb.fn<string>("database", []).as("name")));
+  return compiled(db.selectNoFrom((eb) => eb.fn<string>("database", []).as("name")));
 }
 
 export const mysqlSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase });

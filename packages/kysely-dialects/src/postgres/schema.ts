@@ -1,7 +1,7 @@
 import type { CompiledQuery } from "kysely";
 import type { RawRow, SchemaStatements } from "../types.js";
-import { compiled, type Eb } from "../shared/query-db.js";
-import { postgresContext as ctx } from "./query-builder.js";
+import { compiled, type Eb } from "../statements/query-db.js";
+import { postgresDb as db } from "./query-builder.js";
 
 /**
  * ```sql
@@ -11,7 +11,7 @@ import { postgresContext as ctx } from "./query-builder.js";
  */
 export function describeTable(table: string): CompiledQuery<RawRow> {
   return compiled(
-    ctx.db
+    db
       .selectFrom("information_schema.columns")
       .select(["column_name as name", "data_type", "datetime_precision as precision", "is_nullable as nullable"])
       .where("table_schema", "=", (eb: Eb) => eb.fn("current_schema", []))
@@ -22,12 +22,12 @@ export function describeTable(table: string): CompiledQuery<RawRow> {
 
 /** `select current_setting($1) as "version"` with `server_version`, e.g. `15.20 (Debian 15.20-0+deb12u1)`. */
 export function serverVersion(): CompiledQuery<{ version: string }> {
-  return compiled(ctx.db.selectNoFrom((eb) => eb.fn<string>("current_setting", [eb.val("server_version")]).as("version")));
+  return compiled(db.selectNoFrom((eb) => eb.fn<string>("current_setting", [eb.val("server_version")]).as("version")));
 }
 
 /** `select current_schema() as "name"`. */
 export function currentDatabase(): CompiledQuery<{ name: string }> {
-  return compiled(ctx.db.selectNoFrom((eb) => eb.fn<string>("current_schema", []).as("name")));
+  return compiled(db.selectNoFrom((eb) => eb.fn<string>("current_schema", []).as("name")));
 }
 
 export const postgresSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase });

@@ -1,7 +1,7 @@
 import { sql, type CompiledQuery } from "kysely";
 import type { RawRow, SchemaStatements } from "../types.js";
-import { compiled, type Eb } from "../shared/query-db.js";
-import { sqliteContext as ctx } from "./query-builder.js";
+import { compiled, type Eb } from "../statements/query-db.js";
+import { sqliteDb as db } from "./query-builder.js";
 
 /**
  * ```sql
@@ -13,7 +13,7 @@ import { sqliteContext as ctx } from "./query-builder.js";
  */
 export function describeTable(table: string): CompiledQuery<RawRow> {
   return compiled(
-    ctx.db
+    db
       .selectFrom(sql`pragma_table_info(${table})`.as("c"))
       .select((eb: Eb) => [
         "name",
@@ -27,12 +27,12 @@ export function describeTable(table: string): CompiledQuery<RawRow> {
 
 /** `select sqlite_version() as "version"`, e.g. `3.45.1`. */
 export function serverVersion(): CompiledQuery<{ version: string }> {
-  return compiled(ctx.db.selectNoFrom((eb) => eb.fn<string>("sqlite_version", []).as("version")));
+  return compiled(db.selectNoFrom((eb) => eb.fn<string>("sqlite_version", []).as("version")));
 }
 
 /** `select ? as "name"` with `main`. */
 export function currentDatabase(): CompiledQuery<{ name: string }> {
-  return compiled(ctx.db.selectNoFrom((eb) => eb.val("main").as("name")));
+  return compiled(db.selectNoFrom((eb) => eb.val("main").as("name")));
 }
 
 export const sqliteSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase });

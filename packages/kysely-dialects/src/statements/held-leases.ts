@@ -1,7 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core";
 import type { CompiledQuery, Expression, SqlBool } from "kysely";
 import type { HeldLease, RawRow } from "../types.js";
-import { leaseColumnOf } from "./lease-writes.js";
+import { leaseColumnOf } from "./claim-stamp.js";
 import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
 
 /**
@@ -47,27 +47,21 @@ export function ackManyQuery(
       .updateTable(spec.table)
       .set({ [spec.processedAt.name]: ctx.time.encode(now, COMPARE_PRECISION) })
       .where(where);
-    return ctx.updateReturning ? compiled(update.returning(spec.id.name)) : compiled(update);
+    return ctx.capabilities.updateReturning ? compiled(update.returning(spec.id.name)) : compiled(update);
   }
   const del = ctx.db.deleteFrom(spec.table).where(where);
-  return ctx.updateReturning ? compiled(del.returning(spec.id.name)) : compiled(del);
+  return ctx.capabilities.updateReturning ? compiled(del.returning(spec.id.name)) : compiled(del);
 }
 
 /**
- * `SELECT id FROM t WHERE (locked_until = ? AND id IN (…)) OR … FOR UPDATE`: which leases are
- * still held, locking those rows until the transaction ends (no lock clause on SQLite, where
- * the transaction itself is the lock). Where a batched write cannot return ids (MySQL/MariaDB),
- * it runs first in the same short transaction, so the write then touches exactly these rows.
+ * The ids of the leases still held, their rows locked until the transaction ends where the
+ * engine has row locks (on SQLite the transaction itself is the lock). Where a batched write
+ * cannot return ids (MySQL/MariaDB), it runs first in the same short transaction, so the write
+ * then touches exactly these rows.
  */
-export function selectHeldQuery(
-  ctx: StatementContext,
-  spec: InboxDescription,
-  leases: readonly HeldLease[],
-  precision: number,
-  lock: boolean,
-): CompiledQuery<RawRow> {
+export function selectHeldQuery(ctx: StatementContext, spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
   const query = ctx.db.selectFrom(spec.table).select(spec.id.name).where(heldAny(ctx, spec, leases, precision));
-  return compiled(lock ? query.forUpdate() : query);
+  return compiled(ctx.capabilities.rowLock ? query.forUpdate() : query);
 }
 
 /**
@@ -90,5 +84,5 @@ export function releaseUnstartedQuery(
       return values;
     })
     .where(heldAny(ctx, spec, leases, precision));
-  return ctx.updateReturning ? compiled(update.returning(spec.id.name)) : compiled(update);
+  return ctx.capabilities.updateReturning ? compiled(update.returning(spec.id.name)) : compiled(update);
 }
