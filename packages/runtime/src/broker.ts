@@ -1,6 +1,6 @@
 import { SqlInboxError, type AnyInboxSpec, type FormOf, type InboxDescription, type RolesOf, type SpecError } from "@sqlinbox/core";
 import { checkSchema, dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects";
-import { CompiledQuery, MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
+import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
 import type { Activity } from "./activity.js";
 import { Database, type AnyKysely } from "./database.js";
 import { parseDatabaseUrl, type OpenedDatabase, type PoolOptions } from "./drivers/index.js";
@@ -154,8 +154,8 @@ export class BrokerState {
     await database.execute("publish", database.dialect.publish.insert(description, [row]), via as AnyKysely | undefined);
     // On the same connection or transaction as the insert: inside `{ via: trx }` the notification goes out at commit.
     // Without `via` the row is already committed: a failed NOTIFY is only a warning (the next poll sees the row).
-    if (this.notifying) {
-      const notify = database.execute("publish", CompiledQuery.raw("select pg_notify($1, '')", [channelOf(description.table)]), via as AnyKysely | undefined);
+    if (this.notifying && database.dialect.notify !== null) {
+      const notify = database.execute("publish", database.dialect.notify.notify(channelOf(description.table)), via as AnyKysely | undefined);
       if (via !== undefined) await notify;
       else await notify.catch((error: unknown) => this.#logger?.warn({ ...errorFields(error), subscription: name, table: description.table }, "listenNotify: NOTIFY failed after the publish committed; other processes see the row at their next poll"));
     }
@@ -291,7 +291,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   /**
    * Postgres only: wakes subscriptions in other processes too. An app started with this value takes
    * one pool connection for its life and `LISTEN`s on a channel per routed table (`sqlinbox_<table>`,
-   * hashed past 63 bytes); every publish also runs `select pg_notify(channel, '')` on the insert's
+   * hashed past 63 bytes); every publish also notifies that channel (the dialect's `notify` group) on the insert's
    * connection or transaction (so `{ via: trx }` notifies at commit, and a rollback notifies nobody).
    * A SQLite or MySQL/MariaDB URL does not compile; any other non-Postgres broker, or one built
    * with `fromKysely`, is refused when the app starts.
