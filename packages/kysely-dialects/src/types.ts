@@ -101,7 +101,8 @@ export interface RowLockStatements {
 export interface LeaseStatements {
   /**
    * One statement that claims: sets the deadline, counts the attempt, returns the rows
-   * (Postgres CTE + `UPDATE … RETURNING`, SQLite `UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING`).
+   * (Postgres: a CTE that picks `FOR UPDATE SKIP LOCKED`, then `UPDATE … RETURNING`; SQLite: an
+   * update of the ids a subquery picks, with `RETURNING`).
    * `null` on engines that need two statements (MySQL/MariaDB): use `selectClaimable` then `stampClaimed` in one transaction.
    */
   claim(spec: InboxDescription, options: LeaseClaimOptions): CompiledQuery<RawRow> | null;
@@ -118,14 +119,14 @@ export interface LeaseStatements {
   /** Release while held: `locked_until = NULL` (or `retryAt` in the retryAfter column / the lease column), attempt not counted again. */
   settleRetry(spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number): CompiledQuery;
   /**
-   * Ack of many leases in one statement, each row only while it still holds its token:
-   * `DELETE FROM t WHERE (locked_until = ? AND id IN (…)) OR …`, one group per distinct token (or `UPDATE … SET processed_at`).
+   * Ack of many leases in one statement, each row only while it still holds its token: a delete
+   * (or a processedAt update) whose condition has one arm per distinct token with its list of ids.
    * Where the engine has `updateReturning`, `RETURNING id` names the acks that took. Elsewhere
    * (MySQL/MariaDB) run `selectHeld` first in one short transaction: the ids it returns are the
    * acks that take; every other lease was lost.
    */
   settleAckMany(spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number): CompiledQuery<RawRow>;
-  /** `SELECT id FROM t WHERE (locked_until = ? AND id IN (…)) OR … FOR UPDATE` (no lock clause on SQLite): the leases still held, their rows locked until commit. */
+  /** The ids of the leases still held, their rows locked until commit (`FOR UPDATE`; no lock clause on SQLite). */
   selectHeld(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow>;
   /**
    * Gives back claimed rows no handler received: `locked_until = NULL` and the claim's attempt

@@ -4,9 +4,11 @@ import { compiled, type Eb } from "../statements/query-db.js";
 import { mysqlDb as db } from "./query-builder.js";
 
 /**
- * ```sql
+ * The table's columns from `information_schema`, in the current database.
+ *
+ * ```sql mysql:schema.describeTable
  * select `COLUMN_NAME` as `name`, `DATA_TYPE` as `data_type`, `DATETIME_PRECISION` as `precision`, `IS_NULLABLE` as `nullable`
- * from `information_schema`.`COLUMNS` where `TABLE_SCHEMA` = database() and `TABLE_NAME` = ?
+ * from `information_schema`.`COLUMNS` where `TABLE_SCHEMA` = database() and `TABLE_NAME` = ? order by `ORDINAL_POSITION`
  * ```
  */
 export function describeTable(table: string): CompiledQuery<RawRow> {
@@ -20,12 +22,12 @@ export function describeTable(table: string): CompiledQuery<RawRow> {
   );
 }
 
-/** ``select version() as `version` ``, e.g. `8.0.36` or `10.11.19-MariaDB-0+deb12u1`. */
+/** The server's `version()`, e.g. `8.0.36` or `10.11.19-MariaDB-0+deb12u1`. */
 export function serverVersion(): CompiledQuery<{ version: string }> {
   return compiled(db.selectNoFrom((eb) => eb.fn<string>("version", []).as("version")));
 }
 
-/** ``select database() as `name` ``: the prefix of lock names. */
+/** The current `database()`: the prefix of lock names. */
 export function currentDatabase(): CompiledQuery<{ name: string }> {
   return compiled(db.selectNoFrom((eb) => eb.fn<string>("database", []).as("name")));
 }

@@ -4,9 +4,11 @@ import { compiled, type Eb } from "../statements/query-db.js";
 import { postgresDb as db } from "./query-builder.js";
 
 /**
- * ```sql
+ * The table's columns from `information_schema`, in the current schema.
+ *
+ * ```sql postgres:schema.describeTable
  * select "column_name" as "name", "data_type", "datetime_precision" as "precision", "is_nullable" as "nullable"
- * from "information_schema"."columns" where "table_schema" = current_schema() and "table_name" = $1
+ * from "information_schema"."columns" where "table_schema" = current_schema() and "table_name" = $1 order by "ordinal_position"
  * ```
  */
 export function describeTable(table: string): CompiledQuery<RawRow> {
@@ -20,12 +22,12 @@ export function describeTable(table: string): CompiledQuery<RawRow> {
   );
 }
 
-/** `select current_setting($1) as "version"` with `server_version`, e.g. `15.20 (Debian 15.20-0+deb12u1)`. */
+/** The server's `server_version` setting, e.g. `15.20 (Debian 15.20-0+deb12u1)`. */
 export function serverVersion(): CompiledQuery<{ version: string }> {
   return compiled(db.selectNoFrom((eb) => eb.fn<string>("current_setting", [eb.val("server_version")]).as("version")));
 }
 
-/** `select current_schema() as "name"`. */
+/** The current schema. */
 export function currentDatabase(): CompiledQuery<{ name: string }> {
   return compiled(db.selectNoFrom((eb) => eb.fn<string>("current_schema", []).as("name")));
 }

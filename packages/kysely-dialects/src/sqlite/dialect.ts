@@ -3,7 +3,7 @@ import { buildDialect } from "../forms/dialect.js";
 import { sqliteEngine } from "./engine.js";
 
 /**
- * SQLite 3.35+: lease (one `UPDATE … WHERE id IN (SELECT …) RETURNING`) and advisory with
+ * SQLite 3.35+: lease (one update of the ids a subquery picks, with `RETURNING`) and advisory with
  * keys held in the process; no row lock. Deadlines are fixed-width UTC ISO-8601 text.
  *
  * @example

@@ -4,10 +4,11 @@ import { compiled, type Eb } from "../statements/query-db.js";
 import { sqliteDb as db } from "./query-builder.js";
 
 /**
- * ```sql
- * select "name", "type" as "data_type", null as "precision",
- *        "notnull" = 0 as "nullable"
- * from pragma_table_info(?) as "c"
+ * The table's columns from the `table_info` pragma.
+ *
+ * ```sql sqlite:schema.describeTable
+ * select "name", "type" as "data_type", null as "precision", "notnull" = 0 as "nullable"
+ * from pragma_table_info(?) as "c" order by "cid"
  * ```
  * (a table-valued pragma has no Kysely builder: the raw fragment takes the table as a parameter).
  */
@@ -25,12 +26,12 @@ export function describeTable(table: string): CompiledQuery<RawRow> {
   );
 }
 
-/** `select sqlite_version() as "version"`, e.g. `3.45.1`. */
+/** The library's `sqlite_version()`, e.g. `3.45.1`. */
 export function serverVersion(): CompiledQuery<{ version: string }> {
   return compiled(db.selectNoFrom((eb) => eb.fn<string>("sqlite_version", []).as("version")));
 }
 
-/** `select ? as "name"` with `main`. */
+/** Always `main`, as a parameter: SQLite has no server-side database name that matters here. */
 export function currentDatabase(): CompiledQuery<{ name: string }> {
   return compiled(db.selectNoFrom((eb) => eb.val("main").as("name")));
 }

@@ -7,9 +7,8 @@ import { compiled, type StatementContext } from "./query-db.js";
 type Eb = ExpressionBuilder<any, any>;
 
 /**
- * Takes a row whose key this session has just locked:
- * `UPDATE t SET attempt = attempt + 1 WHERE id = ? AND <claimable>`. The claimable check is
- * repeated because another session may have finished the row between the candidate select
+ * Takes a row whose key this session has just locked: counts its attempt, only while the row is
+ * still claimable. The claimable check is repeated because another session may have finished the row between the candidate select
  * and the lock: one row affected means it is ours, zero that it is gone.
  * Without an attempt column it writes `id = id`, so the affected count still answers.
  */
