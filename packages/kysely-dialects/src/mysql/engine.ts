@@ -9,7 +9,7 @@ import { mysqlTime } from "./time.js";
 /** What MySQL 8.0.1+ and MariaDB 10.6+ have in common, and why each answer is what it is. */
 const capabilities: EngineCapabilities = Object.freeze({
   engine: "mysql",
-  // MySQL has no RETURNING at all; MariaDB has DELETE/INSERT … RETURNING but not UPDATE before 11.x.
+  // MySQL has no RETURNING at all; MariaDB has it on DELETE and INSERT, but not on UPDATE.
   updateReturning: false,
   // MySQL has no INSERT … RETURNING: a publish reads insertId (consecutive ids in one insert).
   insertReturning: false,
