@@ -14,7 +14,8 @@ export type {
 } from "./types.js";
 export type { NotifyingDialect } from "./forms/dialect.js";
 export { postgresDialect, mysqlDialect, sqliteDialect };
-export { advisoryKeyOf, mysqlLockName, MYSQL_LOCK_NAME_MAX } from "./shared/advisory-key.js";
+export { advisoryKeyOf } from "./shared/advisory-key.js";
+export { mysqlLockName, MYSQL_LOCK_NAME_MAX } from "./mysql/lock-name.js";
 export { checkSchema, readFoundColumns } from "./shared/schema-check.js";
 export { checkServerVersion, VERSION_FLOORS } from "./shared/server-version.js";
 export { truncateToPrecision, formatUtcText, parseUtcText } from "./shared/time-text.js";

@@ -1,6 +1,6 @@
 import type { CompiledQuery } from "kysely";
 import type { SessionLockStatements } from "../forms/engine-traits.js";
-import { mysqlLockName } from "../shared/advisory-key.js";
+import { mysqlLockName } from "./lock-name.js";
 import { compiled } from "../statements/query-db.js";
 import { mysqlDb as db } from "./query-builder.js";
 
