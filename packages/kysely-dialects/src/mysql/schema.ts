@@ -1,5 +1,6 @@
 import type { CompiledQuery } from "kysely";
 import type { RawRow, SchemaStatements } from "../types.js";
+import type { SchemaRules } from "../shared/schema-check.js";
 import { compiled, type Eb } from "../statements/query-db.js";
 import { mysqlDb as db } from "./query-builder.js";
 
@@ -31,5 +32,16 @@ export function serverVersion(): CompiledQuery<{ version: string }> {
 export function currentDatabase(): CompiledQuery<{ name: string }> {
   return compiled(db.selectNoFrom((eb) => eb.fn<string>("database", []).as("name")));
 }
+
+/** Reading a MySQL/MariaDB table against a description. */
+export const mysqlSchemaRules: SchemaRules = Object.freeze({
+  // Column names are case-insensitive.
+  caseSensitiveNames: false,
+  // The codec writes UTC text; TIMESTAMP holds it too in a session whose time_zone is +00:00.
+  holdsTime: (t: string) => t === "datetime" || t === "timestamp",
+  timeTypeAdvice: "use DATETIME(n) (or TIMESTAMP(n))",
+  // DATETIME without (n) keeps whole seconds.
+  leasePrecision: (reported: number | null) => reported ?? 0,
+});
 
 export const mysqlSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase });

@@ -1,5 +1,6 @@
 import type { CompiledQuery } from "kysely";
 import type { RawRow, SchemaStatements } from "../types.js";
+import type { SchemaRules } from "../shared/schema-check.js";
 import { compiled, type Eb } from "../statements/query-db.js";
 import { postgresDb as db } from "./query-builder.js";
 
@@ -31,5 +32,15 @@ export function serverVersion(): CompiledQuery<{ version: string }> {
 export function currentDatabase(): CompiledQuery<{ name: string }> {
   return compiled(db.selectNoFrom((eb) => eb.fn<string>("current_schema", []).as("name")));
 }
+
+/** Reading a Postgres table against a description. */
+export const postgresSchemaRules: SchemaRules = Object.freeze({
+  // A quoted identifier keeps its case.
+  caseSensitiveNames: true,
+  // TIMESTAMP WITHOUT TIME ZONE would drop the offset of the parameter: only the zoned type is exact.
+  holdsTime: (t: string) => t === "timestamp with time zone" || t === "timestamptz",
+  timeTypeAdvice: "use TIMESTAMPTZ",
+  leasePrecision: (reported: number | null) => reported ?? 6,
+});
 
 export const postgresSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase });

@@ -1,5 +1,6 @@
 import { sql, type CompiledQuery } from "kysely";
 import type { RawRow, SchemaStatements } from "../types.js";
+import type { SchemaRules } from "../shared/schema-check.js";
 import { compiled, type Eb } from "../statements/query-db.js";
 import { sqliteDb as db } from "./query-builder.js";
 
@@ -35,5 +36,16 @@ export function serverVersion(): CompiledQuery<{ version: string }> {
 export function currentDatabase(): CompiledQuery<{ name: string }> {
   return compiled(db.selectNoFrom((eb) => eb.val("main").as("name")));
 }
+
+/** Reading a SQLite table against a description. */
+export const sqliteSchemaRules: SchemaRules = Object.freeze({
+  // Column names are case-insensitive.
+  caseSensitiveNames: false,
+  // The codec writes fixed-width ISO-8601 text; any type with TEXT affinity (or none) stores it as text.
+  holdsTime: (t: string) => t === "" || /char|clob|text/.test(t),
+  timeTypeAdvice: "use TEXT (sqlinbox writes fixed-width UTC ISO-8601 text)",
+  // The text keeps milliseconds, whatever the declared type says.
+  leasePrecision: () => 3,
+});
 
 export const sqliteSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase });
