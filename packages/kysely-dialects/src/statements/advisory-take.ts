@@ -1,10 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core";
-import type { CompiledQuery, ExpressionBuilder } from "kysely";
+import type { CompiledQuery } from "kysely";
 import { whereClaimable } from "./claimable.js";
-import { compiled, type StatementContext } from "./query-db.js";
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Eb = ExpressionBuilder<any, any>;
+import { compiled, type Eb, type StatementContext } from "./query-db.js";
 
 /**
  * Takes a row whose key this session has just locked: counts its attempt, only while the row is

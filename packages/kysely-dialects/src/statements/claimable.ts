@@ -1,10 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core";
-import type { Expression, ExpressionBuilder, SqlBool } from "kysely";
+import type { Expression, SqlBool } from "kysely";
 import type { ClaimOptions } from "../types.js";
-import { COMPARE_PRECISION, type QueryDb, type StatementContext } from "./query-db.js";
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Eb = ExpressionBuilder<any, any>;
+import { COMPARE_PRECISION, type Eb, type QueryDb, type StatementContext } from "./query-db.js";
 
 /** `table.column`, quoted by Kysely as two identifiers. */
 export const col = (spec: InboxDescription, name: string): string => `${spec.table}.${name}`;
