@@ -3,9 +3,9 @@
  * compiled by Kysely and never executed here: a description and options in, a `CompiledQuery` out.
  */
 import type { Engine, EngineDialect } from "./types.js";
-import { mysqlDialect } from "./mysql/dialect.js";
-import { postgresDialect } from "./postgres/dialect.js";
-import { sqliteDialect } from "./sqlite/dialect.js";
+import { mysqlDialect } from "./mysql/engine.js";
+import { postgresDialect } from "./postgres/engine.js";
+import { sqliteDialect } from "./sqlite/engine.js";
 
 export type {
   Engine, EngineCapabilities, EngineDialect, RawRow, HeldLease, LeaseColumnInfo, FoundColumn, TimeCodec,

@@ -1,5 +1,6 @@
+import { buildDialect } from "../forms/dialect.js";
 import type { EngineTraits } from "../forms/engine-traits.js";
-import type { EngineCapabilities } from "../types.js";
+import type { EngineCapabilities, EngineDialect } from "../types.js";
 import { checkServerVersion } from "../shared/server-version.js";
 import { mysqlSessionLocks } from "./advisory-lock.js";
 import { mysqlDb } from "./query-builder.js";
@@ -39,3 +40,14 @@ export const mysqlEngine: EngineTraits = Object.freeze({
   notify: null,
   checkServerVersion: (version: string) => checkServerVersion("mysql", version),
 });
+
+/**
+ * MySQL 8.0.1+ and MariaDB 10.6+, in the SQL both accept: no `RETURNING` anywhere (claims
+ * are a locked select then an update, publishes read `insertId`), `GET_LOCK` for advisory
+ * keys, deadlines as UTC text in `DATETIME(n)`. Claim transactions open READ COMMITTED.
+ *
+ * @example
+ * const rows = await trx.executeQuery(mysqlDialect.lease.selectClaimable(spec, { limit: 10, now }));
+ * await trx.executeQuery(mysqlDialect.lease.stampClaimed(spec, rows.rows.map((r) => r.id), until, 3));
+ */
+export const mysqlDialect: EngineDialect = buildDialect(mysqlEngine);

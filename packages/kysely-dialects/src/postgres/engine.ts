@@ -1,3 +1,4 @@
+import { buildDialect, type NotifyingDialect } from "../forms/dialect.js";
 import type { EngineTraits, OneStatementClaim } from "../forms/engine-traits.js";
 import type { EngineCapabilities, NotifyStatements } from "../types.js";
 import { checkServerVersion } from "../shared/server-version.js";
@@ -41,3 +42,13 @@ export const postgresEngine: EngineTraits & { readonly notify: NotifyStatements 
   notify: postgresNotify,
   checkServerVersion: (version: string) => checkServerVersion("postgres", version),
 });
+
+/**
+ * PostgreSQL 11+: every form; one-statement claims with `UPDATE … RETURNING`; advisory
+ * locks on `hashtextextended(key, 0)`; deadlines in `TIMESTAMPTZ` passed as `Date`; LISTEN/NOTIFY.
+ *
+ * @example
+ * const q = postgresDialect.lease.claim(RenderReport.description, { limit: 10, now, until, precision: 6 });
+ * const { rows } = await db.executeQuery(q!);
+ */
+export const postgresDialect: NotifyingDialect = buildDialect(postgresEngine);

@@ -1,5 +1,6 @@
+import { buildDialect } from "../forms/dialect.js";
 import type { EngineTraits, OneStatementClaim } from "../forms/engine-traits.js";
-import type { EngineCapabilities } from "../types.js";
+import type { EngineCapabilities, EngineDialect } from "../types.js";
 import { checkServerVersion } from "../shared/server-version.js";
 import { claimUpdateReturning } from "./claim-update-returning.js";
 import { sqliteDb } from "./query-builder.js";
@@ -38,3 +39,13 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   notify: null,
   checkServerVersion: (version: string) => checkServerVersion("sqlite", version),
 });
+
+/**
+ * SQLite 3.35+: lease (one update of the ids a subquery picks, with `RETURNING`) and advisory with
+ * keys held in the process; no row lock. Deadlines are fixed-width UTC ISO-8601 text.
+ *
+ * @example
+ * const q = sqliteDialect.lease.claim(spec, { limit: 10, now, until, precision: 3 });
+ * const { rows } = await db.executeQuery(q!);
+ */
+export const sqliteDialect: EngineDialect = buildDialect(sqliteEngine);
