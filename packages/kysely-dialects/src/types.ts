@@ -11,10 +11,22 @@ export interface EngineCapabilities {
   readonly updateReturning: boolean;
   /** `INSERT … RETURNING` exists (MariaDB has it, MySQL does not: the mysql dialect uses insertId). */
   readonly insertReturning: boolean;
-  /** `FOR UPDATE SKIP LOCKED`: the row-lock form is possible. */
+  /**
+   * `FOR UPDATE SKIP LOCKED`: the row-lock form is possible, and the lease form's selects lock
+   * the rows they read (without it, one writer at a time is the lock: SQLite).
+   */
   readonly rowLock: boolean;
+  /** Ascending order puts NULL first without being told (MySQL, SQLite); otherwise claims say `NULLS FIRST` (Postgres). */
+  readonly nullsFirstByDefault: boolean;
   /** Where advisory locks live: in the server session, or in this process (SQLite). */
   readonly advisoryLocks: "session" | "process";
+  /**
+   * How a key names its session lock: a 64-bit hash of the key (Postgres), the key prefixed with
+   * the database name (MySQL/MariaDB `GET_LOCK`, whose locks are server-wide), or none (process registry).
+   */
+  readonly advisoryLockName: "key-hash" | "database-and-key" | null;
+  /** The server relays notifications between sessions (Postgres LISTEN/NOTIFY): `notify` is not `null`. */
+  readonly listenNotify: boolean;
   /** The isolation level a row-lock or lease-claim transaction opens with, if not the default. */
   readonly claimIsolation?: "read committed";
 }
@@ -89,7 +101,8 @@ export interface RowLockStatements {
 export interface LeaseStatements {
   /**
    * One statement that claims: sets the deadline, counts the attempt, returns the rows
-   * (Postgres CTE + `UPDATE … RETURNING`, SQLite `UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING`).
+   * (Postgres: a CTE that picks `FOR UPDATE SKIP LOCKED`, then `UPDATE … RETURNING`; SQLite: an
+   * update of the ids a subquery picks, with `RETURNING`).
    * `null` on engines that need two statements (MySQL/MariaDB): use `selectClaimable` then `stampClaimed` in one transaction.
    */
   claim(spec: InboxDescription, options: LeaseClaimOptions): CompiledQuery<RawRow> | null;
@@ -106,14 +119,14 @@ export interface LeaseStatements {
   /** Release while held: `locked_until = NULL` (or `retryAt` in the retryAfter column / the lease column), attempt not counted again. */
   settleRetry(spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number): CompiledQuery;
   /**
-   * Ack of many leases in one statement, each row only while it still holds its token:
-   * `DELETE FROM t WHERE (locked_until = ? AND id IN (…)) OR …`, one group per distinct token (or `UPDATE … SET processed_at`).
+   * Ack of many leases in one statement, each row only while it still holds its token: a delete
+   * (or a processedAt update) whose condition has one arm per distinct token with its list of ids.
    * Where the engine has `updateReturning`, `RETURNING id` names the acks that took. Elsewhere
    * (MySQL/MariaDB) run `selectHeld` first in one short transaction: the ids it returns are the
    * acks that take; every other lease was lost.
    */
   settleAckMany(spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number): CompiledQuery<RawRow>;
-  /** `SELECT id FROM t WHERE (locked_until = ? AND id IN (…)) OR … FOR UPDATE` (no lock clause on SQLite): the leases still held, their rows locked until commit. */
+  /** The ids of the leases still held, their rows locked until commit (`FOR UPDATE`; no lock clause on SQLite). */
   selectHeld(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow>;
   /**
    * Gives back claimed rows no handler received: `locked_until = NULL` and the claim's attempt
@@ -152,6 +165,19 @@ export interface SchemaStatements {
   currentDatabase(): CompiledQuery<{ name: string }>;
 }
 
+/**
+ * Waking other processes through the server (Postgres LISTEN/NOTIFY). Each statement runs on its
+ * own session: listening holds a connection for the app's life.
+ */
+export interface NotifyStatements {
+  /** Starts listening on `channel` (an identifier, quoted by Kysely) on this session. */
+  listen(channel: string): CompiledQuery;
+  /** Stops listening on every channel of this session, before the connection goes back to the pool. */
+  unlistenAll(): CompiledQuery;
+  /** Notifies `channel` with an empty payload; inside a transaction it goes out at commit, and a rollback sends nothing. */
+  notify(channel: string): CompiledQuery;
+}
+
 /** Everything one engine provides. */
 export interface EngineDialect {
   readonly capabilities: EngineCapabilities;
@@ -162,6 +188,8 @@ export interface EngineDialect {
   readonly advisory: AdvisoryStatements;
   readonly publish: PublishStatements;
   readonly schema: SchemaStatements;
+  /** `null` where the server relays no notifications (`capabilities.listenNotify` is false): other processes see a publish at their next poll. */
+  readonly notify: NotifyStatements | null;
   /** Refuses a server below the floor with `ServerTooOld`, naming both versions. Returns a label such as "MariaDB 10.11.19". */
   checkServerVersion(version: string): string;
   /** Normalizes the rows of `describeTable`. */

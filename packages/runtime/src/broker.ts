@@ -1,6 +1,6 @@
 import type { AnyInboxSpec, InboxDescription } from "@sqlinbox/core";
 import { checkSchema, dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects";
-import { CompiledQuery, type Transaction } from "kysely";
+import type { Transaction } from "kysely";
 import type { Activity } from "./activity.js";
 import { Database, type AnyKysely } from "./database.js";
 import type { OpenedDatabase } from "./drivers/index.js";
@@ -143,8 +143,8 @@ export class BrokerState {
     await database.execute("publish", database.dialect.publish.insert(description, [row]), via as AnyKysely | undefined);
     // On the same connection or transaction as the insert: inside `{ via: trx }` the notification goes out at commit.
     // Without `via` the row is already committed: a failed NOTIFY is only a warning (the next poll sees the row).
-    if (this.notifying) {
-      const notify = database.execute("publish", CompiledQuery.raw("select pg_notify($1, '')", [channelOf(description.table)]), via as AnyKysely | undefined);
+    if (this.notifying && database.dialect.notify !== null) {
+      const notify = database.execute("publish", database.dialect.notify.notify(channelOf(description.table)), via as AnyKysely | undefined);
       if (via !== undefined) await notify;
       else await notify.catch((error: unknown) => this.#logger?.warn({ ...errorFields(error), subscription: name, table: description.table }, "listenNotify: NOTIFY failed after the publish committed; other processes see the row at their next poll"));
     }

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { postgresDialect } from "@sqlinbox/kysely-dialects";
 import type { ListenClient } from "./drivers/types.js";
 import { errorFields, type Logger } from "./logger.js";
 
@@ -10,11 +11,6 @@ export function channelOf(table: string): string {
   const plain = `sqlinbox_${table}`;
   if (Buffer.byteLength(plain, "utf8") <= 63) return plain;
   return `sqlinbox_${createHash("sha256").update(table, "utf8").digest("hex").slice(0, 40)}`;
-}
-
-/** A quoted identifier (double quotes doubled). */
-function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
 }
 
 const FIRST_RETRY_MS = 250;
@@ -73,7 +69,10 @@ export class PgListener {
       client.removeListener("end", onEnd);
     };
     try {
-      for (const channel of this.#channels.keys()) await client.query(`LISTEN ${quoteIdent(channel)}`);
+      for (const channel of this.#channels.keys()) {
+        const listen = postgresDialect.notify.listen(channel);
+        await client.query(listen.sql, [...listen.parameters]);
+      }
     } catch (error) {
       detach();
       client.release(error instanceof Error ? error : true);
@@ -121,7 +120,7 @@ export class PgListener {
     this.#timer.unref?.();
   }
 
-  /** Stops listening: `UNLISTEN *` and the connection goes back (or is closed when it failed). */
+  /** Stops listening on every channel, and the connection goes back (or is closed when it failed). */
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
@@ -133,7 +132,8 @@ export class PgListener {
     this.#detach?.();
     this.#detach = undefined;
     try {
-      await client.query("UNLISTEN *");
+      const unlisten = postgresDialect.notify.unlistenAll();
+      await client.query(unlisten.sql, [...unlisten.parameters]);
       client.release();
     } catch (error) {
       client.release(error instanceof Error ? error : true);

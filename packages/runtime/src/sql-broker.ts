@@ -106,7 +106,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   /**
    * Postgres only: wakes subscriptions in other processes too. An app started with this value takes
    * one pool connection for its life and `LISTEN`s on a channel per routed table (`sqlinbox_<table>`,
-   * hashed past 63 bytes); every publish also runs `select pg_notify(channel, '')` on the insert's
+   * hashed past 63 bytes); every publish also notifies that channel (the dialect's `notify` group) on the insert's
    * connection or transaction (so `{ via: trx }` notifies at commit, and a rollback notifies nobody).
    * A SQLite or MySQL/MariaDB URL does not compile; any other non-Postgres broker, or one built
    * with `fromKysely`, is refused when the app starts.

@@ -1,17 +1,20 @@
 import type { CompiledQuery } from "kysely";
 import type { RawRow, SchemaStatements } from "../types.js";
-import { compiled, type Eb } from "../shared/query-db.js";
-import { mysqlContext as ctx } from "./query-builder.js";
+import type { SchemaRules } from "../shared/schema-check.js";
+import { compiled, type Eb } from "../statements/query-db.js";
+import { mysqlDb as db } from "./query-builder.js";
 
 /**
- * ```sql
+ * The table's columns from `information_schema`, in the current database.
+ *
+ * ```sql mysql:schema.describeTable
  * select `COLUMN_NAME` as `name`, `DATA_TYPE` as `data_type`, `DATETIME_PRECISION` as `precision`, `IS_NULLABLE` as `nullable`
- * from `information_schema`.`COLUMNS` where `TABLE_SCHEMA` = database() and `TABLE_NAME` = ?
+ * from `information_schema`.`COLUMNS` where `TABLE_SCHEMA` = database() and `TABLE_NAME` = ? order by `ORDINAL_POSITION`
  * ```
  */
 export function describeTable(table: string): CompiledQuery<RawRow> {
   return compiled(
-    ctx.db
+    db
       .selectFrom("information_schema.COLUMNS")
       .select(["COLUMN_NAME as name", "DATA_TYPE as data_type", "DATETIME_PRECISION as precision", "IS_NULLABLE as nullable"])
       .where("TABLE_SCHEMA", "=", (eb: Eb) => eb.fn("database", []))
@@ -20,14 +23,25 @@ export function describeTable(table: string): CompiledQuery<RawRow> {
   );
 }
 
-/** ``select version() as `version` ``, e.g. `8.0.36` or `10.11.19-MariaDB-0+deb12u1`. */
+/** The server's `version()`, e.g. `8.0.36` or `10.11.19-MariaDB-0+deb12u1`. */
 export function serverVersion(): CompiledQuery<{ version: string }> {
-  return compiled(ctx.db.selectNoFrom((eb) => eb.fn<string>("version", []).as("version")));
+  return compiled(db.selectNoFrom((eb) => eb.fn<string>("version", []).as("version")));
 }
 
-/** ``select database() as `name` ``: the prefix of lock names. */
+/** The current `database()`: the prefix of lock names. */
 export function currentDatabase(): CompiledQuery<{ name: string }> {
-  return compiled(ctx.db.selectNoFrom((eb) => eb.fn<string>("database", []).as("name")));
+  return compiled(db.selectNoFrom((eb) => eb.fn<string>("database", []).as("name")));
 }
+
+/** Reading a MySQL/MariaDB table against a description. */
+export const mysqlSchemaRules: SchemaRules = Object.freeze({
+  // Column names are case-insensitive.
+  caseSensitiveNames: false,
+  // The codec writes UTC text; TIMESTAMP holds it too in a session whose time_zone is +00:00.
+  holdsTime: (t: string) => t === "datetime" || t === "timestamp",
+  timeTypeAdvice: "use DATETIME(n) (or TIMESTAMP(n))",
+  // DATETIME without (n) keeps whole seconds.
+  leasePrecision: (reported: number | null) => reported ?? 0,
+});
 
 export const mysqlSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase });

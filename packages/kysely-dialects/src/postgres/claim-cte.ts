@@ -1,39 +1,44 @@
 import type { InboxDescription } from "@sqlinbox/core";
 import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow } from "../types.js";
-import { claimOrder, col, selectClaimableQuery } from "../shared/claimable.js";
-import { stampValues } from "../shared/lease-writes.js";
-import { compiled, type Eb } from "../shared/query-db.js";
-import { postgresContext as ctx } from "./query-builder.js";
+import { stampValues, type LeaseStamp } from "../statements/claim-stamp.js";
+import { claimOrder, col, selectClaimableQuery } from "../statements/claimable.js";
+import { compiled, type Eb, type StatementContext } from "../statements/query-db.js";
 
 /**
- * The one-statement claim of Postgres:
- *
- * ```sql
- * with "picked" as (select "t"."id" from "t" where <claimable> order by … limit $n for update skip locked),
- *      "claimed" as (update "t" set ["locked_until" = $until,] "attempt" = "attempt" + 1
- *                    where "id" in (select "id" from "picked") returning <described columns>)
- * select * from "claimed" order by …
- * ```
+ * The one-statement claim of Postgres: a CTE picks the claimable ids `FOR UPDATE SKIP LOCKED`,
+ * a second CTE updates those rows (deadline when `lease` is given, attempt + 1) returning the
+ * described columns, and the outer select returns them in claim order.
  *
  * `SKIP LOCKED` sits in the CTE so that concurrent claimers pick disjoint rows instead of
  * queueing behind each other; a row committed by another claimer meanwhile is re-checked by
- * Postgres against the WHERE and dropped. The outer select restores the claim order,
- * which `RETURNING` does not keep.
+ * Postgres against the WHERE and dropped. The outer select restores the claim order, which
+ * `RETURNING` does not keep.
+ *
+ * @example
+ * claimWithCte(ctx, seed, { limit: 5, now }, { until, precision: 3 }) // the seed table, see below
+ * ```sql postgres:lease.claim(seed)
+ * with "picked" as (select "report_jobs"."id" from "report_jobs"
+ *   where ("report_jobs"."locked_until" is null or "report_jobs"."locked_until" <= $1)
+ *   order by "report_jobs"."id" asc limit $2 for update skip locked),
+ * "claimed" as (update "report_jobs" set "locked_until" = $3, "attempt" = "attempt" + 1
+ *   where "id" in (select "id" from "picked") returning "id", "attempt", "locked_until", "payload")
+ * select * from "claimed" order by "id" asc
+ * ```
  */
-export function claimWithCte(spec: InboxDescription, options: ClaimOptions, until: Date | null, precision: number): CompiledQuery<RawRow> {
+export function claimWithCte(ctx: StatementContext, spec: InboxDescription, options: ClaimOptions, lease: LeaseStamp | null): CompiledQuery<RawRow> {
   const id = spec.id.name;
-  const picked = selectClaimableQuery(ctx, spec, options, true, [col(spec, id)]);
+  const picked = selectClaimableQuery(ctx, spec, options, { lock: "skip locked", columns: [col(spec, id)] });
   const query = ctx.db
     .with("picked", () => picked)
     .with("claimed", (db) =>
       db
         .updateTable(spec.table)
-        .set(stampValues(ctx, spec, until, precision))
+        .set(stampValues(ctx, spec, lease))
         .where(id, "in", (eb: Eb) => eb.selectFrom("picked").select(id))
         .returning(spec.columns.map((c) => c.name)),
     )
     .selectFrom("claimed")
     .selectAll();
-  return compiled(claimOrder(ctx, spec, query, false));
+  return compiled(claimOrder(ctx, spec, query, { qualified: false }));
 }

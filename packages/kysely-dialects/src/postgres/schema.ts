@@ -1,17 +1,20 @@
 import type { CompiledQuery } from "kysely";
 import type { RawRow, SchemaStatements } from "../types.js";
-import { compiled, type Eb } from "../shared/query-db.js";
-import { postgresContext as ctx } from "./query-builder.js";
+import type { SchemaRules } from "../shared/schema-check.js";
+import { compiled, type Eb } from "../statements/query-db.js";
+import { postgresDb as db } from "./query-builder.js";
 
 /**
- * ```sql
+ * The table's columns from `information_schema`, in the current schema.
+ *
+ * ```sql postgres:schema.describeTable
  * select "column_name" as "name", "data_type", "datetime_precision" as "precision", "is_nullable" as "nullable"
- * from "information_schema"."columns" where "table_schema" = current_schema() and "table_name" = $1
+ * from "information_schema"."columns" where "table_schema" = current_schema() and "table_name" = $1 order by "ordinal_position"
  * ```
  */
 export function describeTable(table: string): CompiledQuery<RawRow> {
   return compiled(
-    ctx.db
+    db
       .selectFrom("information_schema.columns")
       .select(["column_name as name", "data_type", "datetime_precision as precision", "is_nullable as nullable"])
       .where("table_schema", "=", (eb: Eb) => eb.fn("current_schema", []))
@@ -20,14 +23,24 @@ export function describeTable(table: string): CompiledQuery<RawRow> {
   );
 }
 
-/** `select current_setting($1) as "version"` with `server_version`, e.g. `15.20 (Debian 15.20-0+deb12u1)`. */
+/** The server's `server_version` setting, e.g. `15.20 (Debian 15.20-0+deb12u1)`. */
 export function serverVersion(): CompiledQuery<{ version: string }> {
-  return compiled(ctx.db.selectNoFrom((eb) => eb.fn<string>("current_setting", [eb.val("server_version")]).as("version")));
+  return compiled(db.selectNoFrom((eb) => eb.fn<string>("current_setting", [eb.val("server_version")]).as("version")));
 }
 
-/** `select current_schema() as "name"`. */
+/** The current schema. */
 export function currentDatabase(): CompiledQuery<{ name: string }> {
-  return compiled(ctx.db.selectNoFrom((eb) => eb.fn<string>("current_schema", []).as("name")));
+  return compiled(db.selectNoFrom((eb) => eb.fn<string>("current_schema", []).as("name")));
 }
+
+/** Reading a Postgres table against a description. */
+export const postgresSchemaRules: SchemaRules = Object.freeze({
+  // A quoted identifier keeps its case.
+  caseSensitiveNames: true,
+  // TIMESTAMP WITHOUT TIME ZONE would drop the offset of the parameter: only the zoned type is exact.
+  holdsTime: (t: string) => t === "timestamp with time zone" || t === "timestamptz",
+  timeTypeAdvice: "use TIMESTAMPTZ",
+  leasePrecision: (reported: number | null) => reported ?? 6,
+});
 
 export const postgresSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase });

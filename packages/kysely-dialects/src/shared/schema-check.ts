@@ -1,15 +1,22 @@
 import { SqlInboxError, type ColumnDescription, type InboxDescription } from "@sqlinbox/core";
 import type { Engine, FoundColumn, LeaseColumnInfo, RawRow } from "../types.js";
+import { mysqlSchemaRules } from "../mysql/schema.js";
+import { postgresSchemaRules } from "../postgres/schema.js";
+import { sqliteSchemaRules } from "../sqlite/schema.js";
 
-/** Column types that hold a time the way each engine's codec writes it. */
-const TIME_TYPES: Record<Engine, (dataType: string) => boolean> = {
-  // TIMESTAMP WITHOUT TIME ZONE would drop the offset of the parameter: only the zoned type is exact.
-  postgres: (t) => t === "timestamp with time zone" || t === "timestamptz",
-  mysql: (t) => t === "datetime" || t === "timestamp",
-  // SQLite keeps the fixed-width ISO-8601 text; any type with TEXT affinity (or none) stores it as text.
-  sqlite: (t) => t === "" || /char|clob|text/.test(t),
-};
-const SQLITE_TEXT_PRECISION = 3;
+/** How an engine's real table is read against a description: each engine's `schema.ts` states its own. */
+export interface SchemaRules {
+  /** Column names compare exactly (Postgres, where quoted names keep their case) or without case. */
+  readonly caseSensitiveNames: boolean;
+  /** The column type (lower case) holds a time the way the engine's codec writes it. */
+  holdsTime(dataType: string): boolean;
+  /** What to use instead, in the error message. */
+  readonly timeTypeAdvice: string;
+  /** Fractional second digits the lease column keeps, from what the schema reported. */
+  leasePrecision(reported: number | null): number;
+}
+
+const RULES: Readonly<Record<Engine, SchemaRules>> = { postgres: postgresSchemaRules, mysql: mysqlSchemaRules, sqlite: sqliteSchemaRules };
 
 /**
  * Checks the description against the real table (the rows of `describeTable`, normalized
@@ -24,17 +31,19 @@ export function checkSchema(spec: InboxDescription, found: readonly FoundColumn[
     throw new SqlInboxError("Schema", message, column === undefined ? { table: spec.table } : { table: spec.table, column: column.name });
   };
   if (found.length === 0) fail(`table "${spec.table}" does not exist (or has no columns) in the database the broker connects to`);
-  const byName = new Map(found.map((c) => [engine === "postgres" ? c.name : c.name.toLowerCase(), c]));
+  const rules = RULES[engine];
+  const named = (name: string): string => (rules.caseSensitiveNames ? name : name.toLowerCase());
+  const byName = new Map(found.map((c) => [named(c.name), c]));
   const lookup = (col: ColumnDescription): FoundColumn =>
-    byName.get(engine === "postgres" ? col.name : col.name.toLowerCase()) ??
+    byName.get(named(col.name)) ??
     fail(`table "${spec.table}" has no column "${col.name}" (described with the ${col.role} role)`, col);
 
   for (const col of spec.columns) lookup(col);
   for (const col of [spec.lease, spec.retryAfter]) {
     if (col === undefined) continue;
     const real = lookup(col);
-    if (!TIME_TYPES[engine](real.dataType.toLowerCase())) {
-      fail(`column "${col.name}" of table "${spec.table}" is ${real.dataType}, which cannot hold a ${col.role} time here: ${expectedTimeType(engine)}`, col);
+    if (!rules.holdsTime(real.dataType.toLowerCase())) {
+      fail(`column "${col.name}" of table "${spec.table}" is ${real.dataType}, which cannot hold a ${col.role} time here: ${rules.timeTypeAdvice}`, col);
     }
   }
   if (spec.attempt !== undefined) {
@@ -44,20 +53,7 @@ export function checkSchema(spec: InboxDescription, found: readonly FoundColumn[
     }
   }
   if (spec.lease === undefined) return null;
-  const lease = lookup(spec.lease);
-  if (engine === "sqlite") return { precision: SQLITE_TEXT_PRECISION };
-  return { precision: lease.precision ?? (engine === "postgres" ? 6 : 0) };
-}
-
-function expectedTimeType(engine: Engine): string {
-  switch (engine) {
-    case "postgres":
-      return "use TIMESTAMPTZ";
-    case "mysql":
-      return "use DATETIME(n) (or TIMESTAMP(n))";
-    case "sqlite":
-      return "use TEXT (sqlinbox writes fixed-width UTC ISO-8601 text)";
-  }
+  return { precision: rules.leasePrecision(lookup(spec.lease).precision) };
 }
 
 /** Normalizes the rows of a `describeTable` statement (every engine returns the same aliases). */

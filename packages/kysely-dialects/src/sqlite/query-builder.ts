@@ -1,15 +1,9 @@
 import { SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from "kysely";
-import { compileOnly, type StatementContext } from "../shared/query-db.js";
-import { sqliteTime } from "./time.js";
+import { compileOnly, type QueryDb } from "../statements/query-db.js";
 
 /** The compile-only Kysely of this engine, made once; every sqlite statement is built on it. */
-export const sqliteContext: StatementContext = Object.freeze({
-  db: compileOnly({
-    adapter: () => new SqliteAdapter(),
-    compiler: () => new SqliteQueryCompiler(),
-    introspector: (db) => new SqliteIntrospector(db),
-  }),
-  time: sqliteTime,
-  needsNullsFirst: false,
-  updateReturning: true,
+export const sqliteDb: QueryDb = compileOnly({
+  adapter: () => new SqliteAdapter(),
+  compiler: () => new SqliteQueryCompiler(),
+  introspector: (db) => new SqliteIntrospector(db),
 });

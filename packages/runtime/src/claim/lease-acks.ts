@@ -22,12 +22,11 @@ interface PendingAck {
 }
 
 /**
- * Coalesces the acks of one subscription's deliveries into one statement each time:
- *
- * ```sql
- * DELETE FROM t WHERE (id = ? AND locked_until = ?) OR … RETURNING id       -- Postgres, SQLite
- * BEGIN; SELECT id FROM t WHERE (…) OR … FOR UPDATE; DELETE … ; COMMIT      -- MySQL/MariaDB
- * ```
+ * Coalesces the acks of one subscription's deliveries into one statement each time: the dialect's
+ * `lease.settleAckMany`, which deletes (or marks processed) every row still holding its token and,
+ * on Postgres and SQLite, returns the ids that took; on MySQL/MariaDB `lease.selectHeld` first
+ * locks the rows still held, then the same write runs, in one short transaction. The SQL of each
+ * is pinned by the kysely-dialects snapshot tests (`statements-lease.test.ts`).
  *
  * An ack waits one turn of the event loop, or, when as many statements as allowed are already
  * running, until one returns: whatever gathered meanwhile, up to `MAX_ACKS_PER_STATEMENT`, goes in the next

@@ -4,16 +4,12 @@ import type { RawRow } from "../types.js";
 import { compiled, type StatementContext } from "./query-db.js";
 
 /**
- * `INSERT INTO t (cols…) VALUES (…), (…) [RETURNING id]`. Values are keyed by column name
- * (or row key) and already encoded; generated columns are left out even when given, so the
- * database fills them; a key that names no described column is refused.
+ * One multi-row insert of new rows, returning the new ids where the engine has
+ * `INSERT … RETURNING` (MySQL reads `insertId` instead). Values are keyed by column name (or row
+ * key) and already encoded; generated columns are left out even when given, so the database
+ * fills them; a key that names no described column is refused.
  */
-export function insertQuery(
-  ctx: StatementContext,
-  spec: InboxDescription,
-  rows: readonly RawRow[],
-  returning: boolean,
-): CompiledQuery<RawRow> {
+export function insertQuery(ctx: StatementContext, spec: InboxDescription, rows: readonly RawRow[]): CompiledQuery<RawRow> {
   if (rows.length === 0) throw new SqlInboxError("Declaration", "a publish needs at least one row", { table: spec.table });
   const values = rows.map((row) => {
     const out: Record<string, unknown> = {};
@@ -31,5 +27,5 @@ export function insertQuery(
     throw new SqlInboxError("Declaration", "rows with only generated columns are published one at a time", { table: spec.table });
   }
   const insert = empty ? ctx.db.insertInto(spec.table).defaultValues() : ctx.db.insertInto(spec.table).values(values);
-  return returning ? compiled(insert.returning(spec.id.name)) : compiled(insert);
+  return ctx.capabilities.insertReturning ? compiled(insert.returning(spec.id.name)) : compiled(insert);
 }

@@ -1,7 +1,7 @@
 import {
   DummyDriver, Kysely, type CompiledQuery, type DatabaseIntrospector, type DialectAdapter, type QueryCompiler,
 } from "kysely";
-import type { TimeCodec } from "../types.js";
+import type { EngineCapabilities, TimeCodec } from "../types.js";
 
 /**
  * A Kysely instance that only compiles: a `DummyDriver` and one engine's adapter, compiler
@@ -26,14 +26,14 @@ export function compileOnly(parts: {
   }) as QueryDb;
 }
 
-/** What a statement builder needs of an engine: its compiler, how it writes time, how it orders nulls. */
+/**
+ * What the shared statement text needs of an engine: its compiler, how it writes time, and its
+ * capabilities (RETURNING, lock clauses, null order), read once per statement.
+ */
 export interface StatementContext {
   readonly db: QueryDb;
   readonly time: TimeCodec;
-  /** The engine sorts NULL last in ascending order unless told (`NULLS FIRST`): Postgres. */
-  readonly needsNullsFirst: boolean;
-  /** The engine has `UPDATE … RETURNING`. */
-  readonly updateReturning: boolean;
+  readonly capabilities: EngineCapabilities;
 }
 
 /** Precision used for times that are compared, never read back as tokens (`now`, `processedAt`). */

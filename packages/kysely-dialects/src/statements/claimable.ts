@@ -1,10 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core";
-import type { Expression, ExpressionBuilder, SqlBool } from "kysely";
+import type { Expression, SqlBool } from "kysely";
 import type { ClaimOptions } from "../types.js";
-import { COMPARE_PRECISION, type QueryDb, type StatementContext } from "./query-db.js";
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Eb = ExpressionBuilder<any, any>;
+import { COMPARE_PRECISION, type Eb, type QueryDb, type StatementContext } from "./query-db.js";
 
 /** `table.column`, quoted by Kysely as two identifiers. */
 export const col = (spec: InboxDescription, name: string): string => `${spec.table}.${name}`;
@@ -70,17 +67,22 @@ export function whereClaimable<Q extends { where(...args: any[]): Q }>(
   return narrowsClaimable(spec, options) ? query.where(claimable(ctx, spec, options)) : query;
 }
 
+/** How a claim names its order columns: table-qualified inside the select, bare over a CTE's rows. */
+export interface OrderNames {
+  readonly qualified: boolean;
+}
+
 /** Claim order: `priority` (smaller first), then `retry_after` (never-delayed rows first), then id. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function claimOrder<Q extends { orderBy(...args: any[]): Q }>(ctx: StatementContext, spec: InboxDescription, query: Q, qualify = true): Q {
-  const name = (n: string) => (qualify ? col(spec, n) : n);
+export function claimOrder<Q extends { orderBy(...args: any[]): Q }>(ctx: StatementContext, spec: InboxDescription, query: Q, names: OrderNames): Q {
+  const name = (n: string) => (names.qualified ? col(spec, n) : n);
   let q = query;
   if (spec.priority !== undefined) q = q.orderBy(name(spec.priority.name), "asc");
   if (spec.retryAfter !== undefined) {
     // NULL (never delayed) first on every engine: MySQL and SQLite already sort it so; Postgres is told.
-    q = ctx.needsNullsFirst
-      ? q.orderBy(name(spec.retryAfter.name), (ob: { asc(): { nullsFirst(): unknown } }) => ob.asc().nullsFirst())
-      : q.orderBy(name(spec.retryAfter.name), "asc");
+    q = ctx.capabilities.nullsFirstByDefault
+      ? q.orderBy(name(spec.retryAfter.name), "asc")
+      : q.orderBy(name(spec.retryAfter.name), (ob: { asc(): { nullsFirst(): unknown } }) => ob.asc().nullsFirst());
   }
   return q.orderBy(name(spec.id.name), "asc");
 }
@@ -90,19 +92,18 @@ export function describedColumns(spec: InboxDescription): string[] {
   return spec.columns.map((c) => col(spec, c.name));
 }
 
-/**
- * `SELECT <described columns> FROM t WHERE <claimable> ORDER BY <claim order> LIMIT :n`,
- * with `FOR UPDATE SKIP LOCKED` when `lock` is set (not on SQLite).
- */
-export function selectClaimableQuery(
-  ctx: StatementContext,
-  spec: InboxDescription,
-  options: ClaimOptions,
-  lock: boolean,
-  columns: readonly string[] = describedColumns(spec),
-) {
+/** What a claimable select reads and whether it locks. */
+export interface ClaimableSelect {
+  /** `skip locked`: lock the rows read, passing over rows other claims hold; `none`: read only. */
+  readonly lock: "skip locked" | "none";
+  /** Table-qualified columns to read; the described columns when absent. */
+  readonly columns?: readonly string[];
+}
+
+/** The claimable rows in claim order, at most `limit`, locked or not as `select.lock` says. */
+export function selectClaimableQuery(ctx: StatementContext, spec: InboxDescription, options: ClaimOptions, select: ClaimableSelect) {
   const db: QueryDb = ctx.db;
-  let query = whereClaimable(ctx, spec, options, db.selectFrom(spec.table).select(columns));
-  query = claimOrder(ctx, spec, query).limit(options.limit);
-  return lock ? query.forUpdate().skipLocked() : query;
+  let query = whereClaimable(ctx, spec, options, db.selectFrom(spec.table).select(select.columns ?? describedColumns(spec)));
+  query = claimOrder(ctx, spec, query, { qualified: true }).limit(options.limit);
+  return select.lock === "skip locked" ? query.forUpdate().skipLocked() : query;
 }

@@ -1,15 +1,21 @@
 import type { InboxDescription } from "@sqlinbox/core";
 import type { CompiledQuery, Expression, SqlBool } from "kysely";
 import type { HeldLease, RawRow } from "../types.js";
-import { leaseColumnOf } from "./lease-writes.js";
+import { leaseColumnOf } from "./claim-stamp.js";
 import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
 
 /**
- * `(locked_until = ? AND id IN (?, …)) OR …`: the rows that still hold these tokens, one
- * group per distinct token. A claim writes one deadline into all its rows, so a batch holds
- * few distinct tokens and the engine reads each group as one index lookup of a list of ids
- * (where `(id = ? AND locked_until = ?) OR …` would make it plan one branch per row). Every
+ * The rows that still hold these tokens: one arm per distinct token, each matching the lease
+ * column to the token and the id to the list of ids that hold it. A claim writes one deadline
+ * into all its rows, so a batch holds few distinct tokens and the engine reads each arm as one
+ * index lookup of a list of ids (one arm per row would make it plan one branch per row). Every
  * row is still matched only with its own token, so a row another claim took is left alone.
+ *
+ * @example
+ * // two leases holding one token and one holding another, on Postgres
+ * ```sql postgres:lease.settleAckMany(two tokens)
+ * delete from "report_jobs" where (("locked_until" = $1 and "id" in ($2, $3)) or ("locked_until" = $4 and "id" = $5)) returning "id"
+ * ```
  */
 export function heldAny(ctx: StatementContext, spec: InboxDescription, leases: readonly HeldLease[], precision: number) {
   const lease = leaseColumnOf(spec);
@@ -30,9 +36,9 @@ export function heldAny(ctx: StatementContext, spec: InboxDescription, leases: r
 }
 
 /**
- * Ack of many leases in one statement: `DELETE FROM t WHERE (locked_until = ? AND id IN (…)) OR …`,
- * or with a processedAt column `UPDATE t SET processed_at = ? WHERE …`. With `returning`,
- * `RETURNING id` names the acks that took; every other lease was lost.
+ * Ack of many leases in one statement: deletes the rows still holding their tokens, or marks
+ * them processed where the table has a processedAt column. Where the engine has
+ * `UPDATE … RETURNING` the returned ids are the acks that took; every other lease was lost.
  */
 export function ackManyQuery(
   ctx: StatementContext,
@@ -47,33 +53,27 @@ export function ackManyQuery(
       .updateTable(spec.table)
       .set({ [spec.processedAt.name]: ctx.time.encode(now, COMPARE_PRECISION) })
       .where(where);
-    return ctx.updateReturning ? compiled(update.returning(spec.id.name)) : compiled(update);
+    return ctx.capabilities.updateReturning ? compiled(update.returning(spec.id.name)) : compiled(update);
   }
   const del = ctx.db.deleteFrom(spec.table).where(where);
-  return ctx.updateReturning ? compiled(del.returning(spec.id.name)) : compiled(del);
+  return ctx.capabilities.updateReturning ? compiled(del.returning(spec.id.name)) : compiled(del);
 }
 
 /**
- * `SELECT id FROM t WHERE (locked_until = ? AND id IN (…)) OR … FOR UPDATE`: which leases are
- * still held, locking those rows until the transaction ends (no lock clause on SQLite, where
- * the transaction itself is the lock). Where a batched write cannot return ids (MySQL/MariaDB),
- * it runs first in the same short transaction, so the write then touches exactly these rows.
+ * The ids of the leases still held, their rows locked until the transaction ends where the
+ * engine has row locks (on SQLite the transaction itself is the lock). Where a batched write
+ * cannot return ids (MySQL/MariaDB), it runs first in the same short transaction, so the write
+ * then touches exactly these rows.
  */
-export function selectHeldQuery(
-  ctx: StatementContext,
-  spec: InboxDescription,
-  leases: readonly HeldLease[],
-  precision: number,
-  lock: boolean,
-): CompiledQuery<RawRow> {
+export function selectHeldQuery(ctx: StatementContext, spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
   const query = ctx.db.selectFrom(spec.table).select(spec.id.name).where(heldAny(ctx, spec, leases, precision));
-  return compiled(lock ? query.forUpdate() : query);
+  return compiled(ctx.capabilities.rowLock ? query.forUpdate() : query);
 }
 
 /**
  * Gives back rows that were claimed but never handed to a handler (a shutdown with rows still
- * buffered): `UPDATE t SET locked_until = NULL, attempt = attempt - 1 WHERE (locked_until = ? AND id IN (…)) OR …`,
- * undoing the claim's count, so the next delivery sees the attempt it would have seen.
+ * buffered): clears the deadline of each row still holding its token and takes one off its
+ * attempt, undoing the claim's count, so the next delivery sees the attempt it would have seen.
  */
 export function releaseUnstartedQuery(
   ctx: StatementContext,
@@ -90,5 +90,5 @@ export function releaseUnstartedQuery(
       return values;
     })
     .where(heldAny(ctx, spec, leases, precision));
-  return ctx.updateReturning ? compiled(update.returning(spec.id.name)) : compiled(update);
+  return ctx.capabilities.updateReturning ? compiled(update.returning(spec.id.name)) : compiled(update);
 }

@@ -1,15 +1,11 @@
 import type { InboxDescription } from "@sqlinbox/core";
-import type { CompiledQuery, ExpressionBuilder } from "kysely";
+import type { CompiledQuery } from "kysely";
 import { whereClaimable } from "./claimable.js";
-import { compiled, type StatementContext } from "./query-db.js";
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Eb = ExpressionBuilder<any, any>;
+import { compiled, type Eb, type StatementContext } from "./query-db.js";
 
 /**
- * Takes a row whose key this session has just locked:
- * `UPDATE t SET attempt = attempt + 1 WHERE id = ? AND <claimable>`. The claimable check is
- * repeated because another session may have finished the row between the candidate select
+ * Takes a row whose key this session has just locked: counts its attempt, only while the row is
+ * still claimable. The claimable check is repeated because another session may have finished the row between the candidate select
  * and the lock: one row affected means it is ours, zero that it is gone.
  * Without an attempt column it writes `id = id`, so the affected count still answers.
  */

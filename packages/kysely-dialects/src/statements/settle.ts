@@ -3,7 +3,7 @@ import type { CompiledQuery } from "kysely";
 import type { HeldLease } from "../types.js";
 import { COMPARE_PRECISION, compiled, type StatementContext } from "./query-db.js";
 
-/** The token check every lease settlement carries: `AND locked_until = :held`. */
+/** The token every lease settlement matches: the deadline the claim wrote. */
 interface Held {
   readonly lease: HeldLease;
   readonly precision: number;
@@ -23,8 +23,13 @@ function fail(spec: InboxDescription, message: string): never {
 }
 
 /**
- * Ack: `DELETE FROM t WHERE id = ? [AND locked_until = ?]`, or with a processedAt column
- * `UPDATE t SET processed_at = ? WHERE id = ? [AND locked_until = ?]`.
+ * Ack: deletes the row, or marks it processed where the table has a processedAt column; in the
+ * lease form only while the row still holds the token (`held`).
+ *
+ * @example
+ * ```sql postgres:lease.settleAck(seed)
+ * delete from "report_jobs" where "id" = $1 and "locked_until" = $2
+ * ```
  */
 export function ackQuery(ctx: StatementContext, spec: InboxDescription, id: unknown, now: Date, held?: Held): CompiledQuery {
   const guard = heldWhere(ctx, spec, held);
@@ -41,7 +46,7 @@ export function ackQuery(ctx: StatementContext, spec: InboxDescription, id: unkn
 /**
  * Retry in a form that holds the row by a lock (row lock, advisory): the attempt was
  * already counted by the claim, so there is nothing to write unless the row is hidden
- * until `retryAt`: `UPDATE t SET retry_after = ? WHERE id = ?`. `null` when there is nothing to write.
+ * until `retryAt` in the retryAfter column. `null` when there is nothing to write.
  */
 export function lockedRetryQuery(ctx: StatementContext, spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery | null {
   if (retryAt === null) return null;
@@ -59,9 +64,14 @@ export function lockedRetryQuery(ctx: StatementContext, spec: InboxDescription, 
 }
 
 /**
- * Lease release while held, without counting the attempt again (the next claim counts it):
- * `UPDATE t SET locked_until = NULL[, retry_after = :retryAt] WHERE id = ? AND locked_until = :held`;
- * without a retryAfter column, `retryAt` goes into the lease column (`SET locked_until = :retryAt`).
+ * Lease release while held, without counting the attempt again (the next claim counts it): clears
+ * the deadline and writes `retryAt` into the retryAfter column; without a retryAfter column,
+ * `retryAt` goes into the lease column instead, which hides the row just as well.
+ *
+ * @example
+ * ```sql mysql:lease.settleRetry(seed, later)
+ * update `report_jobs` set `locked_until` = ? where `id` = ? and `locked_until` = ?
+ * ```
  */
 export function leaseRetryQuery(
   ctx: StatementContext,

@@ -1,0 +1,27 @@
+import type { InboxDescription } from "@sqlinbox/core";
+import type { CompiledQuery } from "kysely";
+import type { AdvisoryStatements, ClaimOptions, RawRow } from "../types.js";
+import { takeQuery } from "../statements/advisory-take.js";
+import { selectClaimableQuery } from "../statements/claimable.js";
+import { compiled } from "../statements/query-db.js";
+import { ackQuery, lockedRetryQuery } from "../statements/settle.js";
+import type { EngineTraits } from "./engine-traits.js";
+
+/**
+ * The advisory form, on every engine: candidates are read without a lock (keys decide), each
+ * key is locked without waiting on the delivery's own session, then the row is taken. Where
+ * keys live in the process (SQLite) `tryLock` and `unlock` are `null`.
+ */
+export function advisoryStatements(engine: EngineTraits): AdvisoryStatements {
+  const ctx = engine.statements;
+  const locks = engine.sessionLocks;
+  return Object.freeze({
+    selectCandidates: (spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> =>
+      compiled(selectClaimableQuery(ctx, spec, options, { lock: "none" })),
+    tryLock: locks === null ? () => null : (key: string, database: string) => locks.tryLock(key, database),
+    unlock: locks === null ? () => null : (key: string, database: string) => locks.unlock(key, database),
+    take: (spec: InboxDescription, id: unknown, now: Date) => takeQuery(ctx, spec, id, now),
+    settleAck: (spec: InboxDescription, id: unknown, now: Date) => ackQuery(ctx, spec, id, now),
+    settleRetry: (spec: InboxDescription, id: unknown, retryAt: Date | null) => lockedRetryQuery(ctx, spec, id, retryAt),
+  });
+}

@@ -1,0 +1,32 @@
+import type { EngineDialect, NotifyStatements } from "../types.js";
+import { readFoundColumns } from "../shared/schema-check.js";
+import { advisoryStatements } from "./advisory.js";
+import type { EngineTraits } from "./engine-traits.js";
+import { leaseStatements } from "./lease.js";
+import { publishStatements } from "./publish.js";
+import { rowLockStatements } from "./row-lock.js";
+
+/** A dialect whose `notify` group is known to be there (Postgres). */
+export type NotifyingDialect = EngineDialect & { readonly notify: NotifyStatements };
+
+/**
+ * The statements of one engine: each form's builder run once over the engine's traits, so
+ * the statements of a call do no engine lookup. Schema reading, time and notifications are the
+ * engine's own.
+ */
+export function buildDialect(engine: EngineTraits & { readonly notify: NotifyStatements }): NotifyingDialect;
+export function buildDialect(engine: EngineTraits): EngineDialect;
+export function buildDialect(engine: EngineTraits): EngineDialect {
+  return Object.freeze({
+    capabilities: engine.capabilities,
+    time: engine.time,
+    rowLock: rowLockStatements(engine),
+    lease: leaseStatements(engine),
+    advisory: advisoryStatements(engine),
+    publish: publishStatements(engine),
+    schema: engine.schema,
+    notify: engine.notify,
+    checkServerVersion: (version: string) => engine.checkServerVersion(version),
+    readFoundColumns,
+  });
+}

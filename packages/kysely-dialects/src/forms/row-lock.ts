@@ -1,0 +1,35 @@
+import type { InboxDescription } from "@sqlinbox/core";
+import type { CompiledQuery } from "kysely";
+import type { ClaimOptions, RawRow, RowLockStatements } from "../types.js";
+import { stampPickedQuery } from "../statements/claim-stamp.js";
+import { selectClaimableQuery } from "../statements/claimable.js";
+import { compiled } from "../statements/query-db.js";
+import { ackQuery, lockedRetryQuery } from "../statements/settle.js";
+import type { EngineTraits } from "./engine-traits.js";
+
+/**
+ * The row-lock form: the claim transaction holds the rows while handlers run. `null` on an engine
+ * without `FOR UPDATE SKIP LOCKED` (SQLite), where a row-lock table is `UnsupportedForm`.
+ *
+ * The claim counts the attempt in the same transaction, so a rollback (a crash) un-counts it:
+ * in the claim itself where the engine claims in one statement (the rows carry the attempt after
+ * counting), otherwise by `countAttempts` after a locking select (the rows carry it before).
+ */
+export function rowLockStatements(engine: EngineTraits): RowLockStatements | null {
+  if (!engine.capabilities.rowLock) return null;
+  const ctx = engine.statements;
+  const oneStatement = engine.oneStatementClaim;
+  return Object.freeze({
+    claim(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> {
+      // Without an attempt column there is nothing to write: the locking select is the claim.
+      if (oneStatement !== null && spec.attempt !== undefined) return oneStatement(spec, options, null);
+      return compiled(selectClaimableQuery(ctx, spec, options, { lock: "skip locked" }));
+    },
+    countAttempts(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery | null {
+      if (oneStatement !== null || spec.attempt === undefined) return null;
+      return stampPickedQuery(ctx, spec, ids, null);
+    },
+    settleAck: (spec: InboxDescription, id: unknown, now: Date) => ackQuery(ctx, spec, id, now),
+    settleRetry: (spec: InboxDescription, id: unknown, retryAt: Date | null) => lockedRetryQuery(ctx, spec, id, retryAt),
+  });
+}

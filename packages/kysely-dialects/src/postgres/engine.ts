@@ -1,0 +1,54 @@
+import { buildDialect, type NotifyingDialect } from "../forms/dialect.js";
+import type { EngineTraits, OneStatementClaim } from "../forms/engine-traits.js";
+import type { EngineCapabilities, NotifyStatements } from "../types.js";
+import { checkServerVersion } from "../shared/server-version.js";
+import { postgresSessionLocks } from "./advisory-lock.js";
+import { claimWithCte } from "./claim-cte.js";
+import { postgresNotify } from "./notify.js";
+import { postgresDb } from "./query-builder.js";
+import { postgresSchema } from "./schema.js";
+import { postgresTime } from "./time.js";
+
+/** What PostgreSQL 11+ has, and why each answer is what it is. */
+const capabilities: EngineCapabilities = Object.freeze({
+  engine: "postgres",
+  // Every supported version has RETURNING on UPDATE, DELETE and INSERT.
+  updateReturning: true,
+  insertReturning: true,
+  // FOR UPDATE SKIP LOCKED since 9.5.
+  rowLock: true,
+  // Ascending order puts NULL last unless told: claims say NULLS FIRST.
+  nullsFirstByDefault: false,
+  // Advisory locks belong to the session and end with it.
+  advisoryLocks: "session",
+  // pg_try_advisory_lock takes a 64-bit number: the key's hashtextextended.
+  advisoryLockName: "key-hash",
+  // LISTEN/NOTIFY, sent at commit.
+  listenNotify: true,
+});
+
+const statements = Object.freeze({ db: postgresDb, time: postgresTime, capabilities });
+const oneStatementClaim: OneStatementClaim = (spec, options, lease) => claimWithCte(statements, spec, options, lease);
+
+/** PostgreSQL as the form builders see it: the list of what differs here. */
+export const postgresEngine: EngineTraits & { readonly notify: NotifyStatements } = Object.freeze({
+  capabilities,
+  time: postgresTime,
+  statements,
+  // One statement: a CTE picks FOR UPDATE SKIP LOCKED, UPDATE … RETURNING marks and returns.
+  oneStatementClaim,
+  sessionLocks: postgresSessionLocks,
+  schema: postgresSchema,
+  notify: postgresNotify,
+  checkServerVersion: (version: string) => checkServerVersion("postgres", version),
+});
+
+/**
+ * PostgreSQL 11+: every form; one-statement claims with `UPDATE … RETURNING`; advisory
+ * locks on `hashtextextended(key, 0)`; deadlines in `TIMESTAMPTZ` passed as `Date`; LISTEN/NOTIFY.
+ *
+ * @example
+ * const q = postgresDialect.lease.claim(RenderReport.description, { limit: 10, now, until, precision: 6 });
+ * const { rows } = await db.executeQuery(q!);
+ */
+export const postgresDialect: NotifyingDialect = buildDialect(postgresEngine);

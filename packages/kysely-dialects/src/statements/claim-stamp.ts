@@ -1,0 +1,37 @@
+import { SqlInboxError, type InboxDescription } from "@sqlinbox/core";
+import type { CompiledQuery, Expression, SqlBool } from "kysely";
+import { compiled, type Eb, type StatementContext } from "./query-db.js";
+
+/** The deadline a lease claim writes, rounded down to what the column keeps. */
+export interface LeaseStamp {
+  readonly until: Date;
+  readonly precision: number;
+}
+
+export function leaseColumnOf(spec: InboxDescription): string {
+  if (spec.lease === undefined) throw new SqlInboxError("UnsupportedForm", "the table has no lease column", { table: spec.table });
+  return spec.lease.name;
+}
+
+/** The SET of a claim: the deadline (lease form; `null` in the row-lock form), and one more attempt when the table counts them. */
+export function stampValues(ctx: StatementContext, spec: InboxDescription, lease: LeaseStamp | null) {
+  return (eb: Eb): Record<string, unknown> => {
+    const values: Record<string, unknown> = {};
+    if (lease !== null) values[leaseColumnOf(spec)] = ctx.time.encode(lease.until, lease.precision);
+    if (spec.attempt !== undefined) values[spec.attempt.name] = eb(spec.attempt.name, "+", eb.lit(1));
+    return values;
+  };
+}
+
+/** `id IN (…)`, or a false condition for no ids (an empty `IN ()` is not SQL). */
+export function idIn(spec: InboxDescription, ids: readonly unknown[]) {
+  return (eb: Eb): Expression<SqlBool> => (ids.length === 0 ? eb.lit(false) : eb(spec.id.name, "in", [...ids])) as Expression<SqlBool>;
+}
+
+/**
+ * Marks rows a locking select just picked: writes the deadline (if any) and counts the attempt.
+ * The second half of a two-statement claim, run in the transaction that selected the rows.
+ */
+export function stampPickedQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[], lease: LeaseStamp | null): CompiledQuery {
+  return compiled(ctx.db.updateTable(spec.table).set(stampValues(ctx, spec, lease)).where(idIn(spec, ids)));
+}

@@ -1,0 +1,117 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import type { CompiledQuery } from "kysely";
+import { describe, expect, test } from "vitest";
+import { mysqlDialect, postgresDialect, sqliteDialect } from "../src/index.js";
+import { seedByHand } from "./specs.js";
+
+// Like the Rust original's doctests asserting `sql()`: every SQL block a JSDoc comment shows is
+// named (```sql <name>) and compared here with what the statement it names compiles to.
+
+const now = new Date("2024-05-01T12:00:00.123Z");
+const until = new Date("2024-05-01T12:01:00.123Z");
+const held = { id: 7, held: new Date("2024-05-01T12:00:30.789Z") };
+const otherHeld = new Date("2024-05-01T12:00:45.000Z");
+
+/** The statement each name in the docs stands for. */
+const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
+  "postgres:lease.claim(seed)": () => postgresDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
+  "sqlite:lease.claim(seed)": () => sqliteDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
+  "postgres:lease.settleAck(seed)": () => postgresDialect.lease.settleAck(seedByHand, held, now, 3),
+  "mysql:lease.settleRetry(seed, later)": () => mysqlDialect.lease.settleRetry(seedByHand, held, until, 3),
+  "postgres:lease.settleAckMany(two tokens)": () =>
+    postgresDialect.lease.settleAckMany(seedByHand, [held, { id: 8, held: held.held }, { id: 9, held: otherHeld }], now, 3),
+  "postgres:advisory.tryLock": () => postgresDialect.advisory.tryLock("report_jobs:7", "app"),
+  "postgres:advisory.unlock": () => postgresDialect.advisory.unlock("report_jobs:7", "app"),
+  "mysql:advisory.tryLock": () => mysqlDialect.advisory.tryLock("report_jobs:7", "app"),
+  "mysql:advisory.unlock": () => mysqlDialect.advisory.unlock("report_jobs:7", "app"),
+  "postgres:notify.listen": () => postgresDialect.notify.listen("sqlinbox_report_jobs"),
+  "postgres:notify.unlistenAll": () => postgresDialect.notify.unlistenAll(),
+  "postgres:notify.notify": () => postgresDialect.notify.notify("sqlinbox_report_jobs"),
+  "postgres:schema.describeTable": () => postgresDialect.schema.describeTable("report_jobs"),
+  "mysql:schema.describeTable": () => mysqlDialect.schema.describeTable("report_jobs"),
+  "sqlite:schema.describeTable": () => sqliteDialect.schema.describeTable("report_jobs"),
+};
+
+interface Block {
+  readonly file: string;
+  readonly name: string;
+  readonly sql: string;
+}
+
+const srcDir = join(import.meta.dirname, "..", "src");
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? sourceFiles(join(dir, entry.name)) : entry.name.endsWith(".ts") ? [join(dir, entry.name)] : [],
+  );
+}
+
+/** The text of every JSDoc comment of a file, the leading ` * ` of each line removed. */
+function docComments(text: string): string[] {
+  return [...text.matchAll(/\/\*\*([\s\S]*?)\*\//g)].map((m) => (m[1] ?? "").split("\n").map((line) => line.replace(/^\s*\* ?/, "")).join("\n"));
+}
+
+const collapse = (sql: string): string => sql.replace(/\s+/g, " ").trim();
+
+function sqlBlocks(file: string, comments: readonly string[]): Block[] {
+  return comments.flatMap((comment) =>
+    [...comment.matchAll(/```sql([^\n]*)\n([\s\S]*?)```/g)].map((m) => ({ file, name: (m[1] ?? "").trim(), sql: collapse(m[2] ?? "") })),
+  );
+}
+
+/** Why a block does not show what its statement emits; `null` when it does. */
+function mismatch(block: Block): string | null {
+  const build = shown[block.name];
+  if (build === undefined) return `no statement is registered for "${block.name}" in doc-sql.test.ts`;
+  const query = build();
+  if (query === null) return `"${block.name}" builds no statement`;
+  return block.sql === query.sql ? null : `${block.file} shows\n  ${block.sql}\nbut "${block.name}" emits\n  ${query.sql}`;
+}
+
+const files = sourceFiles(srcDir).map((path) => ({ file: relative(srcDir, path), comments: docComments(readFileSync(path, "utf8")) }));
+const blocks: Block[] = files.flatMap(({ file, comments }) => sqlBlocks(file, comments));
+
+describe("SQL shown in JSDoc is the SQL emitted", () => {
+  test("the sources show SQL, and every block names its statement", () => {
+    expect(blocks.length).toBeGreaterThanOrEqual(Object.keys(shown).length);
+    expect(blocks.filter((b) => b.name === "").map((b) => b.file)).toEqual([]);
+  });
+
+  test("every named statement of this table is shown somewhere (no stale entries)", () => {
+    const names = new Set(blocks.map((b) => b.name));
+    expect(Object.keys(shown).filter((name) => !names.has(name))).toEqual([]);
+  });
+
+  test.each(blocks.map((b) => [`${b.file}: ${b.name}`, b] as const))("%s", (_label, block) => {
+    expect(mismatch(block)).toBeNull();
+  });
+
+  test("comments describe other statements in words: no unchecked statement text in inline code", () => {
+    // A statement keyword followed by a FROM / SET / WHERE / INTO clause in `code` is SQL text nothing checks.
+    const statementLike = /`+ ?(select|insert|update|delete|with) [^`]*\b(from|set|where|into)\b/i;
+    const unchecked = files.flatMap(({ file, comments }) =>
+      comments
+        .map((comment) => comment.replace(/```[\s\S]*?```/g, ""))
+        .flatMap((comment) => comment.split("\n").filter((line) => statementLike.test(line)).map((line) => `${file}: ${line.trim()}`)),
+    );
+    expect(unchecked).toEqual([]);
+  });
+
+  test("the check itself: the drift issue 8 found (one arm per row, where one arm per token is emitted) is caught", () => {
+    const source = [
+      "/**",
+      " * Ack of many leases:",
+      " * ```sql postgres:lease.settleAckMany(two tokens)",
+      ' * delete from "report_jobs" where ("id" = $1 and "locked_until" = $2) or ("id" = $3 and "locked_until" = $4)',
+      " *   or (\"id\" = $5 and \"locked_until\" = $6) returning \"id\"",
+      " * ```",
+      " */",
+    ].join("\n");
+    const [drifted] = sqlBlocks("synthetic.ts", docComments(source));
+    expect(drifted?.name).toBe("postgres:lease.settleAckMany(two tokens)");
+    expect(mismatch(drifted!)).toContain("emits");
+    expect(mismatch({ file: "synthetic.ts", name: "postgres:nothing", sql: "select 1" })).toContain("no statement is registered");
+    expect(mismatch({ file: "synthetic.ts", name: "postgres:lease.settleAckMany(two tokens)", sql: shown["postgres:lease.settleAckMany(two tokens)"]!()!.sql })).toBeNull();
+  });
+});
