@@ -38,7 +38,12 @@ const specBrand: unique symbol = Symbol("sqlinbox.InboxSpec");
  *   .payload(column("payload"), payloadOf<Report>());
  * // RenderReport: InboxSpec<[Attempt, Lease<Date>, Payload<Report>], "id" | "attempt" | "locked_until" | "payload">
  */
-export class InboxSpec<R extends readonly RoleMarker[] = readonly RoleMarker[], C extends string = string, K extends string = C> {
+// Covariant by declaration: a spec that knows more columns is usable where fewer are named, so
+// `const s: InboxSpec<[Attempt, Lease<Date>, Payload<Report>]> = InboxSpec.table(…)…` compiles.
+// The compiler cannot verify it because the methods' rules are conditional types of C; they only
+// ever refuse more on a wider C (`string` holds every name), so the annotation loses no check.
+// @ts-expect-error TS2636: variance of conditional rule types is not measurable
+export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker[], out C extends string = string, out K extends string = C> {
   declare readonly [specBrand]: { roles: R; columns: C; keys: K };
   /** The plain description the statements and the runtime read. */
   readonly description: InboxDescription;

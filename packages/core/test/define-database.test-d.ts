@@ -3,7 +3,7 @@ import { describe, expectTypeOf, test } from "vitest";
 import {
   defineInbox, field,
   type Attempt, type CheckAgainstDatabase, type CheckDefinition, type Lease, type Payload, type RolesOf, type SpecError,
-} from "../src/index.js";
+} from "../src/internal.js";
 import { definition } from "./type-helpers.js";
 
 interface Report { readonly title: string }
