@@ -1,9 +1,10 @@
 import type { ColumnDescription } from "./description.js";
 import { validateIdentifier } from "./identifier.js";
 import type {
-  AdvisoryLock, Attempt, ColumnRole, Fifo, Group, Lease, Payload, Priority, ProcessedAt, RetryAfter,
+  AdvisoryLock, Attempt, ColumnRole, Fifo, Group, Lease, Payload, Priority, ProcessedAt, RetryAfter, RowValue,
   TemplatePlaceholders,
 } from "./roles.js";
+import type { Simplify } from "type-fest";
 import { InboxSpec } from "./spec.js";
 import type { SpecError } from "./type-errors.js";
 import type { PayloadType } from "./payload-type.js";
@@ -22,13 +23,19 @@ export interface Field<Role extends ColumnRole = ColumnRole, Name extends string
   readonly value?: Value;
   /** The database fills this column: a publish never writes it. */
   generated(): Field<Role, Name, Value>;
+  /** Types what an id or data column holds for row-mode handlers: `field.data("customer_id").holds<string>()`. */
+  holds<T>(): Field<Role, Name, T>;
 }
 
 function makeField<Role extends ColumnRole, Name extends string | undefined, Value>(
   role: Role, name: Name, isGenerated = false, type?: unknown,
 ): Field<Role, Name, Value> {
   if (name !== undefined) validateIdentifier(name, `column (${role})`);
-  return Object.freeze({ role, name, isGenerated, type, generated: () => makeField<Role, Name, Value>(role, name, true, type) });
+  return Object.freeze({
+    role, name, isGenerated, type,
+    generated: () => makeField<Role, Name, Value>(role, name, true, type),
+    holds: <T>() => makeField<Role, Name, T>(role, name, isGenerated, type),
+  });
 }
 
 /**
@@ -40,7 +47,8 @@ function makeField<Role extends ColumnRole, Name extends string | undefined, Val
  * and every column would look like it shares every name.
  */
 export const field = Object.freeze({
-  id: <const N extends string | undefined = undefined>(name?: N): Field<"id", NoInfer<N>, unknown> => makeField("id", name as N),
+  /** `field.id<number>()` types the id a row-mode handler reads (default `unknown`). */
+  id: <T = unknown, const N extends string | undefined = undefined>(name?: N): Field<"id", NoInfer<N>, T> => makeField("id", name as N),
   attempt: <const N extends string | undefined = undefined>(name?: N): Field<"attempt", NoInfer<N>, number> => makeField("attempt", name as N),
   lease: <const N extends string | undefined = undefined>(name?: N): Field<"lease", NoInfer<N>, Date> => makeField("lease", name as N),
   /** `field.payload<Report>()`, or `field.payload("body", ReportSchema)` to name the column and validate. */
@@ -50,6 +58,7 @@ export const field = Object.freeze({
   processedAt: <const N extends string | undefined = undefined>(name?: N): Field<"processedAt", NoInfer<N>, Date> => makeField("processedAt", name as N),
   group: <const N extends string | undefined = undefined>(name?: N): Field<"group", NoInfer<N>, string> => makeField("group", name as N),
   priority: <const N extends string | undefined = undefined>(name?: N): Field<"priority", NoInfer<N>, number> => makeField("priority", name as N),
+  /** `field.data<string>()` types what a row-mode handler reads (default `unknown`). */
   data: <T = unknown, const N extends string | undefined = undefined>(name?: N): Field<"data", NoInfer<N>, T> => makeField("data", name as N),
 });
 
@@ -115,8 +124,13 @@ export type RolesOfDefinition<D extends InboxDefinition> = [
   ...([AdvisoryOf<D>] extends [never] ? [] : [AdvisoryLock<AdvisoryOf<D>>]),
 ];
 
+/** The row a row-mode handler receives: each column under its property key. */
+export type RowOfDefinition<D extends InboxDefinition> = Simplify<{
+  readonly [K in keyof Cols<D> & string]: Cols<D>[K] extends Field<infer Role, string | undefined, infer V> ? RowValue<Role, V> : never;
+}>;
+
 /** The spec type a definition produces: the same type the by-hand form builds. */
-export type SpecOfDefinition<D extends InboxDefinition> = InboxSpec<RolesOfDefinition<D>, AllNames<D>, keyof Cols<D> & string>;
+export type SpecOfDefinition<D extends InboxDefinition> = InboxSpec<RolesOfDefinition<D>, AllNames<D>, RowOfDefinition<D>>;
 
 /** Builds the spec of a checked definition; shared by both overloads of `defineInbox`. */
 export function specFromDefinition<D extends InboxDefinition>(def: D): SpecOfDefinition<D> {

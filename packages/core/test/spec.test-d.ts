@@ -21,7 +21,7 @@ describe("InboxSpec by hand: what compiles", () => {
     void typed;
     expectTypeOf(spec.form).toEqualTypeOf<"lease">();
     expectTypeOf<RowOf<typeof spec>>().toEqualTypeOf<{
-      readonly id: unknown; readonly attempt: unknown; readonly locked_until: unknown; readonly payload: unknown;
+      readonly id: unknown; readonly attempt: number; readonly locked_until: Date | string | null; readonly payload: unknown;
     }>();
   });
 
