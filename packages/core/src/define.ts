@@ -110,6 +110,30 @@ export type CheckDefinition<D extends InboxDefinition> =
   )
   : SpecError<`the ${RolesTwice<D> & string} role is played by two columns: a table has at most one ${RolesTwice<D> & string} column, so describe the others with field.data()`>;
 
+type KeysNamed<D extends InboxDefinition, Name> = { [K in keyof Cols<D>]: ColumnName<D, K> extends Name ? K : never }[keyof Cols<D>];
+/** The error `E` on the columns under `Keys`: intersected with a definition, it lands on those properties. */
+export type OnColumns<Keys extends PropertyKey, E> = { readonly columns: { readonly [K in Keys]: E } };
+
+/**
+ * The first broken rule of a definition placed on the property that breaks it (a column, `fifo`,
+ * `advisoryLock`), `unknown` when it is valid. Intersected with the parameter, the compiler
+ * underlines that property and names the rule's sentence in the first line of its message.
+ */
+export type DefinitionErrorAt<D extends InboxDefinition> =
+  CheckDefinition<D> extends infer E extends SpecError<string> ? (
+    Has<D, "id"> extends false ? { readonly columns: E }
+    : [RolesTwice<D>] extends [never] ? (
+      [NamesTwice<D>] extends [never] ? (
+        [AdvisoryOf<D>] extends [never] ? { readonly fifo: E }
+        : Has<D, "lease"> extends true ? { readonly advisoryLock: E }
+        : FifoOf<D> extends true ? { readonly fifo: E }
+        : { readonly advisoryLock: E }
+      )
+      : OnColumns<KeysNamed<D, NamesTwice<D>>, E>
+    )
+    : OnColumns<KeysWithRole<D, RolesTwice<D>>, E>
+  ) : unknown;
+
 type Opt<D extends InboxDefinition, Role extends ColumnRole, M> = Has<D, Role> extends true ? [M] : [];
 /** The role tuple of a definition, in a fixed order. */
 export type RolesOfDefinition<D extends InboxDefinition> = [
