@@ -1,4 +1,4 @@
-import { SqlInboxError, type AnyInboxSpec, type ClaimForm, type InboxDescription } from "@sqlinbox/core";
+import { SqlInboxError, type AnyInboxSpec, type ClaimForm, type InboxDescription } from "@sqlinbox/core/internal";
 import { dialectFor, type Engine } from "@sqlinbox/kysely-dialects";
 import { Activity } from "./activity.js";
 import { brokerState, type BrokerState, type SqlBroker } from "./broker.js";

@@ -1,4 +1,4 @@
-import { SqlInboxError, type AnyInboxSpec, type FormOf, type InboxDescription, type RolesOf, type SpecError } from "@sqlinbox/core";
+import { SqlInboxError, type AnyInboxSpec, type FormOf, type InboxDescription, type RolesOf, type SpecError } from "@sqlinbox/core/internal";
 import { checkSchema, dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects";
 import { CompiledQuery, MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
 import type { Activity } from "./activity.js";

@@ -1,4 +1,4 @@
-import { isStandardSchema, SqlInboxError, type ErrorPlace, type InboxDescription } from "@sqlinbox/core";
+import { isStandardSchema, SqlInboxError, type ErrorPlace, type InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 
 /** How the payload column stores the JSON: bytes in a binary column, text otherwise. */

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { SqlInboxError, type InboxDescription } from "@sqlinbox/core";
+import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "../types.js";
 
 /**

@@ -1,4 +1,4 @@
-import { SqlInboxError, type InboxDescription } from "@sqlinbox/core";
+import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery, Expression, ExpressionBuilder, SqlBool } from "kysely";
 import type { HeldLease, RawRow } from "../types.js";
 import { compiled, type StatementContext } from "./query-db.js";

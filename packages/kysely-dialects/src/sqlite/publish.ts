@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { PublishStatements, RawRow } from "../types.js";
 import { insertQuery } from "../shared/publish-insert.js";

@@ -1,4 +1,4 @@
-import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core";
+import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core/internal";
 import type { HeldLease } from "@sqlinbox/kysely-dialects";
 import { keyOf, type KeptLease, type LeaseKeeper } from "../lease-keeper.js";
 import type { ClaimSetup } from "./claim-strategy.js";

@@ -1,4 +1,4 @@
-import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core";
+import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import { LeaseKeeper, type KeptLease } from "../lease-keeper.js";
 import { errorFields } from "../logger.js";
