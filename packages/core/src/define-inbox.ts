@@ -1,4 +1,6 @@
-import { specFromDefinition, type CheckDefinition, type InboxDefinition, type SpecOfDefinition } from "./define.js";
+import {
+  specFromDefinition, type CheckDefinition, type DefinitionErrorAt, type InboxDefinition, type OnColumns, type SpecOfDefinition,
+} from "./define.js";
 import type { ColumnRole } from "./roles.js";
 import type { SpecError } from "./type-errors.js";
 
@@ -31,9 +33,22 @@ export type CheckAgainstDatabase<DB, D extends InboxDefinition> =
     ) : SpecError<`table "${D["table"]}" has no column "${Missing<DB, D> & string}" in the database interface: check the name, or give the column's name as the field's argument`>
   ) : SpecError<`the database interface has no table "${D["table"]}": check the name, or add the table to the interface`>;
 
-/** The definition's own rules first, then the database's: one readable error at a time. */
+type KeyWithRole<D extends InboxDefinition, Role extends ColumnRole> = { [K in keyof Cols<D>]: Cols<D>[K]["role"] extends Role ? K : never }[keyof Cols<D>];
+type KeyNamed<D extends InboxDefinition, Name> = { [K in keyof Cols<D>]: NameAt<D, K> extends Name ? K : never }[keyof Cols<D>];
+
+/** The database's first broken rule placed on its property: `table`, or the column it names. */
+type DatabaseErrorAt<DB, D extends InboxDefinition> =
+  CheckAgainstDatabase<DB, D> extends infer E extends SpecError<string> ? (
+    D["table"] extends keyof DB ? (
+      [Missing<DB, D>] extends [never] ? (
+        Holds<ColumnValue<DB, D, "lease">, Date | string> extends false ? OnColumns<KeyWithRole<D, "lease">, E> : OnColumns<KeyWithRole<D, "attempt">, E>
+      ) : OnColumns<KeyNamed<D, Missing<DB, D>>, E>
+    ) : { readonly table: E }
+  ) : unknown;
+
+/** The definition's own rules first, then the database's: one readable error at a time, on the property that breaks it. */
 type CheckWithDatabase<DB, D extends InboxDefinition> =
-  CheckDefinition<D> extends SpecError<string> ? CheckDefinition<D> : CheckAgainstDatabase<DB, D>;
+  CheckDefinition<D> extends SpecError<string> ? DefinitionErrorAt<D> : DatabaseErrorAt<DB, D>;
 
 /**
  * Describes a queue table declaratively.
@@ -52,7 +67,7 @@ type CheckWithDatabase<DB, D extends InboxDefinition> =
  * Given the application's Kysely database interface, `defineInbox<DB>()({ … })` also checks
  * the table, the column names and the lease and attempt columns' types against it.
  */
-export function defineInbox<const D extends InboxDefinition>(definition: D & CheckDefinition<D>): SpecOfDefinition<D>;
+export function defineInbox<const D extends InboxDefinition>(definition: D & DefinitionErrorAt<D>): SpecOfDefinition<D>;
 export function defineInbox<DB>(): <const D extends InboxDefinition & { readonly table: TableName<DB> }>(
   definition: D & CheckWithDatabase<DB, D>,
 ) => SpecOfDefinition<D>;

@@ -1,9 +1,10 @@
 import type { ColumnDescription } from "./description.js";
 import { validateIdentifier } from "./identifier.js";
 import type {
-  AdvisoryLock, Attempt, ColumnRole, Fifo, Group, Lease, Payload, Priority, ProcessedAt, RetryAfter,
+  AdvisoryLock, Attempt, ColumnRole, Fifo, Group, Lease, Payload, Priority, ProcessedAt, RetryAfter, RowValue,
   TemplatePlaceholders,
 } from "./roles.js";
+import type { Simplify } from "type-fest";
 import { InboxSpec } from "./spec.js";
 import type { SpecError } from "./type-errors.js";
 import type { PayloadType } from "./payload-type.js";
@@ -22,13 +23,19 @@ export interface Field<Role extends ColumnRole = ColumnRole, Name extends string
   readonly value?: Value;
   /** The database fills this column: a publish never writes it. */
   generated(): Field<Role, Name, Value>;
+  /** Types what an id or data column holds for row-mode handlers: `field.data("customer_id").holds<string>()`. */
+  holds<T>(): Field<Role, Name, T>;
 }
 
 function makeField<Role extends ColumnRole, Name extends string | undefined, Value>(
   role: Role, name: Name, isGenerated = false, type?: unknown,
 ): Field<Role, Name, Value> {
   if (name !== undefined) validateIdentifier(name, `column (${role})`);
-  return Object.freeze({ role, name, isGenerated, type, generated: () => makeField<Role, Name, Value>(role, name, true, type) });
+  return Object.freeze({
+    role, name, isGenerated, type,
+    generated: () => makeField<Role, Name, Value>(role, name, true, type),
+    holds: <T>() => makeField<Role, Name, T>(role, name, isGenerated, type),
+  });
 }
 
 /**
@@ -40,7 +47,8 @@ function makeField<Role extends ColumnRole, Name extends string | undefined, Val
  * and every column would look like it shares every name.
  */
 export const field = Object.freeze({
-  id: <const N extends string | undefined = undefined>(name?: N): Field<"id", NoInfer<N>, unknown> => makeField("id", name as N),
+  /** `field.id<number>()` types the id a row-mode handler reads (default `unknown`). */
+  id: <T = unknown, const N extends string | undefined = undefined>(name?: N): Field<"id", NoInfer<N>, T> => makeField("id", name as N),
   attempt: <const N extends string | undefined = undefined>(name?: N): Field<"attempt", NoInfer<N>, number> => makeField("attempt", name as N),
   lease: <const N extends string | undefined = undefined>(name?: N): Field<"lease", NoInfer<N>, Date> => makeField("lease", name as N),
   /** `field.payload<Report>()`, or `field.payload("body", ReportSchema)` to name the column and validate. */
@@ -50,6 +58,7 @@ export const field = Object.freeze({
   processedAt: <const N extends string | undefined = undefined>(name?: N): Field<"processedAt", NoInfer<N>, Date> => makeField("processedAt", name as N),
   group: <const N extends string | undefined = undefined>(name?: N): Field<"group", NoInfer<N>, string> => makeField("group", name as N),
   priority: <const N extends string | undefined = undefined>(name?: N): Field<"priority", NoInfer<N>, number> => makeField("priority", name as N),
+  /** `field.data<string>()` types what a row-mode handler reads (default `unknown`). */
   data: <T = unknown, const N extends string | undefined = undefined>(name?: N): Field<"data", NoInfer<N>, T> => makeField("data", name as N),
 });
 
@@ -101,6 +110,30 @@ export type CheckDefinition<D extends InboxDefinition> =
   )
   : SpecError<`the ${RolesTwice<D> & string} role is played by two columns: a table has at most one ${RolesTwice<D> & string} column, so describe the others with field.data()`>;
 
+type KeysNamed<D extends InboxDefinition, Name> = { [K in keyof Cols<D>]: ColumnName<D, K> extends Name ? K : never }[keyof Cols<D>];
+/** The error `E` on the columns under `Keys`: intersected with a definition, it lands on those properties. */
+export type OnColumns<Keys extends PropertyKey, E> = { readonly columns: { readonly [K in Keys]: E } };
+
+/**
+ * The first broken rule of a definition placed on the property that breaks it (a column, `fifo`,
+ * `advisoryLock`), `unknown` when it is valid. Intersected with the parameter, the compiler
+ * underlines that property and names the rule's sentence in the first line of its message.
+ */
+export type DefinitionErrorAt<D extends InboxDefinition> =
+  CheckDefinition<D> extends infer E extends SpecError<string> ? (
+    Has<D, "id"> extends false ? { readonly columns: E }
+    : [RolesTwice<D>] extends [never] ? (
+      [NamesTwice<D>] extends [never] ? (
+        [AdvisoryOf<D>] extends [never] ? { readonly fifo: E }
+        : Has<D, "lease"> extends true ? { readonly advisoryLock: E }
+        : FifoOf<D> extends true ? { readonly fifo: E }
+        : { readonly advisoryLock: E }
+      )
+      : OnColumns<KeysNamed<D, NamesTwice<D>>, E>
+    )
+    : OnColumns<KeysWithRole<D, RolesTwice<D>>, E>
+  ) : unknown;
+
 type Opt<D extends InboxDefinition, Role extends ColumnRole, M> = Has<D, Role> extends true ? [M] : [];
 /** The role tuple of a definition, in a fixed order. */
 export type RolesOfDefinition<D extends InboxDefinition> = [
@@ -115,8 +148,13 @@ export type RolesOfDefinition<D extends InboxDefinition> = [
   ...([AdvisoryOf<D>] extends [never] ? [] : [AdvisoryLock<AdvisoryOf<D>>]),
 ];
 
+/** The row a row-mode handler receives: each column under its property key. */
+export type RowOfDefinition<D extends InboxDefinition> = Simplify<{
+  readonly [K in keyof Cols<D> & string]: Cols<D>[K] extends Field<infer Role, string | undefined, infer V> ? RowValue<Role, V> : never;
+}>;
+
 /** The spec type a definition produces: the same type the by-hand form builds. */
-export type SpecOfDefinition<D extends InboxDefinition> = InboxSpec<RolesOfDefinition<D>, AllNames<D>, keyof Cols<D> & string>;
+export type SpecOfDefinition<D extends InboxDefinition> = InboxSpec<RolesOfDefinition<D>, AllNames<D>, RowOfDefinition<D>>;
 
 /** Builds the spec of a checked definition; shared by both overloads of `defineInbox`. */
 export function specFromDefinition<D extends InboxDefinition>(def: D): SpecOfDefinition<D> {

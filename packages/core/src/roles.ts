@@ -55,8 +55,28 @@ export type FormOf<R extends readonly RoleMarker[]> =
   HasRole<R, "lease"> extends true ? "lease" : HasRole<R, "advisoryLock"> extends true ? "advisory" : "rowLock";
 
 /** The payload type a role tuple gives handlers, or `never` in row mode. */
-export type PayloadOf<R extends readonly RoleMarker[]> =
-  Extract<R[number], { readonly role: "payload" }> extends Payload<infer T> ? T : never;
+export type PayloadOf<R extends readonly RoleMarker[]> = PayloadOfMarker<R[number]>;
+// Distributive over the markers: with no payload marker every member gives `never`. Matching
+// `Extract<…>` instead would test `never extends Payload<infer T>`, which holds with T = unknown.
+type PayloadOfMarker<M> = M extends Payload<infer T> ? T : never;
+
+/**
+ * What a role column holds in the row a row-mode handler receives, as the driver reads it.
+ * Deadlines are `Date` on Postgres and MySQL and ISO-8601 text on SQLite (the column's own type);
+ * the lease is `null` where the claim hands over the row as read before its stamp (MySQL, MariaDB).
+ * The id and data columns hold what their description says (`unknown` unless given).
+ */
+export interface RoleColumnValue {
+  readonly attempt: number;
+  readonly lease: Date | string | null;
+  readonly payload: unknown;
+  readonly retryAfter: Date | string | null;
+  readonly processedAt: Date | string | null;
+  readonly group: string;
+  readonly priority: number;
+}
+/** The row value of a column of `Role` described as holding `Value`. */
+export type RowValue<Role extends ColumnRole, Value> = Role extends keyof RoleColumnValue ? RoleColumnValue[Role] : Value;
 
 /** The placeholders of a key template: `"a-{x}-{y}"` gives `"x" | "y"`. */
 export type TemplatePlaceholders<T extends string> =

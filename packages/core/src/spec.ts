@@ -3,10 +3,11 @@ import type { Column } from "./column.js";
 import type { ColumnDescription, InboxDescription } from "./description.js";
 import type {
   AdvisoryLock, Attempt, ClaimForm, ColumnRole, Fifo, FormOf, Group, HasRole, Lease, Payload, Priority, ProcessedAt,
-  RetryAfter, RoleMarker, RoleName, TemplatePlaceholders,
+  RetryAfter, RoleMarker, RoleName, RowValue, TemplatePlaceholders,
 } from "./roles.js";
 import type { FirstError, Require } from "./type-errors.js";
 import type { PayloadType } from "./payload-type.js";
+import type { Simplify } from "type-fest";
 
 type NotTwice<R extends readonly RoleMarker[], Role extends RoleName> = Require<
   HasRole<R, Role> extends true ? false : true,
@@ -27,7 +28,8 @@ const specBrand: unique symbol = Symbol("sqlinbox.InboxSpec");
  * A table description, built by hand (`InboxSpec.table(…)…`) or by `defineInbox`.
  * Its type carries the role tuple, so `InboxSpec<[Attempt, Lease<Date>, Payload<Report>]>`
  * says at compile time which form the table uses and what its handlers receive.
- * `C` is the union of described column names, `K` of the keys a row object carries.
+ * `C` is the union of described column names, `Row` the row a row-mode handler receives
+ * (each described column under its key, typed by its role or by what it `holds`).
  *
  * Immutable: every method returns a new frozen spec.
  *
@@ -36,10 +38,15 @@ const specBrand: unique symbol = Symbol("sqlinbox.InboxSpec");
  *   .attempt(column("attempt").generated())
  *   .lease(column("locked_until"))
  *   .payload(column("payload"), payloadOf<Report>());
- * // RenderReport: InboxSpec<[Attempt, Lease<Date>, Payload<Report>], "id" | "attempt" | "locked_until" | "payload">
+ * // RenderReport: InboxSpec<[Attempt, Lease<Date>, Payload<Report>], "id" | "attempt" | "locked_until" | "payload", { … }>
  */
-export class InboxSpec<R extends readonly RoleMarker[] = readonly RoleMarker[], C extends string = string, K extends string = C> {
-  declare readonly [specBrand]: { roles: R; columns: C; keys: K };
+// Covariant by declaration: a spec that knows more columns is usable where fewer are named, so
+// `const s: InboxSpec<[Attempt, Lease<Date>, Payload<Report>]> = InboxSpec.table(…)…` compiles.
+// The compiler cannot verify it because the methods' rules are conditional types of C; they only
+// ever refuse more on a wider C (`string` holds every name), so the annotation loses no check.
+// @ts-expect-error TS2636: variance of conditional rule types is not measurable
+export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker[], out C extends string = string, out Row extends object = ColumnsRow<C>> {
+  declare readonly [specBrand]: { roles: R; columns: C; row: Row };
   /** The plain description the statements and the runtime read. */
   readonly description: InboxDescription;
   readonly #parts: DescriptionParts;
@@ -51,12 +58,12 @@ export class InboxSpec<R extends readonly RoleMarker[] = readonly RoleMarker[], 
   }
 
   /** Starts a description: the table and its id column. */
-  static table<const N extends string>(table: string, id: Column<N>): InboxSpec<[], N> {
+  static table<const N extends string, V = unknown>(table: string, id: Column<N, boolean, V>): InboxSpec<[], N, { readonly [P in N]: V }> {
     return new InboxSpec({ table, columns: [describe(id, "id")] });
   }
 
   /** @internal Used by `defineInbox`: the parts are checked exactly as the builder's. */
-  static fromParts<R extends readonly RoleMarker[], C extends string, K extends string>(parts: DescriptionParts): InboxSpec<R, C, K> {
+  static fromParts<R extends readonly RoleMarker[], C extends string, Row extends object>(parts: DescriptionParts): InboxSpec<R, C, Row> {
     return new InboxSpec(parts);
   }
 
@@ -68,14 +75,14 @@ export class InboxSpec<R extends readonly RoleMarker[] = readonly RoleMarker[], 
   }
 
   /** The attempt column: counted at each claim; handlers read it as `keys.attempt`. */
-  attempt<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "attempt">, NewColumn<C, N>]>): InboxSpec<[...R, Attempt], C | N, K | N> {
+  attempt<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "attempt">, NewColumn<C, N>]>): InboxSpec<[...R, Attempt], C | N, WithColumn<Row, N, RowValue<"attempt", unknown>>> {
     return this.#with(col, "attempt");
   }
 
   /** The lease column: selects the lease form. Its deadline is the token of ownership. */
   lease<N extends string>(
     col: Column<N> & FirstError<[NotTwice<R, "lease">, NewColumn<C, N>, Without<R, "advisoryLock", LeaseOrAdvisory>]>,
-  ): InboxSpec<[...R, Lease<Date>], C | N, K | N> {
+  ): InboxSpec<[...R, Lease<Date>], C | N, WithColumn<Row, N, RowValue<"lease", unknown>>> {
     return this.#with(col, "lease");
   }
 
@@ -86,32 +93,32 @@ export class InboxSpec<R extends readonly RoleMarker[] = readonly RoleMarker[], 
   payload<N extends string, T = unknown>(
     col: Column<N> & FirstError<[NotTwice<R, "payload">, NewColumn<C, N>]>,
     type?: PayloadType<T>,
-  ): InboxSpec<[...R, Payload<T>], C | N, K | N> {
+  ): InboxSpec<[...R, Payload<T>], C | N, WithColumn<Row, N, RowValue<"payload", unknown>>> {
     return new InboxSpec({ ...this.#parts, columns: [...this.#parts.columns, describe(col, "payload")], payloadType: type }) as never;
   }
 
   /** The column that hides a row until a time (`HandlerOutcome.retryAfter`); claim order uses it. */
-  retryAfter<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "retryAfter">, NewColumn<C, N>]>): InboxSpec<[...R, RetryAfter], C | N, K | N> {
+  retryAfter<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "retryAfter">, NewColumn<C, N>]>): InboxSpec<[...R, RetryAfter], C | N, WithColumn<Row, N, RowValue<"retryAfter", unknown>>> {
     return this.#with(col, "retryAfter");
   }
 
   /** The column ack marks instead of deleting the row. */
-  processedAt<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "processedAt">, NewColumn<C, N>]>): InboxSpec<[...R, ProcessedAt], C | N, K | N> {
+  processedAt<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "processedAt">, NewColumn<C, N>]>): InboxSpec<[...R, ProcessedAt], C | N, WithColumn<Row, N, RowValue<"processedAt", unknown>>> {
     return this.#with(col, "processedAt");
   }
 
   /** The group column: a subscription name selects a group. */
-  group<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "group">, NewColumn<C, N>]>): InboxSpec<[...R, Group], C | N, K | N> {
+  group<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "group">, NewColumn<C, N>]>): InboxSpec<[...R, Group], C | N, WithColumn<Row, N, RowValue<"group", unknown>>> {
     return this.#with(col, "group");
   }
 
   /** Smaller is claimed first. */
-  priority<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "priority">, NewColumn<C, N>]>): InboxSpec<[...R, Priority], C | N, K | N> {
+  priority<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "priority">, NewColumn<C, N>]>): InboxSpec<[...R, Priority], C | N, WithColumn<Row, N, RowValue<"priority", unknown>>> {
     return this.#with(col, "priority");
   }
 
   /** A column that plays no role: read by row-mode handlers, named by advisory keys, written by publishes. */
-  data<N extends string>(col: Column<N> & NewColumn<C, N>): InboxSpec<R, C | N, K | N> {
+  data<N extends string, V = unknown>(col: Column<N, boolean, V> & NewColumn<C, N>): InboxSpec<R, C | N, WithColumn<Row, N, V>> {
     return this.#with(col, "data");
   }
 
@@ -120,12 +127,12 @@ export class InboxSpec<R extends readonly RoleMarker[] = readonly RoleMarker[], 
    * The rules sit on `this`, so a broken one reads "The 'this' context … is not assignable to … SpecError<"…">".
    */
   fifo(
-    this: InboxSpec<R, C, K> & FirstError<[
+    this: InboxSpec<R, C, Row> & FirstError<[
       Require<HasRole<R, "group">, "fifo needs a group column: describe one with .group(column(…)) before .fifo()">,
       Without<R, "advisoryLock", FifoWithAdvisory>,
       Without<R, "fifo", "fifo is already set: call .fifo() once">,
     ]>,
-  ): InboxSpec<[...R, Fifo], C, K> {
+  ): InboxSpec<[...R, Fifo], C, Row> {
     return new InboxSpec({ ...this.#parts, fifo: true });
   }
 
@@ -141,7 +148,7 @@ export class InboxSpec<R extends readonly RoleMarker[] = readonly RoleMarker[], 
       Require<[Exclude<TemplatePlaceholders<T>, C>] extends [never] ? true : false,
         `the advisory key names a column that is not described: describe ${Exclude<TemplatePlaceholders<T>, C> & string} first (with .data(column(…)) if it plays no role)`>,
     ]>,
-  ): InboxSpec<[...R, AdvisoryLock<T>], C, K> {
+  ): InboxSpec<[...R, AdvisoryLock<T>], C, Row> {
     return new InboxSpec({ ...this.#parts, advisoryLock: template });
   }
 
@@ -161,12 +168,20 @@ function describe(col: Column, role: ColumnRole): ColumnDescription {
  * is taken), so one spec type is not assignable to another through them.
  */
 export interface AnyInboxSpec {
-  readonly [specBrand]: { roles: readonly RoleMarker[]; columns: string; keys: string };
+  readonly [specBrand]: { roles: readonly RoleMarker[]; columns: string; row: object };
   readonly description: InboxDescription;
   readonly table: string;
   readonly form: ClaimForm;
 }
 /** The role tuple of a spec. */
 export type RolesOf<S> = S extends { readonly [specBrand]: { roles: infer R extends readonly RoleMarker[] } } ? R : never;
-/** The row object a row-mode handler receives. */
-export type RowOf<S> = S extends { readonly [specBrand]: { keys: infer K extends string } } ? { readonly [P in K]: unknown } : never;
+/**
+ * The row a row-mode handler receives: every described column under its key, role columns typed
+ * by their role (attempt `number`, lease `Date | string | null` …), id and data columns by what they hold.
+ */
+export type RowOf<S> = S extends { readonly [specBrand]: { row: infer Row extends object } } ? Row : never;
+
+/** The row when only the column names are known (an annotation such as `InboxSpec<[Attempt], "id" | "attempt">`). */
+type ColumnsRow<C extends string> = { readonly [P in C]: unknown };
+/** `Row` with one more column; flattened so a hover shows one object, not a chain of `&`. */
+type WithColumn<Row extends object, N extends string, V> = Simplify<Row & { readonly [P in N]: V }>;

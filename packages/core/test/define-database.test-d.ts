@@ -3,7 +3,7 @@ import { describe, expectTypeOf, test } from "vitest";
 import {
   defineInbox, field,
   type Attempt, type CheckAgainstDatabase, type CheckDefinition, type Lease, type Payload, type RolesOf, type SpecError,
-} from "../src/index.js";
+} from "../src/internal.js";
 import { definition } from "./type-helpers.js";
 
 interface Report { readonly title: string }
@@ -109,7 +109,9 @@ describe("defineInbox<DB>(): what does not compile, and why", () => {
     expectTypeOf<CheckDefinition<typeof def>>().toEqualTypeOf<SpecError<"no id column is described: add one with field.id()">>();
     type Parameter = Parameters<typeof defineReportInbox<typeof def>>[0];
     expectTypeOf<Parameter>().not.toBeNever();
-    expectTypeOf<Parameter>().toExtend<SpecError<"no id column is described: add one with field.id()">>();
+    // placed on the property that breaks it: here `columns`, which has no id
+    expectTypeOf<Parameter["columns"]>().not.toBeNever();
+    expectTypeOf<Parameter["columns"]>().toExtend<SpecError<"no id column is described: add one with field.id()">>();
     // @ts-expect-error no id column is described
     defineReportInbox(def);
   });

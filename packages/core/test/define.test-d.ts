@@ -3,7 +3,7 @@ import {
   defineInbox, field, payloadOf,
   type AdvisoryLock, type AnyInboxSpec, type Attempt, type CheckDefinition, type Fifo, type Group, type Lease, type Payload,
   type RolesOf, type SpecError,
-} from "../src/index.js";
+} from "../src/internal.js";
 import { definition } from "./type-helpers.js";
 
 interface Report { readonly title: string }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { column, defineInbox, field, payloadOf, InboxSpec, type AdvisoryKeyPart } from "../src/index.js";
+import { column, defineInbox, field, payloadOf, InboxSpec, type AdvisoryKeyPart } from "../src/internal.js";
 
 interface Report { readonly title: string }
 

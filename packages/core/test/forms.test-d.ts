@@ -2,7 +2,7 @@ import { describe, expectTypeOf, test } from "vitest";
 import {
   column, defineInbox, field, payloadOf, InboxSpec,
   type AdvisoryLock, type Attempt, type Lease, type Payload, type RolesOf,
-} from "../src/index.js";
+} from "../src/internal.js";
 
 interface Report { readonly title: string }
 

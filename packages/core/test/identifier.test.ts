@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { column, defineInbox, field, isSqlInboxError, InboxSpec, MAX_IDENTIFIER_LENGTH, validateIdentifier } from "../src/index.js";
+import { column, defineInbox, field, isSqlInboxError, InboxSpec, MAX_IDENTIFIER_LENGTH, validateIdentifier } from "../src/internal.js";
 
 const refused: ReadonlyArray<readonly [string, string, string]> = [
   ["empty", "", "name is empty"],

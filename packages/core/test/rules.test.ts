@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import {
   buildDescription, column, defineInbox, field, isSqlInboxError, InboxSpec,
   type Column, type InboxDefinition, type InboxDescription, type SqlInboxError,
-} from "../src/index.js";
+} from "../src/internal.js";
 
 /** The builder with its compile-time rules taken off: what JavaScript (or a cast) can call. */
 interface Unchecked {

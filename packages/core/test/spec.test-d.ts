@@ -3,7 +3,7 @@ import {
   column, payloadOf, InboxSpec,
   type AdvisoryLock, type AnyInboxSpec, type Attempt, type Fifo, type Group, type Lease, type Payload, type Priority,
   type ProcessedAt, type RetryAfter, type RolesOf, type RowOf,
-} from "../src/index.js";
+} from "../src/internal.js";
 import type { ErrorMessage } from "./type-helpers.js";
 
 interface Report { readonly title: string }
@@ -21,8 +21,22 @@ describe("InboxSpec by hand: what compiles", () => {
     void typed;
     expectTypeOf(spec.form).toEqualTypeOf<"lease">();
     expectTypeOf<RowOf<typeof spec>>().toEqualTypeOf<{
-      readonly id: unknown; readonly attempt: unknown; readonly locked_until: unknown; readonly payload: unknown;
+      readonly id: unknown; readonly attempt: number; readonly locked_until: Date | string | null; readonly payload: unknown;
     }>();
+  });
+
+  test("the README's annotation compiles as written: the role tuple alone, columns left open", () => {
+    const RenderReport: InboxSpec<[Attempt, Lease<Date>, Payload<Report>]> =
+      InboxSpec.table("report_jobs", column("id").generated())
+        .attempt(column("attempt").generated())
+        .lease(column("locked_until"))
+        .payload(column("payload"), payloadOf<Report>());
+    expectTypeOf<RolesOf<typeof RenderReport>>().toEqualTypeOf<[Attempt, Lease<Date>, Payload<Report>]>();
+    expectTypeOf(RenderReport).toExtend<AnyInboxSpec>();
+    // the annotation keeps the roles honest: another tuple does not fit
+    // @ts-expect-error a lease spec is not a row-lock spec with a payload only
+    const wrong: InboxSpec<[Payload<Report>]> = RenderReport;
+    void wrong;
   });
 
   test("every spec is an AnyInboxSpec, whatever rules its methods carry", () => {

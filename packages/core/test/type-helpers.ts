@@ -1,4 +1,4 @@
-import type { InboxDefinition } from "../src/index.js";
+import type { InboxDefinition } from "../src/internal.js";
 
 /**
  * The sentence of the `SpecError` a parameter type carries, `"no error"` when it carries none,

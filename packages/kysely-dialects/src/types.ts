@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 
 /** The engines sqlinbox speaks. `mysql` covers MySQL 8.0.1+ and MariaDB 10.6+. */

@@ -1,4 +1,4 @@
-import { column, InboxSpec, defineInbox, field, type InboxDescription } from "@sqlinbox/core";
+import { column, InboxSpec, defineInbox, field, type InboxDescription } from "@sqlinbox/core/internal";
 
 /** The seed's table, both ways: id and attempt generated, a lease, a payload. */
 export const seedByHand = InboxSpec.table("report_jobs", column("id").generated())

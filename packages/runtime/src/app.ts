@@ -1,4 +1,4 @@
-import type { AnyInboxSpec, ClaimForm, InboxDescription } from "@sqlinbox/core";
+import type { AnyInboxSpec, ClaimForm, InboxDescription } from "@sqlinbox/core/internal";
 import { dialectFor, type Engine } from "@sqlinbox/kysely-dialects";
 import { Activity } from "./activity.js";
 import type { BrokerState } from "./broker.js";

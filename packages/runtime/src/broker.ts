@@ -1,4 +1,4 @@
-import type { AnyInboxSpec, InboxDescription } from "@sqlinbox/core";
+import type { AnyInboxSpec, InboxDescription } from "@sqlinbox/core/internal";
 import { checkSchema, dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects";
 import type { Transaction } from "kysely";
 import type { Activity } from "./activity.js";

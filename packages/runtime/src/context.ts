@@ -1,4 +1,4 @@
-import type { HasRole, RoleMarker, RoleName, SpecError } from "@sqlinbox/core";
+import type { HasRole, RoleMarker, RoleName, SpecError } from "@sqlinbox/core/internal";
 import { unknownContextKey } from "./errors.js";
 
 const keyBrand: unique symbol = Symbol("sqlinbox.ContextKey");

@@ -1,4 +1,4 @@
-import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core";
+import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core/internal";
 
 /**
  * Every `SqlInboxError` the runtime throws, one constructor per message, so a message is typed

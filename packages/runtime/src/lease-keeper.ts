@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { HeldLease } from "@sqlinbox/kysely-dialects";
 import type { Clock, Timer } from "./clock.js";
 import type { Database } from "./database.js";

@@ -1,4 +1,4 @@
-import { isStandardSchema, type ErrorPlace, type InboxDescription } from "@sqlinbox/core";
+import { isStandardSchema, type ErrorPlace, type InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import { failsSchema, notSerializable, notUtf8Json } from "./errors.js";
 

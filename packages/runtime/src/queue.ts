@@ -1,4 +1,4 @@
-import type { AnyInboxSpec, HasRole, PayloadOf, RolesOf, SpecError } from "@sqlinbox/core";
+import type { AnyInboxSpec, HasRole, PayloadOf, RolesOf, RowOf, SpecError } from "@sqlinbox/core/internal";
 
 /** The options one subscription runs with. */
 export interface QueueOptions {
@@ -9,9 +9,19 @@ export interface QueueOptions {
   readonly batch: number;
 }
 
-/** The payload a spec's handlers receive: the decoded payload, or the row in row mode. */
+/**
+ * What a publish to a spec's table writes: the payload, or in row mode (no payload column) some of
+ * the row's columns, typed as described (generated ones are left to the database).
+ */
 export type PayloadOfSpec<S extends AnyInboxSpec> =
-  [PayloadOf<RolesOf<S>>] extends [never] ? Readonly<Record<string, unknown>> : PayloadOf<RolesOf<S>>;
+  [PayloadOf<RolesOf<S>>] extends [never] ? Partial<RowOf<S>> : PayloadOf<RolesOf<S>>;
+
+/**
+ * What a spec's handlers receive: the decoded payload, or in row mode the row itself, every
+ * described column typed by its role or by what it holds (`RowOf`).
+ */
+export type DeliveredOf<S extends AnyInboxSpec> =
+  [PayloadOf<RolesOf<S>>] extends [never] ? RowOf<S> : PayloadOf<RolesOf<S>>;
 
 type LeaseArgs<S extends AnyInboxSpec> = HasRole<RolesOf<S>, "lease"> extends true
   ? [ms: number]

@@ -1,4 +1,4 @@
-import type { AnyInboxSpec, FormOf, RolesOf, SpecError } from "@sqlinbox/core";
+import type { AnyInboxSpec, FormOf, RolesOf, SpecError } from "@sqlinbox/core/internal";
 import type { Engine } from "@sqlinbox/kysely-dialects";
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
 import { BrokerState } from "./broker.js";

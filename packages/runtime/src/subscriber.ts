@@ -1,7 +1,7 @@
-import type { AnyInboxSpec, RolesOf } from "@sqlinbox/core";
+import type { AnyInboxSpec, RolesOf } from "@sqlinbox/core/internal";
 import type { InboxContext } from "./context.js";
 import type { HandlerOutcome } from "./outcome.js";
-import type { InboxQueue, PayloadOfSpec } from "./queue.js";
+import type { DeliveredOf, InboxQueue } from "./queue.js";
 
 /** What a handler can send on: publishes through the broker its subscription runs on. */
 export interface Outputs {
@@ -12,9 +12,9 @@ export interface Outputs {
 /** What a handler may return: an outcome, or nothing for ack. */
 export type HandlerResult = HandlerOutcome | void | undefined;
 
-/** The function form: `(payload, ctx) => HandlerOutcome.ack()`. */
+/** The function form: `(payload, ctx) => HandlerOutcome.ack()`; in row mode `payload` is the row. */
 export type HandlerFunction<S extends AnyInboxSpec> = (
-  payload: PayloadOfSpec<S>,
+  payload: DeliveredOf<S>,
   ctx: InboxContext<RolesOf<S>>,
 ) => HandlerResult | Promise<HandlerResult>;
 
@@ -28,7 +28,7 @@ export type HandlerFunction<S extends AnyInboxSpec> = (
  * }
  */
 export interface Handler<S extends AnyInboxSpec> {
-  handle(payload: PayloadOfSpec<S>, outs: Outputs, ctx: InboxContext<RolesOf<S>>): HandlerResult | Promise<HandlerResult>;
+  handle(payload: DeliveredOf<S>, outs: Outputs, ctx: InboxContext<RolesOf<S>>): HandlerResult | Promise<HandlerResult>;
 }
 
 /** A queue with its handler, ready for `b.include(…)`. */
@@ -36,7 +36,7 @@ export interface Subscriber<S extends AnyInboxSpec = AnyInboxSpec> {
   readonly queue: InboxQueue<S>;
   /** The subscription's name (the queue's route name). */
   readonly name: string;
-  readonly invoke: (payload: PayloadOfSpec<S>, outs: Outputs, ctx: InboxContext<RolesOf<S>>) => HandlerResult | Promise<HandlerResult>;
+  readonly invoke: (payload: DeliveredOf<S>, outs: Outputs, ctx: InboxContext<RolesOf<S>>) => HandlerResult | Promise<HandlerResult>;
 }
 
 /**

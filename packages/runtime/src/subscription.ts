@@ -1,4 +1,4 @@
-import { isSqlInboxError, isStandardSchema, type InboxDescription, type RoleMarker } from "@sqlinbox/core";
+import { isSqlInboxError, isStandardSchema, type InboxDescription, type RoleMarker } from "@sqlinbox/core/internal";
 import type { ClaimedDelivery, ClaimStrategy } from "./claim/claim-strategy.js";
 import type { Clock, Timer } from "./clock.js";
 import { deliveryContext } from "./context.js";

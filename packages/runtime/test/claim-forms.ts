@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { InboxSpec, column, payloadOf, type ClaimForm } from "@sqlinbox/core";
+import { InboxSpec, column, payloadOf, type ClaimForm } from "@sqlinbox/core/internal";
 import { mysqlLockName } from "@sqlinbox/kysely-dialects";
 import { sql } from "kysely";
 import type { AnyKysely } from "../src/database.js";

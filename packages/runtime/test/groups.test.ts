@@ -2,7 +2,7 @@
  * A table with a group column: each route name selects its group, so two subscriptions on one
  * table never take each other's rows — in every form, on every engine that has it.
  */
-import { defineInbox, field, type ClaimForm } from "@sqlinbox/core";
+import { defineInbox, field, type ClaimForm } from "@sqlinbox/core/internal";
 import { sql } from "kysely";
 import { afterAll, describe, expect, test } from "vitest";
 import { App, InboxQueue, SqlBroker, silentLogger, subscriber } from "../src/index.js";

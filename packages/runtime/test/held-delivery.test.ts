@@ -1,5 +1,5 @@
 /** The held-delivery state machine shared by row lock and advisory, driven by a recording form (no database: what it decides, not how a hold is kept). */
-import type { InboxDescription } from "@sqlinbox/core";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import { describe, expect, it } from "vitest";
 import { HeldDelivery, type HoldingForm } from "../src/claim/held-delivery.js";
 import { HandlerOutcome } from "../src/index.js";

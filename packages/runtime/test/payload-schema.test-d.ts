@@ -1,4 +1,4 @@
-import { InboxSpec, column, payloadOf, type StandardSchemaLike } from "@sqlinbox/core";
+import { InboxSpec, column, payloadOf, type StandardSchemaLike } from "@sqlinbox/core/internal";
 import { describe, expectTypeOf, test } from "vitest";
 import { InboxQueue, subscriber } from "../src/index.js";
 

@@ -3,7 +3,7 @@
  * validated value with the schema's type; a payload that fails it is never given to the handler,
  * never deleted, and logged with subscription, table and id — on every engine.
  */
-import { InboxSpec, column, type StandardSchemaLike } from "@sqlinbox/core";
+import { InboxSpec, column, type StandardSchemaLike } from "@sqlinbox/core/internal";
 import { afterAll, describe, expect, test } from "vitest";
 import { App, InboxQueue, SqlBroker, silentLogger, subscriber } from "../src/index.js";
 import { TestApp } from "../src/testing/index.js";

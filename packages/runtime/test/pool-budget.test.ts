@@ -4,7 +4,7 @@
  * more server connections than its budget (sampled from pg_stat_activity / PROCESSLIST).
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { ClaimForm } from "@sqlinbox/core";
+import type { ClaimForm } from "@sqlinbox/core/internal";
 import type { AnyKysely } from "../src/database.js";
 import { isSqlInboxError, SqlBroker, subscriber, InboxQueue, App, silentLogger } from "../src/index.js";
 import { unique } from "./engines.js";

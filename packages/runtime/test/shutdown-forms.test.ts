@@ -6,7 +6,7 @@
  * with `Closed`.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { ClaimForm } from "@sqlinbox/core";
+import type { ClaimForm } from "@sqlinbox/core/internal";
 import type { AnyKysely } from "../src/database.js";
 import { deferred } from "./fixtures.js";
 import { unique } from "./engines.js";

@@ -1,4 +1,4 @@
-import { column, InboxSpec, type InboxDescription } from "@sqlinbox/core";
+import { column, InboxSpec, type InboxDescription } from "@sqlinbox/core/internal";
 import { advisoryKeyOf, type EngineDialect, type RawRow } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, QueryResult } from "kysely";
 import { connect, countRows, insertJobs, LEASE_PRECISION, recreateTable, tableOf, type AnyDb, type FormName } from "../db.js";

@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { AdvisoryStatements, ClaimOptions, RawRow } from "../types.js";
 import { takeQuery } from "../statements/advisory-take.js";

@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, EngineCapabilities, NotifyStatements, RawRow, SchemaStatements, TimeCodec } from "../types.js";
 import type { LeaseStamp } from "../statements/claim-stamp.js";

@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { PublishStatements, RawRow } from "../types.js";
 import { insertQuery } from "../statements/insert.js";
 import type { EngineTraits } from "./engine-traits.js";

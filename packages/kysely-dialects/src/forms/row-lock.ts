@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow, RowLockStatements } from "../types.js";
 import { stampPickedQuery } from "../statements/claim-stamp.js";

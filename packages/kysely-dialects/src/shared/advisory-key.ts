@@ -1,4 +1,4 @@
-import { SqlInboxError, type InboxDescription } from "@sqlinbox/core";
+import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "../types.js";
 
 /**

@@ -1,4 +1,4 @@
-import { SqlInboxError, type ColumnDescription, type InboxDescription } from "@sqlinbox/core";
+import { SqlInboxError, type ColumnDescription, type InboxDescription } from "@sqlinbox/core/internal";
 import type { Engine, FoundColumn, LeaseColumnInfo, RawRow } from "../types.js";
 import { mysqlSchemaRules } from "../mysql/schema.js";
 import { postgresSchemaRules } from "../postgres/schema.js";

@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import { whereClaimable } from "./claimable.js";
 import { compiled, type Eb, type StatementContext } from "./query-db.js";

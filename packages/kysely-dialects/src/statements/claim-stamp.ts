@@ -1,4 +1,4 @@
-import { SqlInboxError, type InboxDescription } from "@sqlinbox/core";
+import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery, Expression, SqlBool } from "kysely";
 import { compiled, type Eb, type StatementContext } from "./query-db.js";
 

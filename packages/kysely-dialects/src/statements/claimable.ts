@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { Expression, SqlBool } from "kysely";
 import type { ClaimOptions } from "../types.js";
 import { COMPARE_PRECISION, type Eb, type QueryDb, type StatementContext } from "./query-db.js";

@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery, Expression, SqlBool } from "kysely";
 import type { HeldLease, RawRow } from "../types.js";
 import { leaseColumnOf } from "./claim-stamp.js";

@@ -1,4 +1,4 @@
-import { SqlInboxError, type InboxDescription } from "@sqlinbox/core";
+import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { RawRow } from "../types.js";
 import { compiled, type StatementContext } from "./query-db.js";

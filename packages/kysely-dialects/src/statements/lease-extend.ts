@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { HeldLease, RawRow } from "../types.js";
 import { idIn, leaseColumnOf, type LeaseStamp } from "./claim-stamp.js";

@@ -1,4 +1,4 @@
-import { column, InboxSpec, type InboxDescription } from "@sqlinbox/core";
+import { column, InboxSpec, type InboxDescription } from "@sqlinbox/core/internal";
 import { sql } from "kysely";
 import { onTestFinished } from "vitest";
 import type { ClaimOptions, HeldLease, LeaseClaimOptions, RawRow } from "../../src/index.js";

@@ -1,4 +1,4 @@
-import type { ClaimForm, InboxDescription } from "@sqlinbox/core";
+import type { ClaimForm, InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import type { Clock } from "../clock.js";
 import type { Database } from "../database.js";

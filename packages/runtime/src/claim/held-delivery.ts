@@ -1,4 +1,4 @@
-import type { ErrorPlace, InboxDescription } from "@sqlinbox/core";
+import type { ErrorPlace, InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery } from "kysely";
 import { alreadySettled, closedBeforeHeldSettlement, stoppedInRetryHold, type HeldThing } from "../errors.js";

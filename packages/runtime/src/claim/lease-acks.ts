@@ -1,4 +1,4 @@
-import type { ErrorPlace } from "@sqlinbox/core";
+import type { ErrorPlace } from "@sqlinbox/core/internal";
 import type { HeldLease } from "@sqlinbox/kysely-dialects";
 import { batchedAckShort, closedBeforeLeaseSettlement, leaseNotHeld } from "../errors.js";
 import { keyOf, type KeptLease, type LeaseKeeper } from "../lease-keeper.js";

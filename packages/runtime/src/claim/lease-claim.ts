@@ -1,4 +1,4 @@
-import type { ErrorPlace } from "@sqlinbox/core";
+import type { ErrorPlace } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import { closed, closedBeforeLeaseSettlement, leaseNotHeld } from "../errors.js";
 import { LeaseKeeper, type KeptLease } from "../lease-keeper.js";

@@ -1,4 +1,4 @@
-import type { ErrorPlace } from "@sqlinbox/core";
+import type { ErrorPlace } from "@sqlinbox/core/internal";
 import type { RawRow, RowLockStatements } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, ControlledTransaction, QueryResult } from "kysely";
 import { isDeadlock } from "../database.js";

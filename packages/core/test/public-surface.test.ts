@@ -1,0 +1,16 @@
+import { describe, expect, test } from "vitest";
+import * as root from "../src/index.js";
+import * as internal from "../src/internal.js";
+
+describe("@sqlinbox/core's public surface", () => {
+  test("the root exports only the values an application uses", () => {
+    expect(Object.keys(root).sort()).toEqual(["InboxSpec", "SqlInboxError", "column", "defineInbox", "field", "isSqlInboxError", "payloadOf"]);
+  });
+
+  test("./internal adds what the sibling packages need, and keeps the root's names", () => {
+    expect(Object.keys(internal).sort()).toEqual([
+      "InboxSpec", "MAX_IDENTIFIER_LENGTH", "SqlInboxError", "buildDescription", "column", "defineInbox", "field",
+      "isSqlInboxError", "isStandardSchema", "payloadOf", "validateIdentifier",
+    ]);
+  });
+});
