@@ -6,7 +6,7 @@ import { describe, expect, test } from "vitest";
 // Every ```ts block in the READMEs and docs/ is a module that must type-check, so a documented
 // example cannot rot. Blocks are written under test/.docs-examples/ (gitignored) so `@sqlinbox/*`
 // resolve through the workspace, on sources (the `@sqlinbox/source` condition), as the tests do.
-// A block that is deliberately not a module is fenced ```ts fragment and skipped; keep those rare.
+// Every block is a whole module: its imports and the user's own declarations are part of it.
 const root = resolve(import.meta.dirname, "..");
 const out = join(root, "test/.docs-examples");
 
@@ -14,23 +14,11 @@ const out = join(root, "test/.docs-examples");
  * Blocks that fail because of a library bug, not the docs: the docs show what a user should write.
  * Found by file and a line of the block, so edits elsewhere in the file do not move them.
  */
-const libraryBugs = [
-  {
-    // core: the builder's result is not assignable to the InboxSpec<[Attempt, Lease<Date>, Payload<Report>]>
-    // annotation the README shows (being fixed in core). Remove this entry once the test starts to pass.
-    file: "README.md",
-    line: "const RenderReport: InboxSpec<[Attempt, Lease<Date>, Payload<Report>]> =",
-    bug: "core: a hand-written InboxSpec role-tuple annotation rejects the builder's result",
-    error: "TS2322",
-  },
-];
-const libraryBugOf = (b: DocBlock) => libraryBugs.find((k) => b.name.startsWith(`${k.file}:`) && b.code.includes(k.line));
 
 interface DocBlock {
   /** `README.md:20`: the file and the line of the opening fence. */
   readonly name: string;
   readonly code: string;
-  readonly fragment: boolean;
 }
 
 function markdownFiles(): string[] {
@@ -45,12 +33,12 @@ function markdownFiles(): string[] {
 function tsBlocks(file: string): DocBlock[] {
   const lines = readFileSync(join(root, file), "utf8").split("\n");
   const blocks: DocBlock[] = [];
-  let open: { line: number; ts: boolean; fragment: boolean; body: string[] } | undefined;
+  let open: { line: number; ts: boolean; body: string[] } | undefined;
   lines.forEach((text, i) => {
     const fence = /^\s*```(.*)$/.exec(text);
     if (open) {
       if (fence && fence[1]?.trim() === "") {
-        if (open.ts) blocks.push({ name: `${file}:${open.line}`, code: `${open.body.join("\n")}\n`, fragment: open.fragment });
+        if (open.ts) blocks.push({ name: `${file}:${open.line}`, code: `${open.body.join("\n")}\n` });
         open = undefined;
       } else {
         open.body.push(text);
@@ -58,7 +46,7 @@ function tsBlocks(file: string): DocBlock[] {
     } else if (fence) {
       const info = fence[1]?.trim().split(/\s+/) ?? [];
       const ts = info[0] === "ts" || info[0] === "typescript";
-      open = { line: i + 1, ts, fragment: info.includes("fragment"), body: [] };
+      open = { line: i + 1, ts, body: [] };
     }
   });
   return blocks;
@@ -83,7 +71,7 @@ const fileOf = (name: string) => join(out, `${name.replace(/[/:.]/g, "-")}.ts`);
 
 // One program for every block: one type-check, then one test per block reads its own diagnostics.
 const blocks = markdownFiles().flatMap(tsBlocks);
-const modules = blocks.filter((b) => !b.fragment);
+const modules = blocks;
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 for (const b of modules) writeFileSync(fileOf(b.name), `// ${b.name}\n${b.code}`);
@@ -111,20 +99,6 @@ describe("every ts block in the docs compiles", () => {
     expect(relative(root, out)).toBe("test/.docs-examples");
   });
   for (const b of blocks) {
-    if (b.fragment) {
-      test.skip(`${b.name} (fragment)`, () => {});
-      continue;
-    }
-    const known = libraryBugOf(b);
-    if (!known) {
-      test(b.name, () => expect(diagnosticsOf(b.name).join("\n")).toBe(""));
-      continue;
-    }
-    // Fails with the bug's error and nothing else; once the library is fixed this fails: drop the entry.
-    test(`${b.name} (known library bug: ${known.bug})`, () => {
-      const found = diagnosticsOf(b.name);
-      expect(found.length, "the block compiles now: remove its libraryBugs entry").toBeGreaterThan(0);
-      expect(found.filter((d) => !d.includes(` ${known.error}: `)).join("\n")).toBe("");
-    });
+    test(b.name, () => expect(diagnosticsOf(b.name).join("\n")).toBe(""));
   }
 });
