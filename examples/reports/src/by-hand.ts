@@ -3,19 +3,18 @@
  * implementing `Handler` that extracts the attempt from the context itself.
  */
 import { InboxSpec, column, payloadOf, type Attempt, type Lease, type Payload } from "@sqlinbox/core";
-import {
-  App, Ctx, InboxQueue, SqlBroker, keys, subscriber,
-  type Handler, type InboxContext, type Logger, type Outputs,
-} from "@sqlinbox/runtime";
+import { App, Ctx, InboxQueue, SqlBroker, keys, subscriber, type Handler, type InboxContext, type Logger, type Outputs } from "@sqlinbox/runtime";
 import { createReportJobs } from "./create-table.js";
 import { resolved, type ReportsOptions } from "./options.js";
 import { draw, type RenderPace, type Report } from "./report.js";
 
-export const RenderReportSpec: InboxSpec<[Attempt, Lease<Date>, Payload<Report>], "id" | "attempt" | "locked_until" | "payload"> =
-  InboxSpec.table("report_jobs", column("id").generated())
-    .attempt(column("attempt").generated())
-    .lease(column("locked_until"))
-    .payload(column("payload"), payloadOf<Report>());
+export const RenderReportSpec: InboxSpec<[Attempt, Lease<Date>, Payload<Report>], "id" | "attempt" | "locked_until" | "payload"> = InboxSpec.table(
+  "report_jobs",
+  column("id").generated(),
+)
+  .attempt(column("attempt").generated())
+  .lease(column("locked_until"))
+  .payload(column("payload"), payloadOf<Report>());
 
 /** The row accessors of the by-hand form. */
 export const RenderReportRow = {
@@ -44,13 +43,9 @@ export class RenderHandler implements Handler<typeof RenderReportSpec> {
 export function byHandReports(options: ReportsOptions) {
   const { lease, pace, workers, pollInterval, log, onRendered } = resolved(options);
   const broker = SqlBroker.fromUrl(options.url, { pool: { max: 10 } });
-  const render = subscriber(
-    InboxQueue.of(RenderReportSpec, "reports").lease(lease).workers(workers).pollInterval(pollInterval),
-    new RenderHandler(log, pace, onRendered),
-  );
+  const render = subscriber(InboxQueue.of(RenderReportSpec, "reports").lease(lease).workers(workers).pollInterval(pollInterval), new RenderHandler(log, pace, onRendered));
   const app = new App({ name: "reports", version: "0.1.0", logger: log })
     .onStartup(createReportJobs(options.url))
     .withBroker(broker.route(RenderReportSpec, "reports"), (b) => b.include(render));
   return { app, broker, render };
 }
-

@@ -21,17 +21,14 @@ export function declarativeReports(options: ReportsOptions) {
   const { lease, pace, workers, pollInterval, log, onRendered } = resolved(options);
   const broker = SqlBroker.fromUrl(options.url, { pool: { max: 10 } }); // nothing connects here
 
-  const render = subscriber(
-    InboxQueue.of(RenderReport, "reports").lease(lease).workers(workers).pollInterval(pollInterval),
-    async (report, ctx) => {
-      const attempt = ctx.get(keys.attempt);
-      if (attempt > 1) log.warn({ title: report.title, attempt }, "rendering again after a lost attempt");
-      await draw(report, ctx, log, pace, attempt);
-      log.info({ title: report.title, attempt }, "report rendered");
-      onRendered(report, attempt);
-      return HandlerOutcome.ack();
-    },
-  );
+  const render = subscriber(InboxQueue.of(RenderReport, "reports").lease(lease).workers(workers).pollInterval(pollInterval), async (report, ctx) => {
+    const attempt = ctx.get(keys.attempt);
+    if (attempt > 1) log.warn({ title: report.title, attempt }, "rendering again after a lost attempt");
+    await draw(report, ctx, log, pace, attempt);
+    log.info({ title: report.title, attempt }, "report rendered");
+    onRendered(report, attempt);
+    return HandlerOutcome.ack();
+  });
 
   const app = new App({ name: "reports", version: "0.1.0", logger: log })
     .onStartup(createReportJobs(options.url))

@@ -15,11 +15,7 @@ const file = join(dataDir, "reports.db");
 mkdirSync(dataDir, { recursive: true });
 for (const suffix of ["", "-wal", "-shm"]) rmSync(file + suffix, { force: true });
 
-const reports: Report[] = [
-  { title: "Q3 revenue" },
-  { title: "Churn by region", failFirstAttempt: true },
-  { title: "Support backlog" },
-];
+const reports: Report[] = [{ title: "Q3 revenue" }, { title: "Churn by region", failFirstAttempt: true }, { title: "Support backlog" }];
 
 for (const form of Object.keys(reportForms) as ReportForm[]) {
   console.log(`\n=== ${form} form: ${reports.length} reports on sqlite:${file} (lease ${LEASE / 1000} s) ===`);

@@ -33,8 +33,13 @@ function startWorker(url: string, form: ReportForm): Worker {
   const child = spawn(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", "src/worker.ts"], {
     cwd: root,
     env: {
-      ...process.env, REPORTS_URL: url, REPORTS_FORM: form, REPORTS_LEASE_MS: String(LEASE_MS),
-      REPORTS_POLL_MS: "100", REPORTS_STEPS: "6", REPORTS_STEP_MS: "200",
+      ...process.env,
+      REPORTS_URL: url,
+      REPORTS_FORM: form,
+      REPORTS_LEASE_MS: String(LEASE_MS),
+      REPORTS_POLL_MS: "100",
+      REPORTS_STEPS: "6",
+      REPORTS_STEP_MS: "200",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });

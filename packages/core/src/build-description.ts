@@ -81,11 +81,7 @@ export function buildDescription(parts: DescriptionParts): InboxDescription {
   });
 }
 
-function parseAdvisoryKey(
-  template: string,
-  columns: readonly ColumnDescription[],
-  fail: (message: string, column?: string) => never,
-): AdvisoryKey {
+function parseAdvisoryKey(template: string, columns: readonly ColumnDescription[], fail: (message: string, column?: string) => never): AdvisoryKey {
   if (typeof template !== "string" || template.length === 0) {
     fail('the advisory key template is empty: give one that names a column, such as "report-{customer_id}"');
   }

@@ -1,9 +1,6 @@
 import type { ColumnDescription } from "./description.js";
 import { validateIdentifier } from "./identifier.js";
-import type {
-  AdvisoryLock, Attempt, ColumnRole, Fifo, Group, Lease, Payload, Priority, ProcessedAt, RetryAfter, RowValue,
-  TemplatePlaceholders,
-} from "./roles.js";
+import type { AdvisoryLock, Attempt, ColumnRole, Fifo, Group, Lease, Payload, Priority, ProcessedAt, RetryAfter, RowValue, TemplatePlaceholders } from "./roles.js";
 import type { Simplify } from "type-fest";
 import { InboxSpec } from "./spec.js";
 import type { SpecError } from "./type-errors.js";
@@ -27,12 +24,13 @@ export interface Field<Role extends ColumnRole = ColumnRole, Name extends string
   holds<T>(): Field<Role, Name, T>;
 }
 
-function makeField<Role extends ColumnRole, Name extends string | undefined, Value>(
-  role: Role, name: Name, isGenerated = false, type?: unknown,
-): Field<Role, Name, Value> {
+function makeField<Role extends ColumnRole, Name extends string | undefined, Value>(role: Role, name: Name, isGenerated = false, type?: unknown): Field<Role, Name, Value> {
   if (name !== undefined) validateIdentifier(name, `column (${role})`);
   return Object.freeze({
-    role, name, isGenerated, type,
+    role,
+    name,
+    isGenerated,
+    type,
     generated: () => makeField<Role, Name, Value>(role, name, true, type),
     holds: <T>() => makeField<Role, Name, T>(role, name, isGenerated, type),
   });
@@ -74,15 +72,15 @@ export interface InboxDefinition {
 
 type Cols<D extends InboxDefinition> = D["columns"];
 /** The database name of the column under key `K`. */
-type ColumnName<D extends InboxDefinition, K extends keyof Cols<D>> =
-  Cols<D>[K] extends Field<ColumnRole, infer N, unknown> ? (N extends string ? N : K & string) : never;
+type ColumnName<D extends InboxDefinition, K extends keyof Cols<D>> = Cols<D>[K] extends Field<ColumnRole, infer N, unknown> ? (N extends string ? N : K & string) : never;
 type AllNames<D extends InboxDefinition> = { [K in keyof Cols<D>]: ColumnName<D, K> }[keyof Cols<D>];
 type RoleAt<D extends InboxDefinition, K extends keyof Cols<D>> = Cols<D>[K]["role"];
 type KeysWithRole<D extends InboxDefinition, Role extends ColumnRole> = { [K in keyof Cols<D>]: RoleAt<D, K> extends Role ? K : never }[keyof Cols<D>];
 type ValueOf<D extends InboxDefinition, Role extends ColumnRole> = Cols<D>[KeysWithRole<D, Role>] extends Field<ColumnRole, string | undefined, infer V> ? V : never;
 
 type RolesTwice<D extends InboxDefinition> = {
-  [K in keyof Cols<D>]: RoleAt<D, K> extends "data" ? never
+  [K in keyof Cols<D>]: RoleAt<D, K> extends "data"
+    ? never
     : { [O in Exclude<keyof Cols<D>, K>]: RoleAt<D, O> extends RoleAt<D, K> ? RoleAt<D, K> : never }[Exclude<keyof Cols<D>, K>];
 }[keyof Cols<D>];
 type NamesTwice<D extends InboxDefinition> = {
@@ -94,21 +92,25 @@ type FifoOf<D extends InboxDefinition> = D extends { readonly fifo: true } ? tru
 
 /** The first broken rule of a definition, as a readable error; `unknown` when it is valid. */
 export type CheckDefinition<D extends InboxDefinition> =
-  Has<D, "id"> extends false ? SpecError<"no id column is described: add one with field.id()">
-  : [RolesTwice<D>] extends [never] ? (
-    [NamesTwice<D>] extends [never] ? (
-      [AdvisoryOf<D>] extends [never] ? (
-        FifoOf<D> extends true ? (Has<D, "group"> extends true ? unknown : SpecError<"fifo needs a group column: describe one with field.group(), or drop fifo">)
-        : unknown
-      )
-      : Has<D, "lease"> extends true ? SpecError<"a lease column and an advisory key exclude each other: keep the lease column or the advisory key, not both">
-      : FifoOf<D> extends true ? SpecError<"fifo and an advisory key exclude each other: an advisory key already keeps rows that share it apart, so drop one of them">
-      : [Exclude<TemplatePlaceholders<AdvisoryOf<D>>, AllNames<D> | (keyof Cols<D> & string)>] extends [never] ? unknown
-      : SpecError<`the advisory key names a column that is not described: describe ${Exclude<TemplatePlaceholders<AdvisoryOf<D>>, AllNames<D> | (keyof Cols<D> & string)> & string} (as field.data() if it plays no role)`>
-    )
-    : SpecError<`column "${NamesTwice<D> & string}" is described twice: describe each column once`>
-  )
-  : SpecError<`the ${RolesTwice<D> & string} role is played by two columns: a table has at most one ${RolesTwice<D> & string} column, so describe the others with field.data()`>;
+  Has<D, "id"> extends false
+    ? SpecError<"no id column is described: add one with field.id()">
+    : [RolesTwice<D>] extends [never]
+      ? [NamesTwice<D>] extends [never]
+        ? [AdvisoryOf<D>] extends [never]
+          ? FifoOf<D> extends true
+            ? Has<D, "group"> extends true
+              ? unknown
+              : SpecError<"fifo needs a group column: describe one with field.group(), or drop fifo">
+            : unknown
+          : Has<D, "lease"> extends true
+            ? SpecError<"a lease column and an advisory key exclude each other: keep the lease column or the advisory key, not both">
+            : FifoOf<D> extends true
+              ? SpecError<"fifo and an advisory key exclude each other: an advisory key already keeps rows that share it apart, so drop one of them">
+              : [Exclude<TemplatePlaceholders<AdvisoryOf<D>>, AllNames<D> | (keyof Cols<D> & string)>] extends [never]
+                ? unknown
+                : SpecError<`the advisory key names a column that is not described: describe ${Exclude<TemplatePlaceholders<AdvisoryOf<D>>, AllNames<D> | (keyof Cols<D> & string)> & string} (as field.data() if it plays no role)`>
+        : SpecError<`column "${NamesTwice<D> & string}" is described twice: describe each column once`>
+      : SpecError<`the ${RolesTwice<D> & string} role is played by two columns: a table has at most one ${RolesTwice<D> & string} column, so describe the others with field.data()`>;
 
 type KeysNamed<D extends InboxDefinition, Name> = { [K in keyof Cols<D>]: ColumnName<D, K> extends Name ? K : never }[keyof Cols<D>];
 /** The error `E` on the columns under `Keys`: intersected with a definition, it lands on those properties. */
@@ -120,19 +122,21 @@ export type OnColumns<Keys extends PropertyKey, E> = { readonly columns: { reado
  * underlines that property and names the rule's sentence in the first line of its message.
  */
 export type DefinitionErrorAt<D extends InboxDefinition> =
-  CheckDefinition<D> extends infer E extends SpecError<string> ? (
-    Has<D, "id"> extends false ? { readonly columns: E }
-    : [RolesTwice<D>] extends [never] ? (
-      [NamesTwice<D>] extends [never] ? (
-        [AdvisoryOf<D>] extends [never] ? { readonly fifo: E }
-        : Has<D, "lease"> extends true ? { readonly advisoryLock: E }
-        : FifoOf<D> extends true ? { readonly fifo: E }
-        : { readonly advisoryLock: E }
-      )
-      : OnColumns<KeysNamed<D, NamesTwice<D>>, E>
-    )
-    : OnColumns<KeysWithRole<D, RolesTwice<D>>, E>
-  ) : unknown;
+  CheckDefinition<D> extends infer E extends SpecError<string>
+    ? Has<D, "id"> extends false
+      ? { readonly columns: E }
+      : [RolesTwice<D>] extends [never]
+        ? [NamesTwice<D>] extends [never]
+          ? [AdvisoryOf<D>] extends [never]
+            ? { readonly fifo: E }
+            : Has<D, "lease"> extends true
+              ? { readonly advisoryLock: E }
+              : FifoOf<D> extends true
+                ? { readonly fifo: E }
+                : { readonly advisoryLock: E }
+          : OnColumns<KeysNamed<D, NamesTwice<D>>, E>
+        : OnColumns<KeysWithRole<D, RolesTwice<D>>, E>
+    : unknown;
 
 type Opt<D extends InboxDefinition, Role extends ColumnRole, M> = Has<D, Role> extends true ? [M] : [];
 /** The role tuple of a definition, in a fixed order. */

@@ -24,22 +24,19 @@ export function validateIdentifier(name: unknown, what: string): string {
     throw new SqlInboxError("Identifier", `${what} name is empty`);
   }
   if (name.length > MAX_IDENTIFIER_LENGTH) {
-    throw new SqlInboxError(
-      "Identifier",
-      `${what} name "${name}" is ${name.length} characters long; at most ${MAX_IDENTIFIER_LENGTH} fit every engine`,
-    );
+    throw new SqlInboxError("Identifier", `${what} name "${name}" is ${name.length} characters long; at most ${MAX_IDENTIFIER_LENGTH} fit every engine`);
   }
   if (!IDENTIFIER.test(name)) {
     const bad = [...name].find((ch) => !/[A-Za-z0-9_]/.test(ch));
     const why =
-      bad === "." ? "a dot is not allowed (name the table without a schema)"
-      : bad === '"' || bad === "'" || bad === "`" ? `a quote (${bad}) is not allowed`
-      : bad !== undefined ? `the character ${JSON.stringify(bad)} is not allowed`
-      : "it must not start with a digit";
-    throw new SqlInboxError(
-      "Identifier",
-      `${what} name ${JSON.stringify(name)} cannot be an identifier: ${why}; use letters, digits and underscores`,
-    );
+      bad === "."
+        ? "a dot is not allowed (name the table without a schema)"
+        : bad === '"' || bad === "'" || bad === "`"
+          ? `a quote (${bad}) is not allowed`
+          : bad !== undefined
+            ? `the character ${JSON.stringify(bad)} is not allowed`
+            : "it must not start with a digit";
+    throw new SqlInboxError("Identifier", `${what} name ${JSON.stringify(name)} cannot be an identifier: ${why}; use letters, digits and underscores`);
   }
   return name;
 }

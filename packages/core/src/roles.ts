@@ -44,15 +44,13 @@ export type RoleName = RoleMarker["role"];
 export type ColumnRole = "id" | "attempt" | "lease" | "payload" | "retryAfter" | "processedAt" | "group" | "priority" | "data";
 
 /** `true` when the tuple `R` holds a marker of role `Name`. */
-export type HasRole<R extends readonly RoleMarker[], Name extends RoleName> =
-  [Extract<R[number], { readonly role: Name }>] extends [never] ? false : true;
+export type HasRole<R extends readonly RoleMarker[], Name extends RoleName> = [Extract<R[number], { readonly role: Name }>] extends [never] ? false : true;
 
 /** The three ways to hold a job while a handler runs. */
 export type ClaimForm = "rowLock" | "lease" | "advisory";
 
 /** The claim form a role tuple selects. */
-export type FormOf<R extends readonly RoleMarker[]> =
-  HasRole<R, "lease"> extends true ? "lease" : HasRole<R, "advisoryLock"> extends true ? "advisory" : "rowLock";
+export type FormOf<R extends readonly RoleMarker[]> = HasRole<R, "lease"> extends true ? "lease" : HasRole<R, "advisoryLock"> extends true ? "advisory" : "rowLock";
 
 /** The payload type a role tuple gives handlers, or `never` in row mode. */
 export type PayloadOf<R extends readonly RoleMarker[]> = PayloadOfMarker<R[number]>;
@@ -79,5 +77,4 @@ export interface RoleColumnValue {
 export type RowValue<Role extends ColumnRole, Value> = Role extends keyof RoleColumnValue ? RoleColumnValue[Role] : Value;
 
 /** The placeholders of a key template: `"a-{x}-{y}"` gives `"x" | "y"`. */
-export type TemplatePlaceholders<T extends string> =
-  T extends `${string}{${infer Name}}${infer Rest}` ? Name | TemplatePlaceholders<Rest> : never;
+export type TemplatePlaceholders<T extends string> = T extends `${string}{${infer Name}}${infer Rest}` ? Name | TemplatePlaceholders<Rest> : never;

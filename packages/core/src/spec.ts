@@ -2,8 +2,23 @@ import { buildDescription, type DescriptionParts } from "./build-description.js"
 import type { Column } from "./column.js";
 import type { ColumnDescription, InboxDescription } from "./description.js";
 import type {
-  AdvisoryLock, Attempt, ClaimForm, ColumnRole, Fifo, FormOf, Group, HasRole, Lease, Payload, Priority, ProcessedAt,
-  RetryAfter, RoleMarker, RoleName, RowValue, TemplatePlaceholders,
+  AdvisoryLock,
+  Attempt,
+  ClaimForm,
+  ColumnRole,
+  Fifo,
+  FormOf,
+  Group,
+  HasRole,
+  Lease,
+  Payload,
+  Priority,
+  ProcessedAt,
+  RetryAfter,
+  RoleMarker,
+  RoleName,
+  RowValue,
+  TemplatePlaceholders,
 } from "./roles.js";
 import type { FirstError, Require } from "./type-errors.js";
 import type { PayloadType } from "./payload-type.js";
@@ -13,12 +28,8 @@ type NotTwice<R extends readonly RoleMarker[], Role extends RoleName> = Require<
   HasRole<R, Role> extends true ? false : true,
   `the ${Role} role is already played by a column: a table has at most one ${Role} column, so describe this one with .data(…) or drop it`
 >;
-type NewColumn<C extends string, N extends string> = Require<
-  [N] extends [C] ? false : true,
-  `column "${N}" is already described: describe each column once`
->;
-type Without<R extends readonly RoleMarker[], Role extends RoleName, Message extends string> =
-  Require<HasRole<R, Role> extends true ? false : true, Message>;
+type NewColumn<C extends string, N extends string> = Require<[N] extends [C] ? false : true, `column "${N}" is already described: describe each column once`>;
+type Without<R extends readonly RoleMarker[], Role extends RoleName, Message extends string> = Require<HasRole<R, Role> extends true ? false : true, Message>;
 type LeaseOrAdvisory = "a lease column and an advisory key exclude each other: keep the lease column or the advisory key, not both";
 type FifoWithAdvisory = "fifo and an advisory key exclude each other: an advisory key already keeps rows that share it apart, so drop one of them";
 
@@ -75,7 +86,9 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
   }
 
   /** The attempt column: counted at each claim; handlers read it as `keys.attempt`. */
-  attempt<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "attempt">, NewColumn<C, N>]>): InboxSpec<[...R, Attempt], C | N, WithColumn<Row, N, RowValue<"attempt", unknown>>> {
+  attempt<N extends string>(
+    col: Column<N> & FirstError<[NotTwice<R, "attempt">, NewColumn<C, N>]>,
+  ): InboxSpec<[...R, Attempt], C | N, WithColumn<Row, N, RowValue<"attempt", unknown>>> {
     return this.#with(col, "attempt");
   }
 
@@ -98,12 +111,16 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
   }
 
   /** The column that hides a row until a time (`HandlerOutcome.retryAfter`); claim order uses it. */
-  retryAfter<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "retryAfter">, NewColumn<C, N>]>): InboxSpec<[...R, RetryAfter], C | N, WithColumn<Row, N, RowValue<"retryAfter", unknown>>> {
+  retryAfter<N extends string>(
+    col: Column<N> & FirstError<[NotTwice<R, "retryAfter">, NewColumn<C, N>]>,
+  ): InboxSpec<[...R, RetryAfter], C | N, WithColumn<Row, N, RowValue<"retryAfter", unknown>>> {
     return this.#with(col, "retryAfter");
   }
 
   /** The column ack marks instead of deleting the row. */
-  processedAt<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "processedAt">, NewColumn<C, N>]>): InboxSpec<[...R, ProcessedAt], C | N, WithColumn<Row, N, RowValue<"processedAt", unknown>>> {
+  processedAt<N extends string>(
+    col: Column<N> & FirstError<[NotTwice<R, "processedAt">, NewColumn<C, N>]>,
+  ): InboxSpec<[...R, ProcessedAt], C | N, WithColumn<Row, N, RowValue<"processedAt", unknown>>> {
     return this.#with(col, "processedAt");
   }
 
@@ -113,7 +130,9 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
   }
 
   /** Smaller is claimed first. */
-  priority<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "priority">, NewColumn<C, N>]>): InboxSpec<[...R, Priority], C | N, WithColumn<Row, N, RowValue<"priority", unknown>>> {
+  priority<N extends string>(
+    col: Column<N> & FirstError<[NotTwice<R, "priority">, NewColumn<C, N>]>,
+  ): InboxSpec<[...R, Priority], C | N, WithColumn<Row, N, RowValue<"priority", unknown>>> {
     return this.#with(col, "priority");
   }
 
@@ -127,11 +146,14 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
    * The rules sit on `this`, so a broken one reads "The 'this' context … is not assignable to … SpecError<"…">".
    */
   fifo(
-    this: InboxSpec<R, C, Row> & FirstError<[
-      Require<HasRole<R, "group">, "fifo needs a group column: describe one with .group(column(…)) before .fifo()">,
-      Without<R, "advisoryLock", FifoWithAdvisory>,
-      Without<R, "fifo", "fifo is already set: call .fifo() once">,
-    ]>,
+    this: InboxSpec<R, C, Row> &
+      FirstError<
+        [
+          Require<HasRole<R, "group">, "fifo needs a group column: describe one with .group(column(…)) before .fifo()">,
+          Without<R, "advisoryLock", FifoWithAdvisory>,
+          Without<R, "fifo", "fifo is already set: call .fifo() once">,
+        ]
+      >,
   ): InboxSpec<[...R, Fifo], C, Row> {
     return new InboxSpec({ ...this.#parts, fifo: true });
   }
@@ -141,13 +163,18 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
    * Its placeholders name described columns; describe them before calling this.
    */
   advisoryLock<const T extends string>(
-    template: T & FirstError<[
-      Without<R, "lease", LeaseOrAdvisory>,
-      Without<R, "advisoryLock", "the advisory key is already set: a table has one key template, so call .advisoryLock(…) once">,
-      Without<R, "fifo", FifoWithAdvisory>,
-      Require<[Exclude<TemplatePlaceholders<T>, C>] extends [never] ? true : false,
-        `the advisory key names a column that is not described: describe ${Exclude<TemplatePlaceholders<T>, C> & string} first (with .data(column(…)) if it plays no role)`>,
-    ]>,
+    template: T &
+      FirstError<
+        [
+          Without<R, "lease", LeaseOrAdvisory>,
+          Without<R, "advisoryLock", "the advisory key is already set: a table has one key template, so call .advisoryLock(…) once">,
+          Without<R, "fifo", FifoWithAdvisory>,
+          Require<
+            [Exclude<TemplatePlaceholders<T>, C>] extends [never] ? true : false,
+            `the advisory key names a column that is not described: describe ${Exclude<TemplatePlaceholders<T>, C> & string} first (with .data(column(…)) if it plays no role)`
+          >,
+        ]
+      >,
   ): InboxSpec<[...R, AdvisoryLock<T>], C, Row> {
     return new InboxSpec({ ...this.#parts, advisoryLock: template });
   }

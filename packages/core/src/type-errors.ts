@@ -15,5 +15,8 @@ export type Require<Check extends boolean, Message extends string> = Check exten
  * intersected would reduce to `never` (their messages are disjoint literals), and the
  * compiler would then say "not assignable to never" instead of either sentence.
  */
-export type FirstError<Checks extends readonly unknown[]> =
-  Checks extends readonly [infer Head, ...infer Tail] ? (Head extends SpecError<string> ? Head : FirstError<Tail>) : unknown;
+export type FirstError<Checks extends readonly unknown[]> = Checks extends readonly [infer Head, ...infer Tail]
+  ? Head extends SpecError<string>
+    ? Head
+    : FirstError<Tail>
+  : unknown;

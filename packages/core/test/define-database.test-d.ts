@@ -1,12 +1,11 @@
 import type { ColumnType, Generated } from "kysely";
 import { describe, expectTypeOf, test } from "vitest";
-import {
-  defineInbox, field,
-  type Attempt, type CheckAgainstDatabase, type CheckDefinition, type Lease, type Payload, type RolesOf, type SpecError,
-} from "../src/internal.js";
+import { defineInbox, field, type Attempt, type CheckAgainstDatabase, type CheckDefinition, type Lease, type Payload, type RolesOf, type SpecError } from "../src/internal.js";
 import { definition } from "./type-helpers.js";
 
-interface Report { readonly title: string }
+interface Report {
+  readonly title: string;
+}
 
 /** An application's Kysely database interface. */
 interface Database {

@@ -1,12 +1,24 @@
 import { describe, expectTypeOf, test } from "vitest";
 import {
-  defineInbox, field, payloadOf,
-  type AdvisoryLock, type AnyInboxSpec, type Attempt, type CheckDefinition, type Fifo, type Group, type Lease, type Payload,
-  type RolesOf, type SpecError,
+  defineInbox,
+  field,
+  payloadOf,
+  type AdvisoryLock,
+  type AnyInboxSpec,
+  type Attempt,
+  type CheckDefinition,
+  type Fifo,
+  type Group,
+  type Lease,
+  type Payload,
+  type RolesOf,
+  type SpecError,
 } from "../src/internal.js";
 import { definition } from "./type-helpers.js";
 
-interface Report { readonly title: string }
+interface Report {
+  readonly title: string;
+}
 
 // Each rule is proven twice: `CheckDefinition` of the very definition equals the expected
 // `SpecError`, and passing that definition (or the same literal) to `defineInbox` fails.

@@ -1,13 +1,11 @@
 import { describe, expect, test } from "vitest";
 import { column, defineInbox, field, payloadOf, InboxSpec, type AdvisoryKeyPart } from "../src/internal.js";
 
-interface Report { readonly title: string }
+interface Report {
+  readonly title: string;
+}
 
-const seedByHand = () =>
-  InboxSpec.table("report_jobs", column("id").generated())
-    .attempt(column("attempt").generated())
-    .lease(column("locked_until"))
-    .payload(column("payload"));
+const seedByHand = () => InboxSpec.table("report_jobs", column("id").generated()).attempt(column("attempt").generated()).lease(column("locked_until")).payload(column("payload"));
 const seedDeclared = () =>
   defineInbox({
     table: "report_jobs",
@@ -64,7 +62,11 @@ describe("both forms give the same description", () => {
 
   test("a grouped fifo table and an advisory table", () => {
     expect(
-      defineInbox({ table: "jobs", columns: { id: field.id(), queue: field.group(), priority: field.priority(), run_at: field.retryAfter(), done_at: field.processedAt() }, fifo: true }).description,
+      defineInbox({
+        table: "jobs",
+        columns: { id: field.id(), queue: field.group(), priority: field.priority(), run_at: field.retryAfter(), done_at: field.processedAt() },
+        fifo: true,
+      }).description,
     ).toEqual(
       InboxSpec.table("jobs", column("id")).group(column("queue")).priority(column("priority")).retryAfter(column("run_at")).processedAt(column("done_at")).fifo().description,
     );

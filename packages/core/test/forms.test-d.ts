@@ -1,10 +1,9 @@
 import { describe, expectTypeOf, test } from "vitest";
-import {
-  column, defineInbox, field, payloadOf, InboxSpec,
-  type AdvisoryLock, type Attempt, type Lease, type Payload, type RolesOf,
-} from "../src/internal.js";
+import { column, defineInbox, field, payloadOf, InboxSpec, type AdvisoryLock, type Attempt, type Lease, type Payload, type RolesOf } from "../src/internal.js";
 
-interface Report { readonly title: string }
+interface Report {
+  readonly title: string;
+}
 
 describe("both forms give the same type", () => {
   test("the seed's table: [Attempt, Lease<Date>, Payload<Report>], lease form", () => {

@@ -9,8 +9,17 @@ describe("@sqlinbox/core's public surface", () => {
 
   test("./internal adds what the sibling packages need, and keeps the root's names", () => {
     expect(Object.keys(internal).sort()).toEqual([
-      "InboxSpec", "MAX_IDENTIFIER_LENGTH", "SqlInboxError", "buildDescription", "column", "defineInbox", "field",
-      "isSqlInboxError", "isStandardSchema", "payloadOf", "validateIdentifier",
+      "InboxSpec",
+      "MAX_IDENTIFIER_LENGTH",
+      "SqlInboxError",
+      "buildDescription",
+      "column",
+      "defineInbox",
+      "field",
+      "isSqlInboxError",
+      "isStandardSchema",
+      "payloadOf",
+      "validateIdentifier",
     ]);
   });
 });

@@ -1,10 +1,9 @@
 import { describe, expectTypeOf, test } from "vitest";
-import {
-  column, defineInbox, field, payloadOf, InboxSpec,
-  type Attempt, type Lease, type Payload, type PayloadOf, type RolesOf, type RowOf,
-} from "../src/internal.js";
+import { column, defineInbox, field, payloadOf, InboxSpec, type Attempt, type Lease, type Payload, type PayloadOf, type RolesOf, type RowOf } from "../src/internal.js";
 
-interface Report { readonly title: string }
+interface Report {
+  readonly title: string;
+}
 
 // What a row-mode handler receives: every described column under its key, role columns typed by
 // their role, id and data columns by what their description says they hold.

@@ -98,8 +98,14 @@ interface Found extends Place {
 /** Compiles every snippet in one program (files beside this one, in memory) and returns each file's diagnostics. */
 function compile(files: ReadonlyMap<string, string>): Map<string, Found[]> {
   const options: ts.CompilerOptions = {
-    target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext,
-    strict: true, noEmit: true, skipLibCheck: true, types: [], lib: ["lib.es2023.d.ts"],
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    types: [],
+    lib: ["lib.es2023.d.ts"],
   };
   const host = ts.createCompilerHost(options);
   const readFile = host.readFile.bind(host);
@@ -115,10 +121,13 @@ function compile(files: ReadonlyMap<string, string>): Map<string, Found[]> {
   for (const file of files.keys()) {
     const source = program.getSourceFile(file);
     if (source === undefined) throw new Error(`${file} was not compiled`);
-    out.set(file, [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)].map((d) => {
-      const { line, character } = source.getLineAndCharacterOfPosition(d.start ?? 0);
-      return { line: line + 1, column: character + 1, firstLine: ts.flattenDiagnosticMessageText(d.messageText, "\n").split("\n")[0] ?? "" };
-    }));
+    out.set(
+      file,
+      [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)].map((d) => {
+        const { line, character } = source.getLineAndCharacterOfPosition(d.start ?? 0);
+        return { line: line + 1, column: character + 1, firstLine: ts.flattenDiagnosticMessageText(d.messageText, "\n").split("\n")[0] ?? "" };
+      }),
+    );
   }
   return out;
 }
@@ -138,8 +147,8 @@ function marks(text: string): { readonly code: string; readonly places: Place[] 
 }
 
 const fileOf = (i: number) => join(here, `rule-snippet-${i}.ts`);
-const snippets = rules.map((rule) => marks(prelude + rule.snippet + "\n"));
-const results = compile(new Map([...snippets.map((s, i) => [fileOf(i), s.code] as const), [fileOf(-1), prelude + valid + "\n"]]));
+const snippets = rules.map((rule) => marks(`${prelude + rule.snippet}\n`));
+const results = compile(new Map([...snippets.map((s, i) => [fileOf(i), s.code] as const), [fileOf(-1), `${prelude + valid}\n`]]));
 
 describe("declarative rules: each error underlines the offending property, its sentence in the first line", () => {
   test("a valid definition compiles without a diagnostic (the harness adds no noise)", () => {

@@ -1,7 +1,15 @@
 import { describe, expect, test } from "vitest";
 import {
-  buildDescription, column, defineInbox, field, isSqlInboxError, InboxSpec,
-  type Column, type InboxDefinition, type InboxDescription, type SqlInboxError,
+  buildDescription,
+  column,
+  defineInbox,
+  field,
+  isSqlInboxError,
+  InboxSpec,
+  type Column,
+  type InboxDefinition,
+  type InboxDescription,
+  type SqlInboxError,
 } from "../src/internal.js";
 
 /** The builder with its compile-time rules taken off: what JavaScript (or a cast) can call. */
@@ -88,9 +96,7 @@ describe("every rule the types check is checked again at run time, naming the ta
 
   test("no id column", () => {
     const message = declarationError(() => declare({ table: "report_jobs", columns: { attempt: field.attempt() } }));
-    expect(message).toBe(
-      'Declaration: no id column is described: every table needs one, given by field.id() or as the second argument of InboxSpec.table (table "report_jobs")',
-    );
+    expect(message).toBe('Declaration: no id column is described: every table needs one, given by field.id() or as the second argument of InboxSpec.table (table "report_jobs")');
   });
 
   test("malformed advisory keys", () => {
@@ -104,9 +110,11 @@ describe("every rule the types check is checked again at run time, naming the ta
 
   test("what only JavaScript can get wrong: an unknown role, a row key used twice", () => {
     const id = { name: "id", key: "id", role: "id", generated: false } as const;
-    expect(declarationError(() => buildDescription({ table: "t", columns: [id, { name: "x", key: "x", role: "bogus" as never, generated: false }] })))
-      .toContain('column "x" has no known role "bogus": use one of id, attempt, lease');
-    expect(declarationError(() => buildDescription({ table: "t", columns: [id, { name: "x", key: "id", role: "data", generated: false }] })))
-      .toBe('Declaration: the row key "id" is used by two columns: give each column its own key (table "t", column "x")');
+    expect(declarationError(() => buildDescription({ table: "t", columns: [id, { name: "x", key: "x", role: "bogus" as never, generated: false }] }))).toContain(
+      'column "x" has no known role "bogus": use one of id, attempt, lease',
+    );
+    expect(declarationError(() => buildDescription({ table: "t", columns: [id, { name: "x", key: "id", role: "data", generated: false }] }))).toBe(
+      'Declaration: the row key "id" is used by two columns: give each column its own key (table "t", column "x")',
+    );
   });
 });

@@ -1,12 +1,26 @@
 import { describe, expectTypeOf, test } from "vitest";
 import {
-  column, payloadOf, InboxSpec,
-  type AdvisoryLock, type AnyInboxSpec, type Attempt, type Fifo, type Group, type Lease, type Payload, type Priority,
-  type ProcessedAt, type RetryAfter, type RolesOf, type RowOf,
+  column,
+  payloadOf,
+  InboxSpec,
+  type AdvisoryLock,
+  type AnyInboxSpec,
+  type Attempt,
+  type Fifo,
+  type Group,
+  type Lease,
+  type Payload,
+  type Priority,
+  type ProcessedAt,
+  type RetryAfter,
+  type RolesOf,
+  type RowOf,
 } from "../src/internal.js";
 import type { ErrorMessage } from "./type-helpers.js";
 
-interface Report { readonly title: string }
+interface Report {
+  readonly title: string;
+}
 
 const base = InboxSpec.table("report_jobs", column("id").generated());
 
@@ -21,16 +35,18 @@ describe("InboxSpec by hand: what compiles", () => {
     void typed;
     expectTypeOf(spec.form).toEqualTypeOf<"lease">();
     expectTypeOf<RowOf<typeof spec>>().toEqualTypeOf<{
-      readonly id: unknown; readonly attempt: number; readonly locked_until: Date | string | null; readonly payload: unknown;
+      readonly id: unknown;
+      readonly attempt: number;
+      readonly locked_until: Date | string | null;
+      readonly payload: unknown;
     }>();
   });
 
   test("the README's annotation compiles as written: the role tuple alone, columns left open", () => {
-    const RenderReport: InboxSpec<[Attempt, Lease<Date>, Payload<Report>]> =
-      InboxSpec.table("report_jobs", column("id").generated())
-        .attempt(column("attempt").generated())
-        .lease(column("locked_until"))
-        .payload(column("payload"), payloadOf<Report>());
+    const RenderReport: InboxSpec<[Attempt, Lease<Date>, Payload<Report>]> = InboxSpec.table("report_jobs", column("id").generated())
+      .attempt(column("attempt").generated())
+      .lease(column("locked_until"))
+      .payload(column("payload"), payloadOf<Report>());
     expectTypeOf<RolesOf<typeof RenderReport>>().toEqualTypeOf<[Attempt, Lease<Date>, Payload<Report>]>();
     expectTypeOf(RenderReport).toExtend<AnyInboxSpec>();
     // the annotation keeps the roles honest: another tuple does not fit
@@ -73,23 +89,23 @@ describe("InboxSpec by hand: what compiles", () => {
 describe("InboxSpec by hand: what does not compile, and why", () => {
   test("a role set twice", () => {
     const spec = base.attempt(column("a"));
-    expectTypeOf<ErrorMessage<Parameters<typeof spec.attempt<"b">>[0]>>().toEqualTypeOf<
-      "the attempt role is already played by a column: a table has at most one attempt column, so describe this one with .data(…) or drop it"
-    >();
+    expectTypeOf<
+      ErrorMessage<Parameters<typeof spec.attempt<"b">>[0]>
+    >().toEqualTypeOf<"the attempt role is already played by a column: a table has at most one attempt column, so describe this one with .data(…) or drop it">();
     // @ts-expect-error the attempt role is already played by a column
     spec.attempt(column("b"));
 
     const leased = base.lease(column("l1"));
-    expectTypeOf<ErrorMessage<Parameters<typeof leased.lease<"l2">>[0]>>().toEqualTypeOf<
-      "the lease role is already played by a column: a table has at most one lease column, so describe this one with .data(…) or drop it"
-    >();
+    expectTypeOf<
+      ErrorMessage<Parameters<typeof leased.lease<"l2">>[0]>
+    >().toEqualTypeOf<"the lease role is already played by a column: a table has at most one lease column, so describe this one with .data(…) or drop it">();
     // @ts-expect-error the lease role is already played by a column
     leased.lease(column("l2"));
 
     const keyed = base.advisoryLock("a-{id}");
-    expectTypeOf<ErrorMessage<Parameters<typeof keyed.advisoryLock<"b-{id}">>[0]>>().toEqualTypeOf<
-      "the advisory key is already set: a table has one key template, so call .advisoryLock(…) once"
-    >();
+    expectTypeOf<
+      ErrorMessage<Parameters<typeof keyed.advisoryLock<"b-{id}">>[0]>
+    >().toEqualTypeOf<"the advisory key is already set: a table has one key template, so call .advisoryLock(…) once">();
     // @ts-expect-error the advisory key is already set
     keyed.advisoryLock("b-{id}");
 
@@ -101,9 +117,7 @@ describe("InboxSpec by hand: what does not compile, and why", () => {
 
   test("a column named twice", () => {
     const spec = base.attempt(column("n"));
-    expectTypeOf<ErrorMessage<Parameters<typeof spec.payload<"n">>[0]>>().toEqualTypeOf<
-      'column "n" is already described: describe each column once'
-    >();
+    expectTypeOf<ErrorMessage<Parameters<typeof spec.payload<"n">>[0]>>().toEqualTypeOf<'column "n" is already described: describe each column once'>();
     // @ts-expect-error column "n" is already described
     spec.payload(column("n"));
 
@@ -114,35 +128,33 @@ describe("InboxSpec by hand: what does not compile, and why", () => {
 
   test("a role set twice on a name already described reports the role, not never", () => {
     const spec = base.attempt(column("a"));
-    expectTypeOf<ErrorMessage<Parameters<typeof spec.attempt<"a">>[0]>>().toEqualTypeOf<
-      "the attempt role is already played by a column: a table has at most one attempt column, so describe this one with .data(…) or drop it"
-    >();
+    expectTypeOf<
+      ErrorMessage<Parameters<typeof spec.attempt<"a">>[0]>
+    >().toEqualTypeOf<"the attempt role is already played by a column: a table has at most one attempt column, so describe this one with .data(…) or drop it">();
     // @ts-expect-error the attempt role is already played by a column
     spec.attempt(column("a"));
   });
 
   test("a lease column, then an advisory key", () => {
     const spec = base.lease(column("locked_until"));
-    expectTypeOf<ErrorMessage<Parameters<typeof spec.advisoryLock<"k-{id}">>[0]>>().toEqualTypeOf<
-      "a lease column and an advisory key exclude each other: keep the lease column or the advisory key, not both"
-    >();
+    expectTypeOf<
+      ErrorMessage<Parameters<typeof spec.advisoryLock<"k-{id}">>[0]>
+    >().toEqualTypeOf<"a lease column and an advisory key exclude each other: keep the lease column or the advisory key, not both">();
     // @ts-expect-error a lease column and an advisory key exclude each other
     spec.advisoryLock("k-{id}");
   });
 
   test("an advisory key, then a lease column", () => {
     const spec = base.advisoryLock("k-{id}");
-    expectTypeOf<ErrorMessage<Parameters<typeof spec.lease<"locked_until">>[0]>>().toEqualTypeOf<
-      "a lease column and an advisory key exclude each other: keep the lease column or the advisory key, not both"
-    >();
+    expectTypeOf<
+      ErrorMessage<Parameters<typeof spec.lease<"locked_until">>[0]>
+    >().toEqualTypeOf<"a lease column and an advisory key exclude each other: keep the lease column or the advisory key, not both">();
     // @ts-expect-error a lease column and an advisory key exclude each other
     spec.lease(column("locked_until"));
   });
 
   test("fifo without a group", () => {
-    expectTypeOf<ErrorMessage<ThisParameterType<typeof base.fifo>>>().toEqualTypeOf<
-      "fifo needs a group column: describe one with .group(column(…)) before .fifo()"
-    >();
+    expectTypeOf<ErrorMessage<ThisParameterType<typeof base.fifo>>>().toEqualTypeOf<"fifo needs a group column: describe one with .group(column(…)) before .fifo()">();
     // @ts-expect-error fifo needs a group column
     base.fifo();
   });
@@ -161,9 +173,9 @@ describe("InboxSpec by hand: what does not compile, and why", () => {
   });
 
   test("an advisory key naming a column that is not described", () => {
-    expectTypeOf<ErrorMessage<Parameters<typeof base.advisoryLock<"report-{customer_id}">>[0]>>().toEqualTypeOf<
-      "the advisory key names a column that is not described: describe customer_id first (with .data(column(…)) if it plays no role)"
-    >();
+    expectTypeOf<
+      ErrorMessage<Parameters<typeof base.advisoryLock<"report-{customer_id}">>[0]>
+    >().toEqualTypeOf<"the advisory key names a column that is not described: describe customer_id first (with .data(column(…)) if it plays no role)">();
     // @ts-expect-error the advisory key names a column that is not described
     base.advisoryLock("report-{customer_id}");
     // described first (as data), the same key compiles

@@ -8,8 +8,21 @@ import { postgresDialect } from "./postgres/engine.js";
 import { sqliteDialect } from "./sqlite/engine.js";
 
 export type {
-  Engine, EngineCapabilities, EngineDialect, RawRow, HeldLease, LeaseColumnInfo, FoundColumn, TimeCodec,
-  ClaimOptions, LeaseClaimOptions, RowLockStatements, LeaseStatements, AdvisoryStatements, PublishStatements, SchemaStatements,
+  Engine,
+  EngineCapabilities,
+  EngineDialect,
+  RawRow,
+  HeldLease,
+  LeaseColumnInfo,
+  FoundColumn,
+  TimeCodec,
+  ClaimOptions,
+  LeaseClaimOptions,
+  RowLockStatements,
+  LeaseStatements,
+  AdvisoryStatements,
+  PublishStatements,
+  SchemaStatements,
   NotifyStatements,
 } from "./types.js";
 export type { NotifyingDialect } from "./forms/dialect.js";

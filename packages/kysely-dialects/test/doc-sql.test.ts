@@ -19,8 +19,7 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "sqlite:lease.claim(seed)": () => sqliteDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
   "postgres:lease.settleAck(seed)": () => postgresDialect.lease.settleAck(seedByHand, held, now, 3),
   "mysql:lease.settleRetry(seed, later)": () => mysqlDialect.lease.settleRetry(seedByHand, held, until, 3),
-  "postgres:lease.settleAckMany(two tokens)": () =>
-    postgresDialect.lease.settleAckMany(seedByHand, [held, { id: 8, held: held.held }, { id: 9, held: otherHeld }], now, 3),
+  "postgres:lease.settleAckMany(two tokens)": () => postgresDialect.lease.settleAckMany(seedByHand, [held, { id: 8, held: held.held }, { id: 9, held: otherHeld }], now, 3),
   "postgres:advisory.tryLock": () => postgresDialect.advisory.tryLock("report_jobs:7", "app"),
   "postgres:advisory.unlock": () => postgresDialect.advisory.unlock("report_jobs:7", "app"),
   "mysql:advisory.tryLock": () => mysqlDialect.advisory.tryLock("report_jobs:7", "app"),
@@ -49,15 +48,18 @@ function sourceFiles(dir: string): string[] {
 
 /** The text of every JSDoc comment of a file, the leading ` * ` of each line removed. */
 function docComments(text: string): string[] {
-  return [...text.matchAll(/\/\*\*([\s\S]*?)\*\//g)].map((m) => (m[1] ?? "").split("\n").map((line) => line.replace(/^\s*\* ?/, "")).join("\n"));
+  return [...text.matchAll(/\/\*\*([\s\S]*?)\*\//g)].map((m) =>
+    (m[1] ?? "")
+      .split("\n")
+      .map((line) => line.replace(/^\s*\* ?/, ""))
+      .join("\n"),
+  );
 }
 
 const collapse = (sql: string): string => sql.replace(/\s+/g, " ").trim();
 
 function sqlBlocks(file: string, comments: readonly string[]): Block[] {
-  return comments.flatMap((comment) =>
-    [...comment.matchAll(/```sql([^\n]*)\n([\s\S]*?)```/g)].map((m) => ({ file, name: (m[1] ?? "").trim(), sql: collapse(m[2] ?? "") })),
-  );
+  return comments.flatMap((comment) => [...comment.matchAll(/```sql([^\n]*)\n([\s\S]*?)```/g)].map((m) => ({ file, name: (m[1] ?? "").trim(), sql: collapse(m[2] ?? "") })));
 }
 
 /** Why a block does not show what its statement emits; `null` when it does. */
@@ -93,7 +95,12 @@ describe("SQL shown in JSDoc is the SQL emitted", () => {
     const unchecked = files.flatMap(({ file, comments }) =>
       comments
         .map((comment) => comment.replace(/```[\s\S]*?```/g, ""))
-        .flatMap((comment) => comment.split("\n").filter((line) => statementLike.test(line)).map((line) => `${file}: ${line.trim()}`)),
+        .flatMap((comment) =>
+          comment
+            .split("\n")
+            .filter((line) => statementLike.test(line))
+            .map((line) => `${file}: ${line.trim()}`),
+        ),
     );
     expect(unchecked).toEqual([]);
   });
@@ -104,7 +111,7 @@ describe("SQL shown in JSDoc is the SQL emitted", () => {
       " * Ack of many leases:",
       " * ```sql postgres:lease.settleAckMany(two tokens)",
       ' * delete from "report_jobs" where ("id" = $1 and "locked_until" = $2) or ("id" = $3 and "locked_until" = $4)',
-      " *   or (\"id\" = $5 and \"locked_until\" = $6) returning \"id\"",
+      ' *   or ("id" = $5 and "locked_until" = $6) returning "id"',
       " * ```",
       " */",
     ].join("\n");

@@ -14,7 +14,11 @@ describe("live MariaDB", () => {
   afterAll(async () => {
     await engine?.close();
   });
-  const get = (): LiveEngine => engine ?? (() => { throw new Error("MariaDB is not connected: run `bash scripts/services.sh`"); })();
+  const get = (): LiveEngine =>
+    engine ??
+    (() => {
+      throw new Error("MariaDB is not connected: run `bash scripts/services.sh`");
+    })();
 
   rowLockScenarios(get);
   leaseScenarios(get, ["datetime(3)", "datetime", "datetime(6)"], true);

@@ -14,7 +14,11 @@ describe("live PostgreSQL", () => {
   afterAll(async () => {
     await engine?.close();
   });
-  const get = (): LiveEngine => engine ?? (() => { throw new Error("PostgreSQL is not connected: run `bash scripts/services.sh`"); })();
+  const get = (): LiveEngine =>
+    engine ??
+    (() => {
+      throw new Error("PostgreSQL is not connected: run `bash scripts/services.sh`");
+    })();
 
   rowLockScenarios(get);
   leaseScenarios(get, ["timestamptz", "timestamptz(3)", "timestamptz(0)"], true);

@@ -12,7 +12,11 @@ describe.each(["memory", "file"] as const)("live SQLite (%s)", (where) => {
   afterAll(async () => {
     await engine?.close();
   });
-  const get = (): LiveEngine => engine ?? (() => { throw new Error("SQLite is not open"); })();
+  const get = (): LiveEngine =>
+    engine ??
+    (() => {
+      throw new Error("SQLite is not open");
+    })();
 
   test("row lock: NOT_SUPPORTED (rowLock is null, the capability says so)", () => {
     expect(sqliteDialect.rowLock).toBeNull();

@@ -12,10 +12,7 @@ function show(query: CompiledQuery | null | undefined, absent: string): Shown {
 }
 
 /** One statement on the three engines, side by side; `null` where an engine cannot or need not. */
-export function perEngine(
-  build: (dialect: EngineDialect) => CompiledQuery | null | undefined,
-  absent: string = NOT_SUPPORTED,
-): Record<"postgres" | "mysql" | "sqlite", Shown> {
+export function perEngine(build: (dialect: EngineDialect) => CompiledQuery | null | undefined, absent: string = NOT_SUPPORTED): Record<"postgres" | "mysql" | "sqlite", Shown> {
   const run = (d: EngineDialect) => show(build(d), absent);
   return { postgres: run(postgresDialect), mysql: run(mysqlDialect), sqlite: run(sqliteDialect) };
 }

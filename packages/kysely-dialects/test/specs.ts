@@ -41,11 +41,7 @@ export function richLease(table = "jobs"): InboxDescription {
 
 /** A group with fifo: only the head of each group is claimable. */
 export function fifoLease(table = "fifo_jobs"): InboxDescription {
-  return InboxSpec.table(table, column("id").generated())
-    .attempt(column("attempt").generated())
-    .lease(column("locked_until"))
-    .group(column("grp"))
-    .fifo().description;
+  return InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).lease(column("locked_until")).group(column("grp")).fifo().description;
 }
 
 /** Advisory form keyed by a non-id column, with retryAfter and processedAt. */

@@ -30,7 +30,12 @@ describe("publish", () => {
 
   test("insert of several rows, by column name or row key", () => {
     expect(
-      perEngine((d) => d.publish.insert(richLease(), [{ payload: "a", grp: "g1", priority: 1 }, { payload: "b", grp: "g2", priority: 2 }])),
+      perEngine((d) =>
+        d.publish.insert(richLease(), [
+          { payload: "a", grp: "g1", priority: 1 },
+          { payload: "b", grp: "g2", priority: 2 },
+        ]),
+      ),
     ).toMatchInlineSnapshot(`
       {
         "mysql": {

@@ -4,7 +4,14 @@ import { Activity } from "./activity.js";
 import type { BrokerState } from "./broker.js";
 import type { Database } from "./database.js";
 import {
-  listenNeedsOwnPool, listenNeedsPostgres, noRoute, noRouteInApp, poolTooSmall, queueSubscribedTwice, routeOnOtherTable, routeSubscribedTwice,
+  listenNeedsOwnPool,
+  listenNeedsPostgres,
+  noRoute,
+  noRouteInApp,
+  poolTooSmall,
+  queueSubscribedTwice,
+  routeOnOtherTable,
+  routeSubscribedTwice,
   rowLockTableUnsupported,
 } from "./errors.js";
 import { brokerState, type SqlBroker } from "./sql-broker.js";
@@ -128,7 +135,10 @@ export class App {
       logger,
       activity: overrides.activity ?? new Activity(),
       observer: overrides.observer,
-      opened: [], subscriptions: [], unsubscribe: [], held: [],
+      opened: [],
+      subscriptions: [],
+      unsubscribe: [],
+      held: [],
     };
     logger.info({ version: this.info.version }, "app starting");
     for (const hook of this.#startup) await hook();
@@ -242,8 +252,15 @@ async function checkSchemas(run: Startup, state: BrokerState, database: Database
     const leaseMs = sub.queue.options.lease ?? brokerLeaseMs;
     const subLogger = childLogger(run.logger, { subscription: sub.name, table: spec.table });
     const setup: ClaimSetup = {
-      database, spec, subscription: sub.name, leaseMs, precision: table.precision, clock: run.clock, logger: subLogger,
-      databaseLabel: state.source.label, isClosed: () => state.closed,
+      database,
+      spec,
+      subscription: sub.name,
+      leaseMs,
+      precision: table.precision,
+      clock: run.clock,
+      logger: subLogger,
+      databaseLabel: state.source.label,
+      isClosed: () => state.closed,
     };
     planned.push({ sub, strategy: claimStrategyFor(setup), leaseMs });
   }
@@ -251,7 +268,11 @@ async function checkSchemas(run: Startup, state: BrokerState, database: Database
 }
 
 function checkPoolBudget(state: BrokerState, planned: readonly PlannedSubscription[], listenNotify: boolean): void {
-  checkPool(state, planned.map(({ sub, strategy }) => ({ name: sub.name, form: strategy.form, workers: sub.queue.options.workers, perDelivery: strategy.connectionsPerDelivery })), listenNotify);
+  checkPool(
+    state,
+    planned.map(({ sub, strategy }) => ({ name: sub.name, form: strategy.form, workers: sub.queue.options.workers, perDelivery: strategy.connectionsPerDelivery })),
+    listenNotify,
+  );
 }
 
 /** Builds the subscriptions (they claim once the whole app started) and wires publishes to wake them. */
@@ -259,10 +280,16 @@ function startSubscriptions(run: Startup, state: BrokerState, planned: readonly 
   for (const { sub, strategy, leaseMs } of planned) {
     const spec = sub.queue.spec.description;
     const subscription = new Subscription({
-      subscriber: sub, spec, options: sub.queue.options, strategy, clock: run.clock,
+      subscriber: sub,
+      spec,
+      options: sub.queue.options,
+      strategy,
+      clock: run.clock,
       logger: childLogger(run.logger, { subscription: sub.name, table: spec.table }),
       outputs: { publish: (route, payload) => state.publish(route, payload, undefined) },
-      activity: run.activity, decodeRetryMs: leaseMs, observer: run.observer,
+      activity: run.activity,
+      decodeRetryMs: leaseMs,
+      observer: run.observer,
     });
     run.unsubscribe.push(state.onPublish(subscription.table, () => subscription.wake()));
     run.subscriptions.push(subscription);

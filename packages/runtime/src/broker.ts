@@ -146,7 +146,13 @@ export class BrokerState {
     if (this.notifying && database.dialect.notify !== null) {
       const notify = database.execute("publish", database.dialect.notify.notify(channelOf(description.table)), via as AnyKysely | undefined);
       if (via !== undefined) await notify;
-      else await notify.catch((error: unknown) => this.#logger?.warn({ ...errorFields(error), subscription: name, table: description.table }, "listenNotify: NOTIFY failed after the publish committed; other processes see the row at their next poll"));
+      else
+        await notify.catch((error: unknown) =>
+          this.#logger?.warn(
+            { ...errorFields(error), subscription: name, table: description.table },
+            "listenNotify: NOTIFY failed after the publish committed; other processes see the row at their next poll",
+          ),
+        );
     }
     this.#wakeTable(description.table);
   }

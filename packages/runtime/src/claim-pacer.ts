@@ -43,14 +43,22 @@ export interface PaceShape {
 export function claimPaceFor(shape: PaceShape): ClaimPace {
   const { workers, batch, claimsAhead, oneRowClaims } = shape;
   return {
-    workers, batch, claimsAhead, oneRowClaims,
+    workers,
+    batch,
+    claimsAhead,
+    oneRowClaims,
     // batch(1).workers(8) claims in up to 8 statements at once, as 8 separate consumers would.
     // A row-lock claim opens one transaction per row, one after another: with several free workers, claims of
     // one row each run side by side instead of making the last worker wait for the others. (An advisory claim
     // shares one candidate select among its rows, and claims side by side would contend for the same keys.)
     maxClaims: oneRowClaims ? workers : Math.max(claimsAhead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch)),
     maxSettling: 4 * Math.max(batch, workers),
-    inFlight: 0, buffered: 0, claims: 0, claiming: 0, settling: 0, drained: true,
+    inFlight: 0,
+    buffered: 0,
+    claims: 0,
+    claiming: 0,
+    settling: 0,
+    drained: true,
   };
 }
 

@@ -35,10 +35,11 @@ type ValueOfKey<K> = K extends ContextKey<string, infer V, RoleName> ? V : never
 type NeedsOfKey<K> = K extends ContextKey<string, unknown, infer N> ? N : never;
 
 /** `unknown` when the table has what `K` needs, otherwise a readable error. */
-export type KeyAvailable<R extends readonly RoleMarker[], K extends ContextKey> =
-  [NeedsOfKey<K>] extends [never] ? unknown
-    : HasRole<R, NeedsOfKey<K>> extends true ? unknown
-      : SpecError<`keys.${K["name"]} needs a column with the ${NeedsOfKey<K> & string} role: describe one on the table (.${NeedsOfKey<K> & string}(column("…")) or field.${NeedsOfKey<K> & string}())`>;
+export type KeyAvailable<R extends readonly RoleMarker[], K extends ContextKey> = [NeedsOfKey<K>] extends [never]
+  ? unknown
+  : HasRole<R, NeedsOfKey<K>> extends true
+    ? unknown
+    : SpecError<`keys.${K["name"]} needs a column with the ${NeedsOfKey<K> & string} role: describe one on the table (.${NeedsOfKey<K> & string}(column("…")) or field.${NeedsOfKey<K> & string}())`>;
 
 /**
  * What a handler receives beside its payload, typed by the table's role tuple `R`.

@@ -1,6 +1,6 @@
 import type { EngineDialect } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, Kysely, QueryResult, Transaction } from "kysely";
-import { Activity } from "./activity.js";
+import type { Activity } from "./activity.js";
 import type { Logger } from "./logger.js";
 
 /** What a statement is for: logged with failures, and what a test can make fail. */
@@ -9,9 +9,9 @@ export type StatementKind = "claim" | "extend" | "settle" | "publish" | "schema"
 /** A test's stand-in for an unreachable database: returns the error a statement of `kind` fails with. */
 export type StatementFault = (kind: StatementKind) => Error | undefined;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the runtime runs compiled queries on any database interface
+// biome-ignore lint/suspicious/noExplicitAny: the runtime runs compiled queries on any database interface
 export type AnyKysely = Kysely<any>;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: the runtime runs compiled queries on any database interface
 export type AnyTransaction = Transaction<any>;
 
 const MAX_DEADLOCK_RETRIES = 20;

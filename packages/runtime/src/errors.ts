@@ -13,7 +13,11 @@ const causeMessage = (cause: unknown): string => (cause as Error).message;
 
 export function noRoute(name: string, routes: Routes, table?: string): SqlInboxError {
   const known = [...routes.keys()].map((n) => `"${n}"`).join(", ") || "none";
-  return new SqlInboxError("NoRoute", `no route named "${name}" (declared: ${known}): declare it with broker.route(spec, "${name}")`, table === undefined ? { subscription: name } : { subscription: name, table });
+  return new SqlInboxError(
+    "NoRoute",
+    `no route named "${name}" (declared: ${known}): declare it with broker.route(spec, "${name}")`,
+    table === undefined ? { subscription: name } : { subscription: name, table },
+  );
 }
 
 export function noRouteInApp(route: string): SqlInboxError {
@@ -33,7 +37,11 @@ export function routeSubscribedTwice(name: string): SqlInboxError {
 }
 
 export function queueSubscribedTwice(place: ErrorPlace): SqlInboxError {
-  return new SqlInboxError("AlreadySubscribed", "this queue already has a subscriber on this broker (in this or another running app): one subscriber per queue, raise its workers instead", place);
+  return new SqlInboxError(
+    "AlreadySubscribed",
+    "this queue already has a subscriber on this broker (in this or another running app): one subscriber per queue, raise its workers instead",
+    place,
+  );
 }
 
 export function unknownContextKey(key: string, place: ErrorPlace): SqlInboxError {
@@ -57,7 +65,10 @@ export function noRowLocks(engine: string, place: ErrorPlace): SqlInboxError {
 }
 
 export function listenNeedsPostgres(engine: string, label: string): SqlInboxError {
-  return new SqlInboxError("UnsupportedForm", `listenNotify() needs Postgres (LISTEN/NOTIFY), and this broker is on ${engine} (${label}): drop .listenNotify(); other processes see a publish at their next poll`);
+  return new SqlInboxError(
+    "UnsupportedForm",
+    `listenNotify() needs Postgres (LISTEN/NOTIFY), and this broker is on ${engine} (${label}): drop .listenNotify(); other processes see a publish at their next poll`,
+  );
 }
 
 export function listenNeedsOwnPool(label: string): SqlInboxError {
@@ -87,7 +98,9 @@ export interface PoolShare {
 
 export function poolTooSmall(poolMax: number, shares: readonly PoolShare[], listenNotify: boolean, total: number): SqlInboxError {
   const arithmetic = [
-    ...shares.map((p) => `"${p.name}" (${p.form}, workers(${p.workers})): ${p.workers} x ${p.perDelivery} for deliveries in work + 1 for handlers, publishes and settlements = ${p.total}`),
+    ...shares.map(
+      (p) => `"${p.name}" (${p.form}, workers(${p.workers})): ${p.workers} x ${p.perDelivery} for deliveries in work + 1 for handlers, publishes and settlements = ${p.total}`,
+    ),
     ...(listenNotify ? ["1 for listenNotify"] : []),
   ].join("; ");
   return new SqlInboxError(
@@ -130,7 +143,8 @@ export type HeldThing = "row" | "key";
 
 /** A held delivery's settlement after the broker closed (or the delivery was abandoned): the hold is given back. */
 export function closedBeforeHeldSettlement(kind: string, held: HeldThing, place: ErrorPlace): SqlInboxError {
-  const givenBack = held === "row" ? "the claim was rolled back and the row is back in the queue, its attempt not spent" : "the key's lock was released and the row is back in the queue";
+  const givenBack =
+    held === "row" ? "the claim was rolled back and the row is back in the queue, its attempt not spent" : "the key's lock was released and the row is back in the queue";
   return new SqlInboxError("Closed", `the broker is closed: the ${kind} was not written; ${givenBack}`, place);
 }
 

@@ -27,7 +27,8 @@ export class KeptLease {
   }
 
   get signal(): AbortSignal {
-    return (this.#controller ??= new AbortController()).signal;
+    this.#controller ??= new AbortController();
+    return this.#controller.signal;
   }
 
   get aborted(): boolean {
@@ -35,7 +36,8 @@ export class KeptLease {
   }
 
   abort(reason: unknown): void {
-    (this.#controller ??= new AbortController()).abort(reason);
+    this.#controller ??= new AbortController();
+    this.#controller.abort(reason);
   }
 }
 
@@ -60,8 +62,13 @@ export class LeaseKeeper {
   #stopped = true;
 
   constructor(options: {
-    database: Database; spec: InboxDescription; subscription: string;
-    leaseMs: number; precision: number; clock: Clock; logger: Logger;
+    database: Database;
+    spec: InboxDescription;
+    subscription: string;
+    leaseMs: number;
+    precision: number;
+    clock: Clock;
+    logger: Logger;
   }) {
     this.#database = options.database;
     this.#spec = options.spec;
@@ -153,7 +160,13 @@ export class LeaseKeeper {
     const leaseName = this.#spec.lease?.name ?? "";
     const result = await this.#database.execute("extend", dialect.lease.extend(this.#spec, held, until, this.#precision));
     if (dialect.capabilities.updateReturning) return new Set(result.rows.map((r) => keyOf(r[idName])));
-    const read = await this.#database.execute("extend", dialect.lease.readLeases(this.#spec, held.map((h) => h.id)));
+    const read = await this.#database.execute(
+      "extend",
+      dialect.lease.readLeases(
+        this.#spec,
+        held.map((h) => h.id),
+      ),
+    );
     const ids = new Set<string>();
     for (const row of read.rows) {
       const deadline = dialect.time.decode(row[leaseName]);

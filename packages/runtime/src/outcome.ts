@@ -1,9 +1,5 @@
 /** What a handler decided about its delivery. */
-export type HandlerOutcome =
-  | { readonly kind: "ack" }
-  | { readonly kind: "retry" }
-  | { readonly kind: "drop" }
-  | { readonly kind: "retryAfter"; readonly ms: number };
+export type HandlerOutcome = { readonly kind: "ack" } | { readonly kind: "retry" } | { readonly kind: "drop" } | { readonly kind: "retryAfter"; readonly ms: number };
 
 const ack: HandlerOutcome = Object.freeze({ kind: "ack" });
 const retry: HandlerOutcome = Object.freeze({ kind: "retry" });

@@ -13,19 +13,18 @@ export interface QueueOptions {
  * What a publish to a spec's table writes: the payload, or in row mode (no payload column) some of
  * the row's columns, typed as described (generated ones are left to the database).
  */
-export type PayloadOfSpec<S extends AnyInboxSpec> =
-  [PayloadOf<RolesOf<S>>] extends [never] ? Partial<RowOf<S>> : PayloadOf<RolesOf<S>>;
+export type PayloadOfSpec<S extends AnyInboxSpec> = [PayloadOf<RolesOf<S>>] extends [never] ? Partial<RowOf<S>> : PayloadOf<RolesOf<S>>;
 
 /**
  * What a spec's handlers receive: the decoded payload, or in row mode the row itself, every
  * described column typed by its role or by what it holds (`RowOf`).
  */
-export type DeliveredOf<S extends AnyInboxSpec> =
-  [PayloadOf<RolesOf<S>>] extends [never] ? RowOf<S> : PayloadOf<RolesOf<S>>;
+export type DeliveredOf<S extends AnyInboxSpec> = [PayloadOf<RolesOf<S>>] extends [never] ? RowOf<S> : PayloadOf<RolesOf<S>>;
 
-type LeaseArgs<S extends AnyInboxSpec> = HasRole<RolesOf<S>, "lease"> extends true
-  ? [ms: number]
-  : [SpecError<"InboxQueue.lease needs a table with a lease column: describe one with .lease(column(\"locked_until\")) or field.lease()">];
+type LeaseArgs<S extends AnyInboxSpec> =
+  HasRole<RolesOf<S>, "lease"> extends true
+    ? [ms: number]
+    : [SpecError<'InboxQueue.lease needs a table with a lease column: describe one with .lease(column("locked_until")) or field.lease()'>];
 
 /** Rounds a lease up to whole seconds (at least one). */
 export function wholeSeconds(ms: number): number {

@@ -27,7 +27,7 @@ type Routes = Record<string, AnyInboxSpec>;
 /** A row-lock table cannot be routed on a SQLite broker: SQLite has no row locks. */
 export type RouteAllowed<S extends AnyInboxSpec, E extends Engine> = [E] extends ["sqlite"]
   ? FormOf<RolesOf<S>> extends "rowLock"
-    ? SpecError<"SQLite has no row locks: a row-lock table cannot be routed on a SQLite broker; give the table a lease column (.lease(column(\"locked_until\"))) or an advisory key (.advisoryLock(\"…\"))">
+    ? SpecError<'SQLite has no row locks: a row-lock table cannot be routed on a SQLite broker; give the table a lease column (.lease(column("locked_until"))) or an advisory key (.advisoryLock("…"))'>
     : unknown
   : unknown;
 /** `listenNotify()` compiles unless the URL names an engine other than Postgres. */

@@ -10,13 +10,11 @@ export interface Outputs {
 }
 
 /** What a handler may return: an outcome, or nothing for ack. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a handler written as `async (p) => { … }` returns Promise<void>, which means ack
 export type HandlerResult = HandlerOutcome | void | undefined;
 
 /** The function form: `(payload, ctx) => HandlerOutcome.ack()`; in row mode `payload` is the row. */
-export type HandlerFunction<S extends AnyInboxSpec> = (
-  payload: DeliveredOf<S>,
-  ctx: InboxContext<RolesOf<S>>,
-) => HandlerResult | Promise<HandlerResult>;
+export type HandlerFunction<S extends AnyInboxSpec> = (payload: DeliveredOf<S>, ctx: InboxContext<RolesOf<S>>) => HandlerResult | Promise<HandlerResult>;
 
 /**
  * The class form: a type that handles a table's payloads and extracts what it needs from the

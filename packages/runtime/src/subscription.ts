@@ -229,7 +229,9 @@ export class Subscription {
     const holdsConnection = this.#s.strategy.connectionsPerDelivery > 0;
     let payload: unknown;
     try {
-      payload = this.#decodesAsync ? await decodePayload(spec, delivery.row, { ...this.#place, id: delivery.id }) : decodePayloadNow(spec, delivery.row, { ...this.#place, id: delivery.id });
+      payload = this.#decodesAsync
+        ? await decodePayload(spec, delivery.row, { ...this.#place, id: delivery.id })
+        : decodePayloadNow(spec, delivery.row, { ...this.#place, id: delivery.id });
     } catch (error) {
       const parked = this.#apart(this.#parkUndecodable(delivery, error));
       if (holdsConnection) await parked;
@@ -277,8 +279,13 @@ export class Subscription {
       logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, outcome: outcome.kind, code }, "settlement failed");
     }
     observer?.settled({
-      subscription: this.name, id: delivery.id, attempt: delivery.attempt, payload, outcome,
-      ...(settleError !== undefined ? { error: settleError } : {}), signalAborted: delivery.signal.aborted,
+      subscription: this.name,
+      id: delivery.id,
+      attempt: delivery.attempt,
+      payload,
+      outcome,
+      ...(settleError !== undefined ? { error: settleError } : {}),
+      signalAborted: delivery.signal.aborted,
     });
   }
 
@@ -296,7 +303,10 @@ export class Subscription {
     try {
       await delivery.settle(HandlerOutcome.retryAfter(decodeRetryMs));
     } catch (settleError) {
-      logger.error({ ...errorFields(settleError), subscription: this.name, table: spec.table, id: delivery.id }, "could not release an undecodable row; it returns when its lease expires");
+      logger.error(
+        { ...errorFields(settleError), subscription: this.name, table: spec.table, id: delivery.id },
+        "could not release an undecodable row; it returns when its lease expires",
+      );
     }
   }
 }

@@ -148,11 +148,14 @@ describe("SqlBroker.fromKysely on PostgreSQL", () => {
     const app = new App({ name: "t", version: "0" }).withBroker(broker, (b) => b.include(sub));
     const t = await TestApp.start(app);
 
-    await db.transaction().execute(async (trx) => {
-      await broker.publish("jobs", { n: 1 }, { via: trx });
-      await sql`select 1`.execute(trx);
-      throw new Error("rolled back");
-    }).catch(() => {});
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        await broker.publish("jobs", { n: 1 }, { via: trx });
+        await sql`select 1`.execute(trx);
+        throw new Error("rolled back");
+      })
+      .catch(() => {});
     await db.transaction().execute(async (trx) => {
       await broker.publish("jobs", { n: 2 }, { via: trx });
     });

@@ -9,10 +9,7 @@ import { SqlBroker, type EngineOfUrl } from "../src/index.js";
 
 const rowLock = InboxSpec.table("rl_jobs", column("id").generated()).attempt(column("attempt").generated()).payload(column("payload"));
 const lease = InboxSpec.table("ls_jobs", column("id").generated()).lease(column("locked_until")).payload(column("payload"));
-const advisory = InboxSpec.table("ad_jobs", column("id").generated())
-  .data(column("customer"))
-  .advisoryLock("c-{customer}")
-  .payload(column("payload"));
+const advisory = InboxSpec.table("ad_jobs", column("id").generated()).data(column("customer")).advisoryLock("c-{customer}").payload(column("payload"));
 
 describe("the broker's engine comes from the URL", () => {
   test("URL literals name their engine", () => {

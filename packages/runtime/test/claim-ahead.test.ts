@@ -6,7 +6,7 @@
  */
 import { sql } from "kysely";
 import { describe, expect, test } from "vitest";
-import { SqlInboxError } from "../src/index.js";
+import type { SqlInboxError } from "../src/index.js";
 import { TestApp } from "../src/testing/index.js";
 import type { AnyKysely } from "../src/database.js";
 import { engines, insertRaw, readRows, type TestEngine } from "./engines.js";
@@ -24,10 +24,15 @@ describe.each(engines)("claims ahead and batched acks on $name", (engine: TestEn
     for (let n = 0; n < 150; n++) await insertRaw(db, table, { payload: json({ n }) });
     const seen: number[] = [];
     let leasedAtFirst = 0;
-    const { app, sub } = jobsApp(url, table, async (job) => {
-      if (seen.length === 0) leasedAtFirst = (await readRows(engine, db, table)).filter((r) => r.locked_until !== null).length;
-      seen.push(job.n);
-    }, (q) => q.batch(64).workers(1));
+    const { app, sub } = jobsApp(
+      url,
+      table,
+      async (job) => {
+        if (seen.length === 0) leasedAtFirst = (await readRows(engine, db, table)).filter((r) => r.locked_until !== null).length;
+        seen.push(job.n);
+      },
+      (q) => q.batch(64).workers(1),
+    );
     const t = track(await TestApp.start(app));
     await t.waitFor(async () => (await readRows(engine, db, table)).length === 0, 10_000, "the table to drain");
     expect(leasedAtFirst).toBe(64); // one worker, one claim statement: a whole batch held, not one row
@@ -39,7 +44,12 @@ describe.each(engines)("claims ahead and batched acks on $name", (engine: TestEn
     await insertRaw(db, table, { payload: json({ n: 1 }) });
     await insertRaw(db, table, { payload: json({ n: 2 }) });
     const release = deferred();
-    const { app, sub } = jobsApp(url, table, async () => void (await release.promise), (q) => q.batch(2).workers(2));
+    const { app, sub } = jobsApp(
+      url,
+      table,
+      async () => void (await release.promise),
+      (q) => q.batch(2).workers(2),
+    );
     const t = track(await TestApp.start(app));
     expect(t.calls(sub)).toHaveLength(2);
     // Another claim takes row 1: its deadline (the token) moves.
@@ -58,7 +68,12 @@ describe.each(engines)("claims ahead and batched acks on $name", (engine: TestEn
     for (let n = 0; n < 5; n++) await insertRaw(db, table, { payload: json({ n }) });
     const before = await readRows(engine, db, table);
     const release = deferred();
-    const { app, sub } = jobsApp(url, table, async () => void (await release.promise), (q) => q.batch(8).workers(1));
+    const { app, sub } = jobsApp(
+      url,
+      table,
+      async () => void (await release.promise),
+      (q) => q.batch(8).workers(1),
+    );
     const t = await TestApp.startLive(app); // the real clock: the shutdown grace does not pass while the handler is held
     await t.waitFor(() => t.calls(sub).length === 1, 5_000, "the first delivery");
     expect(t.calls(sub)).toHaveLength(1); // one worker: four rows wait in the buffer

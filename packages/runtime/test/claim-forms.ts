@@ -40,7 +40,9 @@ export async function createJobsTable(engine: TestEngine, db: AnyKysely, table: 
   if (engine.engine === "postgres") {
     await sql`CREATE TABLE ${t} (id BIGSERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, k TEXT NOT NULL, payload BYTEA NOT NULL)`.execute(db);
   } else {
-    await sql`CREATE TABLE ${t} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, k VARCHAR(64) NOT NULL, payload LONGBLOB NOT NULL) ENGINE=InnoDB`.execute(db);
+    await sql`CREATE TABLE ${t} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, k VARCHAR(64) NOT NULL, payload LONGBLOB NOT NULL) ENGINE=InnoDB`.execute(
+      db,
+    );
   }
 }
 
@@ -60,7 +62,11 @@ export function jobsSpecOf(table: string, form: ClaimForm) {
 /** Inserts rows `n = from … from+count-1` with key `keyOf(n)` (default: one key per row), in one statement. */
 export async function insertJobs(db: AnyKysely, table: string, count: number, keyOf: (n: number) => string = (n) => `row-${n}`, from = 0): Promise<void> {
   const rows = Array.from({ length: count }, (_, i) => ({ k: keyOf(from + i), payload: Buffer.from(JSON.stringify({ n: from + i }), "utf8") }));
-  for (let i = 0; i < rows.length; i += 500) await db.insertInto(table).values(rows.slice(i, i + 500)).execute();
+  for (let i = 0; i < rows.length; i += 500)
+    await db
+      .insertInto(table)
+      .values(rows.slice(i, i + 500))
+      .execute();
 }
 
 export interface JobRow {
@@ -159,8 +165,14 @@ export function startWorker(env: { url: string; table: string; form: ClaimForm; 
   const child = spawn(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", "test/fixtures/worker.ts"], {
     cwd: runtimeRoot,
     env: {
-      ...process.env, WORKER_URL: env.url, WORKER_TABLE: env.table, WORKER_FORM: env.form, WORKER_WORKERS: String(env.workers),
-      WORKER_HOLD_MS: String(env.holdMs), WORKER_LEASE_MS: String(env.leaseMs ?? 2000), WORKER_POOL_MAX: String(env.poolMax ?? env.workers + 1),
+      ...process.env,
+      WORKER_URL: env.url,
+      WORKER_TABLE: env.table,
+      WORKER_FORM: env.form,
+      WORKER_WORKERS: String(env.workers),
+      WORKER_HOLD_MS: String(env.holdMs),
+      WORKER_LEASE_MS: String(env.leaseMs ?? 2000),
+      WORKER_POOL_MAX: String(env.poolMax ?? env.workers + 1),
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -249,7 +261,10 @@ export function consumer(
     },
   };
   const broker = SqlBroker.fromUrl(url, { pool: { max: options.poolMax ?? (options.workers ?? 1) + 1 } }).lease(options.leaseMs ?? 2000);
-  const queue = InboxQueue.of(spec, "jobs").workers(options.workers ?? 1).batch(options.batch ?? 1).pollInterval(50);
+  const queue = InboxQueue.of(spec, "jobs")
+    .workers(options.workers ?? 1)
+    .batch(options.batch ?? 1)
+    .pollInterval(50);
   const sub = subscriber(queue, async (job, ctx) => {
     const record: Seen = { id: Number(ctx.id), n: job.n, attempt: ctx.get(keys.attempt), at: Date.now() };
     seen.push(record);

@@ -2,7 +2,9 @@ import { describe, expectTypeOf, test } from "vitest";
 import { InboxSpec, column, payloadOf, type RolesOf } from "@sqlinbox/core";
 import { Ctx, HandlerOutcome, InboxQueue, keys, subscriber, type Handler, type InboxContext, type Outputs } from "../src/index.js";
 
-interface Report { readonly title: string }
+interface Report {
+  readonly title: string;
+}
 const Leased = InboxSpec.table("report_jobs", column("id").generated())
   .attempt(column("attempt").generated())
   .lease(column("locked_until"))

@@ -12,7 +12,19 @@ import type { RunningApp } from "../src/index.js";
 import { deferred } from "./fixtures.js";
 import { unique } from "./engines.js";
 import {
-  consumer, createJobsTable, deliverySession, dropScope, insertJobs, killSession, matrix, readJobs, scopedUrl, sessionsOf, startWorker, until, type Seen,
+  consumer,
+  createJobsTable,
+  deliverySession,
+  dropScope,
+  insertJobs,
+  killSession,
+  matrix,
+  readJobs,
+  scopedUrl,
+  sessionsOf,
+  startWorker,
+  until,
+  type Seen,
 } from "./claim-forms.js";
 
 const LEASE_MS = 2000;
@@ -89,67 +101,77 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }) => {
       expect(after).toBeLessThan(1500);
     }
     expect(b.errors).toEqual([]);
-    console.log(`SIGKILL ${engine.name} × ${form}: row ${started.id} back ${after} ms after the kill (${(again?.at ?? 0) - started.time} ms after its first start), attempt ${again?.attempt}`);
+    console.log(
+      `SIGKILL ${engine.name} × ${form}: row ${started.id} back ${after} ms after the kill (${(again?.at ?? 0) - started.time} ms after its first start), attempt ${again?.attempt}`,
+    );
   });
 
   // SQLite has no server sessions to kill: only the process crash applies there.
-  if (engine.engine !== "sqlite") test("session killed by the server mid-handler", async () => {
-    const { scope, url, otherUrl, db, table, ids } = await freshQueue("killsession");
-    const release = deferred();
-    const a = consumer(url, table, form, {
-      workers: 1,
-      leaseMs: LEASE_MS,
-      handle: async () => {
-        if (a.seen.length === 1) await release.promise;
-      },
+  if (engine.engine !== "sqlite")
+    test("session killed by the server mid-handler", async () => {
+      const { scope, url, otherUrl, db, table, ids } = await freshQueue("killsession");
+      const release = deferred();
+      const a = consumer(url, table, form, {
+        workers: 1,
+        leaseMs: LEASE_MS,
+        handle: async () => {
+          if (a.seen.length === 1) await release.promise;
+        },
+      });
+      const appA = await a.app.start();
+      running.push(appA);
+      await until(() => a.seen.length === 1, 10_000, "the first delivery");
+      const first = a.seen[0] as Seen;
+      expect(first.attempt).toBe(1);
+
+      let killed: number[];
+      if (form === "lease") {
+        killed = await sessionsOf(engine, base, scope); // nothing is held on them: kill them all
+      } else {
+        let session: number | undefined;
+        await until(
+          async () => {
+            session = await deliverySession(engine, base, scope, form, `row-${first.n}`, table);
+            return session !== undefined;
+          },
+          5000,
+          "the delivery's session",
+        );
+        killed = [session as number];
+      }
+      expect(killed.length).toBeGreaterThan(0);
+      for (const s of killed) await killSession(engine, base, s);
+      const killedAt = Date.now();
+
+      const b = consumer(otherUrl, table, form, { workers: 2, leaseMs: LEASE_MS });
+      const appB = await b.app.start();
+      running.push(appB);
+      if (form === "lease") {
+        // Nothing was held on the session: the lease still holds the row, so the other app
+        // leaves it, and the late settlement on a new connection succeeds. (The lease form
+        // may have claimed the other rows ahead; they are settled by whoever holds them.)
+        await new Promise((r) => setTimeout(r, 300));
+        expect(b.seen.some((s) => s.id === first.id)).toBe(false);
+        release.resolve();
+        await until(async () => (await readJobs(db, table)).length === 0, 10_000, "every row settled");
+        expect(b.seen.some((s) => s.id === first.id)).toBe(false);
+        expect(a.errors).toEqual([]);
+      } else {
+        // The transaction / the lock ended with the session: the row is back at once.
+        await until(() => b.seen.some((s) => s.id === first.id), 5000, "the row to come back");
+        const again = b.seen.find((s) => s.id === first.id) as Seen;
+        expect(again.at - killedAt).toBeLessThan(1500);
+        console.log(`session kill ${engine.name} × ${form}: row back ${again.at - killedAt} ms after the kill, attempt ${again.attempt}`);
+        expect(again.attempt).toBe(form === "rowLock" ? 1 : 2);
+        release.resolve();
+        await until(() => a.errors.length > 0, 5000, "the late settlement to fail");
+        expect(a.errors[0]).toMatchObject({ message: "settlement failed", code: "SessionLost" });
+        await until(async () => (await readJobs(db, table)).length === 0, 10_000, "every row settled");
+      }
+      await appA.stop();
+      await appB.stop();
+      // N in, N settled: each row once, the killed one twice only where the row came back.
+      const all = [...a.seen, ...b.seen].map((s) => s.id).sort((x, y) => x - y);
+      expect(all).toEqual(form === "lease" ? [...ids] : [...ids, first.id].sort((x, y) => x - y));
     });
-    const appA = await a.app.start();
-    running.push(appA);
-    await until(() => a.seen.length === 1, 10_000, "the first delivery");
-    const first = a.seen[0] as Seen;
-    expect(first.attempt).toBe(1);
-
-    let killed: number[];
-    if (form === "lease") {
-      killed = await sessionsOf(engine, base, scope); // nothing is held on them: kill them all
-    } else {
-      let session: number | undefined;
-      await until(async () => (session = await deliverySession(engine, base, scope, form, `row-${first.n}`, table)) !== undefined, 5000, "the delivery's session");
-      killed = [session as number];
-    }
-    expect(killed.length).toBeGreaterThan(0);
-    for (const s of killed) await killSession(engine, base, s);
-    const killedAt = Date.now();
-
-    const b = consumer(otherUrl, table, form, { workers: 2, leaseMs: LEASE_MS });
-    const appB = await b.app.start();
-    running.push(appB);
-    if (form === "lease") {
-      // Nothing was held on the session: the lease still holds the row, so the other app
-      // leaves it, and the late settlement on a new connection succeeds. (The lease form
-      // may have claimed the other rows ahead; they are settled by whoever holds them.)
-      await new Promise((r) => setTimeout(r, 300));
-      expect(b.seen.some((s) => s.id === first.id)).toBe(false);
-      release.resolve();
-      await until(async () => (await readJobs(db, table)).length === 0, 10_000, "every row settled");
-      expect(b.seen.some((s) => s.id === first.id)).toBe(false);
-      expect(a.errors).toEqual([]);
-    } else {
-      // The transaction / the lock ended with the session: the row is back at once.
-      await until(() => b.seen.some((s) => s.id === first.id), 5000, "the row to come back");
-      const again = b.seen.find((s) => s.id === first.id) as Seen;
-      expect(again.at - killedAt).toBeLessThan(1500);
-      console.log(`session kill ${engine.name} × ${form}: row back ${again.at - killedAt} ms after the kill, attempt ${again.attempt}`);
-      expect(again.attempt).toBe(form === "rowLock" ? 1 : 2);
-      release.resolve();
-      await until(() => a.errors.length > 0, 5000, "the late settlement to fail");
-      expect(a.errors[0]).toMatchObject({ message: "settlement failed", code: "SessionLost" });
-      await until(async () => (await readJobs(db, table)).length === 0, 10_000, "every row settled");
-    }
-    await appA.stop();
-    await appB.stop();
-    // N in, N settled: each row once, the killed one twice only where the row came back.
-    const all = [...a.seen, ...b.seen].map((s) => s.id).sort((x, y) => x - y);
-    expect(all).toEqual(form === "lease" ? [...ids] : [...ids, first.id].sort((x, y) => x - y));
-  });
 });

@@ -82,7 +82,9 @@ export const engines: readonly TestEngine[] = [
     connect: (url) => reach(url, "MariaDB"),
     createLeaseTable: async (db, table) => {
       await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db);
-      await sql`CREATE TABLE ${sql.id(table)} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, payload LONGBLOB NOT NULL) ENGINE=InnoDB`.execute(db);
+      await sql`CREATE TABLE ${sql.id(table)} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, payload LONGBLOB NOT NULL) ENGINE=InnoDB`.execute(
+        db,
+      );
     },
     dropTable: async (db, table) => void (await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db)),
     time: (d) => d.toISOString().replace("T", " ").replace("Z", ""),
@@ -117,7 +119,10 @@ function toDate(engine: TestEngine, raw: unknown): Date | null {
 
 /** Inserts a row as another process would (no wake). */
 export async function insertRaw(db: AnyKysely, table: string, values: { id?: number; attempt?: number; locked_until?: unknown; payload: Uint8Array }): Promise<void> {
-  await db.insertInto(table).values({ ...values }).execute();
+  await db
+    .insertInto(table)
+    .values({ ...values })
+    .execute();
 }
 
 export const unique = (prefix: string): string => `${prefix}_${randomUUID().slice(0, 8)}`;

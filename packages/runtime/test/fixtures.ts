@@ -12,10 +12,7 @@ export interface Job {
 
 /** The lease table of the runtime tests, described by hand. */
 export function jobsSpec(table: string) {
-  return InboxSpec.table(table, column("id").generated())
-    .attempt(column("attempt").generated())
-    .lease(column("locked_until"))
-    .payload(column("payload"), payloadOf<Job>());
+  return InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).lease(column("locked_until")).payload(column("payload"), payloadOf<Job>());
 }
 export type JobsSpec = ReturnType<typeof jobsSpec>;
 
@@ -78,5 +75,8 @@ export function useLeaseTable(engine: TestEngine, prefix: string, onScope: (scop
     for (const stop of stops.splice(0).reverse()) await stop();
     await engine.dropTable(db!, table);
   });
-  return (app) => (stops.push(() => app.stop()), app);
+  return (app) => {
+    stops.push(() => app.stop());
+    return app;
+  };
 }

@@ -10,7 +10,9 @@ import type { AnyKysely } from "../src/database.js";
 import { matrix, until } from "./claim-forms.js";
 import { engines, unique, type TestEngine } from "./engines.js";
 
-afterAll(() => engines.forEach((e) => e.cleanup()));
+afterAll(() => {
+  for (const e of engines) e.cleanup();
+});
 
 async function createGroupTable(engine: TestEngine, db: AnyKysely, table: string): Promise<void> {
   const t = sql.id(table);
@@ -20,7 +22,9 @@ async function createGroupTable(engine: TestEngine, db: AnyKysely, table: string
   } else if (engine.engine === "postgres") {
     await sql`CREATE TABLE ${t} (id BIGSERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, grp TEXT NOT NULL, payload TEXT NOT NULL)`.execute(db);
   } else {
-    await sql`CREATE TABLE ${t} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, grp VARCHAR(64) NOT NULL, payload TEXT NOT NULL) ENGINE=InnoDB`.execute(db);
+    await sql`CREATE TABLE ${t} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, grp VARCHAR(64) NOT NULL, payload TEXT NOT NULL) ENGINE=InnoDB`.execute(
+      db,
+    );
   }
 }
 
@@ -48,7 +52,13 @@ describe.each(matrix)("groups on $engine.name × $form", ({ engine, form }) => {
       const seen: Record<string, number[]> = { reds: [], blues: [] };
       // The spec's type differs per form; the matrix runs one body for all of them.
       const consume = (name: "reds" | "blues") =>
-        subscriber(InboxQueue.of(spec as never, name).pollInterval(50).workers(2).batch(4), async (job: unknown) => void seen[name]?.push((job as { n: number }).n));
+        subscriber(
+          InboxQueue.of(spec as never, name)
+            .pollInterval(50)
+            .workers(2)
+            .batch(4),
+          async (job: unknown) => void seen[name]?.push((job as { n: number }).n),
+        );
       const app = new App({ name: "groups", version: "0", logger: silentLogger })
         .withBroker(broker.route(spec as never, "reds"), (b) => b.include(consume("reds")))
         .withBroker(broker.route(spec as never, "blues"), (b) => b.include(consume("blues")));

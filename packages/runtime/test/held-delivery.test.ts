@@ -13,7 +13,10 @@ function setUp(options: { retryAfterColumn?: boolean; closed?: boolean } = {}) {
   const spec = { retryAfter: options.retryAfterColumn ? { name: "retry_after" } : undefined } as unknown as InboxDescription;
   let closed = options.closed ?? false;
   const form: HoldingForm<string> = {
-    held: "row", spec, clock, isClosed: () => closed,
+    held: "row",
+    spec,
+    clock,
+    isClosed: () => closed,
     closedBeforeSettle: async (d) => void calls.push(`closedBeforeSettle ${d.hold}`),
     release: async (d) => void calls.push(`release ${d.hold}`),
     abandon: (d) => void calls.push(`abandon ${d.hold}`),

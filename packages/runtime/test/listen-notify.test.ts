@@ -82,10 +82,12 @@ describe("listenNotify on postgres", () => {
     const { brokerA, received } = await twoApps(name, true);
 
     const rollback = new Error("roll back");
-    await expect(db.transaction().execute(async (trx) => {
-      await brokerA.publish("jobs", { n: 1 }, { via: trx });
-      throw rollback;
-    })).rejects.toBe(rollback);
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await brokerA.publish("jobs", { n: 1 }, { via: trx });
+        throw rollback;
+      }),
+    ).rejects.toBe(rollback);
     expect(await waitFor(() => received.length > 0, 700)).toBe(false);
     expect(await readRows(postgres, db, name)).toEqual([]);
 
@@ -106,7 +108,9 @@ describe("listenNotify on postgres", () => {
     const logs = new MemoryLogger();
     const { brokerA, received } = await twoApps(name, true, logs);
     const channel = channelOf(name);
-    const killed = await sql<{ pid: number }>`SELECT pg_terminate_backend(pid) AS ok, pid FROM pg_stat_activity WHERE query = ${`LISTEN "${channel}"`} AND pid <> pg_backend_pid()`.execute(db);
+    const killed = await sql<{
+      pid: number;
+    }>`SELECT pg_terminate_backend(pid) AS ok, pid FROM pg_stat_activity WHERE query = ${`LISTEN "${channel}"`} AND pid <> pg_backend_pid()`.execute(db);
     expect(killed.rows.length).toBeGreaterThanOrEqual(1); // A's and B's listeners
     expect(await waitFor(() => logs.find("listenNotify reconnected").length === 1, 3000)).toBe(true);
     expect(logs.find("listenNotify connection lost")[0]?.level).toBe("warn");
@@ -119,8 +123,12 @@ describe("listenNotify on postgres", () => {
   test("the listening connection counts in the pool budget: PoolTooSmall shows + 1 for listenNotify", async () => {
     const name = await table("ln_budget");
     const spec = jobsSpec(name);
-    const broker = SqlBroker.fromUrl(PG_URL, { pool: { max: 1 } }).listenNotify().route(spec, "jobs");
-    const app = new App({ name: "t", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(subscriber(InboxQueue.of(spec, "jobs").workers(4), async () => undefined)));
+    const broker = SqlBroker.fromUrl(PG_URL, { pool: { max: 1 } })
+      .listenNotify()
+      .route(spec, "jobs");
+    const app = new App({ name: "t", version: "0", logger: silentLogger }).withBroker(broker, (b) =>
+      b.include(subscriber(InboxQueue.of(spec, "jobs").workers(4), async () => undefined)),
+    );
     const error = await app.start().catch((e: unknown) => e);
     expect(isSqlInboxError(error, "PoolTooSmall")).toBe(true);
     const message = (error as Error).message;
@@ -134,14 +142,17 @@ describe("listenNotify on postgres", () => {
     expect(channelOf("jobs")).toBe("sqlinbox_jobs");
     const long = channelOf("t".repeat(63));
     expect(Buffer.byteLength(long)).toBeLessThanOrEqual(63);
-    expect(long).not.toBe(channelOf("t".repeat(62) + "u"));
+    expect(long).not.toBe(channelOf(`${"t".repeat(62)}u`));
   });
 
   test("a broker from fromKysely is refused: listenNotify needs the broker's own pool", async () => {
     const name = await table("ln_kysely");
     const spec = jobsSpec(name);
     const broker = SqlBroker.fromKysely(db).listenNotify().route(spec, "jobs");
-    const error = await new App({ name: "t", version: "0", logger: silentLogger }).withBroker(broker, (b) => b).start().catch((e: unknown) => e);
+    const error = await new App({ name: "t", version: "0", logger: silentLogger })
+      .withBroker(broker, (b) => b)
+      .start()
+      .catch((e: unknown) => e);
     expect(isSqlInboxError(error, "Declaration")).toBe(true);
     expect((error as Error).message).toContain("listenNotify() needs a Postgres broker built with SqlBroker.fromUrl");
   });

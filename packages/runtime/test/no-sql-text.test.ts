@@ -51,9 +51,11 @@ function withoutComments(source: string): string {
 /** `file:line: what` for every SQL text in `source`. */
 function sqlTextIn(file: string, source: string): string[] {
   const found: string[] = [];
-  withoutComments(source).split("\n").forEach((line, index) => {
-    for (const [what, pattern] of SQL_TEXT) if (pattern.test(line)) found.push(`${file}:${index + 1}: ${what}`);
-  });
+  withoutComments(source)
+    .split("\n")
+    .forEach((line, index) => {
+      for (const [what, pattern] of SQL_TEXT) if (pattern.test(line)) found.push(`${file}:${index + 1}: ${what}`);
+    });
   return found;
 }
 
@@ -80,12 +82,13 @@ describe("no SQL text in runtime/src", () => {
   it.each([
     ["const q = sql`select 1`;", "sql`…` template"],
     ["db.execute(sql.raw(text));", "sql.raw("],
-    ["CompiledQuery.raw(\"select 1\", [])", "CompiledQuery.raw("],
+    ['CompiledQuery.raw("select 1", [])', "CompiledQuery.raw("],
     ["run('SELECT pg_notify($1, \\'\\')')", "pg_notify"],
-    ["await client.query(\"UNLISTEN *\");", "UNLISTEN"],
+    ['await client.query("UNLISTEN *");', "UNLISTEN"],
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a sample of source text the check must catch
     ["await client.query(`LISTEN ${channel}`);", "LISTEN statement"],
     ["await client.query('LISTEN \"ch\"');", "LISTEN statement"],
-    ["const q = \"DELETE FROM jobs WHERE id = $1\";", "a string literal opening with a SQL keyword"],
+    ['const q = "DELETE FROM jobs WHERE id = $1";', "a string literal opening with a SQL keyword"],
     ["const q = `update jobs set a = 1`;", "a string literal opening with a SQL keyword"],
     ["const q = 'INSERT INTO jobs VALUES (1)';", "a string literal opening with a SQL keyword"],
   ])("catches %s", (line, what) => {
@@ -94,10 +97,10 @@ describe("no SQL text in runtime/src", () => {
 
   it.each([
     ["/** Runs `SELECT … FOR UPDATE SKIP LOCKED` and `select pg_notify(…)` */"],
-    ["// UNLISTEN * at stop, then LISTEN \"ch\""],
-    ["const url = \"postgres://db\"; // SELECT 1"],
+    ['// UNLISTEN * at stop, then LISTEN "ch"'],
+    ['const url = "postgres://db"; // SELECT 1'],
     ["throw new Error(`listenNotify() needs Postgres (LISTEN/NOTIFY)`);"],
-    ["logger.info({}, \"selected candidates; update the lease later\");"],
+    ['logger.info({}, "selected candidates; update the lease later");'],
   ])("passes %s", (line) => {
     expect(sqlTextIn("x.ts", line)).toEqual([]);
   });

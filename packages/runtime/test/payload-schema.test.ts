@@ -29,7 +29,9 @@ export const OrderSchema: StandardSchemaLike<Order> = {
   },
 };
 
-afterAll(() => engines.forEach((e) => e.cleanup()));
+afterAll(() => {
+  for (const e of engines) e.cleanup();
+});
 
 describe.each(engines)("payload schema on $name", (engine) => {
   test("valid payloads arrive validated and typed; an invalid one is kept, logged, never handled", async () => {
@@ -38,10 +40,7 @@ describe.each(engines)("payload schema on $name", (engine) => {
     const table = unique(`rt_schema_${engine.name}`);
     await engine.createLeaseTable(db, table);
     try {
-      const spec = InboxSpec.table(table, column("id").generated())
-        .attempt(column("attempt").generated())
-        .lease(column("locked_until"))
-        .payload(column("payload"), OrderSchema);
+      const spec = InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).lease(column("locked_until")).payload(column("payload"), OrderSchema);
       const handled: Order[] = [];
       const sub = subscriber(InboxQueue.of(spec, "orders").lease(2000).pollInterval(50), async (order) => {
         handled.push(order);

@@ -33,9 +33,12 @@ describe.each(serverEngines)("connection budget on $name", (engine) => {
     await createJobsTable(engine, base, `${table}_lease`);
     try {
       const broker = SqlBroker.fromUrl(engine.url(), { pool: { max: 10 } })
-        .route(rowLock, "renders").route(advisory, "per-customer").route(lease, "reports");
+        .route(rowLock, "renders")
+        .route(advisory, "per-customer")
+        .route(lease, "reports");
       const app = new App({ name: "t", version: "0", logger: silentLogger }).withBroker(broker, (b) =>
-        b.include(subscriber(InboxQueue.of(rowLock, "renders").workers(8), async () => undefined))
+        b
+          .include(subscriber(InboxQueue.of(rowLock, "renders").workers(8), async () => undefined))
           .include(subscriber(InboxQueue.of(advisory, "per-customer").workers(4), async () => undefined))
           .include(subscriber(InboxQueue.of(lease, "reports").workers(16), async () => undefined)),
       );
@@ -58,7 +61,8 @@ describe.each(serverEngines)("connection budget on $name", (engine) => {
     await createJobsTable(engine, base, table);
     try {
       const broker = SqlBroker.fromUrl(engine.url(), { pool: { max: 10 } }).route(spec, "jobs");
-      const app = (): App => new App({ name: "t", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(subscriber(InboxQueue.of(spec, "jobs"), async () => undefined)));
+      const app = (): App =>
+        new App({ name: "t", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(subscriber(InboxQueue.of(spec, "jobs"), async () => undefined)));
       const first = await app().start();
       try {
         await expect(app().start()).rejects.toMatchObject({ code: "AlreadySubscribed" });

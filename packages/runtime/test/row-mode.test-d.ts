@@ -40,7 +40,10 @@ describe("row-mode handlers receive the row", () => {
   test("the function form, by hand: data columns typed by .holds<T>()", () => {
     subscriber(InboxQueue.of(ExportsByHand, "exports"), async (row) => {
       expectTypeOf(row).toEqualTypeOf<{
-        readonly id: number; readonly attempt: number; readonly locked_until: Date | string | null; readonly customer_id: string;
+        readonly id: number;
+        readonly attempt: number;
+        readonly locked_until: Date | string | null;
+        readonly customer_id: string;
       }>();
     });
   });

@@ -10,16 +10,24 @@ import { engines, unique, type TestEngine } from "./engines.js";
 import { deferred } from "./fixtures.js";
 import type { AnyKysely } from "../src/database.js";
 
-afterAll(() => engines.forEach((e) => e.cleanup()));
+afterAll(() => {
+  for (const e of engines) e.cleanup();
+});
 
 async function createExports(engine: TestEngine, db: AnyKysely, table: string): Promise<void> {
   const t = sql.id(table);
   if (engine.engine === "sqlite") {
-    await sql`CREATE TABLE ${t} (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, customer_id TEXT NOT NULL, amount_cents INTEGER NOT NULL)`.execute(db);
+    await sql`CREATE TABLE ${t} (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, customer_id TEXT NOT NULL, amount_cents INTEGER NOT NULL)`.execute(
+      db,
+    );
   } else if (engine.engine === "postgres") {
-    await sql`CREATE TABLE ${t} (id SERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, customer_id TEXT NOT NULL, amount_cents INTEGER NOT NULL)`.execute(db);
+    await sql`CREATE TABLE ${t} (id SERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, customer_id TEXT NOT NULL, amount_cents INTEGER NOT NULL)`.execute(
+      db,
+    );
   } else {
-    await sql`CREATE TABLE ${t} (id INT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, customer_id VARCHAR(64) NOT NULL, amount_cents INT NOT NULL) ENGINE=InnoDB`.execute(db);
+    await sql`CREATE TABLE ${t} (id INT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, customer_id VARCHAR(64) NOT NULL, amount_cents INT NOT NULL) ENGINE=InnoDB`.execute(
+      db,
+    );
   }
 }
 
@@ -40,7 +48,13 @@ describe.each(engines)("row mode on $name (lease form)", (engine) => {
           amount: field.data("amount_cents").holds<number>(),
         },
       });
-      const received = deferred<{ readonly id: number; readonly attempt: number; readonly lockedUntil: Date | string | null; readonly customer_id: string; readonly amount: number }>();
+      const received = deferred<{
+        readonly id: number;
+        readonly attempt: number;
+        readonly lockedUntil: Date | string | null;
+        readonly customer_id: string;
+        readonly amount: number;
+      }>();
       const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } });
       const sub = subscriber(InboxQueue.of(Exports, "exports").lease(30_000).pollInterval(50), async (row) => {
         received.resolve(row);

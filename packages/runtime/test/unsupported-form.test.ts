@@ -12,7 +12,9 @@ test("a row-lock table on a SQLite broker is refused at startup with Unsupported
   const broker = SqlBroker.fromUrl(url).route(spec, "jobs");
   let started = false;
   const app = new App({ name: "t", version: "0", logger: silentLogger })
-    .onStartup(() => void (started = true))
+    .onStartup(() => {
+      started = true;
+    })
     .withBroker(broker, (b) => b.include(subscriber(InboxQueue.of(spec, "jobs"), async () => undefined)));
   const error = await app.start().catch((e: unknown) => e);
   expect(started).toBe(true);

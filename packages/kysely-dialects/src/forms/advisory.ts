@@ -16,8 +16,7 @@ export function advisoryStatements(engine: EngineTraits): AdvisoryStatements {
   const ctx = engine.statements;
   const locks = engine.sessionLocks;
   return Object.freeze({
-    selectCandidates: (spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> =>
-      compiled(selectClaimableQuery(ctx, spec, options, { lock: "none" })),
+    selectCandidates: (spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> => compiled(selectClaimableQuery(ctx, spec, options, { lock: "none" })),
     tryLock: locks === null ? () => null : (key: string, database: string) => locks.tryLock(key, database),
     unlock: locks === null ? () => null : (key: string, database: string) => locks.unlock(key, database),
     take: (spec: InboxDescription, id: unknown, now: Date) => takeQuery(ctx, spec, id, now),

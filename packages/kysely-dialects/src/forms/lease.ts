@@ -20,25 +20,15 @@ export function leaseStatements(engine: EngineTraits): LeaseStatements {
   const oneStatement = engine.oneStatementClaim;
   const lock = engine.capabilities.rowLock ? "skip locked" : "none";
   return Object.freeze({
-    claim:
-      oneStatement === null
-        ? () => null
-        : (spec: InboxDescription, options: LeaseClaimOptions): CompiledQuery<RawRow> => oneStatement(spec, options, options),
-    selectClaimable: (spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> =>
-      compiled(selectClaimableQuery(ctx, spec, options, { lock })),
-    stampClaimed: (spec: InboxDescription, ids: readonly unknown[], until: Date, precision: number) =>
-      stampPickedQuery(ctx, spec, ids, { until, precision }),
-    extend: (spec: InboxDescription, leases: readonly HeldLease[], until: Date, precision: number) =>
-      extendQuery(ctx, spec, leases, { until, precision }),
+    claim: oneStatement === null ? () => null : (spec: InboxDescription, options: LeaseClaimOptions): CompiledQuery<RawRow> => oneStatement(spec, options, options),
+    selectClaimable: (spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> => compiled(selectClaimableQuery(ctx, spec, options, { lock })),
+    stampClaimed: (spec: InboxDescription, ids: readonly unknown[], until: Date, precision: number) => stampPickedQuery(ctx, spec, ids, { until, precision }),
+    extend: (spec: InboxDescription, leases: readonly HeldLease[], until: Date, precision: number) => extendQuery(ctx, spec, leases, { until, precision }),
     readLeases: (spec: InboxDescription, ids: readonly unknown[]) => readLeasesQuery(ctx, spec, ids),
-    settleAck: (spec: InboxDescription, lease: HeldLease, now: Date, precision: number) =>
-      ackQuery(ctx, spec, lease.id, now, { lease, precision }),
-    settleRetry: (spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number) =>
-      leaseRetryQuery(ctx, spec, lease, retryAt, precision),
-    settleAckMany: (spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number) =>
-      ackManyQuery(ctx, spec, leases, now, precision),
+    settleAck: (spec: InboxDescription, lease: HeldLease, now: Date, precision: number) => ackQuery(ctx, spec, lease.id, now, { lease, precision }),
+    settleRetry: (spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number) => leaseRetryQuery(ctx, spec, lease, retryAt, precision),
+    settleAckMany: (spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number) => ackManyQuery(ctx, spec, leases, now, precision),
     selectHeld: (spec: InboxDescription, leases: readonly HeldLease[], precision: number) => selectHeldQuery(ctx, spec, leases, precision),
-    releaseUnstarted: (spec: InboxDescription, leases: readonly HeldLease[], precision: number) =>
-      releaseUnstartedQuery(ctx, spec, leases, precision),
+    releaseUnstarted: (spec: InboxDescription, leases: readonly HeldLease[], precision: number) => releaseUnstartedQuery(ctx, spec, leases, precision),
   });
 }

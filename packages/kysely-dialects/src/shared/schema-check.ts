@@ -35,8 +35,7 @@ export function checkSchema(spec: InboxDescription, found: readonly FoundColumn[
   const named = (name: string): string => (rules.caseSensitiveNames ? name : name.toLowerCase());
   const byName = new Map(found.map((c) => [named(c.name), c]));
   const lookup = (col: ColumnDescription): FoundColumn =>
-    byName.get(named(col.name)) ??
-    fail(`table "${spec.table}" has no column "${col.name}" (described with the ${col.role} role)`, col);
+    byName.get(named(col.name)) ?? fail(`table "${spec.table}" has no column "${col.name}" (described with the ${col.role} role)`, col);
 
   for (const col of spec.columns) lookup(col);
   for (const col of [spec.lease, spec.retryAfter]) {

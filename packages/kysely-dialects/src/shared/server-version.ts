@@ -40,8 +40,7 @@ function compare(a: readonly number[], b: readonly number[]): number {
 export function checkServerVersion(engine: Engine, version: string): string {
   // Some MariaDB clients report "5.5.5-10.11.2-MariaDB" (a replication-protocol prefix).
   const cleaned = version.replace(/^5\.5\.5-/, "");
-  const floor: Floor =
-    engine === "mysql" ? (/mariadb/i.test(cleaned) ? VERSION_FLOORS.mariadb : VERSION_FLOORS.mysql) : VERSION_FLOORS[engine];
+  const floor: Floor = engine === "mysql" ? (/mariadb/i.test(cleaned) ? VERSION_FLOORS.mariadb : VERSION_FLOORS.mysql) : VERSION_FLOORS[engine];
   const found = parseNumbers(cleaned);
   const label = `${floor.product} ${found.join(".") || version}`;
   if (found.length === 0 || compare(found, floor.minimum) < 0) {

@@ -25,7 +25,7 @@ export function formatUtcText(date: Date, precision: number): string {
     `${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}`;
   const digits = Math.min(6, Math.max(0, Math.floor(precision)));
   if (digits === 0) return base;
-  return `${base}.${(pad(d.getUTCMilliseconds(), 3) + "000").slice(0, digits)}`;
+  return `${base}.${(`${pad(d.getUTCMilliseconds(), 3)}000`).slice(0, digits)}`;
 }
 
 /**
@@ -40,7 +40,7 @@ export function parseUtcText(text: string): Date {
     return parsed;
   }
   const [, y, mo, d, h, mi, s, frac, zone] = m;
-  const ms = Number(((frac ?? "") + "000").slice(0, 3));
+  const ms = Number(`${frac ?? ""}000`.slice(0, 3));
   let time = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), ms);
   if (zone !== undefined && zone !== "Z") {
     const sign = zone.startsWith("-") ? -1 : 1;

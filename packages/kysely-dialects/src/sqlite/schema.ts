@@ -17,12 +17,7 @@ export function describeTable(table: string): CompiledQuery<RawRow> {
   return compiled(
     db
       .selectFrom(sql`pragma_table_info(${table})`.as("c"))
-      .select((eb: Eb) => [
-        "name",
-        "type as data_type",
-        eb.lit(null).as("precision"),
-        eb("notnull", "=", eb.lit(0)).as("nullable"),
-      ])
+      .select((eb: Eb) => ["name", "type as data_type", eb.lit(null).as("precision"), eb("notnull", "=", eb.lit(0)).as("nullable")])
       .orderBy("cid"),
   );
 }

@@ -33,5 +33,10 @@ export function idIn(spec: InboxDescription, ids: readonly unknown[]) {
  * The second half of a two-statement claim, run in the transaction that selected the rows.
  */
 export function stampPickedQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[], lease: LeaseStamp | null): CompiledQuery {
-  return compiled(ctx.db.updateTable(spec.table).set(stampValues(ctx, spec, lease)).where(idIn(spec, ids)));
+  return compiled(
+    ctx.db
+      .updateTable(spec.table)
+      .set(stampValues(ctx, spec, lease))
+      .where(idIn(spec, ids)),
+  );
 }

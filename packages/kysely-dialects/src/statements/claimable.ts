@@ -48,22 +48,12 @@ export function claimable(ctx: StatementContext, spec: InboxDescription, options
 
 /** True when the description has a role that narrows what is claimable (otherwise no WHERE at all). */
 export function narrowsClaimable(spec: InboxDescription, options: Pick<ClaimOptions, "group">): boolean {
-  return (
-    spec.processedAt !== undefined ||
-    spec.retryAfter !== undefined ||
-    spec.lease !== undefined ||
-    (spec.group !== undefined && (options.group !== undefined || spec.fifo))
-  );
+  return spec.processedAt !== undefined || spec.retryAfter !== undefined || spec.lease !== undefined || (spec.group !== undefined && (options.group !== undefined || spec.fifo));
 }
 
 /** Adds `WHERE <claimable>` to a query, or nothing when every row is claimable. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function whereClaimable<Q extends { where(...args: any[]): Q }>(
-  ctx: StatementContext,
-  spec: InboxDescription,
-  options: Pick<ClaimOptions, "now" | "group">,
-  query: Q,
-): Q {
+// biome-ignore lint/suspicious/noExplicitAny: accepts every Kysely query builder; each declares its own where/orderBy overloads
+export function whereClaimable<Q extends { where(...args: any[]): Q }>(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "now" | "group">, query: Q): Q {
   return narrowsClaimable(spec, options) ? query.where(claimable(ctx, spec, options)) : query;
 }
 
@@ -73,7 +63,7 @@ export interface OrderNames {
 }
 
 /** Claim order: `priority` (smaller first), then `retry_after` (never-delayed rows first), then id. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: accepts every Kysely query builder; each declares its own where/orderBy overloads
 export function claimOrder<Q extends { orderBy(...args: any[]): Q }>(ctx: StatementContext, spec: InboxDescription, query: Q, names: OrderNames): Q {
   const name = (n: string) => (names.qualified ? col(spec, n) : n);
   let q = query;

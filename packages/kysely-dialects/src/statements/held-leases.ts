@@ -40,13 +40,7 @@ export function heldAny(ctx: StatementContext, spec: InboxDescription, leases: r
  * them processed where the table has a processedAt column. Where the engine has
  * `UPDATE … RETURNING` the returned ids are the acks that took; every other lease was lost.
  */
-export function ackManyQuery(
-  ctx: StatementContext,
-  spec: InboxDescription,
-  leases: readonly HeldLease[],
-  now: Date,
-  precision: number,
-): CompiledQuery<RawRow> {
+export function ackManyQuery(ctx: StatementContext, spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number): CompiledQuery<RawRow> {
   const where = heldAny(ctx, spec, leases, precision);
   if (spec.processedAt !== undefined) {
     const update = ctx.db
@@ -66,7 +60,10 @@ export function ackManyQuery(
  * then touches exactly these rows.
  */
 export function selectHeldQuery(ctx: StatementContext, spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
-  const query = ctx.db.selectFrom(spec.table).select(spec.id.name).where(heldAny(ctx, spec, leases, precision));
+  const query = ctx.db
+    .selectFrom(spec.table)
+    .select(spec.id.name)
+    .where(heldAny(ctx, spec, leases, precision));
   return compiled(ctx.capabilities.rowLock ? query.forUpdate() : query);
 }
 
@@ -75,12 +72,7 @@ export function selectHeldQuery(ctx: StatementContext, spec: InboxDescription, l
  * buffered): clears the deadline of each row still holding its token and takes one off its
  * attempt, undoing the claim's count, so the next delivery sees the attempt it would have seen.
  */
-export function releaseUnstartedQuery(
-  ctx: StatementContext,
-  spec: InboxDescription,
-  leases: readonly HeldLease[],
-  precision: number,
-): CompiledQuery<RawRow> {
+export function releaseUnstartedQuery(ctx: StatementContext, spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
   const lease = leaseColumnOf(spec);
   const update = ctx.db
     .updateTable(spec.table)

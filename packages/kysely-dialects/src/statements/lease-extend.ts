@@ -15,14 +15,17 @@ export function extendQuery(ctx: StatementContext, spec: InboxDescription, lease
     .updateTable(spec.table)
     .set({ [lease]: ctx.time.encode(to.until, to.precision) })
     .where((eb: Eb) =>
-      leases.length === 0
-        ? eb.lit(false)
-        : eb.or(leases.map((l) => eb.and([eb(spec.id.name, "=", l.id), eb(lease, "=", ctx.time.encode(l.held, to.precision))]))),
+      leases.length === 0 ? eb.lit(false) : eb.or(leases.map((l) => eb.and([eb(spec.id.name, "=", l.id), eb(lease, "=", ctx.time.encode(l.held, to.precision))]))),
     );
   return ctx.capabilities.updateReturning ? compiled(update.returning(spec.id.name)) : compiled(update);
 }
 
 /** The id and deadline of each row: which extensions took, where `extend` cannot return them. */
 export function readLeasesQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<RawRow> {
-  return compiled(ctx.db.selectFrom(spec.table).select([spec.id.name, leaseColumnOf(spec)]).where(idIn(spec, ids)));
+  return compiled(
+    ctx.db
+      .selectFrom(spec.table)
+      .select([spec.id.name, leaseColumnOf(spec)])
+      .where(idIn(spec, ids)),
+  );
 }

@@ -1,6 +1,4 @@
-import {
-  DummyDriver, Kysely, type CompiledQuery, type DatabaseIntrospector, type DialectAdapter, type QueryCompiler,
-} from "kysely";
+import { DummyDriver, Kysely, type CompiledQuery, type DatabaseIntrospector, type DialectAdapter, type QueryCompiler } from "kysely";
 import type { EngineCapabilities, TimeCodec } from "../types.js";
 
 /**
@@ -8,14 +6,10 @@ import type { EngineCapabilities, TimeCodec } from "../types.js";
  * and introspector. Its database type is open (`any`) because tables are named at run time
  * by a description; it never leaves this package.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: tables are named at run time by a description, so no database interface describes them
 export type QueryDb = Kysely<any>;
 
-export function compileOnly(parts: {
-  adapter: () => DialectAdapter;
-  compiler: () => QueryCompiler;
-  introspector: (db: Kysely<unknown>) => DatabaseIntrospector;
-}): QueryDb {
+export function compileOnly(parts: { adapter: () => DialectAdapter; compiler: () => QueryCompiler; introspector: (db: Kysely<unknown>) => DatabaseIntrospector }): QueryDb {
   return new Kysely<unknown>({
     dialect: {
       createAdapter: parts.adapter,
@@ -45,5 +39,5 @@ export function compiled<R>(query: { compile(): CompiledQuery<unknown> }): Compi
 }
 
 /** An expression builder over the open database type. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: tables are named at run time by a description, so no database interface describes them
 export type Eb = import("kysely").ExpressionBuilder<any, any>;

@@ -10,7 +10,7 @@ interface Held {
 }
 
 function heldWhere(ctx: StatementContext, spec: InboxDescription, held: Held | undefined) {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: accepts every Kysely query builder; each declares its own where/orderBy overloads
   return <Q extends { where(...args: any[]): Q }>(query: Q): Q => {
     if (held === undefined) return query;
     const lease = spec.lease ?? fail(spec, "the table has no lease column");
@@ -73,13 +73,7 @@ export function lockedRetryQuery(ctx: StatementContext, spec: InboxDescription, 
  * update `report_jobs` set `locked_until` = ? where `id` = ? and `locked_until` = ?
  * ```
  */
-export function leaseRetryQuery(
-  ctx: StatementContext,
-  spec: InboxDescription,
-  lease: HeldLease,
-  retryAt: Date | null,
-  precision: number,
-): CompiledQuery {
+export function leaseRetryQuery(ctx: StatementContext, spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number): CompiledQuery {
   const leaseColumn = spec.lease ?? fail(spec, "the table has no lease column");
   const values: Record<string, unknown> = { [leaseColumn.name]: null };
   if (retryAt !== null) {

@@ -69,7 +69,10 @@ export function commonScenarios(get: () => LiveEngine, tooOld: readonly string[]
     expect(ids).toHaveLength(2);
     const rows = await readRows(engine.db, table);
     expect(rows.map((r) => Number(r.id))).toEqual(ids);
-    expect(rows.map((r) => [r.payload, Number(r.attempt)])).toEqual([["one", 1], ["two", 1]]);
+    expect(rows.map((r) => [r.payload, Number(r.attempt)])).toEqual([
+      ["one", 1],
+      ["two", 1],
+    ]);
   });
 }
 
@@ -87,7 +90,10 @@ export function processAdvisoryScenarios(get: () => LiveEngine): void {
     const { advisory } = engine.dialect;
     expect(advisory.tryLock("k", "main")).toBeNull();
     expect(advisory.unlock("k", "main")).toBeNull();
-    const [a, b] = await publish(engine, spec, [{ payload: "a", customer_id: "acme" }, { payload: "b", customer_id: "beta" }]);
+    const [a, b] = await publish(engine, spec, [
+      { payload: "a", customer_id: "acme" },
+      { payload: "b", customer_id: "beta" },
+    ]);
     const now = new Date();
     const candidates = (await run(engine.db, advisory.selectCandidates(spec, { limit: 10, now }))).rows;
     expect(candidates.map((r) => advisoryKeyOf(spec, r))).toEqual([`${table}:report-acme`, `${table}:report-beta`]);

@@ -16,10 +16,7 @@ export async function jobsTable(engine: LiveEngine, prefix: string, leaseType?: 
 
 /** The seed's shape: generated id and attempt, a lease, a payload. */
 export const seedSpec = (table: string): InboxDescription =>
-  InboxSpec.table(table, column("id").generated())
-    .attempt(column("attempt").generated())
-    .lease(column("locked_until"))
-    .payload(column("payload")).description;
+  InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).lease(column("locked_until")).payload(column("payload")).description;
 
 /** Publishes rows and returns their new ids (RETURNING, or MySQL's consecutive insertId). */
 export async function publish(engine: LiveEngine, spec: InboxDescription, rows: readonly RawRow[]): Promise<number[]> {

@@ -90,13 +90,27 @@ export function leaseScenarios(get: () => LiveEngine, leaseTypes: readonly strin
     const taken = new Date(token.getTime() + seconds(60));
     expect(affected(await run(engine.db, lease.extend(spec, [{ id: b, held: token }], taken, p)))).toBeGreaterThanOrEqual(0);
     expect(affected(await run(engine.db, lease.settleAck(spec, { id: d, held: token }, now, p)))).toBe(1);
-    const acked = await ackMany(engine, spec, ids.map((id) => ({ id, held: token })), now, p);
+    const acked = await ackMany(
+      engine,
+      spec,
+      ids.map((id) => ({ id, held: token })),
+      now,
+      p,
+    );
     expect(acked.sort()).toEqual([a, c]);
     const left = await readRows(engine.db, table);
     expect(left.map((r) => Number(r.id))).toEqual([b]);
     expect(time.decode(left[0]?.locked_until)).toEqual(time.truncate(taken, p));
     // Again with the same tokens: nothing is held any more, nothing is acked.
-    expect(await ackMany(engine, spec, ids.map((id) => ({ id, held: token })), now, p)).toEqual([]);
+    expect(
+      await ackMany(
+        engine,
+        spec,
+        ids.map((id) => ({ id, held: token })),
+        now,
+        p,
+      ),
+    ).toEqual([]);
     expect(await readRows(engine.db, table)).toHaveLength(1);
   });
 
@@ -112,7 +126,17 @@ export function leaseScenarios(get: () => LiveEngine, leaseTypes: readonly strin
     await claimLease(engine, spec, { limit: 2, now, until, precision: p });
     const token = time.truncate(until, p);
     const stale = new Date(token.getTime() - seconds(5));
-    const result = await run(engine.db, lease.releaseUnstarted(spec, [{ id: x, held: token }, { id: y, held: stale }], p));
+    const result = await run(
+      engine.db,
+      lease.releaseUnstarted(
+        spec,
+        [
+          { id: x, held: token },
+          { id: y, held: stale },
+        ],
+        p,
+      ),
+    );
     if (capabilities.updateReturning) expect(result.rows.map((r) => Number(r.id))).toEqual([x]);
     else expect(affected(result)).toBe(1);
     const rows = new Map((await readRows(engine.db, table)).map((r) => [Number(r.id), r]));
@@ -150,7 +174,11 @@ export function leaseScenarios(get: () => LiveEngine, leaseTypes: readonly strin
       const engine = get();
       const table = await jobsTable(engine, "lease_race");
       const spec = seedSpec(table);
-      const ids = await publish(engine, spec, Array.from({ length: 60 }, (_, i) => ({ payload: `p${i}` })));
+      const ids = await publish(
+        engine,
+        spec,
+        Array.from({ length: 60 }, (_, i) => ({ payload: `p${i}` })),
+      );
       const now = new Date();
       const until = new Date(now.getTime() + seconds(60));
       const claimer = async (): Promise<number[]> => {

@@ -3,8 +3,7 @@ import { expect, test } from "vitest";
 import { affected, run, type LiveEngine } from "./servers.js";
 import { claimRowLocked, jobsTable, publish, readRows, seconds } from "./helpers.js";
 
-const rowLockSpec = (table: string) =>
-  InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")).description;
+const rowLockSpec = (table: string) => InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")).description;
 
 const richSpec = (table: string) =>
   InboxSpec.table(table, column("id").generated())
@@ -21,7 +20,11 @@ export function rowLockScenarios(get: () => LiveEngine): void {
     const engine = get();
     const table = await jobsTable(engine, "rowlock_race");
     const spec = rowLockSpec(table);
-    const ids = await publish(engine, spec, Array.from({ length: 10 }, (_, i) => ({ payload: `p${i}` })));
+    const ids = await publish(
+      engine,
+      spec,
+      Array.from({ length: 10 }, (_, i) => ({ payload: `p${i}` })),
+    );
     const now = new Date();
     // One after the other while the first holds its rows…
     const a = await claimRowLocked(engine, spec, { limit: 3, now });

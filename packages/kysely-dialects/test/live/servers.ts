@@ -8,7 +8,7 @@ import pg from "pg";
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, sql, type CompiledQuery, type QueryResult } from "kysely";
 import { mysqlDialect, postgresDialect, sqliteDialect, type EngineDialect, type RawRow } from "../../src/index.js";
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: test tables are created at run time
 export type Db = Kysely<any>;
 
 export const PG_URL = process.env.SQLINBOX_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -35,9 +35,7 @@ async function reach(db: Db, what: string, url: string): Promise<void> {
     await sql`select 1`.execute(db);
   } catch (error) {
     await db.destroy().catch(() => undefined);
-    throw new Error(
-      `${what} at ${redact(url)} cannot be reached (${(error as Error).message}): start the test databases with \`bash scripts/services.sh\``,
-    );
+    throw new Error(`${what} at ${redact(url)} cannot be reached (${(error as Error).message}): start the test databases with \`bash scripts/services.sh\``);
   }
 }
 

@@ -66,12 +66,17 @@ export class AdvisoryClaim implements ClaimStrategy {
     // subscription a connection. Without them (SQLite) it is the lock, shared by the process.
     this.#scope = this.#sessionLocks ? `subscription:${++scopes}` : `database:${setup.databaseLabel ?? ""}`;
     this.#holding = {
-      held: "key", spec: setup.spec, clock: setup.clock, isClosed: setup.isClosed,
+      held: "key",
+      spec: setup.spec,
+      clock: setup.clock,
+      isClosed: setup.isClosed,
       // An abandoned delivery unlocked its key already; after a close the session ends with the pool.
       closedBeforeSettle: () => Promise.resolve(),
       release: (d) => this.#release(d.hold),
       abandon: (d) => {
-        this.#release(d.hold).catch((error: unknown) => this.#setup.logger.warn({ ...errorFields(error), ...d.place }, "advisory unlock at shutdown failed; the lock ends with its session"));
+        this.#release(d.hold).catch((error: unknown) =>
+          this.#setup.logger.warn({ ...errorFields(error), ...d.place }, "advisory unlock at shutdown failed; the lock ends with its session"),
+        );
       },
       settle: (d, outcome) => this.#settle(d.hold, d.id, outcome, d.place),
     };

@@ -8,7 +8,7 @@ import type { HandlerOutcome } from "../outcome.js";
 import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- compiled queries run on any database interface
+// biome-ignore lint/suspicious/noExplicitAny: compiled queries run on any database interface
 type HeldTransaction = ControlledTransaction<any>;
 
 /**
@@ -47,7 +47,10 @@ export class RowLockClaim implements ClaimStrategy {
     this.#setup = setup;
     this.#statements = statements;
     this.#holding = {
-      held: "row", spec: setup.spec, clock: setup.clock, isClosed: setup.isClosed,
+      held: "row",
+      spec: setup.spec,
+      clock: setup.clock,
+      isClosed: setup.isClosed,
       closedBeforeSettle: (d) => this.#rollback(d.hold),
       release: (d) => this.#rollback(d.hold),
       abandon: (d) => void this.#rollback(d.hold),

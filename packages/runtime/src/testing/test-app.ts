@@ -150,7 +150,9 @@ export class TestApp {
   assertCalledOnce(ref: SubscriberRef, payload?: unknown): CallRecord {
     const calls = this.calls(ref);
     if (calls.length !== 1) {
-      throw new Error(`expected subscriber "${nameOf(ref)}" to be called once, it was called ${calls.length} times${calls.length ? `: ${JSON.stringify(calls.map((c) => c.payload))}` : ""}`);
+      throw new Error(
+        `expected subscriber "${nameOf(ref)}" to be called once, it was called ${calls.length} times${calls.length ? `: ${JSON.stringify(calls.map((c) => c.payload))}` : ""}`,
+      );
     }
     const call = calls[0] as CallRecord;
     if (payload !== undefined && JSON.stringify(call.payload) !== JSON.stringify(payload)) {
