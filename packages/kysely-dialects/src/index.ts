@@ -1,6 +1,8 @@
 /**
  * @sqlinbox/kysely-dialects — every SQL statement sqlinbox runs, per engine and claim form,
  * compiled by Kysely and never executed here: a description and options in, a `CompiledQuery` out.
+ * The root is what an application reads (the dialects and their statement types); the helpers
+ * the runtime and the operator tools share live in `./internal`, not covered by semver.
  */
 import type { Engine, EngineDialect } from "./types.js";
 import { mysqlDialect } from "./mysql/engine.js";
@@ -27,11 +29,6 @@ export type {
 } from "./types.js";
 export type { NotifyingDialect } from "./forms/dialect.js";
 export { postgresDialect, mysqlDialect, sqliteDialect };
-export { advisoryKeyOf } from "./shared/advisory-key.js";
-export { mysqlLockName, MYSQL_LOCK_NAME_MAX } from "./mysql/lock-name.js";
-export { checkSchema, readFoundColumns } from "./shared/schema-check.js";
-export { checkServerVersion, VERSION_FLOORS } from "./shared/server-version.js";
-export { truncateToPrecision, formatUtcText, parseUtcText } from "./shared/time-text.js";
 
 const dialects: Readonly<Record<Engine, EngineDialect>> = Object.freeze({
   postgres: postgresDialect,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { advisoryKeyOf, mysqlLockName } from "../src/index.js";
+import { advisoryKeyOf, mysqlLockName } from "../src/internal.js";
 import { perEngine } from "./render.js";
 import { idAdvisory, richAdvisory } from "./specs.js";
 

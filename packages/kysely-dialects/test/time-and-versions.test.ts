@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { checkServerVersion, formatUtcText, mysqlDialect, parseUtcText, postgresDialect, sqliteDialect, truncateToPrecision } from "../src/index.js";
+import { checkServerVersion, formatUtcText, mysqlDialect, parseUtcText, postgresDialect, sqliteDialect, truncateToPrecision } from "../src/internal.js";
 
 const t = new Date("2024-05-01T12:34:56.789Z");
 

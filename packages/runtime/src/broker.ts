@@ -1,5 +1,5 @@
 import type { AnyInboxSpec, InboxDescription } from "@sqlinbox/core/internal";
-import { checkSchema, dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects";
+import { checkSchema, dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { Transaction } from "kysely";
 import type { Activity } from "./activity.js";
 import { Database, type AnyKysely } from "./database.js";

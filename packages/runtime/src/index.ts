@@ -1,11 +1,11 @@
-export { App, BrokerScope, type AppInfo, type RunningApp } from "./app.js";
-export { SqlBroker, type BrokerOptions, type PublishOptions, type PublishPayload, type EngineOfUrl, type RouteAllowed, type ListenNotifyAllowed } from "./sql-broker.js";
-export { InboxQueue, type QueueOptions, type PayloadOfSpec } from "./queue.js";
+// What an application uses. What sibling packages and tests need lives in `./internal` (not covered by semver).
+export { App, type BrokerScope, type AppInfo, type RunningApp } from "./app.js";
+export { SqlBroker, type BrokerOptions, type PublishOptions } from "./sql-broker.js";
+export { InboxQueue, type QueueOptions, type DeliveredOf } from "./queue.js";
 export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type Outputs, type Subscriber } from "./subscriber.js";
 export { HandlerOutcome } from "./outcome.js";
-export { Ctx, keys, type ContextKey, type InboxContext, type KeyAvailable } from "./context.js";
-export { SystemClock, systemClock, seconds, minutes, type Clock, type Timer } from "./clock.js";
-export { consoleLogger, silentLogger, redactUrl, type Logger, type LogFields } from "./logger.js";
+export { Ctx, keys, type ContextKey, type InboxContext } from "./context.js";
+export { systemClock, seconds, minutes, type Clock, type Timer } from "./clock.js";
+export { consoleLogger, silentLogger, type Logger, type LogFields } from "./logger.js";
 export type { PoolOptions } from "./drivers/index.js";
-export type { ClaimStrategy, ClaimedDelivery } from "./claim/claim-strategy.js";
 export { SqlInboxError, isSqlInboxError, type SqlInboxErrorCode } from "@sqlinbox/core";

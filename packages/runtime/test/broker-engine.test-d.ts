@@ -5,7 +5,8 @@
  */
 import { InboxSpec, column } from "@sqlinbox/core";
 import { describe, expectTypeOf, test } from "vitest";
-import { SqlBroker, type EngineOfUrl } from "../src/index.js";
+import { SqlBroker } from "../src/index.js";
+import type { EngineOfUrl } from "../src/internal-api.js";
 
 const rowLock = InboxSpec.table("rl_jobs", column("id").generated()).attempt(column("attempt").generated()).payload(column("payload"));
 const lease = InboxSpec.table("ls_jobs", column("id").generated()).lease(column("locked_until")).payload(column("payload"));

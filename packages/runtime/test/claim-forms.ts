@@ -8,7 +8,7 @@ import { createInterface } from "node:readline";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { InboxSpec, column, payloadOf, type ClaimForm } from "@sqlinbox/core/internal";
-import { mysqlLockName } from "@sqlinbox/kysely-dialects";
+import { mysqlLockName } from "@sqlinbox/kysely-dialects/internal";
 import { sql } from "kysely";
 import type { AnyKysely } from "../src/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber, type LogFields, type Logger } from "../src/index.js";

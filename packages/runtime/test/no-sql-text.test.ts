@@ -13,7 +13,8 @@ const SQL_TEXT: ReadonlyArray<readonly [string, RegExp]> = [
   ["sql.raw(", /\bsql\.raw\s*\(/],
   ["CompiledQuery.raw(", /\bCompiledQuery\.raw\s*\(/],
   ["pg_notify", /\bpg_notify\b/i],
-  ["UNLISTEN", /\bUNLISTEN\b/i],
+  // The keyword in capitals anywhere, or any case at the start of a string; `const unlisten =` is a name, not SQL.
+  ["UNLISTEN", /\bUNLISTEN\b|["'`]\s*[Uu][Nn][Ll][Ii][Ss][Tt][Ee][Nn]\b/],
   ["LISTEN statement", /\bLISTEN\s+["`$]|`\s*LISTEN\b|["']\s*LISTEN\s/i],
   ["a string literal opening with a SQL keyword", /["'`]\s*(SELECT|UPDATE|DELETE\s+FROM|INSERT\s+INTO)\s/i],
 ];
@@ -85,6 +86,7 @@ describe("no SQL text in runtime/src", () => {
     ['CompiledQuery.raw("select 1", [])', "CompiledQuery.raw("],
     ["run('SELECT pg_notify($1, \\'\\')')", "pg_notify"],
     ['await client.query("UNLISTEN *");', "UNLISTEN"],
+    ["await client.query('unlisten *');", "UNLISTEN"],
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a sample of source text the check must catch
     ["await client.query(`LISTEN ${channel}`);", "LISTEN statement"],
     ["await client.query('LISTEN \"ch\"');", "LISTEN statement"],
@@ -101,6 +103,7 @@ describe("no SQL text in runtime/src", () => {
     ['const url = "postgres://db"; // SELECT 1'],
     ["throw new Error(`listenNotify() needs Postgres (LISTEN/NOTIFY)`);"],
     ['logger.info({}, "selected candidates; update the lease later");'],
+    ["const unlisten = postgresDialect.notify.unlistenAll();"],
   ])("passes %s", (line) => {
     expect(sqlTextIn("x.ts", line)).toEqual([]);
   });

@@ -1,5 +1,5 @@
 import { column, InboxSpec, type InboxDescription } from "@sqlinbox/core/internal";
-import { advisoryKeyOf, type EngineDialect, type RawRow } from "@sqlinbox/kysely-dialects";
+import { advisoryKeyOf, type EngineDialect, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { CompiledQuery, QueryResult } from "kysely";
 import { connect, countRows, insertJobs, LEASE_PRECISION, recreateTable, tableOf, type AnyDb, type FormName } from "../db.js";
 import { sleep, type JobTracker } from "../jobs.js";

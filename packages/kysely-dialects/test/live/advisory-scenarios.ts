@@ -1,7 +1,7 @@
 import { column, InboxSpec } from "@sqlinbox/core";
 import { sql } from "kysely";
 import { expect, test } from "vitest";
-import { advisoryKeyOf, mysqlLockName } from "../../src/index.js";
+import { advisoryKeyOf, mysqlLockName } from "../../src/internal.js";
 import { affected, run, type Db, type LiveEngine } from "./servers.js";
 import { jobsTable, publish, readRows } from "./helpers.js";
 

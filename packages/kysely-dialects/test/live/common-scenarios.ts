@@ -1,7 +1,7 @@
 import { column, InboxSpec, isSqlInboxError } from "@sqlinbox/core";
 import { sql } from "kysely";
 import { expect, test } from "vitest";
-import { advisoryKeyOf, checkSchema } from "../../src/index.js";
+import { advisoryKeyOf, checkSchema } from "../../src/internal.js";
 import { affected, run, uniqueTable, type LiveEngine } from "./servers.js";
 import { jobsTable, publish, readRows, seedSpec } from "./helpers.js";
 

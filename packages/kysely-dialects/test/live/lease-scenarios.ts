@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { checkSchema, type HeldLease } from "../../src/index.js";
+import { checkSchema, type HeldLease } from "../../src/internal.js";
 import { affected, run, type LiveEngine } from "./servers.js";
 import { ackMany, claimLease, jobsTable, publish, readRows, retryingDeadlocks, seconds, seedSpec } from "./helpers.js";
 

@@ -1,5 +1,5 @@
 import type { ErrorPlace } from "@sqlinbox/core/internal";
-import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/kysely-dialects";
+import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { CompiledQuery } from "kysely";
 import { lockSessionLost } from "../errors.js";
 import { errorFields } from "../logger.js";

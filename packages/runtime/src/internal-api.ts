@@ -1,0 +1,14 @@
+/**
+ * `@sqlinbox/runtime/internal`: what sibling packages, benchmarks and tests reach behind the
+ * public API. NOT covered by semver: names here may change or go in any release. Applications
+ * import from `@sqlinbox/runtime` (and `@sqlinbox/runtime/testing`).
+ */
+export * from "./index.js";
+export type { EngineOfUrl } from "./engine-of-url.js";
+export type { RouteAllowed, ListenNotifyAllowed, PublishPayload } from "./sql-broker.js";
+export type { PayloadOfSpec } from "./queue.js";
+export type { KeyAvailable } from "./context.js";
+export { SystemClock } from "./clock.js";
+export { redactUrl } from "./logger.js";
+export type { ClaimStrategy, ClaimedDelivery } from "./claim/claim-strategy.js";
+export { rowsToClaim, type ClaimPace } from "./claim-pacer.js";

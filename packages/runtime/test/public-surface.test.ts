@@ -1,0 +1,29 @@
+import { describe, expect, test } from "vitest";
+import * as root from "../src/index.js";
+import * as internal from "../src/internal-api.js";
+
+describe("@sqlinbox/runtime's public surface", () => {
+  test("the root exports only the values an application uses", () => {
+    expect(Object.keys(root).sort()).toEqual([
+      "App",
+      "Ctx",
+      "HandlerOutcome",
+      "InboxQueue",
+      "SqlBroker",
+      "SqlInboxError",
+      "consoleLogger",
+      "isSqlInboxError",
+      "keys",
+      "minutes",
+      "seconds",
+      "silentLogger",
+      "subscriber",
+      "systemClock",
+    ]);
+  });
+
+  test("./internal adds what benchmarks and tests reach behind it, and keeps the root's names", () => {
+    const added = Object.keys(internal).filter((name) => !(name in root));
+    expect(added.sort()).toEqual(["SystemClock", "redactUrl", "rowsToClaim"]);
+  });
+});
