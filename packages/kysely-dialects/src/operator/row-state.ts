@@ -1,5 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core";
-import type { Expression, SqlBool } from "kysely";
+import { sql, type Expression, type SqlBool } from "kysely";
 import { COMPARE_PRECISION, type Eb, type StatementContext } from "../shared/query-db.js";
 import type { RowState } from "./types.js";
 
@@ -12,7 +12,7 @@ export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state:
   const at = ctx.time.encode(now, COMPARE_PRECISION);
   return (eb: Eb): Expression<SqlBool> => {
     // A role the table lacks makes its state empty: `1 = 0` reads the same on every engine.
-    const never = (): Expression<SqlBool> => eb(eb.lit(1), "=", eb.lit(0));
+    const never = (): Expression<SqlBool> => sql<SqlBool>`1 = 0`;
     const done = (): Expression<SqlBool> => (spec.processedAt === undefined ? never() : eb(spec.processedAt.name, "is not", null));
     const notDone = (): Expression<SqlBool>[] => (spec.processedAt === undefined ? [] : [eb(spec.processedAt.name, "is", null)]);
     const leased = (): Expression<SqlBool> => (spec.lease === undefined ? never() : eb(spec.lease.name, ">", at));
@@ -23,7 +23,7 @@ export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state:
       spec.retryAfter === undefined ? [] : [eb.or([eb(spec.retryAfter.name, "is", null), eb(spec.retryAfter.name, "<=", at)])];
     switch (state) {
       case "all":
-        return eb(eb.lit(1), "=", eb.lit(1));
+        return sql<SqlBool>`1 = 1`;
       case "done":
         return done();
       case "leased":

@@ -14,10 +14,10 @@ export const groupAs = (spec: InboxDescription) => (eb: Eb) =>
  * select "grp", count(*) as "total",
  *   count(case when <done> then 1 end) as "done", count(case when <leased> then 1 end) as "leased",
  *   count(case when <delayed> then 1 end) as "delayed", count(case when <ready> then 1 end) as "claimable",
- *   min(case when <not done> then "created_at" end) as "oldest", max("attempt") as "max_attempt"
+ *   min(case when <not done> then "created_at" end) as "oldest", max("attempt") as "max_attempt", max("id") as "max_id"
  * from "t" group by "grp"
  * ```
- * One pass over the table: each row counts in one state, compared against the host's `now`.
+ * One pass over the table (`max_id` lets a sampler tell how many rows were written between two reads): each row counts in one state, compared against the host's `now`.
  */
 export function countByStateQuery(ctx: StatementContext, table: OperatorTable, now: Date): CompiledQuery<RawRow> {
   const { spec } = table;
@@ -41,6 +41,7 @@ export function countByStateQuery(ctx: StatementContext, table: OperatorTable, n
             : eb.case().when(spec.processedAt.name, "is", null).then(eb.ref(table.createdAt)).end(),
         ).as("oldest"),
     spec.attempt === undefined ? eb.lit(null).as("max_attempt") : eb.fn.max(spec.attempt.name).as("max_attempt"),
+    eb.fn.max(spec.id.name).as("max_id"),
   ]);
   if (spec.group !== undefined) query = query.groupBy(spec.group.name).orderBy(spec.group.name);
   return compiled(query);

@@ -41,7 +41,7 @@ export interface OperatorStatements {
   /**
    * One row per group (one row in all without a group column): `grp`, `total`, `done`,
    * `leased`, `delayed`, `claimable` (not done, not delayed, no live lease), `oldest`
-   * (the smallest created-at of rows not done, or NULL), `max_attempt`.
+   * (the smallest created-at of rows not done, or NULL), `max_attempt`, `max_id`.
    */
   countByState(table: OperatorTable, now: Date): CompiledQuery<RawRow>;
   /** `grp`, `attempt`, `rows` of rows not done: the attempts histogram. `null` without an attempt column. */
