@@ -1,4 +1,4 @@
-import { advisoryKeyOf } from "@sqlinbox/kysely-dialects";
+import { advisoryKeyOf, dialectFor } from "@sqlinbox/kysely-dialects";
 import { operatorFor } from "@sqlinbox/kysely-dialects/operator";
 import type { OpenedDatabase } from "../connect.js";
 import type { QueueTable } from "../queue-tables.js";
@@ -26,7 +26,9 @@ export async function countInWork(opened: OpenedDatabase, table: QueueTable, cla
   if (spec.form === "rowLock") {
     const probe = ops.lockableProbe(spec, now);
     if (probe === null) return { unknown: "in work: SQLite has no row locks" };
-    const trx = await opened.db.startTransaction().execute();
+    // The isolation a claim opens with: under MySQL's REPEATABLE READ the probe would also take gap locks.
+    const isolation = dialectFor(opened.engine).capabilities.claimIsolation;
+    const trx = await (isolation === undefined ? opened.db.startTransaction() : opened.db.startTransaction().setIsolationLevel(isolation)).execute();
     let lockable: readonly { grp?: unknown }[];
     try {
       lockable = (await trx.executeQuery(probe)).rows;
