@@ -63,10 +63,13 @@ function groupsTable(t) {
 function leasesTable(t) {
   if (t.form !== "lease") return null;
   if (t.expiringLeases.length === 0) return h("div", { class: "empty" }, "No lease runs out in the next minute.");
-  return h("table", { class: "grid" },
+  const shown = t.expiringLeases.slice(0, 6);
+  const more = t.expiringLeases.length - shown.length;
+  return h("div", {}, h("table", { class: "grid" },
     h("thead", {}, h("tr", {}, h("th", {}, "Id"), h("th", {}, "Group"), h("th", { class: "num" }, "Attempt"), h("th", { class: "num" }, "Expires in"), h("th", {}, "Locked until"))),
-    h("tbody", {}, t.expiringLeases.map((l) => h("tr", {}, h("td", {}, l.id), h("td", {}, l.group ?? "—"), h("td", { class: "num" }, count(l.attempt)),
-      h("td", { class: "num" }, duration(l.expiresInMs)), h("td", {}, new Date(l.lockedUntil).toLocaleTimeString())))));
+    h("tbody", {}, shown.map((l) => h("tr", {}, h("td", {}, l.id), h("td", {}, l.group ?? "—"), h("td", { class: "num" }, count(l.attempt)),
+      h("td", { class: "num" }, duration(l.expiresInMs)), h("td", {}, new Date(l.lockedUntil).toLocaleTimeString()))))),
+    more > 0 ? h("div", { class: "empty" }, `and ${more} more (sqlinbox status lists them all)`) : null);
 }
 
 function deadLetterSection(t, rows) {
