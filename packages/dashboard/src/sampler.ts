@@ -21,6 +21,39 @@ export interface Sample {
 const backlog = (t: TableStatus): number => t.totals.ready + (t.totals.inWork ?? 0) + t.totals.delayed;
 
 /**
+ * One sample from a status read and the one before it. Finished rows are estimated: rows written
+ * (the growth of the largest numeric id) minus the growth of the backlog and of the dead letters;
+ * `null` on the first read, or where ids are not numbers.
+ */
+export function sampleOf(report: StatusReport, previous: StatusReport | null): Sample {
+  const seconds = previous === null ? 0 : (Date.parse(report.at) - Date.parse(previous.at)) / 1000;
+  const tables: Record<string, TableSample> = {};
+  for (const table of report.tables) {
+    const before = previous?.tables.find((t) => t.table === table.table);
+    let finished: number | null = null;
+    let failed: number | null = null;
+    if (before !== undefined && seconds > 0) {
+      const deadNow = table.totals.dead ?? 0;
+      const deadBefore = before.totals.dead ?? 0;
+      failed = Math.max(0, deadNow - deadBefore) / seconds;
+      if (table.newestId !== null && before.newestId !== null) {
+        const written = Math.max(0, table.newestId - before.newestId);
+        finished = Math.max(0, written - (backlog(table) - backlog(before)) - Math.max(0, deadNow - deadBefore)) / seconds;
+      }
+    }
+    tables[table.table] = {
+      ready: table.totals.ready,
+      inWork: table.totals.inWork,
+      delayed: table.totals.delayed,
+      dead: table.totals.dead,
+      finishedPerSecond: finished,
+      failedPerSecond: failed,
+    };
+  }
+  return { at: Date.parse(report.at), tables };
+}
+
+/**
  * Reads the status every `everyMs` while the dashboard runs and keeps the samples of the last
  * `keepMs`: the charts' history lives here, in memory, from the moment the dashboard started.
  */
@@ -71,34 +104,10 @@ export class Sampler {
     } catch {
       return; // a failed read leaves a gap in the charts; the page shows the error from /api/status
     }
-    const previous = this.#previous;
-    const seconds = previous === null ? 0 : (Date.parse(report.at) - Date.parse(previous.at)) / 1000;
-    const tables: Record<string, TableSample> = {};
-    for (const table of report.tables) {
-      const before = previous?.tables.find((t) => t.table === table.table);
-      let finished: number | null = null;
-      let failed: number | null = null;
-      if (before !== undefined && seconds > 0) {
-        const deadNow = table.totals.dead ?? 0;
-        const deadBefore = before.totals.dead ?? 0;
-        failed = Math.max(0, deadNow - deadBefore) / seconds;
-        if (table.newestId !== null && before.newestId !== null) {
-          const written = Math.max(0, table.newestId - before.newestId);
-          finished = Math.max(0, written - (backlog(table) - backlog(before)) - Math.max(0, deadNow - deadBefore)) / seconds;
-        }
-      }
-      tables[table.table] = {
-        ready: table.totals.ready,
-        inWork: table.totals.inWork,
-        delayed: table.totals.delayed,
-        dead: table.totals.dead,
-        finishedPerSecond: finished,
-        failedPerSecond: failed,
-      };
-    }
+    const sample = sampleOf(report, this.#previous);
     this.#previous = report;
     this.#latest = report;
-    this.#samples.push({ at: Date.parse(report.at), tables });
+    this.#samples.push(sample);
     const oldest = Date.now() - this.keepMs;
     while (this.#samples.length > 0 && this.#samples[0]!.at < oldest) this.#samples.shift();
   }
