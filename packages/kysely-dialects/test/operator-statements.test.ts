@@ -38,7 +38,7 @@ describe("operator: status", () => {
             "2024-05-01 12:00:00.123",
             "2024-05-01 12:00:00.123",
           ],
-          "sql": "select \`grp\` as \`grp\`, count(*) as \`total\`, count(case when \`processed_at\` is not null then 1 end) as \`done\`, count(case when (\`processed_at\` is null and \`locked_until\` > ?) then 1 end) as \`leased\`, count(case when (\`processed_at\` is null and (\`locked_until\` is null or \`locked_until\` <= ?) and \`retry_after\` > ?) then 1 end) as \`delayed\`, count(case when (\`processed_at\` is null and (\`locked_until\` is null or \`locked_until\` <= ?) and (\`retry_after\` is null or \`retry_after\` <= ?)) then 1 end) as \`claimable\`, min(case when \`processed_at\` is null then \`created_at\` end) as \`oldest\`, max(\`attempt\`) as \`max_attempt\` from \`jobs\` group by \`grp\` order by \`grp\`",
+          "sql": "select \`grp\` as \`grp\`, count(*) as \`total\`, count(case when \`processed_at\` is not null then 1 end) as \`done\`, count(case when (\`processed_at\` is null and \`locked_until\` > ?) then 1 end) as \`leased\`, count(case when (\`processed_at\` is null and (\`locked_until\` is null or \`locked_until\` <= ?) and \`retry_after\` > ?) then 1 end) as \`delayed\`, count(case when (\`processed_at\` is null and (\`locked_until\` is null or \`locked_until\` <= ?) and (\`retry_after\` is null or \`retry_after\` <= ?)) then 1 end) as \`claimable\`, min(case when \`processed_at\` is null then \`created_at\` end) as \`oldest\`, max(\`attempt\`) as \`max_attempt\`, max(\`id\`) as \`max_id\` from \`jobs\` group by \`grp\` order by \`grp\`",
         },
         "postgres": {
           "parameters": [
@@ -48,7 +48,7 @@ describe("operator: status", () => {
             2024-05-01T12:00:00.123Z,
             2024-05-01T12:00:00.123Z,
           ],
-          "sql": "select "grp" as "grp", count(*) as "total", count(case when "processed_at" is not null then 1 end) as "done", count(case when ("processed_at" is null and "locked_until" > $1) then 1 end) as "leased", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= $2) and "retry_after" > $3) then 1 end) as "delayed", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= $4) and ("retry_after" is null or "retry_after" <= $5)) then 1 end) as "claimable", min(case when "processed_at" is null then "created_at" end) as "oldest", max("attempt") as "max_attempt" from "jobs" group by "grp" order by "grp"",
+          "sql": "select "grp" as "grp", count(*) as "total", count(case when "processed_at" is not null then 1 end) as "done", count(case when ("processed_at" is null and "locked_until" > $1) then 1 end) as "leased", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= $2) and "retry_after" > $3) then 1 end) as "delayed", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= $4) and ("retry_after" is null or "retry_after" <= $5)) then 1 end) as "claimable", min(case when "processed_at" is null then "created_at" end) as "oldest", max("attempt") as "max_attempt", max("id") as "max_id" from "jobs" group by "grp" order by "grp"",
         },
         "sqlite": {
           "parameters": [
@@ -58,7 +58,7 @@ describe("operator: status", () => {
             "2024-05-01T12:00:00.123Z",
             "2024-05-01T12:00:00.123Z",
           ],
-          "sql": "select "grp" as "grp", count(*) as "total", count(case when "processed_at" is not null then 1 end) as "done", count(case when ("processed_at" is null and "locked_until" > ?) then 1 end) as "leased", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= ?) and "retry_after" > ?) then 1 end) as "delayed", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= ?) and ("retry_after" is null or "retry_after" <= ?)) then 1 end) as "claimable", min(case when "processed_at" is null then "created_at" end) as "oldest", max("attempt") as "max_attempt" from "jobs" group by "grp" order by "grp"",
+          "sql": "select "grp" as "grp", count(*) as "total", count(case when "processed_at" is not null then 1 end) as "done", count(case when ("processed_at" is null and "locked_until" > ?) then 1 end) as "leased", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= ?) and "retry_after" > ?) then 1 end) as "delayed", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= ?) and ("retry_after" is null or "retry_after" <= ?)) then 1 end) as "claimable", min(case when "processed_at" is null then "created_at" end) as "oldest", max("attempt") as "max_attempt", max("id") as "max_id" from "jobs" group by "grp" order by "grp"",
         },
       }
     `);
@@ -71,21 +71,21 @@ describe("operator: status", () => {
             "2024-05-01 12:00:00.123",
             "2024-05-01 12:00:00.123",
           ],
-          "sql": "select null as \`grp\`, count(*) as \`total\`, 0 as \`done\`, count(case when \`locked_until\` > ? then 1 end) as \`leased\`, 0 as \`delayed\`, count(case when (\`locked_until\` is null or \`locked_until\` <= ?) then 1 end) as \`claimable\`, null as \`oldest\`, max(\`attempt\`) as \`max_attempt\` from \`report_jobs\`",
+          "sql": "select null as \`grp\`, count(*) as \`total\`, 0 as \`done\`, count(case when \`locked_until\` > ? then 1 end) as \`leased\`, 0 as \`delayed\`, count(case when (\`locked_until\` is null or \`locked_until\` <= ?) then 1 end) as \`claimable\`, null as \`oldest\`, max(\`attempt\`) as \`max_attempt\`, max(\`id\`) as \`max_id\` from \`report_jobs\`",
         },
         "postgres": {
           "parameters": [
             2024-05-01T12:00:00.123Z,
             2024-05-01T12:00:00.123Z,
           ],
-          "sql": "select null as "grp", count(*) as "total", 0 as "done", count(case when "locked_until" > $1 then 1 end) as "leased", 0 as "delayed", count(case when ("locked_until" is null or "locked_until" <= $2) then 1 end) as "claimable", null as "oldest", max("attempt") as "max_attempt" from "report_jobs"",
+          "sql": "select null as "grp", count(*) as "total", 0 as "done", count(case when "locked_until" > $1 then 1 end) as "leased", 0 as "delayed", count(case when ("locked_until" is null or "locked_until" <= $2) then 1 end) as "claimable", null as "oldest", max("attempt") as "max_attempt", max("id") as "max_id" from "report_jobs"",
         },
         "sqlite": {
           "parameters": [
             "2024-05-01T12:00:00.123Z",
             "2024-05-01T12:00:00.123Z",
           ],
-          "sql": "select null as "grp", count(*) as "total", 0 as "done", count(case when "locked_until" > ? then 1 end) as "leased", 0 as "delayed", count(case when ("locked_until" is null or "locked_until" <= ?) then 1 end) as "claimable", null as "oldest", max("attempt") as "max_attempt" from "report_jobs"",
+          "sql": "select null as "grp", count(*) as "total", 0 as "done", count(case when "locked_until" > ? then 1 end) as "leased", 0 as "delayed", count(case when ("locked_until" is null or "locked_until" <= ?) then 1 end) as "claimable", null as "oldest", max("attempt") as "max_attempt", max("id") as "max_id" from "report_jobs"",
         },
       }
     `);
