@@ -3,9 +3,8 @@ import { dialectFor } from "@sqlinbox/kysely-dialects";
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from "kysely";
 import { CliError, ExitCode } from "./exit-codes.js";
 
-/** A Kysely over the URL's driver; tables are named at run time, so its database type is open. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type OperatorDb = Kysely<any>;
+/** A Kysely over the URL's driver. It only runs compiled statements (tables are named at run time), so it knows no tables. */
+export type OperatorDb = Kysely<unknown>;
 
 export interface OpenedDatabase {
   readonly db: OperatorDb;

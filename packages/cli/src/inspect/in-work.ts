@@ -39,6 +39,9 @@ export async function countInWork(opened: OpenedDatabase, table: QueueTable, cla
     for (const row of lockable) free.set(groupKey(row.grp), (free.get(groupKey(row.grp)) ?? 0) + 1);
     return { byGroup: new Map([...claimable].map(([g, n]) => [g, Math.max(0, n - (free.get(g) ?? 0))])) };
   }
+  if (dialectFor(opened.engine).capabilities.advisoryLocks === "process") {
+    return { unknown: "in work: unknown from outside (advisory keys on SQLite live in the application's process)" };
+  }
   const candidates = (await opened.db.executeQuery(ops.advisoryCandidates(spec, now, ADVISORY_CANDIDATES_MAX))).rows;
   const keyGroup = new Map<string, string>();
   for (const row of candidates) keyGroup.set(advisoryKeyOf(spec, row), groupKey(row.grp));
@@ -46,13 +49,8 @@ export async function countInWork(opened: OpenedDatabase, table: QueueTable, cla
   const keys = [...keyGroup.keys()];
   for (let i = 0; i < keys.length; i += 500) {
     const query = ops.heldAdvisoryKeys(keys.slice(i, i + 500), opened.database);
-    if (query === null) {
-      if (keys.length === 0) break;
-      return { unknown: "in work: unknown from outside (advisory keys on SQLite live in the application's process)" };
-    }
-    for (const row of (await opened.db.executeQuery(query)).rows) held.add(row.key);
+    if (query !== null) for (const row of (await opened.db.executeQuery(query)).rows) held.add(row.key);
   }
-  if (opened.engine === "sqlite") return { unknown: "in work: unknown from outside (advisory keys on SQLite live in the application's process)" };
   const byGroup = new Map<string, number>();
   for (const key of held) byGroup.set(keyGroup.get(key) ?? "", (byGroup.get(keyGroup.get(key) ?? "") ?? 0) + 1);
   return { byGroup };

@@ -62,7 +62,7 @@ export interface OperatorStatements {
   heldAdvisoryKeys(keys: readonly string[], database: string): CompiledQuery<{ key: string }> | null;
   /** Rows with every column of the real table (`select *`), in id order. */
   peek(table: OperatorTable, options: PeekOptions): CompiledQuery<RawRow>;
-  /** The dead letters of a source (`select *`), in id order, after `afterId` when given. */
+  /** The dead letters of a source (`select *`), in id order; only `ids` when given. */
   peekDeadLetters(source: InboxDescription, place: DeadLetterPlace, limit: number, ids?: readonly unknown[]): CompiledQuery<RawRow>;
   /** How many dead letters there are, per group of the destination: `grp`, `rows`. */
   countDeadLetters(source: InboxDescription, place: DeadLetterPlace): CompiledQuery<RawRow>;
