@@ -29,6 +29,8 @@ export default defineConfig({
       project("core", "packages/core"),
       project("kysely-dialects", "packages/kysely-dialects"),
       project("runtime", "packages/runtime", { testTimeout: 60_000 }),
+      project("cli", "packages/cli", { testTimeout: 120_000 }),
+      project("dashboard", "packages/dashboard", { testTimeout: 120_000, fileParallelism: false }),
       project("example-reports", "examples/reports", { testTimeout: 120_000 }),
       { test: { name: "repo", root: ".", include: ["test/**/*.test.ts"], testTimeout: 180_000 } },
       // The benchmark harness, seconds long, for correctness only: every system drains every job.

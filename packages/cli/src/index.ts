@@ -1,0 +1,10 @@
+/**
+ * @sqlinbox/cli — the `sqlinbox` bin. Its parts are exported for programs that want the same
+ * facts without a child process.
+ */
+export { ExitCode, CliError, type ExitCodeValue } from "./exit-codes.js";
+export { openDatabase, redactUrl, type OpenedDatabase, type OperatorDb } from "./connect.js";
+export { resolveTables, oneTable, type QueueTable, type TableSelection } from "./queue-tables.js";
+export { inferDescription, ROLE_CONVENTIONS, CREATED_AT_NAMES } from "./infer-table.js";
+export { OperatorConsole } from "./operator-console.js";
+export { sqlinboxProgram } from "./program.js";

@@ -1,0 +1,46 @@
+import type { DashboardSource, PeekedRow, StatusReport } from "@sqlinbox/dashboard";
+import type { OpenedDatabase } from "./connect.js";
+import { CliError, ExitCode } from "./exit-codes.js";
+import { retryDeadLetters } from "./inspect/dead-letters.js";
+import { peekRows } from "./inspect/rows.js";
+import { readTableStatus } from "./inspect/status.js";
+import type { QueueTable } from "./queue-tables.js";
+
+/**
+ * The operator's view of a database's queue tables: what `status`, `peek` and `retry` read and
+ * do, and what the dashboard serves. Holds the connection until `close`.
+ */
+export class OperatorConsole implements DashboardSource {
+  constructor(
+    readonly opened: OpenedDatabase,
+    readonly tables: readonly QueueTable[],
+    readonly expiringWithinMs = 60_000,
+  ) {}
+
+  async status(now = new Date()): Promise<StatusReport> {
+    const tables = [];
+    for (const table of this.tables) tables.push(await readTableStatus(this.opened, table, { now, expiringWithinMs: this.expiringWithinMs, expiringLimit: 20 }));
+    return { at: now.toISOString(), engine: this.opened.engine, tables };
+  }
+
+  async deadLetters(table: string, limit: number): Promise<readonly PeekedRow[]> {
+    return peekRows(this.opened, this.table(table), { state: "dead", limit, now: new Date() });
+  }
+
+  async retryDeadLetters(table: string, ids: readonly string[] | "all", onProgress?: (moved: number, total: number) => void): Promise<{ moved: number }> {
+    const moved = await retryDeadLetters(this.opened, this.table(table), { ids, chunk: 1000, onProgress });
+    return { moved };
+  }
+
+  table(name: string): QueueTable {
+    return this.tables.find((t) => t.spec.table === name) ?? fail(`no table "${name}" is selected`);
+  }
+
+  close(): Promise<void> {
+    return this.opened.close();
+  }
+}
+
+function fail(message: string): never {
+  throw new CliError(ExitCode.nothingMatched, message);
+}

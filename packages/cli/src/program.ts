@@ -1,0 +1,19 @@
+import { Command } from "commander";
+import { dashboardCommand } from "./commands/dashboard.js";
+import { peekCommand } from "./commands/peek.js";
+import { purgeCommand } from "./commands/purge.js";
+import { retryCommand } from "./commands/retry.js";
+import { statusCommand } from "./commands/status.js";
+
+/** The `sqlinbox` command line. */
+export function sqlinboxProgram(): Command {
+  const program = new Command("sqlinbox")
+    .description("Look into sqlinbox queue tables: status, peek, retry, purge, dashboard")
+    .version("0.1.0")
+    .showHelpAfterError()
+    .exitOverride();
+  for (const command of [statusCommand(), peekCommand(), retryCommand(), purgeCommand(), dashboardCommand()]) {
+    program.addCommand(command.exitOverride().showHelpAfterError());
+  }
+  return program;
+}

@@ -1,0 +1,54 @@
+import type { AttemptBucket, StatusReport, TableStatus } from "@sqlinbox/dashboard";
+import { count, duration, textTable } from "./text-table.js";
+
+const FORM_LABEL = { lease: "lease", rowLock: "row lock", advisory: "advisory" } as const;
+
+/** `1:40 2:3 5:1`: rows per attempt count. */
+export function attemptsText(buckets: readonly AttemptBucket[]): string {
+  return buckets.length === 0 ? "—" : buckets.map((b) => `${b.attempt}:${b.rows}`).join(" ");
+}
+
+function deadLetterText(table: TableStatus): string {
+  if (table.deadLetters.length === 0) return "no dead letters declared";
+  return `dead letters → ${table.deadLetters.map((d) => (d.kind === "table" ? d.table : `group ${d.deadGroup}`)).join(", ")}`;
+}
+
+/** The human form of `status`: per table a header, a row per group, expiring leases and notes. */
+export function statusText(report: StatusReport, expiringWithinMs: number): string {
+  const parts: string[] = [];
+  for (const table of report.tables) {
+    parts.push(`${table.table}  (${FORM_LABEL[table.form]} on ${report.engine}; ${deadLetterText(table)})`);
+    const grouped = table.groups.some((g) => g.group !== null);
+    const rows = table.groups.map((g) => [
+      ...(grouped ? [g.group ?? ""] : []),
+      count(g.ready),
+      count(g.inWork),
+      count(g.delayed),
+      count(g.dead),
+      count(g.done),
+      duration(g.oldestAgeMs),
+      attemptsText(g.attempts),
+    ]);
+    if (grouped && table.groups.length > 1) {
+      const t = table.totals;
+      rows.push(["(all)", count(t.ready), count(t.inWork), count(t.delayed), count(t.dead), count(t.done), duration(t.oldestAgeMs), ""]);
+    }
+    if (rows.length === 0) rows.push([...(grouped ? [""] : []), "0", "0", "0", count(table.totals.dead), count(table.totals.done), "—", "—"]);
+    parts.push(textTable([...(grouped ? ["GROUP"] : []), "READY", "IN WORK", "DELAYED", "DEAD", "DONE", "OLDEST", "ATTEMPTS (attempt:rows)"], rows));
+    if (table.form === "lease") {
+      if (table.expiringLeases.length === 0) parts.push(`No lease runs out in the next ${duration(expiringWithinMs)}.`);
+      else {
+        parts.push(`Leases running out in the next ${duration(expiringWithinMs)}:`);
+        parts.push(
+          textTable(
+            ["ID", ...(grouped ? ["GROUP"] : []), "ATTEMPT", "EXPIRES IN", "LOCKED UNTIL"],
+            table.expiringLeases.map((l) => [l.id, ...(grouped ? [l.group ?? ""] : []), count(l.attempt), duration(l.expiresInMs), l.lockedUntil]),
+          ),
+        );
+      }
+    }
+    for (const note of table.notes) parts.push(`note: ${note}`);
+    parts.push("");
+  }
+  return parts.join("\n");
+}

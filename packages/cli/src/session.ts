@@ -1,0 +1,64 @@
+import { Option, type Command } from "commander";
+import { openDatabase } from "./connect.js";
+import { CliError, ExitCode } from "./exit-codes.js";
+import { OperatorConsole } from "./operator-console.js";
+import { resolveTables } from "./queue-tables.js";
+
+/** The options every command that reads tables takes. */
+export interface TableOptions {
+  readonly url?: string;
+  readonly module?: string;
+  readonly table?: string[];
+  readonly advisoryKey?: string;
+  readonly deadLetterTable?: string;
+  readonly deadLetterGroup?: string;
+  readonly json?: boolean;
+}
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** Adds the connection and table options to a command. */
+export function withTableOptions(command: Command): Command {
+  return command
+    .addOption(new Option("--url <url>", "database URL: postgres://…, mysql://…, mariadb://…, sqlite:path").env("SQLINBOX_URL"))
+    .option("--module <path>", "a module whose exports are the table descriptions (InboxSpec / defineInbox values) and, optionally, deadLetters")
+    .option("--table <name>", "a table to work on; without --module its roles are read from the column names (repeatable)", collect)
+    .option("--advisory-key <template>", 'with --table: the advisory key template, such as "report-{customer_id}"')
+    .option("--dead-letter-table <name>", "the table the source's dead letters are moved to")
+    .option("--dead-letter-group <group=deadGroup>", "dead letters kept in a group of the same table, such as reports=reports.dead")
+    .option("--json", "print JSON for machines instead of tables");
+}
+
+/** Opens the database, resolves the tables, runs `work`, and closes whatever happens. */
+export async function withConsole<T>(options: TableOptions, work: (console: OperatorConsole) => Promise<T>, expiringWithinMs?: number): Promise<T> {
+  if (options.url === undefined || options.url.length === 0) {
+    throw new CliError(ExitCode.usage, "no database URL: pass --url or set SQLINBOX_URL");
+  }
+  const opened = await openDatabase(options.url);
+  try {
+    const tables = await resolveTables(opened, {
+      module: options.module,
+      tables: options.table ?? [],
+      advisoryKey: options.advisoryKey,
+      deadLetterTable: options.deadLetterTable,
+      deadLetterGroup: options.deadLetterGroup,
+    });
+    return await work(new OperatorConsole(opened, tables, expiringWithinMs));
+  } finally {
+    await opened.close();
+  }
+}
+
+/** Prints a value as indented JSON on stdout. */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2)}\n`);
+}
+
+/** A positive whole number option. */
+export function positiveInt(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n <= 0) throw new CliError(ExitCode.usage, `${name} takes a positive whole number, got "${value}"`);
+    return n;
+  };
+}

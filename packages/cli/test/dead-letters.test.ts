@@ -1,0 +1,137 @@
+import { fileURLToPath } from "node:url";
+import type { PeekedRow, StatusReport } from "@sqlinbox/dashboard";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase } from "./databases.js";
+import { sqlinbox, sqlinboxJson } from "./run-bin.js";
+
+const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+
+describe.each(ENGINES)("sqlinbox dead letters on %s", (_name, open) => {
+  let t: TestDatabase;
+  const tables: string[] = [];
+  beforeAll(async () => {
+    t = await open();
+  });
+  afterAll(async () => {
+    await dropTables(t, ...tables);
+    await t.close();
+  });
+  const rows = async (table: string) => (await sql<Record<string, unknown>>`select * from ${sql.table(table)} order by id`.execute(t.db)).rows;
+
+  /** A lease table and its dead-letter table, named through the fixture module's environment. */
+  async function tablePair() {
+    const source = await createQueue(t, uniqueName("dl_src"), { lease: true });
+    const destination = await createQueue(t, uniqueName("dl_dst"), { lastError: true, attemptsName: "attempts" });
+    tables.push(source, destination);
+    process.env.TEST_SOURCE_TABLE = source;
+    process.env.TEST_DEAD_TABLE = destination;
+    return { source, destination, base: ["--url", t.url, "--module", fixture("table-dead-letters.ts")] };
+  }
+
+  test("a dead-letter table: status counts it, peek shows last_error and attempts, retry moves one row in one transaction", async () => {
+    const { source, destination, base } = await tablePair();
+    await insertRows(t, source, [{ payload: '{"report":1}', grp: "reports" }]);
+    await insertRows(t, destination, [
+      { payload: '{"report":7,"customer":"acme"}', grp: "reports", attempts: 5, last_error: "TypeError: pages is undefined" },
+      { payload: '{"report":8}', grp: "reports", attempts: 5, last_error: "timeout after 30s" },
+    ]);
+
+    const status = (await sqlinboxJson<StatusReport>(["status", ...base])).tables;
+    expect(status.map((s) => s.table)).toEqual([source]); // the destination is not listed as a queue of its own
+    expect(status[0]!.groups.map((g) => [g.group, g.ready, g.dead])).toEqual([["reports", 1, 2]]);
+    expect(status[0]!.deadLetters).toEqual([{ kind: "table", table: destination }]);
+
+    const peeked = await sqlinboxJson<PeekedRow[]>(["peek", ...base, "--state", "dead"]);
+    expect(peeked.map((r) => [r.id, r.columns.attempts, r.columns.last_error, r.payload])).toEqual([
+      ["1", 5, "TypeError: pages is undefined", { report: 7, customer: "acme" }],
+      ["2", 5, "timeout after 30s", { report: 8 }],
+    ]);
+    const human = await sqlinbox(["peek", ...base, "--state", "dead"]);
+    expect(human.stdout).toMatch(/id\s+attempts\s+grp\s+created_at\s+last_error\s+payload/);
+    expect(human.stdout).toContain('{"report":7,"customer":"acme"}');
+
+    const retried = await sqlinbox(["retry", "1", ...base]);
+    expect([retried.code, retried.stdout]).toEqual([0, "moved 1 dead letter back\n"]);
+    const back = await rows(source);
+    expect(back.map((r) => [r.payload, r.grp, Number(r.attempt), r.locked_until])).toEqual([
+      ['{"report":1}', "reports", 1, null],
+      ['{"report":7,"customer":"acme"}', "reports", 1, null],
+    ]);
+    expect((await rows(destination)).map((r) => Number(r.id))).toEqual([2]);
+
+    const again = await sqlinbox(["retry", "1", ...base]);
+    expect(again.code).toBe(3);
+    expect(again.stderr).toContain("no dead letter with id 1");
+  });
+
+  test("retry --all moves 2,500 dead letters in chunks of 1,000 with a progress bar, losing and duplicating none", async () => {
+    const { source, destination, base } = await tablePair();
+    await insertRows(
+      t,
+      destination,
+      Array.from({ length: 2500 }, (_, i) => ({ payload: `{"n":${i}}`, grp: "reports", attempts: 5, last_error: "boom" })),
+    );
+    const result = await sqlinbox(["retry", "--all", "--chunk", "1000", "--progress", ...base]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe("moved 2500 dead letters back\n");
+    const lines = result.stderr.trim().split("\n");
+    expect(lines[0]).toMatch(/^retrying \[░+\]\s+0% 0\/2500$/);
+    expect(lines).toContainEqual(expect.stringMatching(/^retrying \[█+░+\]\s+40% 1000\/2500$/));
+    expect(lines.at(-1)).toMatch(/^retrying \[█+\] 100% 2500\/2500$/);
+    const moved = await rows(source);
+    expect(moved.length).toBe(2500);
+    expect(new Set(moved.map((r) => r.payload)).size).toBe(2500);
+    expect(await rows(destination)).toEqual([]);
+    expect((await sqlinbox(["retry", "--all", ...base])).code).toBe(3);
+  });
+
+  test("a dead group of the same table (declared in the module): retry sets the group back and the attempt to its default", async () => {
+    const table = await createQueue(t, uniqueName("dl_grp"), { customer: true });
+    tables.push(table);
+    process.env.TEST_SOURCE_TABLE = table;
+    const base = ["--url", t.url, "--module", fixture("group-dead-letters.ts")];
+    await insertRows(t, table, [
+      { payload: '{"to":"a@example.com"}', grp: "mail", customer_id: "acme" },
+      { payload: '{"to":"b@example.com"}', grp: "mail.dead", customer_id: "beta", attempt: 6 },
+      { payload: '{"to":"c@example.com"}', grp: "mail.dead", customer_id: "beta", attempt: 6 },
+    ]);
+    const status = (await sqlinboxJson<StatusReport>(["status", ...base])).tables[0]!;
+    expect(status.form).toBe("advisory");
+    expect(status.groups.map((g) => [g.group, g.ready, g.dead])).toEqual([["mail", 1, 2]]);
+    expect(status.groups[0]!.attempts).toEqual([{ attempt: 1, rows: 1 }]);
+
+    const result = await sqlinbox(["retry", "--all", ...base]);
+    expect([result.code, result.stdout]).toEqual([0, "moved 2 dead letters back\n"]);
+    expect((await rows(table)).map((r) => [r.grp, Number(r.attempt)])).toEqual([
+      ["mail", 1],
+      ["mail", 1],
+      ["mail", 1],
+    ]);
+  });
+
+  test("purge asks first: no answer deletes nothing (exit 4), y deletes, --yes does not ask", async () => {
+    const table = await createQueue(t, uniqueName("dl_purge"), { done: true });
+    tables.push(table);
+    const base = ["--url", t.url, "--table", table, "--dead-letter-group", "mail=mail.dead"];
+    await insertRows(t, table, [
+      { payload: "{}", grp: "mail" },
+      { payload: "{}", grp: "mail.dead" },
+      { payload: "{}", grp: "mail.dead" },
+      { payload: "{}", grp: "mail", processed_at: t.types.now(-1000) },
+    ]);
+    const declined = await sqlinbox(["purge", "--state", "dead", ...base]);
+    expect(declined.code).toBe(4);
+    expect(declined.stderr).toContain(`Delete 2 dead letters from ${table}? [y/N]`);
+    expect((await rows(table)).length).toBe(4);
+
+    const confirmed = await sqlinbox(["purge", "--state", "dead", ...base], { input: "y\n" });
+    expect([confirmed.code, confirmed.stdout]).toEqual([0, "deleted 2 rows\n"]);
+    expect((await rows(table)).map((r) => r.grp)).toEqual(["mail", "mail"]);
+
+    const scripted = await sqlinbox(["purge", "--state", "done", "--yes", "--json", ...base]);
+    expect([scripted.code, JSON.parse(scripted.stdout)]).toEqual([0, { deleted: 1 }]);
+    expect((await rows(table)).length).toBe(1);
+    expect((await sqlinbox(["purge", "--state", "done", "--yes", ...base])).code).toBe(3);
+  });
+});

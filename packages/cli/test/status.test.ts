@@ -1,0 +1,131 @@
+import type { StatusReport } from "@sqlinbox/dashboard";
+import { dialectFor } from "@sqlinbox/kysely-dialects";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase } from "./databases.js";
+import { sqlinbox, sqlinboxJson } from "./run-bin.js";
+
+describe.each(ENGINES)("sqlinbox status on %s", (_name, open) => {
+  let t: TestDatabase;
+  const tables: string[] = [];
+  beforeAll(async () => {
+    t = await open();
+  });
+  afterAll(async () => {
+    await dropTables(t, ...tables);
+    await t.close();
+  });
+  const table = async (prefix: string, extra: Parameters<typeof createQueue>[2]) => {
+    const n = await createQueue(t, uniqueName(prefix), extra);
+    tables.push(n);
+    return n;
+  };
+
+  test("lease form: ready, in work (live leases), delayed, done, oldest, attempts and expiring leases per group", async () => {
+    const jobs = await table("st_lease", { lease: true, delay: true, done: true });
+    const { now } = t.types;
+    await insertRows(t, jobs, [
+      { payload: '{"n":1}', grp: "a", created_at: now(-300_000) },
+      { payload: '{"n":2}', grp: "a" },
+      { payload: '{"n":3}', grp: "a" },
+      { payload: '{"n":4}', grp: "a", locked_until: now(30_000), attempt: 2 },
+      { payload: '{"n":5}', grp: "a", locked_until: now(-10_000), attempt: 2 },
+      { payload: '{"n":6}', grp: "b", retry_after: now(600_000) },
+      { payload: '{"n":7}', grp: "b", processed_at: now(-5000) },
+    ]);
+    const report = await sqlinboxJson<StatusReport>(["status", "--url", t.url, "--table", jobs]);
+    const status = report.tables[0]!;
+    expect(status.form).toBe("lease");
+    expect(status.groups.map((g) => [g.group, g.ready, g.inWork, g.delayed, g.done])).toEqual([
+      ["a", 4, 1, 0, 0],
+      ["b", 0, 0, 1, 1],
+    ]);
+    expect(status.groups[0]!.attempts).toEqual([
+      { attempt: 1, rows: 3 },
+      { attempt: 2, rows: 2 },
+    ]);
+    expect(status.groups[0]!.oldestAgeMs).toBeGreaterThanOrEqual(299_000);
+    expect(status.groups[0]!.oldestAgeMs).toBeLessThan(400_000);
+    expect(status.expiringLeases.map((l) => [l.group, l.attempt])).toEqual([["a", 2]]);
+    expect(status.expiringLeases[0]!.expiresInMs).toBeGreaterThan(0);
+    expect(status.totals).toMatchObject({ ready: 4, inWork: 1, delayed: 1, done: 1, dead: null });
+
+    const human = await sqlinbox(["status", "--url", t.url, "--table", jobs]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toContain(`${jobs}  (lease on ${t.name === "mariadb" ? "mysql" : t.name}`);
+    expect(human.stdout).toMatch(/GROUP\s+READY\s+IN WORK\s+DELAYED\s+DEAD\s+DONE\s+OLDEST/);
+    expect(human.stdout).toMatch(/\ba\s+4\s+1\s+0\s+—\s+0\s+5m/);
+    expect(human.stdout).toContain("Leases running out in the next 1m 00s:");
+  });
+
+  test("row lock form: rows another transaction holds FOR UPDATE are in work", async () => {
+    const jobs = await table("st_rowlock", {});
+    await insertRows(
+      t,
+      jobs,
+      [1, 2, 3, 4].map((n) => ({ payload: `{"n":${n}}`, grp: "g" })),
+    );
+    const read = async () => (await sqlinboxJson<StatusReport>(["status", "--url", t.url, "--table", jobs])).tables[0]!;
+    if (t.name === "sqlite") {
+      const status = await read();
+      expect(status.totals.inWork).toBeNull();
+      expect(status.notes).toContain("in work: SQLite has no row locks");
+      return;
+    }
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let holding!: () => void;
+    const held = new Promise<void>((r) => (holding = r));
+    // Held the way a row-lock claim holds rows: READ COMMITTED, the first rows FOR UPDATE SKIP LOCKED.
+    const holder = t.db
+      .transaction()
+      .setIsolationLevel("read committed")
+      .execute(async (trx) => {
+        await sql.raw(`select id from ${jobs} order by id limit 2 for update skip locked`).execute(trx);
+        holding();
+        await released;
+      });
+    await held;
+    try {
+      const status = await read();
+      expect(status.form).toBe("rowLock");
+      expect(status.groups.map((g) => [g.group, g.ready, g.inWork])).toEqual([["g", 2, 2]]);
+    } finally {
+      release();
+      await holder;
+    }
+    expect((await read()).groups.map((g) => [g.ready, g.inWork])).toEqual([[4, 0]]);
+  });
+
+  test("advisory form: keys another session holds are in work (SQLite: unknown from outside)", async () => {
+    const jobs = await table("st_adv", { customer: true });
+    await insertRows(t, jobs, [
+      { payload: "{}", grp: "g", customer_id: "acme" },
+      { payload: "{}", grp: "g", customer_id: "acme" },
+      { payload: "{}", grp: "g", customer_id: "beta" },
+    ]);
+    const args = ["status", "--url", t.url, "--table", jobs, "--advisory-key", "c-{customer_id}"];
+    if (t.name === "sqlite") {
+      const status = (await sqlinboxJson<StatusReport>(args)).tables[0]!;
+      expect(status.form).toBe("advisory");
+      expect(status.totals.inWork).toBeNull();
+      expect(status.notes.join("\n")).toContain("unknown from outside");
+      return;
+    }
+    const dialect = dialectFor(t.name === "postgres" ? "postgres" : "mysql");
+    const database = String((await t.db.executeQuery(dialect.schema.currentDatabase())).rows[0]!.name);
+    const key = `${jobs}:c-acme`;
+    await t.db.connection().execute(async (session) => {
+      const locked = (await session.executeQuery(dialect.advisory.tryLock(key, database)!)).rows[0]!;
+      expect(Number(locked.locked === true ? 1 : locked.locked)).toBe(1);
+      try {
+        const status = (await sqlinboxJson<StatusReport>(args)).tables[0]!;
+        expect(status.groups.map((g) => [g.group, g.ready, g.inWork])).toEqual([["g", 2, 1]]);
+      } finally {
+        await session.executeQuery(dialect.advisory.unlock(key, database)!);
+      }
+    });
+    const after = (await sqlinboxJson<StatusReport>(args)).tables[0]!;
+    expect(after.groups.map((g) => [g.ready, g.inWork])).toEqual([[3, 0]]);
+  });
+});

@@ -1,0 +1,318 @@
+// The dashboard page: polls /api/status, /api/samples and the dead letters, and renders them.
+// Every value from the database is set as text, never as HTML.
+
+const FORM = { lease: "lease", rowLock: "row lock", advisory: "advisory" };
+const state = { config: null, charts: new Map(), selected: new Map(), flash: new Map() };
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs ?? {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") el.className = v;
+    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c instanceof Node ? c : String(c));
+  return el;
+}
+
+const count = (n) => (n === null || n === undefined ? "—" : String(n));
+function duration(ms) {
+  if (ms === null || ms === undefined) return "—";
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${String(s % 60).padStart(2, "0")}s`;
+  const hr = Math.floor(m / 60);
+  return hr < 48 ? `${hr}h ${String(m % 60).padStart(2, "0")}m` : `${Math.floor(hr / 24)}d ${hr % 24}h`;
+}
+const text = (v) => (typeof v === "string" ? v : JSON.stringify(v));
+
+async function getJson(path) {
+  const res = await fetch(path, { cache: "no-store" });
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${(await res.json().catch(() => ({}))).error ?? ""}`);
+  return res.json();
+}
+
+function kpi(cls, label, value, id) {
+  return h("div", { class: `kpi ${cls}` }, h("div", { class: "label" }, label), h("div", { class: "value", "data-testid": id }, value));
+}
+
+function histogram(buckets) {
+  if (buckets.length === 0) return "—";
+  const max = Math.max(...buckets.map((b) => b.rows));
+  return h(
+    "div",
+    { class: "histogram", title: buckets.map((b) => `attempt ${b.attempt}: ${b.rows}`).join("\n") },
+    buckets.map((b) => h("div", { class: `bar ${b.attempt >= 5 ? "many" : b.attempt >= 2 ? "retry" : ""}`, style: `height:${Math.max(8, (b.rows / max) * 100)}%` })),
+  );
+}
+
+function groupsTable(t) {
+  const grouped = t.groups.some((g) => g.group !== null);
+  const head = h(
+    "tr",
+    {},
+    grouped ? h("th", {}, "Group") : null,
+    ["Ready", "In work", "Delayed", "Dead", "Done", "Oldest"].map((c) => h("th", { class: "num" }, c)),
+    h("th", {}, "Attempts"),
+  );
+  const rows = t.groups.map((g) =>
+    h(
+      "tr",
+      { "data-testid": `group-${t.table}-${g.group ?? ""}` },
+      grouped ? h("td", {}, g.group) : null,
+      h("td", { class: "num" }, count(g.ready)),
+      h("td", { class: "num" }, count(g.inWork)),
+      h("td", { class: "num" }, count(g.delayed)),
+      h("td", { class: "num" }, count(g.dead)),
+      h("td", { class: "num" }, count(g.done)),
+      h("td", { class: "num" }, duration(g.oldestAgeMs)),
+      h("td", {}, histogram(g.attempts)),
+    ),
+  );
+  if (rows.length === 0) return h("div", { class: "empty" }, "The table is empty.");
+  return h("table", { class: "grid" }, h("thead", {}, head), h("tbody", {}, rows));
+}
+
+function leasesTable(t) {
+  if (t.form !== "lease") return null;
+  if (t.expiringLeases.length === 0) return h("div", { class: "empty" }, "No lease runs out in the next minute.");
+  const shown = t.expiringLeases.slice(0, 6);
+  const more = t.expiringLeases.length - shown.length;
+  return h(
+    "div",
+    {},
+    h(
+      "table",
+      { class: "grid" },
+      h(
+        "thead",
+        {},
+        h("tr", {}, h("th", {}, "Id"), h("th", {}, "Group"), h("th", { class: "num" }, "Attempt"), h("th", { class: "num" }, "Expires in"), h("th", {}, "Locked until")),
+      ),
+      h(
+        "tbody",
+        {},
+        shown.map((l) =>
+          h(
+            "tr",
+            {},
+            h("td", {}, l.id),
+            h("td", {}, l.group ?? "—"),
+            h("td", { class: "num" }, count(l.attempt)),
+            h("td", { class: "num" }, duration(l.expiresInMs)),
+            h("td", {}, new Date(l.lockedUntil).toLocaleTimeString()),
+          ),
+        ),
+      ),
+    ),
+    more > 0 ? h("div", { class: "empty" }, `and ${more} more (sqlinbox status lists them all)`) : null,
+  );
+}
+
+function deadLetterSection(t, rows) {
+  if (t.deadLetters.length === 0) return h("div", { class: "empty" }, "No dead-letter place is declared for this table.");
+  const selected = state.selected.get(t.table) ?? new Set();
+  state.selected.set(t.table, selected);
+  const writes = state.config?.writes === true;
+  const flash = state.flash.get(t.table);
+  const columns = [...new Set(rows.flatMap((r) => Object.keys(r.columns)))].filter((c) => c !== "id");
+  const retry = async (body) => {
+    const res = await fetch(`/api/dead-letters/${encodeURIComponent(t.table)}/retry`, {
+      method: "POST",
+      headers: { "content-type": "application/json", [state.config.tokenHeader]: document.getElementById("token").value },
+      body: JSON.stringify(body),
+    });
+    const answer = await res.json().catch(() => ({}));
+    state.flash.set(t.table, res.ok ? { ok: true, text: `Moved ${answer.moved} back to ${t.table}.` } : { ok: false, text: `Refused (${res.status}): ${answer.error ?? ""}` });
+    selected.clear();
+    await refresh();
+  };
+  return h(
+    "div",
+    {},
+    h(
+      "div",
+      { class: "actions" },
+      h(
+        "button",
+        { class: "primary", "data-testid": `retry-selected-${t.table}`, disabled: !writes || selected.size === 0 ? true : undefined, onclick: () => retry({ ids: [...selected] }) },
+        `Retry selected (${selected.size})`,
+      ),
+      h("button", { "data-testid": `retry-all-${t.table}`, disabled: !writes || rows.length === 0 ? true : undefined, onclick: () => retry({ all: true }) }, "Retry all"),
+      writes ? null : h("span", { class: "muted" }, "Read-only: start with --allow-writes --token to retry from here."),
+      flash ? h("span", { class: `flash ${flash.ok ? "ok" : "bad"}`, "data-testid": `flash-${t.table}` }, flash.text) : null,
+    ),
+    rows.length === 0
+      ? h("div", { class: "empty", "data-testid": `no-dead-${t.table}` }, "No dead letters.")
+      : h(
+          "table",
+          { class: "grid", "data-testid": `dead-${t.table}` },
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              h("th", {}, ""),
+              h("th", {}, "Id"),
+              columns.map((c) => h("th", {}, c)),
+              h("th", {}, "Payload"),
+            ),
+          ),
+          h(
+            "tbody",
+            {},
+            rows.map((r) =>
+              h(
+                "tr",
+                { "data-testid": `dead-row-${t.table}-${r.id}` },
+                h(
+                  "td",
+                  {},
+                  h("input", {
+                    type: "checkbox",
+                    "data-testid": `select-${t.table}-${r.id}`,
+                    checked: selected.has(r.id) ? true : undefined,
+                    onchange: (e) => {
+                      e.target.checked ? selected.add(r.id) : selected.delete(r.id);
+                      void refresh();
+                    },
+                  }),
+                ),
+                h("td", {}, r.id),
+                columns.map((c) => h("td", { class: c === "last_error" ? "error-text" : "" }, r.columns[c] === null || r.columns[c] === undefined ? "—" : text(r.columns[c]))),
+                h("td", { class: "payload", title: text(r.payload) }, text(r.payload)),
+              ),
+            ),
+          ),
+        ),
+  );
+}
+
+function chartCell(table, kind, title) {
+  const box = h("div", { class: "chart", "data-testid": `chart-${kind}-${table}` }, h("div", { class: "title" }, title));
+  return box;
+}
+
+const SERIES = {
+  depth: [
+    ["Ready", "#2f7cf6", (s) => s.ready],
+    ["In work", "#f59f00", (s) => s.inWork],
+    ["Delayed", "#8e67e6", (s) => s.delayed],
+  ],
+  throughput: [["Finished / s", "#2b9348", (s) => s.finishedPerSecond]],
+  failures: [
+    ["Dead letters / s", "#e03131", (s) => s.failedPerSecond],
+    ["Delayed (retrying)", "#8e67e6", (s) => s.delayed],
+  ],
+};
+
+function drawCharts(table, samples, boxes) {
+  for (const [kind, box] of Object.entries(boxes)) {
+    const defs = SERIES[kind];
+    const xs = samples.map((s) => s.at / 1000);
+    const data = [xs, ...defs.map(([, , pick]) => samples.map((s) => (s.tables[table] ? pick(s.tables[table]) : null)))];
+    const key = `${table}/${kind}`;
+    let chart = state.charts.get(key);
+    if (chart && chart.root.parentElement !== box) {
+      box.append(chart.root);
+    }
+    if (!chart) {
+      chart = new uPlot(
+        {
+          width: Math.max(260, box.clientWidth - 20),
+          height: 150,
+          legend: { show: true },
+          cursor: { show: true },
+          scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.15)] } },
+          axes: [
+            { stroke: "#6b7686", grid: { stroke: "#eef0f3" } },
+            { stroke: "#6b7686", grid: { stroke: "#eef0f3" }, size: 44 },
+          ],
+          series: [{}, ...defs.map(([label, color]) => ({ label, stroke: color, width: 2, fill: `${color}18`, points: { show: false } }))],
+        },
+        data,
+        box,
+      );
+      state.charts.set(key, chart);
+    } else chart.setData(data);
+  }
+}
+
+async function refresh() {
+  const errorBox = document.getElementById("error");
+  try {
+    state.config ??= await getJson("/api/config");
+    const [status, samples] = await Promise.all([getJson("/api/status"), getJson("/api/samples")]);
+    const dead = await Promise.all(status.tables.map((t) => (t.deadLetters.length === 0 ? [] : getJson(`/api/dead-letters/${encodeURIComponent(t.table)}?limit=50`))));
+    document.getElementById("engine").textContent = status.engine;
+    const mode = document.getElementById("mode");
+    mode.textContent = state.config.writes ? "writes allowed" : "read-only";
+    mode.className = `badge ${state.config.writes ? "writes" : "read-only"}`;
+    document.getElementById("token-box").hidden = !state.config.writes;
+    document.getElementById("updated").textContent = `updated ${new Date(status.at).toLocaleTimeString()}`;
+    const main = document.getElementById("tables");
+    const chartBoxes = [];
+    main.replaceChildren(
+      ...status.tables.map((t, i) => {
+        const totals = t.totals;
+        const boxes = {
+          depth: chartCell(t.table, "depth", "Depth"),
+          throughput: chartCell(t.table, "throughput", "Throughput"),
+          failures: chartCell(t.table, "failures", "Failures"),
+        };
+        chartBoxes.push([t.table, boxes]);
+        const target = t.deadLetters.map((d) => (d.kind === "table" ? `table ${d.table}` : `group ${d.deadGroup}`)).join(", ");
+        return h(
+          "section",
+          { class: "card", "data-testid": `table-${t.table}` },
+          h("h2", {}, t.table, h("span", { class: "badge form" }, FORM[t.form] ?? t.form)),
+          h("div", { class: "subtitle" }, target ? `Dead letters go to ${target}.` : "No dead-letter place declared."),
+          h(
+            "div",
+            { class: "kpis" },
+            kpi("ready", "Ready", count(totals.ready), `ready-${t.table}`),
+            kpi("work", "In work", count(totals.inWork), `in-work-${t.table}`),
+            kpi("delayed", "Delayed", count(totals.delayed), `delayed-${t.table}`),
+            kpi("dead", "Dead letters", count(totals.dead), `dead-count-${t.table}`),
+            kpi("done", "Done", count(totals.done), `done-${t.table}`),
+            kpi("oldest", "Oldest", duration(totals.oldestAgeMs), `oldest-${t.table}`),
+          ),
+          h("h3", {}, "Live, sampled while this page's server runs"),
+          h("div", { class: "charts" }, Object.values(boxes)),
+          h("h3", {}, "Groups"),
+          groupsTable(t),
+          t.form === "lease" ? h("h3", {}, "Leases running out soon") : null,
+          leasesTable(t),
+          h("h3", {}, "Dead letters"),
+          deadLetterSection(t, dead[i]),
+          t.notes.length
+            ? h(
+                "ul",
+                { class: "notes" },
+                t.notes.map((n) => h("li", {}, n)),
+              )
+            : null,
+        );
+      }),
+    );
+    for (const [table, boxes] of chartBoxes) drawCharts(table, samples, boxes);
+    errorBox.hidden = true;
+  } catch (error) {
+    errorBox.hidden = false;
+    errorBox.textContent = `Cannot read the status: ${error.message}`;
+  }
+}
+
+const tokenInput = document.getElementById("token");
+tokenInput.value = sessionStorage.getItem("sqlinbox-token") ?? "";
+tokenInput.addEventListener("input", () => sessionStorage.setItem("sqlinbox-token", tokenInput.value));
+
+async function loop() {
+  await refresh();
+  setTimeout(loop, state.config?.sampleEveryMs ?? 2000);
+}
+void loop();

@@ -1,0 +1,18 @@
+/**
+ * @sqlinbox/dashboard — the web page `sqlinbox dashboard` serves: the facts of `sqlinbox status`
+ * refreshed live, charts sampled while it runs, and dead letters to inspect and retry.
+ */
+export { startDashboard, dashboardApp, type DashboardOptions, type RunningDashboard } from "./server.js";
+export { Sampler, sampleOf, type Sample, type TableSample } from "./sampler.js";
+export { refuseWrite, TOKEN_HEADER, type WriteRefusal } from "./write-guard.js";
+export type {
+  DashboardSource,
+  StatusReport,
+  TableStatus,
+  GroupStatus,
+  AttemptBucket,
+  ExpiringLease,
+  DeadLetterTarget,
+  PeekedRow,
+  FormName,
+} from "./source.js";

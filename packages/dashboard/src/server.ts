@@ -1,0 +1,83 @@
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { Hono } from "hono";
+import { ASSETS, readAsset } from "./assets.js";
+import { Sampler } from "./sampler.js";
+import type { DashboardSource } from "./source.js";
+import { refuseWrite, TOKEN_HEADER } from "./write-guard.js";
+
+export interface DashboardOptions {
+  readonly source: DashboardSource;
+  /** 0 picks a free port. */
+  readonly port: number;
+  readonly host?: string;
+  /** `null`: read-only. Otherwise writes need this token in the `x-sqlinbox-token` header. */
+  readonly writes: { readonly token: string } | null;
+  /** Milliseconds between samples of the charts (default 2000). */
+  readonly sampleEveryMs?: number;
+}
+
+export interface RunningDashboard {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/** The dashboard's routes: the page and its assets, the status and samples, dead letters, and retry (a write). */
+export function dashboardApp(options: DashboardOptions, sampler: Sampler): Hono {
+  const app = new Hono();
+  const { source, writes } = options;
+
+  for (const [path, asset] of Object.entries(ASSETS)) {
+    app.get(path, async (c) => c.body(new Uint8Array(await readAsset(asset)), 200, { "content-type": asset.type, "cache-control": "no-cache" }));
+  }
+  app.get("/api/config", (c) => c.json({ writes: writes !== null, tokenHeader: TOKEN_HEADER, sampleEveryMs: options.sampleEveryMs ?? 2000 }));
+  app.get("/api/status", async (c) => {
+    await sampler.sampleNow();
+    return c.json(await sampler.latest());
+  });
+  app.get("/api/samples", (c) => c.json(sampler.samples));
+  app.get("/api/dead-letters/:table", async (c) => {
+    const limit = Math.min(500, Math.max(1, Number(c.req.query("limit") ?? 50) || 50));
+    return c.json(await source.deadLetters(c.req.param("table"), limit));
+  });
+  app.post("/api/dead-letters/:table/retry", async (c) => {
+    const refusal = refuseWrite(writes, c.req.raw.headers);
+    if (refusal !== null) return c.json({ error: refusal.message }, refusal.status);
+    const body = (await c.req.json().catch(() => ({}))) as { ids?: unknown; all?: unknown };
+    const ids = body.all === true ? "all" : Array.isArray(body.ids) && body.ids.every((id) => typeof id === "string" || typeof id === "number") ? body.ids.map(String) : null;
+    if (ids === null || ids.length === 0) return c.json({ error: 'send { "ids": ["…"] } or { "all": true }' }, 400);
+    const result = await source.retryDeadLetters(c.req.param("table"), ids);
+    await sampler.sampleNow();
+    return c.json(result);
+  });
+  app.onError((error, c) => c.json({ error: message(error) }, 500));
+  return app;
+}
+
+/**
+ * Serves the dashboard and starts sampling.
+ *
+ * @example
+ * const dashboard = await startDashboard({ source, port: 4300, writes: null });
+ * console.log(dashboard.url); // http://127.0.0.1:4300/
+ */
+export async function startDashboard(options: DashboardOptions): Promise<RunningDashboard> {
+  const sampler = new Sampler(options.source, options.sampleEveryMs ?? 2000);
+  const app = dashboardApp(options, sampler);
+  const host = options.host ?? "127.0.0.1";
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, port: options.port, hostname: host }, () => resolve(s));
+    s.once("error", reject);
+  });
+  sampler.start();
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}/`,
+    async close() {
+      await sampler.stop();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

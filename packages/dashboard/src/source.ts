@@ -1,0 +1,83 @@
+/**
+ * What the dashboard shows and does, as plain JSON-ready values. The `sqlinbox` CLI provides
+ * it (its `status`, `peek` and `retry` are the same code), so the page and the CLI never disagree.
+ */
+
+/** The claim forms, as the page names them. */
+export type FormName = "rowLock" | "lease" | "advisory";
+
+/** One bar of the attempts histogram: how many rows not done carry this attempt count. */
+export interface AttemptBucket {
+  readonly attempt: number;
+  readonly rows: number;
+}
+
+/** One group of a table (the whole table when it has no group column). */
+export interface GroupStatus {
+  /** The group's value, or `null` for a table without a group column. */
+  readonly group: string | null;
+  /** Rows a claim could take now. */
+  readonly ready: number;
+  /** Rows a worker holds now; `null` when it cannot be known from outside (advisory on SQLite). */
+  readonly inWork: number | null;
+  /** Rows hidden until their retryAfter time. */
+  readonly delayed: number;
+  /** Rows marked processed (a processedAt column), `null` without one. */
+  readonly done: number | null;
+  /** Dead letters of this group, `null` when no dead-letter place is known. */
+  readonly dead: number | null;
+  /** Age of the oldest row not done, from a created-at column; `null` without one or when empty. */
+  readonly oldestAgeMs: number | null;
+  readonly attempts: readonly AttemptBucket[];
+}
+
+/** A live lease that runs out soon. */
+export interface ExpiringLease {
+  readonly id: string;
+  readonly group: string | null;
+  readonly lockedUntil: string;
+  readonly expiresInMs: number;
+  readonly attempt: number | null;
+}
+
+/** Where a table's dead letters go. */
+export type DeadLetterTarget = { readonly kind: "table"; readonly table: string } | { readonly kind: "group"; readonly group: string; readonly deadGroup: string };
+
+export interface TableStatus {
+  readonly table: string;
+  readonly form: FormName;
+  readonly groups: readonly GroupStatus[];
+  /** Sums over the groups (`inWork` `null` when unknown). */
+  readonly totals: Omit<GroupStatus, "group" | "attempts" | "oldestAgeMs"> & { readonly oldestAgeMs: number | null };
+  readonly expiringLeases: readonly ExpiringLease[];
+  /** The largest id in the table when ids are numbers: its growth between two reads is the rows written. */
+  readonly newestId: number | null;
+  readonly deadLetters: readonly DeadLetterTarget[];
+  /** Why a number is missing, in words (for instance "in work: unknown from outside …"). */
+  readonly notes: readonly string[];
+}
+
+export interface StatusReport {
+  /** When the numbers were read (ISO-8601). */
+  readonly at: string;
+  /** `postgres`, `mysql` or `sqlite`. */
+  readonly engine: string;
+  readonly tables: readonly TableStatus[];
+}
+
+/** A row as `peek` shows it: every column of the real table, the payload decoded. */
+export interface PeekedRow {
+  readonly id: string;
+  readonly columns: Readonly<Record<string, unknown>>;
+  /** The decoded payload (JSON from bytes, text or a JSON column), when the table has a payload column. */
+  readonly payload?: unknown;
+}
+
+/** What the dashboard reads and, with writes allowed, does. */
+export interface DashboardSource {
+  status(): Promise<StatusReport>;
+  /** The dead letters of a source table, oldest first. */
+  deadLetters(table: string, limit: number): Promise<readonly PeekedRow[]>;
+  /** Moves dead letters back into their source: the given ids, or all of them. Returns how many moved. */
+  retryDeadLetters(table: string, ids: readonly string[] | "all"): Promise<{ readonly moved: number }>;
+}

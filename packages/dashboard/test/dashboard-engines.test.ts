@@ -1,0 +1,75 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import mysql from "mysql2/promise";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { launchChromium } from "./browser.js";
+import { startDashboardProcess } from "./dashboard-process.js";
+
+const MYSQL_URL = process.env.SQLINBOX_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test";
+const suffix = `${process.pid}_${Date.now() % 100_000}`;
+
+describe("the dashboard's numbers on the other engines and forms", () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  test("MariaDB, row lock: rows a worker's transaction holds show as in work, a dead group as dead letters", async () => {
+    const table = `dash_rowlock_${suffix}`;
+    const admin = await mysql.createConnection(MYSQL_URL);
+    const worker = await mysql.createConnection(MYSQL_URL);
+    await admin.query(`create table ${table} (id int auto_increment primary key, attempt int not null default 1, payload text, grp varchar(64))`);
+    try {
+      await admin.query(`insert into ${table} (payload, grp) values ('{"n":1}','mail'),('{"n":2}','mail'),('{"n":3}','mail'),('{"n":4}','mail'),('{"n":5}','mail.dead')`);
+      // Held the way a row-lock claim holds rows.
+      await worker.query("set session transaction isolation level read committed");
+      await worker.query("begin");
+      await worker.query(`select id from ${table} where grp = 'mail' order by id limit 3 for update skip locked`);
+      const dashboard = await startDashboardProcess(["--url", MYSQL_URL, "--table", table, "--dead-letter-group", "mail=mail.dead", "--sample-every", "1"]);
+      try {
+        const page = await browser.newPage();
+        await page.goto(dashboard.url);
+        await expect.poll(() => page.getByTestId(`in-work-${table}`).textContent(), { timeout: 15_000 }).toBe("3");
+        expect(await page.getByTestId(`ready-${table}`).textContent()).toBe("1");
+        expect(await page.getByTestId(`dead-count-${table}`).textContent()).toBe("1");
+        await worker.query("rollback");
+        await expect.poll(() => page.getByTestId(`in-work-${table}`).textContent(), { timeout: 15_000 }).toBe("0");
+        expect(await page.getByTestId(`ready-${table}`).textContent()).toBe("4");
+        await page.close();
+      } finally {
+        await dashboard.stop();
+      }
+    } finally {
+      await worker.end();
+      await admin.query(`drop table if exists ${table}`);
+      await admin.end();
+    }
+  });
+
+  test("SQLite, advisory: in work is unknown from outside, and the page says so", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sqlinbox-dash-"));
+    const file = join(dir, "app.db");
+    const db = new Database(file);
+    db.exec("create table mail (id integer primary key, attempt integer not null default 1, payload text, customer_id text)");
+    db.exec(`insert into mail (payload, customer_id) values ('{}', 'acme'), ('{}', 'beta')`);
+    db.close();
+    const dashboard = await startDashboardProcess(["--url", `sqlite:${file}`, "--table", "mail", "--advisory-key", "m-{customer_id}"]);
+    try {
+      const page = await browser.newPage();
+      await page.goto(dashboard.url);
+      await expect.poll(() => page.getByTestId("ready-mail").textContent(), { timeout: 15_000 }).toBe("2");
+      expect(await page.getByTestId("in-work-mail").textContent()).toBe("—");
+      expect(await page.getByText("in work: unknown from outside (advisory keys on SQLite live in the application's process)").isVisible()).toBe(true);
+      await page.close();
+    } finally {
+      await dashboard.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,139 @@
+import { mkdtempSync } from "node:fs";
+import { statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { launchChromium } from "./browser.js";
+import { startDashboardProcess, type DashboardProcess } from "./dashboard-process.js";
+
+const PG_URL = process.env.SQLINBOX_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const TOKEN = "s3cret-operator-token";
+const suffix = `${process.pid}_${Date.now() % 100_000}`;
+const SOURCE = `dash_reports_${suffix}`;
+const DEAD = `dash_reports_dead_${suffix}`;
+
+/** Counts straight from the table, to hold the page's numbers against. */
+async function counted(client: pg.Client) {
+  const one = async (text: string) => Number((await client.query(text)).rows[0].n);
+  return {
+    ready: await one(`select count(*) as n from ${SOURCE} where locked_until is null or locked_until <= now()`),
+    inWork: await one(`select count(*) as n from ${SOURCE} where locked_until > now()`),
+    dead: await one(`select count(*) as n from ${DEAD}`),
+  };
+}
+
+const testId = (page: Page, id: string) => page.getByTestId(id);
+
+describe("the dashboard in a real headless Chromium, against PostgreSQL", () => {
+  let client: pg.Client;
+  let browser: Browser;
+  let writable: DashboardProcess;
+  let readOnly: DashboardProcess;
+
+  beforeAll(async () => {
+    client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    await client.query(`create table ${SOURCE} (id serial primary key, attempt int not null default 1, locked_until timestamptz, payload text, grp text,
+      created_at timestamptz not null default now() - interval '2 minutes')`);
+    await client.query(`create table ${DEAD} (id serial primary key, attempts int, payload text, grp text, last_error text)`);
+    await client.query(`insert into ${SOURCE} (payload, grp) select '{"report":' || g || '}', 'reports' from generate_series(1, 5) g`);
+    await client.query(`insert into ${SOURCE} (payload, grp, locked_until, attempt) values ('{"report":6}', 'reports', now() + interval '40 seconds', 2),
+      ('{"report":7}', 'reports', now() + interval '50 seconds', 3)`);
+    await client.query(`insert into ${DEAD} (payload, grp, attempts, last_error) values
+      ('{"report":100,"customer":"acme"}', 'reports', 5, 'TypeError: cannot read properties of undefined (reading ''pages'')'),
+      ('{"report":101}', 'reports', 5, 'timeout after 30s'), ('{"report":102}', 'reports', 5, 'renderer exited with 137')`);
+    const args = ["--url", PG_URL, "--table", SOURCE, "--dead-letter-table", DEAD, "--sample-every", "1"];
+    [writable, readOnly, browser] = await Promise.all([startDashboardProcess([...args, "--allow-writes", "--token", TOKEN]), startDashboardProcess(args), launchChromium()]);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await writable?.stop();
+    await readOnly?.stop();
+    await client?.query(`drop table if exists ${SOURCE}, ${DEAD}`);
+    await client?.end();
+  });
+
+  test("the page shows the table's numbers, refreshed live, with charts, and takes a screenshot worth looking at", async () => {
+    const page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(writable.url);
+    const expected = await counted(client);
+    expect(expected).toEqual({ ready: 5, inWork: 2, dead: 3 });
+    await expect.poll(() => testId(page, `ready-${SOURCE}`).textContent(), { timeout: 15_000 }).toBe(String(expected.ready));
+    expect(await testId(page, `in-work-${SOURCE}`).textContent()).toBe(String(expected.inWork));
+    expect(await testId(page, `dead-count-${SOURCE}`).textContent()).toBe(String(expected.dead));
+    expect(await testId(page, `oldest-${SOURCE}`).textContent()).toMatch(/^2m \d\ds$/);
+    expect(await page.locator(`[data-testid="dead-${SOURCE}"] tbody tr`).count()).toBe(3);
+    await expect.poll(() => page.locator(`[data-testid="table-${SOURCE}"] .uplot canvas`).count()).toBe(3);
+
+    // Live: rows written after the page loaded appear without a reload.
+    await client.query(`insert into ${SOURCE} (payload, grp) select '{}', 'reports' from generate_series(1, 4)`);
+    await expect.poll(() => testId(page, `ready-${SOURCE}`).textContent(), { timeout: 15_000 }).toBe(String((await counted(client)).ready));
+
+    const shot = join(mkdtempSync(join(tmpdir(), "sqlinbox-dashboard-")), "dashboard.png");
+    await page.waitForTimeout(2500); // a few samples in the charts
+    await page.screenshot({ path: shot, fullPage: true });
+    expect(statSync(shot).size).toBeGreaterThan(30_000);
+    console.log(`dashboard screenshot: ${shot}`);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  test("a dead letter is retried through the page: refused without the token, moved with it", async () => {
+    const page = await browser.newPage();
+    await page.goto(writable.url);
+    const first = (await client.query(`select min(id) as id from ${DEAD}`)).rows[0].id as number;
+    await testId(page, `select-${SOURCE}-${first}`).check();
+    await testId(page, `retry-selected-${SOURCE}`).click();
+    await expect.poll(() => testId(page, `flash-${SOURCE}`).textContent()).toMatch(/^Refused \(401\): a write needs the token/);
+    expect((await counted(client)).dead).toBe(3);
+
+    await testId(page, "token").fill("wrong-token-here");
+    await testId(page, `select-${SOURCE}-${first}`).check();
+    await testId(page, `retry-selected-${SOURCE}`).click();
+    await expect.poll(() => testId(page, `flash-${SOURCE}`).textContent()).toBe("Refused (403): the token is wrong");
+    expect((await counted(client)).dead).toBe(3);
+
+    await testId(page, "token").fill(TOKEN);
+    await testId(page, `select-${SOURCE}-${first}`).check();
+    await testId(page, `retry-selected-${SOURCE}`).click();
+    await expect.poll(() => testId(page, `flash-${SOURCE}`).textContent()).toBe(`Moved 1 back to ${SOURCE}.`);
+    expect((await counted(client)).dead).toBe(2);
+    const back = await client.query(`select attempt, locked_until from ${SOURCE} where payload = '{"report":100,"customer":"acme"}'`);
+    expect(back.rows).toEqual([{ attempt: 1, locked_until: null }]);
+    await expect.poll(() => testId(page, `dead-count-${SOURCE}`).textContent()).toBe("2");
+
+    await testId(page, `retry-all-${SOURCE}`).click();
+    await expect.poll(() => testId(page, `flash-${SOURCE}`).textContent()).toBe(`Moved 2 back to ${SOURCE}.`);
+    expect((await counted(client)).dead).toBe(0);
+    await expect.poll(() => testId(page, `no-dead-${SOURCE}`).isVisible()).toBe(true);
+    await page.close();
+  });
+
+  test("a read-only dashboard refuses writes even with the token, and offers no retry button", async () => {
+    await client.query(`insert into ${DEAD} (payload, grp, attempts, last_error) values ('{"report":200}', 'reports', 5, 'boom')`);
+    const page = await browser.newPage();
+    await page.goto(readOnly.url);
+    await expect.poll(() => testId(page, `dead-count-${SOURCE}`).textContent(), { timeout: 15_000 }).toBe("1");
+    expect(await testId(page, `retry-all-${SOURCE}`).isDisabled()).toBe(true);
+    expect(await page.getByText("Read-only: start with --allow-writes --token").isVisible()).toBe(true);
+    const status = await page.evaluate(
+      async ([table, token]) => {
+        const res = await fetch(`/api/dead-letters/${table}/retry`, {
+          method: "POST",
+          headers: { "x-sqlinbox-token": token!, "content-type": "application/json" },
+          body: '{"all":true}',
+        });
+        return res.status;
+      },
+      [SOURCE, TOKEN],
+    );
+    expect(status).toBe(403);
+    expect((await counted(client)).dead).toBe(1);
+    await page.close();
+  });
+});

@@ -1,0 +1,117 @@
+import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
+import type { CompiledQuery } from "kysely";
+import type { RawRow } from "../types.js";
+import { compiled, type Eb, type QueryDb, type StatementContext } from "../statements/query-db.js";
+import type { DeadLetterPlace, OperatorEngine } from "./types.js";
+
+/** The table the dead letters sit in, and the condition that picks them out of it. */
+function deadLetters(db: QueryDb, source: InboxDescription, place: DeadLetterPlace, ids?: readonly unknown[]) {
+  const spec = place.kind === "table" ? place.destination : source;
+  let query = db.selectFrom(spec.table);
+  if (place.kind === "group") query = query.where(groupColumn(source).name, "=", place.deadGroup);
+  if (ids !== undefined) query = query.where(spec.id.name, "in", [...ids]);
+  return { spec, query };
+}
+
+function groupColumn(source: InboxDescription) {
+  const group = source.group;
+  if (group === undefined) {
+    throw new SqlInboxError("Declaration", "dead letters in a group need a group column: describe one, or name a dead-letter table", { table: source.table });
+  }
+  return group;
+}
+
+/** `select * from <destination> [where "grp" = :deadGroup] [and "id" in (…)] order by "id" limit :n`. */
+export function peekDeadLettersQuery(ctx: StatementContext, source: InboxDescription, place: DeadLetterPlace, limit: number, ids?: readonly unknown[]): CompiledQuery<RawRow> {
+  const { spec, query } = deadLetters(ctx.db, source, place, ids);
+  return compiled(query.selectAll().orderBy(spec.id.name).limit(limit));
+}
+
+/** `select "grp", count(*) as "rows" from <destination> [where "grp" = :deadGroup] group by "grp"`. */
+export function countDeadLettersQuery(ctx: StatementContext, source: InboxDescription, place: DeadLetterPlace): CompiledQuery<RawRow> {
+  const { spec, query } = deadLetters(ctx.db, source, place);
+  const group = spec.group;
+  const counted = query.select((eb: Eb) => [group === undefined ? eb.lit(null).as("grp") : eb.ref(group.name).as("grp"), eb.fn.countAll().as("rows")]);
+  return compiled(group === undefined ? counted : counted.groupBy(group.name));
+}
+
+/**
+ * `select "id" from <destination> where … order by "id" limit :n for update`: one chunk of a
+ * retry, locked until its transaction ends (no lock clause on SQLite, whose writer is alone).
+ */
+export function lockDeadLetterIdsQuery(
+  ctx: StatementContext,
+  engine: OperatorEngine,
+  source: InboxDescription,
+  place: DeadLetterPlace,
+  limit: number,
+  ids?: readonly unknown[],
+): CompiledQuery<RawRow> {
+  const { spec, query } = deadLetters(ctx.db, source, place, ids);
+  const chunk = query
+    .select((eb: Eb) => eb.ref(spec.id.name).as("id"))
+    .orderBy(spec.id.name)
+    .limit(limit);
+  return compiled(engine.rowLocks ? chunk.forUpdate() : chunk);
+}
+
+/** The columns copied back from a dead-letter table: every written column of the source that the destination also describes. */
+export function copiedColumns(source: InboxDescription, destination: InboxDescription): string[] {
+  const reset = new Set([source.id, source.attempt, source.lease, source.retryAfter, source.processedAt].map((c) => c?.name));
+  const there = new Set(destination.columns.map((c) => c.name));
+  return source.columns.filter((c) => !c.generated && !reset.has(c.name) && there.has(c.name)).map((c) => c.name);
+}
+
+/**
+ * The statements that move dead letters back, run in order in one transaction so a crash
+ * neither loses nor duplicates a row:
+ * - a table: `insert into <source> (<copied>) select <copied> from <destination> where "id" in (…)`,
+ *   then `delete from <destination> where "id" in (…)`; the source's defaults fill the rest;
+ * - a group: `update <table> set "grp" = :group, "attempt" = <default>, "locked_until" = null,
+ *   "retry_after" = null, "processed_at" = null where "grp" = :deadGroup and "id" in (…)`.
+ */
+export function retryDeadLettersQueries(
+  ctx: StatementContext,
+  engine: OperatorEngine,
+  source: InboxDescription,
+  place: DeadLetterPlace,
+  ids: readonly unknown[],
+): readonly CompiledQuery[] {
+  if (ids.length === 0) return [];
+  if (place.kind === "group") {
+    const group = groupColumn(source);
+    const reset: Record<string, unknown> = { [group.name]: place.group };
+    for (const col of [source.lease, source.retryAfter, source.processedAt]) if (col !== undefined) reset[col.name] = null;
+    let update = ctx.db.updateTable(source.table).set(reset);
+    if (source.attempt !== undefined) update = update.set(source.attempt.name, engine.attemptDefault(source));
+    return [compiled(update.where(group.name, "=", place.deadGroup).where(source.id.name, "in", [...ids]))];
+  }
+  const destination = place.destination;
+  const columns = copiedColumns(source, destination);
+  if (columns.length === 0) {
+    throw new SqlInboxError("Declaration", `no column of "${source.table}" can be copied back from "${destination.table}": describe the payload (or data) columns in both`, {
+      table: source.table,
+    });
+  }
+  const insert = ctx.db
+    .insertInto(source.table)
+    .columns(columns)
+    .expression(
+      ctx.db
+        .selectFrom(destination.table)
+        .select(columns)
+        .where(destination.id.name, "in", [...ids])
+        .orderBy(destination.id.name),
+    );
+  const remove = ctx.db.deleteFrom(destination.table).where(destination.id.name, "in", [...ids]);
+  return [compiled(insert), compiled(remove)];
+}
+
+/** `delete from <destination> [where "grp" = :deadGroup] [and "id" in (…)]`. */
+export function purgeDeadLettersQuery(ctx: StatementContext, source: InboxDescription, place: DeadLetterPlace, ids?: readonly unknown[]): CompiledQuery {
+  const spec = place.kind === "table" ? place.destination : source;
+  let remove = ctx.db.deleteFrom(spec.table);
+  if (place.kind === "group") remove = remove.where(groupColumn(source).name, "=", place.deadGroup);
+  if (ids !== undefined) remove = remove.where(spec.id.name, "in", [...ids]);
+  return compiled(remove);
+}

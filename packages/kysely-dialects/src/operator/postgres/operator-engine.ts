@@ -1,0 +1,40 @@
+import { sql, type CompiledQuery } from "kysely";
+import { compiled } from "../../statements/query-db.js";
+import { postgresEngine } from "../../postgres/engine.js";
+
+const ctx = postgresEngine.statements;
+import type { OperatorEngine } from "../types.js";
+
+/**
+ * ```sql
+ * select "key" from unnest(cast($1 as text[])) as "key"
+ * where exists (select 1 from pg_locks as l where l.locktype = 'advisory' and l.granted and l.objsubid = 1
+ *   and l.database = (select oid from pg_database where datname = current_database())
+ *   and ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended("key", 0))
+ * ```
+ * `pg_advisory_lock(bigint)` files the key's high half under `classid` and the low half under
+ * `objid` (`objsubid = 1`); joining them back gives the `hashtextextended` value the runtime locked.
+ */
+export function heldAdvisoryKeys(keys: readonly string[]): CompiledQuery<{ key: string }> {
+  return compiled(
+    ctx.db
+      .selectFrom(sql`unnest(cast(${[...keys]} as text[]))`.as("key"))
+      .select(sql<string>`"key"`.as("key"))
+      .where(({ exists, selectFrom }) =>
+        exists(
+          selectFrom("pg_locks as l")
+            .select(sql.lit(1).as("one"))
+            .where(sql<boolean>`l.locktype = 'advisory' and l.granted and l.objsubid = 1`)
+            .where(sql<boolean>`l.database = (select oid from pg_database where datname = current_database())`)
+            .where(sql<boolean>`((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended("key", 0)`),
+        ),
+      ),
+  );
+}
+
+export const postgresOperator: OperatorEngine = Object.freeze({
+  heldAdvisoryKeys: (keys: readonly string[]) => heldAdvisoryKeys(keys),
+  // `DEFAULT` is allowed in an UPDATE's SET list.
+  attemptDefault: () => sql`default`,
+  rowLocks: true,
+});

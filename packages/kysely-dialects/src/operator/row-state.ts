@@ -1,0 +1,55 @@
+import type { InboxDescription } from "@sqlinbox/core/internal";
+import { sql, type Expression, type SqlBool } from "kysely";
+import { COMPARE_PRECISION, type Eb, type StatementContext } from "../statements/query-db.js";
+import type { RowState } from "./types.js";
+
+/**
+ * What state a row is in at `now`, from its role columns alone. A row is in exactly one:
+ * `done` (processedAt set) › `leased` (a live lease) › `delayed` (retryAfter in the future) ›
+ * `ready`. Row-lock and advisory rows in work read as `ready` here: only a probe tells them apart.
+ */
+export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state: RowState, now: Date) {
+  const at = ctx.time.encode(now, COMPARE_PRECISION);
+  return (eb: Eb): Expression<SqlBool> => {
+    // A role the table lacks makes its state empty: `1 = 0` reads the same on every engine.
+    const never = (): Expression<SqlBool> => sql<SqlBool>`1 = 0`;
+    const done = (): Expression<SqlBool> => (spec.processedAt === undefined ? never() : eb(spec.processedAt.name, "is not", null));
+    const notDone = (): Expression<SqlBool>[] => (spec.processedAt === undefined ? [] : [eb(spec.processedAt.name, "is", null)]);
+    const leased = (): Expression<SqlBool> => (spec.lease === undefined ? never() : eb(spec.lease.name, ">", at));
+    const notLeased = (): Expression<SqlBool>[] => (spec.lease === undefined ? [] : [eb.or([eb(spec.lease.name, "is", null), eb(spec.lease.name, "<=", at)])]);
+    const delayed = (): Expression<SqlBool> => (spec.retryAfter === undefined ? never() : eb(spec.retryAfter.name, ">", at));
+    const notDelayed = (): Expression<SqlBool>[] => (spec.retryAfter === undefined ? [] : [eb.or([eb(spec.retryAfter.name, "is", null), eb(spec.retryAfter.name, "<=", at)])]);
+    switch (state) {
+      case "all":
+        return sql<SqlBool>`1 = 1`;
+      case "done":
+        return done();
+      case "leased":
+        return eb.and([...notDone(), leased()]);
+      case "delayed":
+        return eb.and([...notDone(), ...notLeased(), delayed()]);
+      case "ready":
+        return eb.and([...notDone(), ...notLeased(), ...notDelayed()]);
+    }
+  };
+}
+
+/** True when the state is the whole table: no condition is needed. */
+export function isWholeTable(spec: InboxDescription, state: RowState): boolean {
+  if (state === "all") return true;
+  return state === "ready" && spec.processedAt === undefined && spec.lease === undefined && spec.retryAfter === undefined;
+}
+
+/** True when a description can have rows in the state at all (no `done` without processedAt, …). */
+export function stateExists(spec: InboxDescription, state: RowState): boolean {
+  switch (state) {
+    case "done":
+      return spec.processedAt !== undefined;
+    case "leased":
+      return spec.lease !== undefined;
+    case "delayed":
+      return spec.retryAfter !== undefined;
+    default:
+      return true;
+  }
+}

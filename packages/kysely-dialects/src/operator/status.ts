@@ -1,0 +1,81 @@
+import type { InboxDescription } from "@sqlinbox/core/internal";
+import type { CompiledQuery } from "kysely";
+import type { RawRow } from "../types.js";
+import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "../statements/query-db.js";
+import { rowStateIs, stateExists } from "./row-state.js";
+import type { OperatorTable } from "./types.js";
+
+/** The group column as `grp`, or a constant NULL when the table has none, so every engine returns the same shape. */
+export const groupAs = (spec: InboxDescription) => (eb: Eb) => (spec.group === undefined ? eb.lit(null).as("grp") : eb.ref(spec.group.name).as("grp"));
+
+/**
+ * ```sql
+ * select "grp", count(*) as "total",
+ *   count(case when <done> then 1 end) as "done", count(case when <leased> then 1 end) as "leased",
+ *   count(case when <delayed> then 1 end) as "delayed", count(case when <ready> then 1 end) as "claimable",
+ *   min(case when <not done> then "created_at" end) as "oldest", max("attempt") as "max_attempt", max("id") as "max_id"
+ * from "t" group by "grp"
+ * ```
+ * One pass over the table (`max_id` lets a sampler tell how many rows were written between two reads): each row counts in one state, compared against the host's `now`.
+ */
+export function countByStateQuery(ctx: StatementContext, table: OperatorTable, now: Date): CompiledQuery<RawRow> {
+  const { spec } = table;
+  // A state the description cannot have (no processedAt: nothing is done) is a constant 0.
+  const counted = (eb: Eb, state: "done" | "leased" | "delayed" | "ready", alias: string) =>
+    stateExists(spec, state)
+      ? eb.fn
+          .count(
+            eb
+              .case()
+              .when(rowStateIs(ctx, spec, state, now)(eb))
+              .then(eb.lit(1))
+              .end(),
+          )
+          .as(alias)
+      : eb.lit(0).as(alias);
+  let query = ctx.db
+    .selectFrom(spec.table)
+    .select((eb: Eb) => [
+      groupAs(spec)(eb),
+      eb.fn.countAll().as("total"),
+      counted(eb, "done", "done"),
+      counted(eb, "leased", "leased"),
+      counted(eb, "delayed", "delayed"),
+      counted(eb, "ready", "claimable"),
+      table.createdAt === undefined
+        ? eb.lit(null).as("oldest")
+        : eb.fn.min(spec.processedAt === undefined ? eb.ref(table.createdAt) : eb.case().when(spec.processedAt.name, "is", null).then(eb.ref(table.createdAt)).end()).as("oldest"),
+      spec.attempt === undefined ? eb.lit(null).as("max_attempt") : eb.fn.max(spec.attempt.name).as("max_attempt"),
+      eb.fn.max(spec.id.name).as("max_id"),
+    ]);
+  if (spec.group !== undefined) query = query.groupBy(spec.group.name).orderBy(spec.group.name);
+  return compiled(query);
+}
+
+/** `select "grp", "attempt", count(*) as "rows" from "t" [where <not done>] group by "grp", "attempt" order by …`. */
+export function attemptHistogramQuery(ctx: StatementContext, spec: InboxDescription): CompiledQuery<RawRow> | null {
+  if (spec.attempt === undefined) return null;
+  const attempt = spec.attempt.name;
+  let query = ctx.db.selectFrom(spec.table).select((eb: Eb) => [groupAs(spec)(eb), eb.ref(attempt).as("attempt"), eb.fn.countAll().as("rows")]);
+  if (spec.processedAt !== undefined) query = query.where(spec.processedAt.name, "is", null);
+  query = spec.group === undefined ? query.groupBy(attempt) : query.groupBy([spec.group.name, attempt]).orderBy(spec.group.name);
+  return compiled(query.orderBy(attempt));
+}
+
+/** `select "id", "grp", "locked_until", "attempt" from "t" where "locked_until" > :now and "locked_until" <= :until order by "locked_until" limit :n`. */
+export function expiringLeasesQuery(ctx: StatementContext, spec: InboxDescription, now: Date, until: Date, limit: number): CompiledQuery<RawRow> | null {
+  if (spec.lease === undefined) return null;
+  const lease = spec.lease.name;
+  let query = ctx.db
+    .selectFrom(spec.table)
+    .select((eb: Eb) => [
+      eb.ref(spec.id.name).as("id"),
+      groupAs(spec)(eb),
+      eb.ref(lease).as("locked_until"),
+      spec.attempt === undefined ? eb.lit(null).as("attempt") : eb.ref(spec.attempt.name).as("attempt"),
+    ])
+    .where(lease, ">", ctx.time.encode(now, COMPARE_PRECISION))
+    .where(lease, "<=", ctx.time.encode(until, COMPARE_PRECISION));
+  if (spec.processedAt !== undefined) query = query.where(spec.processedAt.name, "is", null);
+  return compiled(query.orderBy(lease).orderBy(spec.id.name).limit(limit));
+}

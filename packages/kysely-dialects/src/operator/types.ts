@@ -1,0 +1,93 @@
+import type { InboxDescription } from "@sqlinbox/core/internal";
+import type { CompiledQuery, Expression } from "kysely";
+import type { RawRow } from "../types.js";
+
+/**
+ * A queue table as the operator tools see it: its description, and a time column the real
+ * table has beside it (`created_at` by convention) from which the oldest row's age is read.
+ */
+export interface OperatorTable {
+  readonly spec: InboxDescription;
+  /** A column holding when each row was written; without it the oldest age is unknown. */
+  readonly createdAt?: string | undefined;
+}
+
+/**
+ * Where a source's dead letters sit: another table described like the source, or a
+ * group of the same table (the table has a group column).
+ */
+export type DeadLetterPlace = { readonly kind: "table"; readonly destination: InboxDescription } | { readonly kind: "group"; readonly group: string; readonly deadGroup: string };
+
+/** The row states an operator asks about; `dead` reads the dead-letter place. */
+export type RowState = "ready" | "delayed" | "leased" | "done" | "all";
+
+export interface PeekOptions {
+  readonly state: RowState;
+  readonly now: Date;
+  /** Only rows of this group (a table with a group column). */
+  readonly group?: string | undefined;
+  /** Only these ids. */
+  readonly ids?: readonly unknown[] | undefined;
+  readonly limit: number;
+}
+
+/**
+ * Every statement `sqlinbox` (the CLI) and its dashboard run. Pure: descriptions in, compiled
+ * queries out. `null` where the engine cannot answer from outside the application.
+ */
+export interface OperatorStatements {
+  /**
+   * One row per group (one row in all without a group column): `grp`, `total`, `done`,
+   * `leased`, `delayed`, `claimable` (not done, not delayed, no live lease), `oldest`
+   * (the smallest created-at of rows not done, or NULL), `max_attempt`, `max_id`.
+   */
+  countByState(table: OperatorTable, now: Date): CompiledQuery<RawRow>;
+  /** `grp`, `attempt`, `rows` of rows not done: the attempts histogram. `null` without an attempt column. */
+  attemptHistogram(spec: InboxDescription): CompiledQuery<RawRow> | null;
+  /** Live leases that run out before `until`, soonest first: `id`, `grp`, `locked_until`, `attempt`. `null` without a lease column. */
+  expiringLeases(spec: InboxDescription, now: Date, until: Date, limit: number): CompiledQuery<RawRow> | null;
+  /**
+   * Row lock: the claimable-by-state rows a `FOR UPDATE SKIP LOCKED` probe can take (`id`, `grp`).
+   * Run it in a transaction and roll back; the claimable rows it cannot take are in work. `null` on SQLite.
+   */
+  lockableProbe(spec: InboxDescription, now: Date): CompiledQuery<RawRow> | null;
+  /** Advisory: the claimable-by-state rows with the columns their keys are made of (`id`, `grp`, key columns). */
+  advisoryCandidates(spec: InboxDescription, now: Date, limit: number): CompiledQuery<RawRow>;
+  /**
+   * Advisory: which of `keys` some session holds right now; one row `{ key }` per held key,
+   * `key` as given. `null` where locks live in the application's process (SQLite).
+   */
+  heldAdvisoryKeys(keys: readonly string[], database: string): CompiledQuery<{ key: string }> | null;
+  /** Rows with every column of the real table (`select *`), in id order. */
+  peek(table: OperatorTable, options: PeekOptions): CompiledQuery<RawRow>;
+  /** The dead letters of a source (`select *`), in id order; only `ids` when given. */
+  peekDeadLetters(source: InboxDescription, place: DeadLetterPlace, limit: number, ids?: readonly unknown[]): CompiledQuery<RawRow>;
+  /** How many dead letters there are, per group of the destination: `grp`, `rows`. */
+  countDeadLetters(source: InboxDescription, place: DeadLetterPlace): CompiledQuery<RawRow>;
+  /**
+   * The next chunk of dead-letter ids to move back, locked until commit where the engine can
+   * (`FOR UPDATE`, so two retries never move one row twice), in id order.
+   */
+  lockDeadLetterIds(source: InboxDescription, place: DeadLetterPlace, limit: number, ids?: readonly unknown[]): CompiledQuery<RawRow>;
+  /**
+   * Moves dead letters back, as the statements of one transaction, in order. A table destination:
+   * `INSERT INTO source (copied columns) SELECT … FROM destination WHERE id IN (…)` then
+   * `DELETE FROM destination WHERE id IN (…)`; the generated id, the attempt, the lease,
+   * retryAfter and processedAt are left to the source's defaults. A group: one `UPDATE` that
+   * sets the group back and resets attempt, lease, retryAfter and processedAt.
+   */
+  retryDeadLetters(source: InboxDescription, place: DeadLetterPlace, ids: readonly unknown[]): readonly CompiledQuery[];
+  /** Deletes rows of a state (`done`, `all`, …) or the given ids; dead letters through `purgeDeadLetters`. */
+  purge(table: OperatorTable, options: Omit<PeekOptions, "limit">): CompiledQuery;
+  /** Deletes dead letters: all of them, or the given ids. */
+  purgeDeadLetters(source: InboxDescription, place: DeadLetterPlace, ids?: readonly unknown[]): CompiledQuery;
+}
+
+/** What differs per engine among the operator statements. */
+export interface OperatorEngine {
+  heldAdvisoryKeys(keys: readonly string[], database: string): CompiledQuery<{ key: string }> | null;
+  /** The value an attempt column gets back on a retried dead letter: the column's default. */
+  attemptDefault(spec: InboxDescription): Expression<unknown>;
+  /** `FOR UPDATE [SKIP LOCKED]` exist. */
+  readonly rowLocks: boolean;
+}

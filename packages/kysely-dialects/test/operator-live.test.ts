@@ -1,0 +1,176 @@
+import { column, InboxSpec, type InboxDescription } from "@sqlinbox/core/internal";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { advisoryKeyOf } from "../src/internal.js";
+import { operatorFor, type DeadLetterPlace } from "../src/operator/index.js";
+import { jobsTable, publish, readRows } from "./live/helpers.js";
+import { connectMariadb, connectPostgres, connectSqlite, run, type Db, type LiveEngine } from "./live/servers.js";
+
+const grouped = (table: string) =>
+  InboxSpec.table(table, column("id").generated())
+    .attempt(column("attempt").generated())
+    .lease(column("locked_until"))
+    .payload(column("payload"))
+    .retryAfter(column("retry_after"))
+    .processedAt(column("processed_at"))
+    .group(column("grp")).description;
+const rowLocked = (table: string) =>
+  InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")).group(column("grp")).description;
+const advisory = (table: string) =>
+  InboxSpec.table(table, column("id").generated()).payload(column("payload")).data(column("customer_id")).advisoryLock("c-{customer_id}").description;
+
+const num = (v: unknown): number => Number(v);
+
+/** Runs the operator statements of the engine against a real server. */
+function operatorScenarios(get: () => LiveEngine): void {
+  const ops = () => operatorFor(get().dialect.capabilities.engine);
+
+  test("countByState: done, leased, delayed and claimable rows per group, against the host's now", async () => {
+    const engine = get();
+    const spec = grouped(await jobsTable(engine, "op_count"));
+    const now = new Date();
+    const enc = (ms: number) => engine.dialect.time.encode(new Date(now.getTime() + ms), 3);
+    await publish(engine, spec, [
+      { payload: "ready", grp: "a" },
+      { payload: "ready2", grp: "a" },
+      { payload: "leased", grp: "a", locked_until: enc(60_000) },
+      { payload: "expired lease", grp: "a", locked_until: enc(-60_000) },
+      { payload: "delayed", grp: "b", retry_after: enc(60_000) },
+      { payload: "done", grp: "b", processed_at: enc(-1000) },
+    ]);
+    const rows = (await run(engine.db, ops().countByState({ spec }, now))).rows;
+    const byGroup = Object.fromEntries(rows.map((r) => [String(r.grp), [r.total, r.done, r.leased, r.delayed, r.claimable].map(num)]));
+    expect(byGroup).toEqual({ a: [4, 0, 1, 0, 3], b: [2, 1, 0, 1, 0] });
+    const expiring = (await run(engine.db, ops().expiringLeases(spec, now, new Date(now.getTime() + 120_000), 10)!)).rows;
+    expect(expiring.map((r) => num(r.attempt))).toEqual([1]);
+    const histogram = (await run(engine.db, ops().attemptHistogram(spec)!)).rows;
+    expect(histogram.map((r) => [String(r.grp), num(r.attempt), num(r.rows)])).toEqual([
+      ["a", 1, 4],
+      ["b", 1, 1],
+    ]);
+  });
+
+  test("dead letters in a group: retry sets the group back and resets attempt, lease and delay in one statement", async () => {
+    const engine = get();
+    const spec = grouped(await jobsTable(engine, "op_deadgrp"));
+    const place: DeadLetterPlace = { kind: "group", group: "reports", deadGroup: "reports.dead" };
+    const [a, b] = await publish(engine, spec, [
+      { payload: "x", grp: "reports.dead" },
+      { payload: "y", grp: "reports.dead" },
+      { payload: "z", grp: "reports" },
+    ]);
+    await sql`update ${sql.id(spec.table)} set attempt = 5`.execute(engine.db);
+    const counted = (await run(engine.db, ops().countDeadLetters(spec, place))).rows;
+    expect(counted.map((r) => [r.grp, num(r.rows)])).toEqual([["reports.dead", 2]]);
+    await engine.db.transaction().execute(async (trx) => {
+      const ids = (await run(trx, ops().lockDeadLetterIds(spec, place, 1))).rows.map((r) => r.id);
+      expect(ids.map(num)).toEqual([a]);
+      for (const q of ops().retryDeadLetters(spec, place, ids)) await run(trx, q);
+    });
+    const rows = await readRows(engine.db, spec.table);
+    expect(rows.map((r) => [num(r.id), r.grp, num(r.attempt)])).toEqual([
+      [a, "reports", 1],
+      [b, "reports.dead", 5],
+      [b! + 1, "reports", 5],
+    ]);
+    await run(engine.db, ops().purgeDeadLetters(spec, place));
+    expect((await readRows(engine.db, spec.table)).map((r) => r.grp)).toEqual(["reports", "reports"]);
+  });
+
+  test("dead letters in a table: insert into the source and delete from the destination, in one transaction", async () => {
+    const engine = get();
+    const source = grouped(await jobsTable(engine, "op_src"));
+    const destination = grouped(await jobsTable(engine, "op_dst"));
+    const place: DeadLetterPlace = { kind: "table", destination };
+    const ids = await publish(engine, destination, [
+      { payload: "p1", grp: "g" },
+      { payload: "p2", grp: "g" },
+    ]);
+    await engine.db.transaction().execute(async (trx) => {
+      for (const q of ops().retryDeadLetters(source, place, ids)) await run(trx, q);
+    });
+    expect((await readRows(engine.db, source.table)).map((r) => [r.payload, r.grp, num(r.attempt), r.locked_until])).toEqual([
+      ["p1", "g", 1, null],
+      ["p2", "g", 1, null],
+    ]);
+    expect(await readRows(engine.db, destination.table)).toEqual([]);
+  });
+}
+
+/** Probes that need a second session holding rows or keys (Postgres, MariaDB). */
+function inWorkScenarios(get: () => LiveEngine): void {
+  const ops = () => operatorFor(get().dialect.capabilities.engine);
+
+  test("lockableProbe: a row another transaction holds FOR UPDATE is not lockable, so it is in work", async () => {
+    const engine = get();
+    const spec: InboxDescription = rowLocked(await jobsTable(engine, "op_probe"));
+    const [first] = await publish(engine, spec, [
+      { payload: "a", grp: "g" },
+      { payload: "b", grp: "g" },
+      { payload: "c", grp: "h" },
+    ]);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holder = engine.db.transaction().execute(async (trx) => {
+      await sql`select id from ${sql.id(spec.table)} where id = ${first} for update`.execute(trx);
+      locked();
+      await held;
+    });
+    await isLocked;
+    try {
+      const lockable = await engine.db.transaction().execute(async (trx) => (await run(trx, ops().lockableProbe(spec, new Date())!)).rows);
+      expect(lockable.map((r) => num(r.id))).toEqual([first! + 1, first! + 2]);
+    } finally {
+      release();
+      await holder;
+    }
+  });
+
+  test("heldAdvisoryKeys: a key another session locked is reported held, others are not", async () => {
+    const engine = get();
+    const spec = advisory(await jobsTable(engine, "op_adv"));
+    await publish(engine, spec, [
+      { payload: "a", customer_id: "acme" },
+      { payload: "b", customer_id: "beta" },
+    ]);
+    const candidates = (await run(engine.db, ops().advisoryCandidates(spec, new Date(), 100))).rows;
+    const keys = candidates.map((r) => advisoryKeyOf(spec, r));
+    await engine.db.connection().execute(async (session: Db) => {
+      const lock = engine.dialect.advisory.tryLock(keys[0]!, engine.database)!;
+      await session.executeQuery(lock);
+      const held = (await run(engine.db, ops().heldAdvisoryKeys(keys, engine.database)!)).rows;
+      expect(held.map((r) => r.key)).toEqual([keys[0]]);
+      await session.executeQuery(engine.dialect.advisory.unlock(keys[0]!, engine.database)!);
+    });
+    expect((await run(engine.db, ops().heldAdvisoryKeys(keys, engine.database)!)).rows).toEqual([]);
+  });
+}
+
+describe.each([
+  ["PostgreSQL", connectPostgres, true],
+  ["MariaDB", connectMariadb, true],
+  ["SQLite", async () => connectSqlite("memory"), false],
+] as const)("operator statements on live %s", (_name, connect, sessions) => {
+  let engine: LiveEngine | undefined;
+  beforeAll(async () => {
+    engine = await connect();
+  });
+  afterAll(async () => {
+    await engine?.close();
+  });
+  const get = (): LiveEngine =>
+    engine ??
+    (() => {
+      throw new Error("not connected: run `bash scripts/services.sh`");
+    })();
+  operatorScenarios(get);
+  if (sessions) inWorkScenarios(get);
+  else {
+    test("SQLite: no row-lock probe and no held keys from outside the application", () => {
+      expect(operatorFor("sqlite").lockableProbe(rowLocked("t"), new Date())).toBeNull();
+      expect(operatorFor("sqlite").heldAdvisoryKeys(["t:c-1"], "main")).toBeNull();
+    });
+  }
+});
