@@ -3,7 +3,8 @@ import { join, relative } from "node:path";
 import type { CompiledQuery } from "kysely";
 import { describe, expect, test } from "vitest";
 import { mysqlDialect, postgresDialect, sqliteDialect } from "../src/index.js";
-import { seedByHand } from "./specs.js";
+import { operatorFor } from "../src/operator/index.js";
+import { richLease, seedByHand } from "./specs.js";
 
 // Like the Rust original's doctests asserting `sql()`: every SQL block a JSDoc comment shows is
 // named (```sql <name>) and compared here with what the statement it names compiles to.
@@ -12,6 +13,7 @@ const now = new Date("2024-05-01T12:00:00.123Z");
 const until = new Date("2024-05-01T12:01:00.123Z");
 const held = { id: 7, held: new Date("2024-05-01T12:00:30.789Z") };
 const otherHeld = new Date("2024-05-01T12:00:45.000Z");
+const postgresOperator = operatorFor("postgres");
 
 /** The statement each name in the docs stands for. */
 const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
@@ -30,6 +32,8 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:schema.describeTable": () => postgresDialect.schema.describeTable("report_jobs"),
   "mysql:schema.describeTable": () => mysqlDialect.schema.describeTable("report_jobs"),
   "sqlite:schema.describeTable": () => sqliteDialect.schema.describeTable("report_jobs"),
+  "postgres:operator.countByState(rich lease)": () => postgresOperator.countByState({ spec: richLease(), createdAt: "created_at" }, now),
+  "postgres:operator.heldAdvisoryKeys": () => postgresOperator.heldAdvisoryKeys(["report_jobs:7"], "app"),
 };
 
 interface Block {

@@ -21,13 +21,16 @@ function groupColumn(source: InboxDescription) {
   return group;
 }
 
-/** `select * from <destination> [where "grp" = :deadGroup] [and "id" in (…)] order by "id" limit :n`. */
+/** The dead letters with every column (`select *`), only `ids` when given, in id order, at most `limit`. */
 export function peekDeadLettersQuery(ctx: StatementContext, source: InboxDescription, place: DeadLetterPlace, limit: number, ids?: readonly unknown[]): CompiledQuery<RawRow> {
   const { spec, query } = deadLetters(ctx.db, source, place, ids);
   return compiled(query.selectAll().orderBy(spec.id.name).limit(limit));
 }
 
-/** `select "grp", count(*) as "rows" from <destination> [where "grp" = :deadGroup] group by "grp"`. */
+/**
+ * How many dead letters there are per group of the table they sit in (one count, `grp` NULL,
+ * when that table has no group column).
+ */
 export function countDeadLettersQuery(ctx: StatementContext, source: InboxDescription, place: DeadLetterPlace): CompiledQuery<RawRow> {
   const { spec, query } = deadLetters(ctx.db, source, place);
   const group = spec.group;
@@ -36,8 +39,8 @@ export function countDeadLettersQuery(ctx: StatementContext, source: InboxDescri
 }
 
 /**
- * `select "id" from <destination> where … order by "id" limit :n for update`: one chunk of a
- * retry, locked until its transaction ends (no lock clause on SQLite, whose writer is alone).
+ * The ids of one chunk of a retry, in id order, locked with `FOR UPDATE` until its transaction
+ * ends so two retries never move one row twice (no lock clause on SQLite, whose writer is alone).
  */
 export function lockDeadLetterIdsQuery(
   ctx: StatementContext,
@@ -65,10 +68,11 @@ export function copiedColumns(source: InboxDescription, destination: InboxDescri
 /**
  * The statements that move dead letters back, run in order in one transaction so a crash
  * neither loses nor duplicates a row:
- * - a table: `insert into <source> (<copied>) select <copied> from <destination> where "id" in (…)`,
- *   then `delete from <destination> where "id" in (…)`; the source's defaults fill the rest;
- * - a group: `update <table> set "grp" = :group, "attempt" = <default>, "locked_until" = null,
- *   "retry_after" = null, "processed_at" = null where "grp" = :deadGroup and "id" in (…)`.
+ * - a table: an insert-select copies the `copiedColumns` of the given ids into the source, then
+ *   a delete removes those ids from the destination; the source's defaults fill the rest (a new
+ *   id, the attempt, no lease, no retryAfter, not processed);
+ * - a group: one update of the given ids still in the dead group sets the group back, the
+ *   attempt to its column's default, and clears lease, retryAfter and processedAt.
  */
 export function retryDeadLettersQueries(
   ctx: StatementContext,
@@ -107,7 +111,7 @@ export function retryDeadLettersQueries(
   return [compiled(insert), compiled(remove)];
 }
 
-/** `delete from <destination> [where "grp" = :deadGroup] [and "id" in (…)]`. */
+/** Deletes dead letters: all of them (in a group: only the dead group's rows), or only `ids` when given. */
 export function purgeDeadLettersQuery(ctx: StatementContext, source: InboxDescription, place: DeadLetterPlace, ids?: readonly unknown[]): CompiledQuery {
   const spec = place.kind === "table" ? place.destination : source;
   let remove = ctx.db.deleteFrom(spec.table);

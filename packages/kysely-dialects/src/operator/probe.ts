@@ -6,7 +6,7 @@ import { isWholeTable, rowStateIs } from "./row-state.js";
 import { groupAs } from "./status.js";
 
 /**
- * `select "id", "grp" from "t" where <ready> for update skip locked`: the row-lock probe. A row a
+ * The row-lock probe: the ready rows' id and group, locked with `FOR UPDATE SKIP LOCKED`. A row a
  * worker holds in its claim transaction is skipped, so ready rows minus the rows returned are in
  * work. No LIMIT: every ready row is counted. Run in a transaction that is rolled back at once.
  */
@@ -16,7 +16,10 @@ export function lockableProbeQuery(ctx: StatementContext, spec: InboxDescription
   return compiled(query.forUpdate().skipLocked());
 }
 
-/** `select "id", "grp", <key columns> from "t" where <ready> order by "id" limit :n`: the rows whose keys may be held. */
+/**
+ * The rows whose advisory keys may be held: the ready rows' id, group and the columns their key is
+ * made of, in id order, at most `limit`; the caller builds each key and asks which are held.
+ */
 export function advisoryCandidatesQuery(ctx: StatementContext, spec: InboxDescription, now: Date, limit: number): CompiledQuery<RawRow> {
   const keyColumns = (spec.advisoryKey?.parts ?? []).flatMap((p) => ("column" in p && p.column.name !== spec.id.name ? [p.column.name] : []));
   let query = ctx.db.selectFrom(spec.table).select((eb: Eb) => [eb.ref(spec.id.name).as("id"), groupAs(spec)(eb), ...[...new Set(keyColumns)].map((c) => eb.ref(c).as(c))]);

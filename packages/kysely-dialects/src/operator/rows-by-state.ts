@@ -5,8 +5,9 @@ import { isWholeTable, rowStateIs } from "./row-state.js";
 import type { OperatorTable, PeekOptions } from "./types.js";
 
 /**
- * `select * from "t" where <state> [and "grp" = :group] [and "id" in (…)] order by "id" limit :n`.
- * Every column of the real table, so columns the description leaves out (`created_at`, `last_error`) show too.
+ * The rows in a state, narrowed to a group and to given ids when asked, in id order, at most
+ * `limit`. Every column of the real table (`select *`), so columns the description leaves out
+ * (`created_at`, `last_error`) show too.
  */
 export function peekQuery(ctx: StatementContext, table: OperatorTable, options: PeekOptions): CompiledQuery<RawRow> {
   const { spec } = table;
@@ -17,7 +18,7 @@ export function peekQuery(ctx: StatementContext, table: OperatorTable, options: 
   return compiled(query.orderBy(spec.id.name).limit(options.limit));
 }
 
-/** `delete from "t" where <state> [and "grp" = :group] [and "id" in (…)]`. */
+/** Deletes the rows in a state, narrowed to a group and to given ids when asked. */
 export function purgeQuery(ctx: StatementContext, table: OperatorTable, options: Omit<PeekOptions, "limit">): CompiledQuery {
   const { spec } = table;
   let query = ctx.db.deleteFrom(spec.table);

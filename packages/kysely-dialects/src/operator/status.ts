@@ -9,14 +9,23 @@ import type { OperatorTable } from "./types.js";
 export const groupAs = (spec: InboxDescription) => (eb: Eb) => (spec.group === undefined ? eb.lit(null).as("grp") : eb.ref(spec.group.name).as("grp"));
 
 /**
- * ```sql
- * select "grp", count(*) as "total",
- *   count(case when <done> then 1 end) as "done", count(case when <leased> then 1 end) as "leased",
- *   count(case when <delayed> then 1 end) as "delayed", count(case when <ready> then 1 end) as "claimable",
- *   min(case when <not done> then "created_at" end) as "oldest", max("attempt") as "max_attempt", max("id") as "max_id"
- * from "t" group by "grp"
+ * One pass over the table, one row per group: each row counts in exactly one state (`rowStateIs`),
+ * compared against the host's `now`. With every role and a created-at column, on PostgreSQL:
+ * ```sql postgres:operator.countByState(rich lease)
+ * select "grp" as "grp", count(*) as "total",
+ *   count(case when "processed_at" is not null then 1 end) as "done",
+ *   count(case when ("processed_at" is null and "locked_until" > $1) then 1 end) as "leased",
+ *   count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= $2)
+ *     and "retry_after" > $3) then 1 end) as "delayed",
+ *   count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= $4)
+ *     and ("retry_after" is null or "retry_after" <= $5)) then 1 end) as "claimable",
+ *   min(case when "processed_at" is null then "created_at" end) as "oldest",
+ *   max("attempt") as "max_attempt", max("id") as "max_id"
+ * from "jobs" group by "grp" order by "grp"
  * ```
- * One pass over the table (`max_id` lets a sampler tell how many rows were written between two reads): each row counts in one state, compared against the host's `now`.
+ * `max_id` lets a sampler tell how many rows were written between two reads. A state the
+ * description cannot have is a constant 0, a missing column a constant NULL, so every table
+ * returns the same columns.
  */
 export function countByStateQuery(ctx: StatementContext, table: OperatorTable, now: Date): CompiledQuery<RawRow> {
   const { spec } = table;
@@ -52,7 +61,10 @@ export function countByStateQuery(ctx: StatementContext, table: OperatorTable, n
   return compiled(query);
 }
 
-/** `select "grp", "attempt", count(*) as "rows" from "t" [where <not done>] group by "grp", "attempt" order by …`. */
+/**
+ * The attempts histogram: rows not done, counted per group and attempt, in group then attempt
+ * order. `null` without an attempt column.
+ */
 export function attemptHistogramQuery(ctx: StatementContext, spec: InboxDescription): CompiledQuery<RawRow> | null {
   if (spec.attempt === undefined) return null;
   const attempt = spec.attempt.name;
@@ -62,7 +74,10 @@ export function attemptHistogramQuery(ctx: StatementContext, spec: InboxDescript
   return compiled(query.orderBy(attempt));
 }
 
-/** `select "id", "grp", "locked_until", "attempt" from "t" where "locked_until" > :now and "locked_until" <= :until order by "locked_until" limit :n`. */
+/**
+ * The live leases of rows not done that run out after `now` and by `until`, soonest first (id
+ * breaks ties), at most `limit` of them. `null` without a lease column.
+ */
 export function expiringLeasesQuery(ctx: StatementContext, spec: InboxDescription, now: Date, until: Date, limit: number): CompiledQuery<RawRow> | null {
   if (spec.lease === undefined) return null;
   const lease = spec.lease.name;

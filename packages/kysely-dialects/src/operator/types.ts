@@ -71,10 +71,10 @@ export interface OperatorStatements {
   lockDeadLetterIds(source: InboxDescription, place: DeadLetterPlace, limit: number, ids?: readonly unknown[]): CompiledQuery<RawRow>;
   /**
    * Moves dead letters back, as the statements of one transaction, in order. A table destination:
-   * `INSERT INTO source (copied columns) SELECT … FROM destination WHERE id IN (…)` then
-   * `DELETE FROM destination WHERE id IN (…)`; the generated id, the attempt, the lease,
-   * retryAfter and processedAt are left to the source's defaults. A group: one `UPDATE` that
-   * sets the group back and resets attempt, lease, retryAfter and processedAt.
+   * an insert-select copies the given ids' shared columns into the source, then a delete removes
+   * them from the destination; the generated id, the attempt, the lease, retryAfter and
+   * processedAt are left to the source's defaults. A group: one `UPDATE` that sets the group back
+   * and resets attempt, lease, retryAfter and processedAt.
    */
   retryDeadLetters(source: InboxDescription, place: DeadLetterPlace, ids: readonly unknown[]): readonly CompiledQuery[];
   /** Deletes rows of a state (`done`, `all`, …) or the given ids; dead letters through `purgeDeadLetters`. */

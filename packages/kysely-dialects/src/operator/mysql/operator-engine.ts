@@ -7,9 +7,10 @@ const ctx = mysqlEngine.statements;
 import type { OperatorEngine } from "../types.js";
 
 /**
- * ``select `k`.`key` from (select ? as `key`, ? as `lock_name` union all …) as `k` where IS_USED_LOCK(`k`.`lock_name`) is not null``:
- * `IS_USED_LOCK` names the session holding a user lock, or NULL. Lock names are the runtime's
- * (`mysqlLockName`: the database name prefixed, SHA-256 past 64 characters).
+ * Each key asked about becomes one row of a derived table (the key and its lock name, joined by
+ * `UNION ALL`), and a key comes back when `IS_USED_LOCK` names a session holding its lock (NULL
+ * when none does). Lock names are the runtime's (`mysqlLockName`: the database name prefixed,
+ * SHA-256 past 64 characters). `null` for no keys: an empty derived table cannot be written.
  */
 export function heldAdvisoryKeys(keys: readonly string[], database: string): CompiledQuery<{ key: string }> | null {
   if (keys.length === 0) return null;

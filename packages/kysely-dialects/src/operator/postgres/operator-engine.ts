@@ -6,9 +6,12 @@ const ctx = postgresEngine.statements;
 import type { OperatorEngine } from "../types.js";
 
 /**
- * ```sql
- * select "key" from unnest(cast($1 as text[])) as "key"
- * where exists (select 1 from pg_locks as l where l.locktype = 'advisory' and l.granted and l.objsubid = 1
+ * One array parameter holds every key asked about; a key comes back when a granted advisory
+ * lock of this database matches it:
+ * ```sql postgres:operator.heldAdvisoryKeys
+ * select "key" as "key" from unnest(cast($1 as text[])) as "key"
+ * where exists (select 1 as "one" from "pg_locks" as "l"
+ *   where l.locktype = 'advisory' and l.granted and l.objsubid = 1
  *   and l.database = (select oid from pg_database where datname = current_database())
  *   and ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended("key", 0))
  * ```
