@@ -261,6 +261,9 @@ async function checkSchemas(run: Startup, state: BrokerState, database: Database
       logger: subLogger,
       databaseLabel: state.source.label,
       isClosed: () => state.closed,
+      transactional: sub.queue.options.transactional === true,
+      // A batch handler's rows share their claim's transaction in the row-lock form.
+      sharedTransaction: sub.queue.options.sharedTransaction === true || sub.kind === "batch",
     };
     planned.push({ sub, strategy: claimStrategyFor(setup), leaseMs });
   }
