@@ -3,6 +3,7 @@
  * one handler call per claim with one outcome per row; in the row-lock form a batch whose
  * commit fails (its session killed mid-handler) returns every row, its attempt not spent.
  */
+import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { AnyKysely } from "../src/database.js";
@@ -119,7 +120,8 @@ describe.each(rowLockCases)("row-lock shared transaction on $engine.name: $shape
     };
     try {
       await createJobsTable(engine, db, table);
-      const spec = jobsSpecOf(table, "rowLock");
+      // The row-lock description itself (jobsSpecOf's type is any form's): sharedTransaction() needs one.
+      const spec = InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).data(column("k")).payload(column("payload"), payloadOf<Job>());
       const queue = InboxQueue.of(spec, "jobs").batch(4).pollInterval(50);
       const sub =
         shape === "a batch handler"
