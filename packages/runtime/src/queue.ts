@@ -23,7 +23,7 @@ export interface SharedRows {
   readonly "~sharedRows": true;
 }
 
-type TransactionalArgs<S extends AnyInboxSpec, Tx> = [Tx] extends [never]
+type TransactionalArgs<Tx> = [Tx] extends [never]
   ? []
   : [SpecError<"transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share">];
 
@@ -117,7 +117,7 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
    * with the settlement; any other outcome, or a throw, rolls them back. `DB` is the app's
    * database interface (the handler is declared apart from its broker, so it is named here).
    */
-  transactional<DB = unknown>(...refused: TransactionalArgs<S, Tx>): InboxQueue<S, Transaction<DB>> {
+  transactional<DB = unknown>(...refused: TransactionalArgs<Tx>): InboxQueue<S, Transaction<DB>> {
     if (refused.length > 0 || this.options.sharedTransaction === true) throw refusedModes(this.name);
     return new InboxQueue<S, Transaction<DB>>(this.spec, this.name, { ...this.options, transactional: true });
   }

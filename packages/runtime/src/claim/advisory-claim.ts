@@ -1,4 +1,3 @@
-import type { ErrorPlace } from "@sqlinbox/core/internal";
 import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery } from "kysely";
 import { lockSessionLost } from "../errors.js";
