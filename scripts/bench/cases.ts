@@ -13,6 +13,8 @@ const SHAPES = [
   { batch: 64, workers: 1 },
   { batch: 64, workers: 8 },
 ] as const;
+/** Row-lock transactions that hold a whole claim (issue 10): a batch handler and `.sharedTransaction()`, beside the raw loop of 64 rows per transaction. */
+const SHARED_ROW_LOCK = { batch: 64, workers: 8 } as const;
 /** The extra Postgres lease shape sized like graphile-worker's batched configuration. */
 const GRAPHILE_SIZED = { batch: 500, workers: 8 } as const;
 
@@ -24,6 +26,14 @@ export function drainCases(): DrainCase[] {
       if (engine === "sqlite" && form === "rowLock") continue; // no row locks on SQLite: UnsupportedForm
       for (const { batch, workers } of SHAPES) {
         cases.push(sqlinboxDrainCase(engine, form, batch, workers), rawDrainCase(engine, form, batch, workers));
+      }
+      if (form === "rowLock") {
+        const { batch, workers } = SHARED_ROW_LOCK;
+        cases.push(
+          sqlinboxDrainCase(engine, form, batch, workers, "batch"),
+          sqlinboxDrainCase(engine, form, batch, workers, "shared"),
+          rawDrainCase(engine, form, batch, workers, true),
+        );
       }
       if (engine === "postgres" && form === "lease") {
         // graphile-worker's best configuration fetches 500 jobs per query (localQueue 500): the same batch, side by side.

@@ -6,6 +6,7 @@ export type SqlInboxErrorCode =
   | "ServerTooOld"
   | "UnsupportedForm"
   | "LeaseLost"
+  | "BatchRolledBack"
   | "SessionLost"
   | "Closed"
   | "PoolTooSmall"

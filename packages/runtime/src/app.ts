@@ -261,6 +261,9 @@ async function checkSchemas(run: Startup, state: BrokerState, database: Database
       logger: subLogger,
       databaseLabel: state.source.label,
       isClosed: () => state.closed,
+      transactional: sub.queue.options.transactional === true,
+      // A batch handler's rows share their claim's transaction in the row-lock form.
+      sharedTransaction: sub.queue.options.sharedTransaction === true || sub.kind === "batch",
     };
     planned.push({ sub, strategy: claimStrategyFor(setup), leaseMs });
   }
@@ -270,9 +273,15 @@ async function checkSchemas(run: Startup, state: BrokerState, database: Database
 function checkPoolBudget(state: BrokerState, planned: readonly PlannedSubscription[], listenNotify: boolean): void {
   checkPool(
     state,
-    planned.map(({ sub, strategy }) => ({ name: sub.name, form: strategy.form, workers: sub.queue.options.workers, perDelivery: strategy.connectionsPerDelivery })),
+    planned.map(({ sub, strategy }) => ({ name: sub.name, form: strategy.form, workers: deliveriesInWork(sub, strategy), perDelivery: strategy.connectionsPerDelivery })),
     listenNotify,
   );
+}
+
+/** Deliveries in work at most: a batch handler holds a whole batch per worker, in one transaction in the row-lock form. */
+function deliveriesInWork(sub: Subscriber, strategy: ClaimStrategy): number {
+  const { workers, batch } = sub.queue.options;
+  return sub.kind === "batch" && strategy.form !== "rowLock" ? workers * batch : workers;
 }
 
 /** Builds the subscriptions (they claim once the whole app started) and wires publishes to wake them. */

@@ -17,7 +17,9 @@ export interface ClaimPace {
   readonly claimsAhead: boolean;
   /** Each claim takes one row (the row-lock form). */
   readonly oneRowClaims: boolean;
-  /** Deliveries whose handler runs (or, holding a connection, whose settlement runs). */
+  /** A batch handler: each claim is one handler call; `workers` and `inFlight` count batches, not rows. */
+  readonly wholeBatches: boolean;
+  /** Deliveries (batches, for a batch handler) whose handler runs (or, holding a connection, whose settlement runs). */
   inFlight: number;
   /** Claimed ahead, not started yet. */
   buffered: number;
@@ -37,21 +39,26 @@ export interface PaceShape {
   readonly batch: number;
   readonly claimsAhead: boolean;
   readonly oneRowClaims: boolean;
+  /** A batch handler (`subscriber.batch`); unset: one handler call per row. */
+  readonly wholeBatches?: boolean;
 }
 
 /** A subscription's pacing state at start: drained (one claim first), nothing in flight. */
 export function claimPaceFor(shape: PaceShape): ClaimPace {
   const { workers, batch, claimsAhead, oneRowClaims } = shape;
+  const wholeBatches = shape.wholeBatches === true;
   return {
     workers,
     batch,
     claimsAhead,
     oneRowClaims,
+    wholeBatches,
     // batch(1).workers(8) claims in up to 8 statements at once, as 8 separate consumers would.
     // A row-lock claim opens one transaction per row, one after another: with several free workers, claims of
     // one row each run side by side instead of making the last worker wait for the others. (An advisory claim
     // shares one candidate select among its rows, and claims side by side would contend for the same keys.)
-    maxClaims: oneRowClaims ? workers : Math.max(claimsAhead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch)),
+    // A batch handler: one claim per free worker, each a whole batch.
+    maxClaims: oneRowClaims || wholeBatches ? workers : Math.max(claimsAhead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch)),
     maxSettling: 4 * Math.max(batch, workers),
     inFlight: 0,
     buffered: 0,
@@ -69,6 +76,8 @@ export function claimPaceFor(shape: PaceShape): ClaimPace {
 export function rowsToClaim(pace: ClaimPace): number {
   const { workers, batch, inFlight } = pace;
   if (pace.claims >= (pace.drained ? 1 : pace.maxClaims) || pace.settling >= pace.maxSettling) return 0;
+  // A batch handler: a free worker takes a whole batch in one claim, nothing is buffered.
+  if (pace.wholeBatches) return workers - inFlight - pace.claims > 0 ? batch : 0;
   if (pace.claimsAhead) {
     // Claim a whole batch when a worker is free that neither the buffer nor a running claim will feed,
     // or, while a worker is between deliveries, when less than a batch is on hand (the next batch

@@ -1,5 +1,7 @@
 import type { HasRole, RoleMarker, RoleName, SpecError } from "@sqlinbox/core/internal";
-import { unknownContextKey } from "./errors.js";
+import type { Transaction } from "kysely";
+import { notTransactional, unknownContextKey } from "./errors.js";
+import type { AnyTransaction } from "./database.js";
 
 const keyBrand: unique symbol = Symbol("sqlinbox.ContextKey");
 
@@ -61,6 +63,36 @@ export interface InboxContext<R extends readonly RoleMarker[] = readonly RoleMar
 }
 
 /**
+ * The context of a transactional queue's handler (`.transactional<DB>()`): `tx` is the
+ * transaction its writes go through, committed with an ack, rolled back by any other outcome.
+ */
+export interface TransactionalContext<R extends readonly RoleMarker[] = readonly RoleMarker[], DB = unknown> extends InboxContext<R> {
+  readonly tx: Transaction<DB>;
+}
+
+/**
+ * What a batch handler receives beside its payloads: the context of each row (`rows[i]`, in
+ * the order of the payloads) and what the rows share.
+ */
+export interface BatchContext<R extends readonly RoleMarker[] = readonly RoleMarker[]> {
+  /** Aborts when any row's hold is lost or the shutdown grace period ends. */
+  readonly signal: AbortSignal;
+  readonly subscription: string;
+  readonly table: string;
+  /** Each row's own context: `ctx.rows[i].get(keys.attempt)`. */
+  readonly rows: readonly InboxContext<R>[];
+  now(): Date;
+  sleep(ms: number): Promise<void>;
+}
+
+/** The context a queue's handler receives: `tx` only on a transactional queue. */
+export type ContextOf<R extends readonly RoleMarker[], Tx> = [Tx] extends [never]
+  ? InboxContext<R>
+  : Tx extends Transaction<infer DB>
+    ? TransactionalContext<R, DB>
+    : InboxContext<R>;
+
+/**
  * Extracts one context value, for handlers written as classes:
  * `const attempt = Ctx(keys.attempt).from(ctx)`.
  */
@@ -97,12 +129,20 @@ class DeliveryContext {
   readonly #place: { readonly subscription: string; readonly table: string };
   readonly #source: ContextSource;
   readonly #clock: ContextClock;
+  readonly #tx: AnyTransaction | undefined;
 
-  constructor(place: { readonly subscription: string; readonly table: string }, source: ContextSource, clock: ContextClock) {
+  constructor(place: { readonly subscription: string; readonly table: string }, source: ContextSource, clock: ContextClock, tx?: AnyTransaction) {
     this.#place = place;
     this.#source = source;
     this.#clock = clock;
+    this.#tx = tx;
     Object.freeze(this);
+  }
+
+  /** The handler's transaction; only a transactional queue's handler has one (the type says so too). */
+  get tx(): AnyTransaction {
+    if (this.#tx === undefined) throw notTransactional({ ...this.#place, id: this.#source.id });
+    return this.#tx;
   }
 
   /** Read when a handler asks: a signal costs enough that a delivery makes one only then. */
@@ -145,13 +185,35 @@ class DeliveryContext {
   }
 }
 
-/** The context of a claimed delivery. */
+/** The context of a claimed delivery; `tx` in transactional mode. */
 export function deliveryContext<R extends readonly RoleMarker[]>(
   place: { readonly subscription: string; readonly table: string },
   delivery: ContextSource,
   clock: ContextClock,
+  tx?: AnyTransaction,
 ): InboxContext<R> {
-  return new DeliveryContext(place, delivery, clock) as unknown as InboxContext<R>;
+  return new DeliveryContext(place, delivery, clock, tx) as unknown as InboxContext<R>;
+}
+
+/** The context of a batch: each row's own, and a signal that aborts with any of theirs. */
+export function batchContext<R extends readonly RoleMarker[]>(
+  place: { readonly subscription: string; readonly table: string },
+  deliveries: readonly ContextSource[],
+  clock: ContextClock,
+): BatchContext<R> {
+  const rows = deliveries.map((d) => deliveryContext<R>(place, d, clock));
+  let signal: AbortSignal | undefined;
+  const shared = (): AbortSignal => (signal ??= AbortSignal.any(deliveries.map((d) => d.signal)));
+  return Object.freeze({
+    get signal() {
+      return shared();
+    },
+    subscription: place.subscription,
+    table: place.table,
+    rows,
+    now: () => clock.now(),
+    sleep: (ms: number) => clock.sleep(ms, shared()),
+  });
 }
 
 /** Builds a delivery's context from its values. */

@@ -44,6 +44,38 @@ export function queueSubscribedTwice(place: ErrorPlace): SqlInboxError {
   );
 }
 
+export function refusedModes(subscription: string): SqlInboxError {
+  return new SqlInboxError(
+    "Declaration",
+    "transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share",
+    { subscription },
+  );
+}
+
+export function sharedNeedsRowLock(subscription: string, table: string): SqlInboxError {
+  return new SqlInboxError(
+    "Declaration",
+    "sharedTransaction() needs a row-lock table (no lease column, no advisory key): the lease and advisory forms settle each row on its own",
+    { subscription, table },
+  );
+}
+
+export function transactionalBatchRefused(subscription: string): SqlInboxError {
+  return new SqlInboxError(
+    "Declaration",
+    "a batch handler cannot be transactional: its rows have one outcome each, its writes one transaction; write through a per-row transactional handler, or settle the batch by its outcomes",
+    { subscription },
+  );
+}
+
+export function batchOutcomesMismatch(returned: number, rows: number, place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError("Handler", `a batch handler returned ${returned} outcomes for ${rows} rows: return one outcome per row, in order, or one for all`, place);
+}
+
+export function notTransactional(place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError("Declaration", "ctx.tx exists only on a transactional queue: declare it with .transactional()", place);
+}
+
 export function unknownContextKey(key: string, place: ErrorPlace): SqlInboxError {
   return new SqlInboxError("Declaration", `unknown context key "${key}"`, place);
 }
@@ -169,6 +201,15 @@ export function transactionLost(kind: string, attempt: number | undefined, cause
   return new SqlInboxError(
     "SessionLost",
     `the ${kind} was not written: the delivery's transaction ended under it (${causeMessage(cause)}); it was rolled back, so the row is back in the queue with its attempt (${attempt ?? "none"}) not spent`,
+    place,
+    { cause },
+  );
+}
+
+export function batchRolledBack(kind: string, rows: number, cause: unknown, place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError(
+    "BatchRolledBack",
+    `the ${kind} was not written: the transaction the row shared with ${rows - 1} other row(s) failed to commit (${causeMessage(cause)}); every row of it is back in the queue, its attempt not spent`,
     place,
     { cause },
   );

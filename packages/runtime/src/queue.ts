@@ -1,4 +1,6 @@
-import type { AnyInboxSpec, HasRole, PayloadOf, RolesOf, RowOf, SpecError } from "@sqlinbox/core/internal";
+import type { AnyInboxSpec, FormOf, HasRole, PayloadOf, RolesOf, RowOf, SpecError } from "@sqlinbox/core/internal";
+import type { Transaction } from "kysely";
+import { refusedModes, sharedNeedsRowLock } from "./errors.js";
 
 /** The options one subscription runs with. */
 export interface QueueOptions {
@@ -7,7 +9,30 @@ export interface QueueOptions {
   readonly pollInterval: number;
   readonly workers: number;
   readonly batch: number;
+  /** Handlers write through `ctx.tx`, committed with an ack (`.transactional()`). */
+  readonly transactional?: boolean;
+  /** Row lock: the rows of one claim share one transaction (`.sharedTransaction()`). */
+  readonly sharedTransaction?: boolean;
 }
+
+/**
+ * How a queue's handlers use transactions, at the type level: `never` (each delivery on its own),
+ * `Transaction<DB>` (`.transactional<DB>()`: `ctx.tx`), or `SharedRows` (`.sharedTransaction()`).
+ */
+export interface SharedRows {
+  readonly "~sharedRows": true;
+}
+
+type TransactionalArgs<Tx> = [Tx] extends [never]
+  ? []
+  : [SpecError<"transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share">];
+
+type SharedArgs<S extends AnyInboxSpec, Tx> =
+  FormOf<RolesOf<S>> extends "rowLock"
+    ? [Tx] extends [never]
+      ? []
+      : [SpecError<"transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share">]
+    : [SpecError<"sharedTransaction() needs a row-lock table (no lease column, no advisory key): the lease and advisory forms settle each row on its own">];
 
 /**
  * What a publish to a spec's table writes: the payload, or in row mode (no payload column) some of
@@ -44,10 +69,12 @@ function positiveInteger(what: string, n: number): number {
  * @example
  * const queue = InboxQueue.of(RenderReport, "reports").lease(minutes(1)).workers(4)
  */
-export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec> {
+export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
   readonly spec: S;
   readonly name: string;
   readonly options: QueueOptions;
+  /** @internal phantom: how handlers use transactions (see `SharedRows`). */
+  declare readonly "~tx"?: Tx;
 
   private constructor(spec: S, name: string, options: QueueOptions) {
     this.spec = spec;
@@ -63,23 +90,46 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec> {
   }
 
   /** This subscription's lease term (whole seconds, rounded up); only on a table with a lease column. */
-  lease(...args: LeaseArgs<S>): InboxQueue<S> {
-    return new InboxQueue(this.spec, this.name, { ...this.options, lease: wholeSeconds(args[0] as number) });
+  lease(...args: LeaseArgs<S>): InboxQueue<S, Tx> {
+    return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, lease: wholeSeconds(args[0] as number) });
   }
 
   /** How long to wait after a claim that came back short (default 1 s). */
-  pollInterval(ms: number): InboxQueue<S> {
+  pollInterval(ms: number): InboxQueue<S, Tx> {
     if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`pollInterval must be >= 0 ms, got ${ms}`);
-    return new InboxQueue(this.spec, this.name, { ...this.options, pollInterval: ms });
+    return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, pollInterval: ms });
   }
 
   /** Up to `n` deliveries in work at once (default 1). */
-  workers(n: number): InboxQueue<S> {
-    return new InboxQueue(this.spec, this.name, { ...this.options, workers: positiveInteger("workers", n) });
+  workers(n: number): InboxQueue<S, Tx> {
+    return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, workers: positiveInteger("workers", n) });
   }
 
   /** Claim up to `n` rows per statement (default 1). */
-  batch(n: number): InboxQueue<S> {
-    return new InboxQueue(this.spec, this.name, { ...this.options, batch: positiveInteger("batch", n) });
+  batch(n: number): InboxQueue<S, Tx> {
+    return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, batch: positiveInteger("batch", n) });
+  }
+
+  // Transactions: how a handler's writes commit (issue 10).
+
+  /**
+   * Handlers get `ctx.tx`, a Kysely `Transaction<DB>`: an ack commits their writes together
+   * with the settlement; any other outcome, or a throw, rolls them back. `DB` is the app's
+   * database interface (the handler is declared apart from its broker, so it is named here).
+   */
+  transactional<DB = unknown>(...refused: TransactionalArgs<Tx>): InboxQueue<S, Transaction<DB>> {
+    if (refused.length > 0 || this.options.sharedTransaction === true) throw refusedModes(this.name);
+    return new InboxQueue<S, Transaction<DB>>(this.spec, this.name, { ...this.options, transactional: true });
+  }
+
+  /**
+   * Row lock: one transaction holds every row of a claim (up to `batch(n)`) and commits once
+   * all of them settled, so one slow, crashed or failed row takes its neighbours back with it.
+   * Default off: each row has its own transaction.
+   */
+  sharedTransaction(...refused: SharedArgs<S, Tx>): InboxQueue<S, SharedRows> {
+    if (refused.length > 0 || this.options.transactional === true) throw refusedModes(this.name);
+    if (this.spec.description.form !== "rowLock") throw sharedNeedsRowLock(this.name, this.spec.description.table);
+    return new InboxQueue<S, SharedRows>(this.spec, this.name, { ...this.options, sharedTransaction: true });
   }
 }

@@ -1,5 +1,7 @@
-import type { AnyInboxSpec, RolesOf } from "@sqlinbox/core/internal";
-import type { InboxContext } from "./context.js";
+import type { AnyInboxSpec, RolesOf, SpecError } from "@sqlinbox/core/internal";
+import type { Transaction } from "kysely";
+import type { BatchContext, ContextOf } from "./context.js";
+import { transactionalBatchRefused } from "./errors.js";
 import type { HandlerOutcome } from "./outcome.js";
 import type { DeliveredOf, InboxQueue } from "./queue.js";
 
@@ -13,8 +15,17 @@ export interface Outputs {
 // biome-ignore lint/suspicious/noConfusingVoidType: a handler written as `async (p) => { … }` returns Promise<void>, which means ack
 export type HandlerResult = HandlerOutcome | void | undefined;
 
-/** The function form: `(payload, ctx) => HandlerOutcome.ack()`; in row mode `payload` is the row. */
-export type HandlerFunction<S extends AnyInboxSpec> = (payload: DeliveredOf<S>, ctx: InboxContext<RolesOf<S>>) => HandlerResult | Promise<HandlerResult>;
+/** What a batch handler may return: one outcome per row (in the order of the payloads), or one for all. */
+export type BatchResult = HandlerResult | readonly HandlerResult[];
+
+/**
+ * The function form: `(payload, ctx) => HandlerOutcome.ack()`; in row mode `payload` is the row.
+ * `Tx` is the queue's transaction mode: on a `.transactional<DB>()` queue `ctx.tx` is a `Transaction<DB>`.
+ */
+export type HandlerFunction<S extends AnyInboxSpec, Tx = never> = (payload: DeliveredOf<S>, ctx: ContextOf<RolesOf<S>, Tx>) => HandlerResult | Promise<HandlerResult>;
+
+/** The batch form: every payload of a claim at once, with each row's context in `ctx.rows`. */
+export type BatchHandlerFunction<S extends AnyInboxSpec> = (payloads: readonly DeliveredOf<S>[], ctx: BatchContext<RolesOf<S>>) => BatchResult | Promise<BatchResult>;
 
 /**
  * The class form: a type that handles a table's payloads and extracts what it needs from the
@@ -25,20 +36,66 @@ export type HandlerFunction<S extends AnyInboxSpec> = (payload: DeliveredOf<S>, 
  *   async handle(report: Report, outs: Outputs, ctx: InboxContext<RolesOf<typeof RenderReport>>) { … }
  * }
  */
-export interface Handler<S extends AnyInboxSpec> {
-  handle(payload: DeliveredOf<S>, outs: Outputs, ctx: InboxContext<RolesOf<S>>): HandlerResult | Promise<HandlerResult>;
+export interface Handler<S extends AnyInboxSpec, Tx = never> {
+  handle(payload: DeliveredOf<S>, outs: Outputs, ctx: ContextOf<RolesOf<S>, Tx>): HandlerResult | Promise<HandlerResult>;
+}
+
+interface SubscriberOf<S extends AnyInboxSpec> {
+  readonly queue: InboxQueue<S, unknown>;
+  /** The subscription's name (the queue's route name). */
+  readonly name: string;
+}
+
+/** A handler of one row at a time. */
+export interface RowSubscriber<S extends AnyInboxSpec = AnyInboxSpec> extends SubscriberOf<S> {
+  readonly kind: "row";
+  readonly invoke: (payload: DeliveredOf<S>, outs: Outputs, ctx: ContextOf<RolesOf<S>, never>) => HandlerResult | Promise<HandlerResult>;
+}
+
+/** A handler of every row of a claim at once (`subscriber.batch`). */
+export interface BatchSubscriber<S extends AnyInboxSpec = AnyInboxSpec> extends SubscriberOf<S> {
+  readonly kind: "batch";
+  readonly invoke: BatchHandlerFunction<S>;
 }
 
 /** A queue with its handler, ready for `b.include(…)`. */
-export interface Subscriber<S extends AnyInboxSpec = AnyInboxSpec> {
-  readonly queue: InboxQueue<S>;
-  /** The subscription's name (the queue's route name). */
-  readonly name: string;
-  readonly invoke: (payload: DeliveredOf<S>, outs: Outputs, ctx: InboxContext<RolesOf<S>>) => HandlerResult | Promise<HandlerResult>;
+export type Subscriber<S extends AnyInboxSpec = AnyInboxSpec> = RowSubscriber<S> | BatchSubscriber<S>;
+
+/** `unknown` unless the queue is transactional, which a batch handler refuses. */
+type BatchAllowed<Tx> = [Tx] extends [never]
+  ? unknown
+  : Tx extends Transaction<unknown>
+    ? SpecError<"a batch handler cannot be transactional: its rows have one outcome each, its writes one transaction; drop .transactional() or use a per-row handler">
+    : unknown;
+
+function subscribeRows<S extends AnyInboxSpec, Tx = never>(queue: InboxQueue<S, Tx>, handler: HandlerFunction<S, Tx> | Handler<S, Tx>): Subscriber<S> {
+  const invoke: RowSubscriber<S>["invoke"] =
+    typeof handler === "function"
+      ? (payload, _outs, ctx) => handler(payload, ctx as ContextOf<RolesOf<S>, Tx>)
+      : (payload, outs, ctx) => handler.handle(payload, outs, ctx as ContextOf<RolesOf<S>, Tx>);
+  return Object.freeze({ kind: "row", queue, name: queue.name, invoke });
 }
 
 /**
- * Subscribes a handler to a queue, as a function or as an object implementing `Handler`.
+ * Subscribes a batch handler: it receives the payloads of one claim (up to `batch(n)` rows) and
+ * returns one outcome per row, or one for all. In the row-lock form the batch is one transaction:
+ * its settlements commit together, and a failed commit (`BatchRolledBack`) returns every row.
+ * Lease and advisory settle each row on its own. A transactional queue is refused.
+ *
+ * @example
+ * const mail = subscriber.batch(InboxQueue.of(MailJobs, "mail").batch(64), async (mails, ctx) => {
+ *   const sent = await sendAll(mails);
+ *   return sent.map((ok) => (ok ? HandlerOutcome.ack() : HandlerOutcome.retryAfter(seconds(30))));
+ * });
+ */
+function subscribeBatch<S extends AnyInboxSpec, Tx = never>(queue: InboxQueue<S, Tx> & BatchAllowed<Tx>, handler: BatchHandlerFunction<S>): Subscriber<S> {
+  if (queue.options.transactional === true) throw transactionalBatchRefused(queue.name);
+  return Object.freeze({ kind: "batch", queue, name: queue.name, invoke: handler });
+}
+
+/**
+ * Subscribes a handler to a queue, as a function or as an object implementing `Handler`;
+ * `subscriber.batch(queue, handler)` subscribes a batch handler.
  *
  * @example
  * const render = subscriber(InboxQueue.of(RenderReport, "reports").lease(minutes(1)), async (report, ctx) => {
@@ -47,8 +104,4 @@ export interface Subscriber<S extends AnyInboxSpec = AnyInboxSpec> {
  *   return HandlerOutcome.ack();
  * });
  */
-export function subscriber<S extends AnyInboxSpec>(queue: InboxQueue<S>, handler: HandlerFunction<S> | Handler<S>): Subscriber<S> {
-  const invoke: Subscriber<S>["invoke"] =
-    typeof handler === "function" ? (payload, _outs, ctx) => handler(payload, ctx) : (payload, outs, ctx) => handler.handle(payload, outs, ctx);
-  return Object.freeze({ queue, name: queue.name, invoke });
-}
+export const subscriber: typeof subscribeRows & { readonly batch: typeof subscribeBatch } = Object.assign(subscribeRows, { batch: subscribeBatch });

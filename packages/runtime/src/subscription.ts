@@ -9,6 +9,8 @@ import type { QueueOptions } from "./queue.js";
 import type { Outputs, Subscriber } from "./subscriber.js";
 import type { Activity } from "./activity.js";
 import { claimPaceFor, rowsToClaim, type ClaimPace } from "./claim-pacer.js";
+import { deliverBatch, type BatchRun } from "./batch-delivery.js";
+import type { AnyTransaction } from "./database.js";
 
 /** What a test sees of each delivery (`TestApp` call records). */
 export interface DeliveryObserver {
@@ -68,6 +70,9 @@ export class Subscription {
   #pollTimer: Timer | undefined;
   /** Counts wakes, so a claim that came back short knows whether a publish happened while it ran. */
   #wakes = 0;
+  /** A batch handler's subscription: what each batch delivery needs; batches in work. */
+  readonly #batchRun: BatchRun | undefined;
+  #batches = 0;
 
   constructor(setup: SubscriptionSetup) {
     this.#s = setup;
@@ -75,8 +80,29 @@ export class Subscription {
     this.table = setup.spec.table;
     this.#place = Object.freeze({ subscription: this.name, table: this.table });
     this.#decodesAsync = isStandardSchema(setup.spec.payloadType);
-    const { batch, workers } = setup.options;
-    this.#pace = claimPaceFor({ workers, batch, claimsAhead: setup.strategy.claimsAhead === true, oneRowClaims: setup.strategy.form === "rowLock" });
+    const { batch, workers, sharedTransaction } = setup.options;
+    const batchHandler = setup.subscriber.kind === "batch";
+    this.#pace = claimPaceFor({
+      workers,
+      batch,
+      claimsAhead: setup.strategy.claimsAhead === true,
+      // Row lock claims one row per transaction, unless the rows of a claim share one.
+      oneRowClaims: setup.strategy.form === "rowLock" && sharedTransaction !== true && !batchHandler,
+      wholeBatches: batchHandler,
+    });
+    this.#batchRun =
+      setup.subscriber.kind === "batch"
+        ? {
+            subscriber: setup.subscriber,
+            spec: setup.spec,
+            place: this.#place,
+            clock: setup.clock,
+            logger: setup.logger,
+            observer: setup.observer,
+            settle: (d, outcome, payload) => this.#settle(d, outcome, payload),
+            park: (d, error) => this.#parkUndecodable(d, error),
+          }
+        : undefined;
   }
 
   get inFlight(): number {
@@ -152,7 +178,7 @@ export class Subscription {
   #claimMore(): void {
     const pace = this.#pace;
     while (this.#started && !this.#stopped && this.#pollTimer === undefined) {
-      pace.inFlight = this.#inFlight.size;
+      pace.inFlight = this.#batchRun === undefined ? this.#inFlight.size : this.#batches;
       pace.buffered = this.#buffered;
       pace.claims = this.#claims.size;
       const limit = rowsToClaim(pace);
@@ -178,7 +204,9 @@ export class Subscription {
       this.#pollWait();
       return;
     }
-    if (claimed.length > 0) {
+    if (claimed.length > 0 && this.#batchRun !== undefined) {
+      this.#startBatch(this.#batchRun, claimed);
+    } else if (claimed.length > 0) {
       if (this.#buffered === 0) {
         this.#buffer = claimed;
         this.#bufferAt = 0;
@@ -205,6 +233,22 @@ export class Subscription {
     this.#inFlight.add(delivery);
     this.#s.activity.touch();
     void this.#deliver(delivery);
+  }
+
+  /** Runs a batch handler on the rows of one claim; they count in work until every one settled. */
+  #startBatch(run: BatchRun, deliveries: readonly ClaimedDelivery[]): void {
+    this.#batches++;
+    for (const delivery of deliveries) this.#inFlight.add(delivery);
+    this.#s.activity.touch();
+    void this.#apart(deliverBatch(run, deliveries))
+      .catch((error: unknown) => this.#s.logger.error({ ...errorFields(error), ...this.#place }, "batch delivery failed unexpectedly; its rows return when their holds end"))
+      .finally(() => {
+        this.#batches--;
+        for (const delivery of deliveries) this.#inFlight.delete(delivery);
+        this.#s.activity.touch();
+        this.#claimMore();
+        this.#checkIdle();
+      });
   }
 
   /** Runs one delivery's handler and settles it; never rejects. */
@@ -238,9 +282,21 @@ export class Subscription {
       return;
     }
     observer?.delivered({ subscription: this.name, id: delivery.id, attempt: delivery.attempt, payload });
-    const ctx = deliveryContext<readonly RoleMarker[]>(this.#place, delivery, clock);
+    let tx: AnyTransaction | undefined;
+    if (this.#s.options.transactional === true) {
+      try {
+        tx = await delivery.openHandlerTransaction();
+      } catch (error) {
+        logger.error({ ...errorFields(error), ...this.#place, id: delivery.id }, "could not open the handler's transaction; the row is released for another attempt");
+        const released = this.#apart(this.#settle(delivery, HandlerOutcome.retry(), payload));
+        if (holdsConnection) await released;
+        return;
+      }
+    }
+    const ctx = deliveryContext<readonly RoleMarker[]>(this.#place, delivery, clock, tx);
     let outcome: HandlerOutcome;
     try {
+      if (subscriber.kind !== "row") throw new Error("a batch subscriber's rows go through deliverBatch");
       const result = subscriber.invoke(payload as never, this.#s.outputs, ctx as never);
       // A handler that returns without a promise costs no extra turn of the microtask queue.
       outcome = toOutcome(isPromiseLike(result) ? await result : result);

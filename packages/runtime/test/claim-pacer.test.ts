@@ -4,6 +4,10 @@ import { claimPaceFor, rowsToClaim, type ClaimPace, type PaceShape } from "../sr
 const lease = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: true, oneRowClaims: false });
 const advisory = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: false });
 const rowLock = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: true });
+/** Row lock with `.sharedTransaction()`: one transaction claims up to `batch` rows. */
+const sharedRowLock = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: false });
+/** A batch handler: `workers` batches in work, a whole batch per claim (any form). */
+const batchHandler = (workers: number, batch: number, claimsAhead = false): PaceShape => ({ workers, batch, claimsAhead, oneRowClaims: false, wholeBatches: true });
 
 type Counters = Partial<Pick<ClaimPace, "inFlight" | "buffered" | "claims" | "claiming" | "settling" | "drained">>;
 
@@ -26,6 +30,10 @@ describe("claimPaceFor: the shape", () => {
     ["advisory w8 b2", advisory(8, 2), 4, 32],
     ["row lock w8 b1: one claim per worker", rowLock(8, 1), 8, 32],
     ["row lock w3 b10", rowLock(3, 10), 3, 40],
+    ["shared row lock w8 b64: one claim", sharedRowLock(8, 64), 1, 256],
+    ["shared row lock w8 b2", sharedRowLock(8, 2), 4, 32],
+    ["batch handler w8 b64: a claim per worker", batchHandler(8, 64), 8, 256],
+    ["batch handler on a lease table w2 b16", batchHandler(2, 16, true), 2, 64],
   ] as const)("%s", (_name, shape, maxClaims, maxSettling) => {
     const pace = claimPaceFor(shape);
     expect(pace).toMatchObject({ maxClaims, maxSettling, inFlight: 0, buffered: 0, claims: 0, claiming: 0, settling: 0, drained: true });
@@ -80,6 +88,15 @@ describe("rowsToClaim", () => {
     ["row lock, free workers left: one row", rowLock(4, 16), { inFlight: 1, claims: 2, claiming: 2 }, 1],
     ["row lock, free workers spoken for: none", rowLock(4, 16), { inFlight: 2, claims: 2, claiming: 2 }, 0],
     ["row lock, every worker busy: none", rowLock(4, 1), { inFlight: 4 }, 0],
+    // Shared row lock: min(batch, free) rows in one transaction.
+    ["shared row lock idle: a batch of free workers", sharedRowLock(8, 64), {}, 8],
+    ["shared row lock, two workers free: two rows", sharedRowLock(8, 4), { inFlight: 6 }, 2],
+    // A batch handler: inFlight counts batches; a free worker takes a whole batch, never buffered.
+    ["batch handler idle: a batch", batchHandler(8, 64), {}, 64],
+    ["batch handler, one batch slot free: a batch", batchHandler(8, 64), { inFlight: 7 }, 64],
+    ["batch handler, free slots spoken for by claims: none", batchHandler(8, 64), { inFlight: 6, claims: 2, claiming: 128 }, 0],
+    ["batch handler, every slot busy: none", batchHandler(2, 16, true), { inFlight: 2 }, 0],
+    ["batch handler drained, one claim running: none", batchHandler(8, 64), { drained: true, claims: 1, claiming: 64 }, 0],
   ])("%s", (_name, shape, counters, rows) => {
     expect(ask(shape, counters)).toBe(rows);
   });

@@ -142,6 +142,37 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     "SessionLost",
     `the retry was not written: the session holding the key's lock ended (killed); the row is back in the queue, its attempt spent${at}`,
   ],
+  [
+    "batchRolledBack",
+    errors.batchRolledBack("ack", 4, new Error("terminated"), place),
+    "BatchRolledBack",
+    `the ack was not written: the transaction the row shared with 3 other row(s) failed to commit (terminated); every row of it is back in the queue, its attempt not spent${at}`,
+  ],
+  [
+    "refusedModes",
+    errors.refusedModes("reports"),
+    "Declaration",
+    'transactional() and sharedTransaction() exclude each other: a handler\'s writes cannot roll back alone inside a transaction other rows share (subscription "reports")',
+  ],
+  [
+    "sharedNeedsRowLock",
+    errors.sharedNeedsRowLock("reports", "report_jobs"),
+    "Declaration",
+    'sharedTransaction() needs a row-lock table (no lease column, no advisory key): the lease and advisory forms settle each row on its own (subscription "reports", table "report_jobs")',
+  ],
+  [
+    "transactionalBatchRefused",
+    errors.transactionalBatchRefused("reports"),
+    "Declaration",
+    'a batch handler cannot be transactional: its rows have one outcome each, its writes one transaction; write through a per-row transactional handler, or settle the batch by its outcomes (subscription "reports")',
+  ],
+  [
+    "batchOutcomesMismatch",
+    errors.batchOutcomesMismatch(3, 4, place),
+    "Handler",
+    `a batch handler returned 3 outcomes for 4 rows: return one outcome per row, in order, or one for all${at}`,
+  ],
+  ["notTransactional", errors.notTransactional(place), "Declaration", `ctx.tx exists only on a transactional queue: declare it with .transactional()${at}`],
   ["notSerializable", errors.notSerializable(undefined), "Decode", "a payload must be JSON-serializable, got undefined"],
   ["failsSchema", errors.failsSchema("title: required; pages: too big", place), "Decode", `the payload fails its schema: title: required; pages: too big${at}`],
   ["notUtf8Json", errors.notUtf8Json(new Error("Unexpected token"), place), "Decode", `the payload is not UTF-8 JSON: Unexpected token${at}`],
@@ -164,5 +195,6 @@ describe("runtime error messages", () => {
     expect(errors.transactionLost("ack", 1, cause, place).cause).toBe(cause);
     expect(errors.lockSessionLost("ack", cause, place).cause).toBe(cause);
     expect(errors.notUtf8Json(cause, place).cause).toBe(cause);
+    expect(errors.batchRolledBack("ack", 2, cause, place).cause).toBe(cause);
   });
 });

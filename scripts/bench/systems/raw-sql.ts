@@ -25,7 +25,11 @@ const isDeadlock = (e: unknown) => (e as { errno?: number } | null)?.errno === 1
  * settle one by one, and the row-lock form holds one row per transaction (as the runtime does).
  * What the library adds on top of this is its overhead.
  */
-export function rawDrainCase(engine: EngineName, form: FormName, batch: number, workers: number): DrainCase {
+/**
+ * `shared`: in the row-lock form one transaction claims and settles `batch` rows (what the
+ * runtime does for a batch handler or `.sharedTransaction()`); otherwise one row per transaction.
+ */
+export function rawDrainCase(engine: EngineName, form: FormName, batch: number, workers: number, shared = false): DrainCase {
   let db: AnyDb | undefined;
   let dialect: EngineDialect | undefined;
   let spec: InboxDescription | undefined;
@@ -100,10 +104,10 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
   async function rowLockLoop(tracker: JobTracker): Promise<void> {
     const R = dialect!.rowLock!;
     while (tracker.count < tracker.n) {
-      // One row per transaction, as the runtime's row-lock form does whatever the batch: every
-      // delivery commits on its own (a crash never takes a neighbour's work with it).
+      // One row per transaction, as the runtime's row-lock form does by default: every delivery
+      // commits on its own (a crash never takes a neighbour's work with it); `shared`: `batch` rows.
       const got = await transaction(async (trx) => {
-        const rows = (await exec(R.claim(spec!, { limit: 1, now: new Date() }), trx)).rows;
+        const rows = (await exec(R.claim(spec!, { limit: shared ? batch : 1, now: new Date() }), trx)).rows;
         if (rows.length === 0) return 0;
         const count = R.countAttempts(
           spec!,
@@ -152,11 +156,11 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
   }
 
   return {
-    id: `raw-sql/${engine}/${form}/b${batch}-w${workers}`,
+    id: `raw-sql/${engine}/${form}/b${batch}-w${workers}${shared ? "-shared" : ""}`,
     system: "raw-sql",
     engine,
     variant: form,
-    settings: { batch, workers, leaseMs: form === "lease" ? LEASE_MS : undefined },
+    settings: { batch, workers, leaseMs: form === "lease" ? LEASE_MS : undefined, ...(shared ? { rowsPerTransaction: batch } : {}) },
     async check() {
       if (engine === "sqlite" && form === "rowLock") return "SQLite has no row locks";
       const d = await loadDialect(engine);

@@ -46,7 +46,12 @@ export interface SqlinboxAppOptions {
   readonly listenNotify?: boolean;
   /** Wrap an existing Kysely instance (to count statements) instead of `SqlBroker.fromUrl`. */
   readonly kysely?: AnyDb;
+  /** `batch`: one batch handler (`subscriber.batch`); `shared`: per-row handlers whose claim shares one transaction (`.sharedTransaction()`). */
+  readonly handlerShape?: HandlerShape;
 }
+
+/** How the bench's handler takes its rows: one at a time, a whole claim at once, or one at a time in a shared transaction. */
+export type HandlerShape = "row" | "batch" | "shared";
 
 /** Builds the bench's App: one subscription on the form's table, through the public API only. */
 export function buildApp(rt: Runtime, o: SqlinboxAppOptions): { app: Runtime; broker: Runtime } {
@@ -56,14 +61,22 @@ export function buildApp(rt: Runtime, o: SqlinboxAppOptions): { app: Runtime; br
   let queue = rt.InboxQueue.of(spec, "bench").workers(o.workers).batch(o.batch);
   if (o.form === "lease" && o.leaseMs !== undefined) queue = queue.lease(o.leaseMs);
   if (o.pollMs !== undefined) queue = queue.pollInterval(o.pollMs);
+  if (o.handlerShape === "shared") queue = queue.sharedTransaction();
   const handler = o.handler;
   // Returns what the handler returns (a promise only when it is async), as the raw loop calls it directly.
   const sub =
     handler &&
-    rt.subscriber(queue, (payload: unknown) => {
-      const result = handler(payload);
-      return result instanceof Promise ? result.then(() => undefined) : undefined;
-    });
+    (o.handlerShape === "batch"
+      ? rt.subscriber.batch(queue, async (payloads: readonly unknown[]) => {
+          for (const payload of payloads) {
+            const result = handler(payload);
+            if (result instanceof Promise) await result;
+          }
+        })
+      : rt.subscriber(queue, (payload: unknown) => {
+          const result = handler(payload);
+          return result instanceof Promise ? result.then(() => undefined) : undefined;
+        }));
   const app = new rt.App({ name: "sqlinbox-bench", version: "0.0.0", logger: rt.silentLogger, shutdownGrace: 5_000 }).withBroker(broker.route(spec, "bench"), (b: Runtime) =>
     sub ? b.include(sub) : b,
   );
@@ -71,15 +84,15 @@ export function buildApp(rt: Runtime, o: SqlinboxAppOptions): { app: Runtime; br
 }
 
 /** W1 drain with sqlinbox: an App with one subscription, `workers(w).batch(b)`, a handler that decodes and acks. */
-export function sqlinboxDrainCase(engine: EngineName, form: FormName, batch: number, workers: number): DrainCase {
+export function sqlinboxDrainCase(engine: EngineName, form: FormName, batch: number, workers: number, handlerShape: HandlerShape = "row"): DrainCase {
   let db: AnyDb | undefined;
   let rt: Runtime | undefined;
   return {
-    id: `sqlinbox/${engine}/${form}/b${batch}-w${workers}`,
+    id: `sqlinbox/${engine}/${form}/b${batch}-w${workers}${handlerShape === "row" ? "" : `-${handlerShape}`}`,
     system: "sqlinbox",
     engine,
     variant: form,
-    settings: { batch, workers, leaseMs: form === "lease" ? 30_000 : undefined },
+    settings: { batch, workers, leaseMs: form === "lease" ? 30_000 : undefined, ...(handlerShape === "row" ? {} : { handlerShape }) },
     async check() {
       if (engine === "sqlite" && form === "rowLock") return "SQLite has no row locks";
       const r = await loadRuntime();
@@ -100,7 +113,7 @@ export function sqlinboxDrainCase(engine: EngineName, form: FormName, batch: num
       // The broker runs on a Kysely of the same pool size as `fromUrl` would build, which counts its statements.
       let statements = 0;
       const kysely = connect(engine, workers + 4, () => void statements++);
-      const { app } = buildApp(rt!, { engine, form, batch, workers, kysely, handler: (p) => tracker.handle(p) });
+      const { app } = buildApp(rt!, { engine, form, batch, workers, kysely, handlerShape, handler: (p) => tracker.handle(p) });
       const running = await startApp(app);
       try {
         await tracker.done;

@@ -1,4 +1,3 @@
-import type { ErrorPlace } from "@sqlinbox/core/internal";
 import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { CompiledQuery } from "kysely";
 import { lockSessionLost } from "../errors.js";
@@ -44,6 +43,9 @@ const MIN_CANDIDATES = 64;
  * Only the first candidate of each key is tried in a round, so rows sharing a key run one at
  * a time in claim order, while other keys run in parallel. The lock ends with its session, so
  * a crash returns the row at once; the take was committed, so the crash spends the attempt.
+ *
+ * A transactional handler writes in a transaction on the lock's session: an ack writes the
+ * settlement inside it and commits, then unlocks; any other outcome rolls it back first.
  */
 export class AdvisoryClaim implements ClaimStrategy {
   readonly form = "advisory" as const;
@@ -78,7 +80,9 @@ export class AdvisoryClaim implements ClaimStrategy {
           this.#setup.logger.warn({ ...errorFields(error), ...d.place }, "advisory unlock at shutdown failed; the lock ends with its session"),
         );
       },
-      settle: (d, outcome) => this.#settle(d.hold, d.id, outcome, d.place),
+      settle: (d, outcome) => this.#settle(d, outcome),
+      // Where there are no session locks (SQLite) the pool's one connection carries it.
+      openHandlerTransaction: (d) => this.#setup.database.activity.track(() => (d.hold.connection?.db ?? this.#setup.database.db).startTransaction().execute()),
     };
   }
 
@@ -186,17 +190,32 @@ export class AdvisoryClaim implements ClaimStrategy {
     }
   }
 
-  async #settle(hold: KeyHold, id: unknown, outcome: HandlerOutcome, place: ErrorPlace): Promise<void> {
+  async #settle(delivery: HeldDelivery<KeyHold>, outcome: HandlerOutcome): Promise<void> {
     const { database, spec, clock } = this.#setup;
+    const { hold, id, place } = delivery;
     const connection = hold.connection;
+    const handlerTx = delivery.handlerTransaction;
+    delivery.handlerTransaction = undefined;
     let stillHeld: boolean;
     try {
       const query = heldSettlement(this.#statements, spec, id, outcome, clock.now());
-      // On the delivery's own session: once that session is gone, so is the lock, and the
-      // row may already be in another delivery — the settlement must fail, not land.
-      if (query !== null) await database.execute("settle", query, connection?.db);
+      if (handlerTx !== undefined && outcome.kind === "ack") {
+        // In the handler's transaction, on the lock's session: its writes and the ack commit together.
+        if (query !== null) await database.activity.track(() => handlerTx.executeQuery(query));
+        await database.activity.track(() => handlerTx.commit().execute());
+      } else {
+        if (handlerTx !== undefined) await handlerTx.rollback().execute();
+        // On the delivery's own session: once that session is gone, so is the lock, and the
+        // row may already be in another delivery — the settlement must fail, not land.
+        if (query !== null) await database.execute("settle", query, connection?.db);
+      }
       stillHeld = await this.#release(hold);
     } catch (error) {
+      if (handlerTx !== undefined && !handlerTx.isCommitted && !handlerTx.isRolledBack)
+        await handlerTx
+          .rollback()
+          .execute()
+          .catch(() => undefined);
       await this.#release(hold).catch(() => false);
       throw lockSessionLost(outcome.kind, error, place);
     }

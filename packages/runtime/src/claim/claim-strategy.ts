@@ -1,7 +1,7 @@
 import type { ClaimForm, InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import type { Clock } from "../clock.js";
-import type { Database } from "../database.js";
+import type { AnyTransaction, Database } from "../database.js";
 import type { Logger } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
 
@@ -19,6 +19,11 @@ export interface ClaimedDelivery {
   settle(outcome: HandlerOutcome): Promise<void>;
   /** Gives the delivery up unsettled (the shutdown grace is over): aborts its signal, lets its hold lapse. */
   abandon(reason: unknown): void;
+  /**
+   * Transactional mode: opens the transaction the handler writes through (`ctx.tx`). The
+   * settlement then commits it with an ack and rolls it back for any other outcome.
+   */
+  openHandlerTransaction(): Promise<AnyTransaction>;
 }
 
 /**
@@ -65,6 +70,10 @@ export interface ClaimSetup {
   readonly databaseLabel?: string;
   /** True once the broker closed: settlements fail with `Closed`. */
   readonly isClosed: () => boolean;
+  /** Handlers write through a transaction of their own, committed with an ack (`.transactional()`). */
+  readonly transactional?: boolean;
+  /** Row lock: the rows of one claim share one transaction (`.sharedTransaction()`, or a batch handler). */
+  readonly sharedTransaction?: boolean;
 }
 
 /**

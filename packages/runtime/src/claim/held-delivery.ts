@@ -1,6 +1,7 @@
 import type { ErrorPlace, InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
-import type { CompiledQuery } from "kysely";
+import type { CompiledQuery, ControlledTransaction } from "kysely";
+import type { AnyTransaction } from "../database.js";
 import { alreadySettled, closedBeforeHeldSettlement, stoppedInRetryHold, type HeldThing } from "../errors.js";
 import type { Clock } from "../clock.js";
 import type { HandlerOutcome } from "../outcome.js";
@@ -22,9 +23,14 @@ export interface HoldingForm<H> {
   release(delivery: HeldDelivery<H>): Promise<unknown>;
   /** Gives the hold back at once, not waiting (the shutdown grace is over); never rejects. */
   abandon(delivery: HeldDelivery<H>): void;
-  /** Writes the outcome on the hold and ends it; throws when the hold was lost. */
+  /** Writes the outcome on the hold and ends it (committing the handler's writes on an ack); throws when the hold was lost. */
   settle(delivery: HeldDelivery<H>, outcome: HandlerOutcome): Promise<void>;
+  /** Transactional mode: opens the handler's transaction on the hold (a savepoint, or a transaction on the lock's session). */
+  openHandlerTransaction?(delivery: HeldDelivery<H>): Promise<HandlerTransaction>;
 }
+
+// biome-ignore lint/suspicious/noExplicitAny: the handler's transaction runs on any database interface, with any savepoints
+export type HandlerTransaction = ControlledTransaction<any, any>;
 
 /**
  * The delivery of a held row: `held` until `settle` (→ `settling` → `done`) or `abandon`
@@ -39,6 +45,8 @@ export class HeldDelivery<H> implements ClaimedDelivery {
   readonly hold: H;
   readonly #form: HoldingForm<H>;
   readonly #controller = new AbortController();
+  /** Transactional mode: the transaction the handler writes through, until the settlement ends it. */
+  handlerTransaction: HandlerTransaction | undefined;
   #state: "held" | "settling" | "done" | "abandoned" = "held";
 
   constructor(form: HoldingForm<H>, row: RawRow, id: unknown, attempt: number | undefined, place: ErrorPlace, hold: H) {
@@ -58,10 +66,29 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     return undefined;
   }
 
+  async openHandlerTransaction(): Promise<AnyTransaction> {
+    const open = this.#form.openHandlerTransaction;
+    if (open === undefined) throw new Error("this claim form opens no handler transaction");
+    this.handlerTransaction = await open.call(this.#form, this);
+    return this.handlerTransaction;
+  }
+
+  /** Rolls the handler's writes back, before the hold is given back unsettled; never rejects. */
+  async dropHandlerTransaction(): Promise<void> {
+    const tx = this.handlerTransaction;
+    this.handlerTransaction = undefined;
+    if (tx === undefined || tx.isCommitted || tx.isRolledBack) return;
+    await tx
+      .rollback()
+      .execute()
+      .catch(() => undefined);
+  }
+
   async settle(outcome: HandlerOutcome): Promise<void> {
     const form = this.#form;
     if (this.#state === "abandoned" || form.isClosed()) {
       try {
+        await this.dropHandlerTransaction();
         await form.closedBeforeSettle(this);
       } finally {
         this.#state = "done";
@@ -73,6 +100,7 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     try {
       await holdForRetry(form, outcome, this.#controller.signal);
       if (this.#controller.signal.aborted) {
+        await this.dropHandlerTransaction();
         await form.release(this).catch(() => undefined);
         throw stoppedInRetryHold(outcome.kind, form.held, this.place);
       }
@@ -88,7 +116,8 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     this.#state = "abandoned";
     this.#controller.abort(reason);
     // The grace period is over: the hold ends now, so the row returns at once.
-    this.#form.abandon(this);
+    if (this.handlerTransaction === undefined) this.#form.abandon(this);
+    else void this.dropHandlerTransaction().then(() => this.#form.abandon(this));
   }
 }
 

@@ -1,10 +1,12 @@
 import type { ErrorPlace } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import { closed, closedBeforeLeaseSettlement, leaseNotHeld } from "../errors.js";
+import type { AnyTransaction } from "../database.js";
 import { LeaseKeeper, type KeptLease } from "../lease-keeper.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
 import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import type { HandlerTransaction } from "./held-delivery.js";
 import { LeaseAcks, MAX_ACKS_PER_STATEMENT } from "./lease-acks.js";
 
 /**
@@ -12,10 +14,15 @@ import { LeaseAcks, MAX_ACKS_PER_STATEMENT } from "./lease-acks.js";
  * then commits, so a delivery in work holds no connection. The deadline is the token:
  * every extension and settlement carries it, and one that finds another deadline changes
  * nothing (`LeaseLost`).
+ *
+ * A transactional handler writes in a transaction of its own, held for its whole run: an ack
+ * deletes the row inside it, still carrying the token, and commits only if that took; zero
+ * rows means the lease was lost, and everything rolls back (`LeaseLost`).
  */
 export class LeaseClaim implements ClaimStrategy {
   readonly form = "lease" as const;
-  readonly connectionsPerDelivery = 0;
+  /** 0: nothing held between statements; 1 for a transactional handler, whose transaction holds a connection. */
+  readonly connectionsPerDelivery: number;
   readonly abandonedFate = "its row returns when its lease expires";
   /** Rows wait in the subscription's buffer at no cost: the keeper extends their leases too. */
   readonly claimsAhead = true;
@@ -25,6 +32,7 @@ export class LeaseClaim implements ClaimStrategy {
 
   constructor(setup: ClaimSetup) {
     this.#setup = setup;
+    this.connectionsPerDelivery = setup.transactional === true ? 1 : 0;
     this.#keeper = new LeaseKeeper(setup);
     this.#acks = new LeaseAcks(setup, this.#keeper);
   }
@@ -73,6 +81,13 @@ export class LeaseClaim implements ClaimStrategy {
   /** @internal A delivery's settlement: acks join the next batched statement, the rest run on their own. */
   settle(delivery: LeaseDelivery, outcome: HandlerOutcome, abandoned: boolean): Promise<void> {
     const lease = delivery.lease;
+    const tx = delivery.handlerTransaction;
+    if (tx !== undefined) {
+      delivery.handlerTransaction = undefined;
+      if (outcome.kind === "ack" && !abandoned && !this.#setup.isClosed()) return this.#ackWithin(tx, lease, this.#place(delivery.id));
+      // Any other outcome: the handler's writes roll back, then the row settles as usual.
+      return rollbackQuietly(tx).then(() => this.settle(delivery, outcome, abandoned));
+    }
     if (this.#setup.isClosed() || abandoned) {
       this.#keeper.release(lease);
       return Promise.reject(closedBeforeLeaseSettlement(this.#place(delivery.id)));
@@ -81,8 +96,44 @@ export class LeaseClaim implements ClaimStrategy {
     return this.#settleRetry(lease, outcome);
   }
 
+  /** @internal Transactional mode: a transaction of the handler's own, on a connection it holds until the settlement. */
+  async openHandlerTransaction(delivery: LeaseDelivery): Promise<AnyTransaction> {
+    const { database } = this.#setup;
+    delivery.handlerTransaction = await database.activity.track(() => database.db.startTransaction().execute());
+    return delivery.handlerTransaction;
+  }
+
+  /**
+   * The ack of a transactional handler: the settlement runs in the handler's transaction, still
+   * carrying the lease token, and the transaction commits only if it took.
+   */
+  async #ackWithin(tx: HandlerTransaction, lease: KeptLease, place: ErrorPlace): Promise<void> {
+    const { database, spec, clock, precision } = this.#setup;
+    const { lease: statements, capabilities } = database.dialect;
+    try {
+      // SQLite has one connection, which this transaction holds: a running extension waits for it, so
+      // waiting for the extension would never end (and no extension can run until this commits).
+      if (capabilities.engine === "sqlite") lease.settling = true;
+      else await this.#keeper.beginSettle(lease);
+      const query = statements.settleAckMany(spec, [{ id: lease.id, held: lease.held }], clock.now(), precision);
+      // Not `database.execute`: a deadlock retried statement by statement would ack without the handler's writes.
+      const result = await database.activity.track(() => tx.executeQuery(query));
+      const written = capabilities.updateReturning ? result.rows.length : Number(result.numAffectedRows ?? 0n);
+      if (written === 0) throw leaseNotHeld("ack", lease.held, place);
+      await database.activity.track(() => tx.commit().execute());
+    } catch (error) {
+      await rollbackQuietly(tx);
+      throw error;
+    } finally {
+      this.#keeper.release(lease);
+    }
+  }
+
   /** @internal */
   abandon(delivery: LeaseDelivery, reason: unknown): void {
+    const tx = delivery.handlerTransaction;
+    delivery.handlerTransaction = undefined;
+    if (tx !== undefined) void rollbackQuietly(tx);
     this.#keeper.release(delivery.lease);
     delivery.lease.abort(reason);
   }
@@ -135,6 +186,8 @@ class LeaseDelivery implements ClaimedDelivery {
   readonly row: RawRow;
   readonly attempt: number | undefined;
   readonly lease: KeptLease;
+  /** Transactional mode: the handler's transaction, until the settlement ends it. */
+  handlerTransaction: HandlerTransaction | undefined;
   #abandoned = false;
 
   constructor(claim: LeaseClaim, id: unknown, row: RawRow, attempt: number | undefined, lease: KeptLease) {
@@ -157,8 +210,21 @@ class LeaseDelivery implements ClaimedDelivery {
     return this.#claim.settle(this, outcome, this.#abandoned);
   }
 
+  openHandlerTransaction(): Promise<AnyTransaction> {
+    return this.#claim.openHandlerTransaction(this);
+  }
+
   abandon(reason: unknown): void {
     this.#abandoned = true;
     this.#claim.abandon(this, reason);
   }
+}
+
+/** Rolls a handler's transaction back; a dead connection already did. */
+async function rollbackQuietly(tx: HandlerTransaction): Promise<void> {
+  if (tx.isCommitted || tx.isRolledBack) return;
+  await tx
+    .rollback()
+    .execute()
+    .catch(() => undefined);
 }

@@ -7,9 +7,19 @@ import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
 import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
+import { SharedTransaction } from "./shared-transaction.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: compiled queries run on any database interface
 type HeldTransaction = ControlledTransaction<any>;
+
+/** What a row-lock delivery holds: the claim's transaction, alone or shared with the other rows of its claim. */
+interface RowHold {
+  readonly trx: HeldTransaction;
+  readonly shared: SharedTransaction | undefined;
+}
+
+/** The savepoint a transactional handler's writes start at: a non-ack rolls back to it and still commits the attempt. */
+const HANDLER_SAVEPOINT = "sqlinbox_handler";
 
 /**
  * The row-lock form (Postgres, MySQL/MariaDB): each delivery is one transaction, opened by
@@ -27,7 +37,12 @@ type HeldTransaction = ControlledTransaction<any>;
  * A crash or a killed session rolls the transaction back: the row is claimable again at
  * once and its attempt is not spent. `batch(n)` opens up to n such transactions in one
  * claim round, one row each, so every delivery commits on its own and a crash never takes
- * a neighbour's work with it.
+ * a neighbour's work with it. With `.sharedTransaction()` (and for a batch handler) one
+ * transaction claims up to n rows and commits once all of them settled (`SharedTransaction`).
+ *
+ * A transactional handler writes after a savepoint in the delivery's transaction: an ack
+ * commits its writes with the settlement; any other outcome rolls back to the savepoint and
+ * commits the settlement alone.
  */
 export class RowLockClaim implements ClaimStrategy {
   readonly form = "rowLock" as const;
@@ -37,7 +52,8 @@ export class RowLockClaim implements ClaimStrategy {
   readonly #statements: RowLockStatements;
   readonly #open = new Set<HeldTransaction>();
   /** How a delivery's transaction is given back or settled: the delivery holds its transaction. */
-  readonly #holding: HoldingForm<HeldTransaction>;
+  readonly #holding: HoldingForm<RowHold>;
+  readonly #shared: boolean;
 
   constructor(setup: ClaimSetup) {
     const statements = setup.database.dialect.rowLock;
@@ -46,15 +62,17 @@ export class RowLockClaim implements ClaimStrategy {
     }
     this.#setup = setup;
     this.#statements = statements;
+    this.#shared = setup.sharedTransaction === true;
     this.#holding = {
       held: "row",
       spec: setup.spec,
       clock: setup.clock,
       isClosed: setup.isClosed,
-      closedBeforeSettle: (d) => this.#rollback(d.hold),
-      release: (d) => this.#rollback(d.hold),
-      abandon: (d) => void this.#rollback(d.hold),
-      settle: (d, outcome) => this.#settle(d.hold, d.id, outcome, d.place, d.attempt),
+      closedBeforeSettle: (d) => this.#giveBack(d.hold, "the broker closed"),
+      release: (d) => this.#giveBack(d.hold, "the app stopped"),
+      abandon: (d) => void this.#giveBack(d.hold, "the shutdown grace period is over", true),
+      settle: (d, outcome) => (d.hold.shared === undefined ? this.#settle(d, outcome) : this.#settleShared(d, d.hold.shared, outcome)),
+      openHandlerTransaction: (d) => d.hold.trx.savepoint(HANDLER_SAVEPOINT).execute(),
     };
   }
 
@@ -70,6 +88,7 @@ export class RowLockClaim implements ClaimStrategy {
   }
 
   async claim(limit: number): Promise<ClaimedDelivery[]> {
+    if (this.#shared) return this.#claimShared(limit);
     const claimed: ClaimedDelivery[] = [];
     while (claimed.length < limit) {
       const delivery = await this.#claimOne();
@@ -93,13 +112,57 @@ export class RowLockClaim implements ClaimStrategy {
         }
         const count = this.#statements.countAttempts(spec, [row[spec.id.name]]);
         if (count !== null) await this.#run(trx, "claim", count);
-        return this.#delivery(trx, row, count !== null);
+        return this.#delivery({ trx, shared: undefined }, row, count !== null);
       } catch (error) {
         await this.#rollback(trx);
         if (isDeadlock(error) && database.retryDeadlock("claim", retry)) continue;
         throw error;
       }
     }
+  }
+
+  /** Up to `limit` rows in one transaction, which commits once every one of them settled. */
+  async #claimShared(limit: number): Promise<ClaimedDelivery[]> {
+    const { database, spec, clock } = this.#setup;
+    for (let retry = 1; ; retry++) {
+      const trx = await this.#begin();
+      try {
+        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit, now: clock.now(), ...groupOf(this.#setup) }))).rows;
+        if (rows.length === 0) {
+          await trx.rollback().execute();
+          this.#open.delete(trx);
+          return [];
+        }
+        const count = this.#statements.countAttempts(
+          spec,
+          rows.map((row) => row[spec.id.name]),
+        );
+        if (count !== null) await this.#run(trx, "claim", count);
+        const shared = new SharedTransaction(
+          rows.length,
+          () => this.#commit(trx),
+          () => this.#rollback(trx),
+        );
+        return rows.map((row) => this.#delivery({ trx, shared }, row, count !== null));
+      } catch (error) {
+        await this.#rollback(trx);
+        if (isDeadlock(error) && database.retryDeadlock("claim", retry)) continue;
+        throw error;
+      }
+    }
+  }
+
+  async #commit(trx: HeldTransaction): Promise<void> {
+    const injected = this.#setup.database.fault?.("settle");
+    if (injected) throw injected;
+    await this.#setup.database.activity.track(() => trx.commit().execute());
+    this.#open.delete(trx);
+  }
+
+  /** Gives a delivery's hold back unsettled: its own transaction rolls back, or its share of a shared one. */
+  #giveBack(hold: RowHold, reason: string, now = false): Promise<void> {
+    if (hold.shared === undefined) return this.#rollback(hold.trx);
+    return hold.shared.giveBack(new Error(reason), now);
   }
 
   async #begin(): Promise<HeldTransaction> {
@@ -127,29 +190,45 @@ export class RowLockClaim implements ClaimStrategy {
     }
   }
 
-  #delivery(trx: HeldTransaction, row: RawRow, countedAfterSelect: boolean): ClaimedDelivery {
+  #delivery(hold: RowHold, row: RawRow, countedAfterSelect: boolean): ClaimedDelivery {
     const { spec, subscription } = this.#setup;
     const id = row[spec.id.name];
     // Postgres returns the counted attempt; MySQL/MariaDB the value before `countAttempts`.
     const attempt = deliveredAttempt(spec, row, !countedAfterSelect);
-    return new HeldDelivery(this.#holding, row, id, attempt, { subscription, table: spec.table, id }, trx);
+    return new HeldDelivery(this.#holding, row, id, attempt, { subscription, table: spec.table, id }, hold);
   }
 
-  async #settle(trx: HeldTransaction, id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): Promise<void> {
+  async #settle(delivery: HeldDelivery<RowHold>, outcome: HandlerOutcome): Promise<void> {
+    const { trx } = delivery.hold;
+    const { id, place, attempt } = delivery;
+    const handlerTx = delivery.handlerTransaction;
     try {
       if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
+      // Any outcome but an ack undoes the handler's writes; the settlement still commits the attempt.
+      if (handlerTx !== undefined && outcome.kind !== "ack") await handlerTx.rollbackToSavepoint(HANDLER_SAVEPOINT).execute();
       const query = this.#settlement(id, outcome);
       if (query !== null) await this.#run(trx, "settle", query);
       await this.#setup.database.activity.track(() => trx.commit().execute());
       this.#open.delete(trx);
     } catch (error) {
       await this.#rollback(trx);
-      if (isDeadlock(error)) {
+      // An ack with the handler's writes cannot be written again without them: the row comes back instead.
+      if (isDeadlock(error) && !(handlerTx !== undefined && outcome.kind === "ack")) {
         await this.#settleAfterDeadlock(id, outcome, place);
         return;
       }
       throw transactionLost(outcome.kind, attempt, error, place);
     }
+  }
+
+  /** Writes one row's settlement into the transaction its claim shares; the last row commits for all. */
+  #settleShared(delivery: HeldDelivery<RowHold>, shared: SharedTransaction, outcome: HandlerOutcome): Promise<void> {
+    const { trx } = delivery.hold;
+    return shared.settle(outcome.kind, delivery.place, async () => {
+      if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
+      const query = this.#settlement(delivery.id, outcome);
+      if (query !== null) await this.#run(trx, "settle", query);
+    });
   }
 
   #settlement(id: unknown, outcome: HandlerOutcome): CompiledQuery | null {

@@ -1,0 +1,67 @@
+import type { ErrorPlace, InboxDescription, RoleMarker } from "@sqlinbox/core/internal";
+import type { ClaimedDelivery } from "./claim/claim-strategy.js";
+import type { Clock } from "./clock.js";
+import { batchContext } from "./context.js";
+import { batchOutcomesMismatch } from "./errors.js";
+import { errorFields, type Logger } from "./logger.js";
+import { HandlerOutcome, toOutcome } from "./outcome.js";
+import { decodePayload } from "./payload.js";
+import type { BatchSubscriber } from "./subscriber.js";
+import type { DeliveryObserver } from "./subscription.js";
+
+/** What one batch delivery needs of its subscription. */
+export interface BatchRun {
+  readonly subscriber: BatchSubscriber;
+  readonly spec: InboxDescription;
+  readonly place: { readonly subscription: string; readonly table: string };
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly observer?: DeliveryObserver | undefined;
+  /** Writes one row's outcome; never rejects. */
+  settle(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown): Promise<void>;
+  /** Keeps a row whose payload cannot be decoded (the subscription's policy); never rejects. */
+  park(delivery: ClaimedDelivery, error: unknown): Promise<void>;
+}
+
+/**
+ * One outcome per row from what a batch handler returned: an array of the rows' length, in
+ * order, or one outcome (or nothing: ack) for all.
+ */
+export function batchOutcomes(result: unknown, rows: number, place: ErrorPlace): HandlerOutcome[] {
+  if (!Array.isArray(result)) return new Array<HandlerOutcome>(rows).fill(toOutcome(result));
+  if (result.length !== rows) throw batchOutcomesMismatch(result.length, rows, place);
+  return result.map(toOutcome);
+}
+
+/**
+ * Delivers the rows of one claim to a batch handler and settles each by its outcome. A row
+ * that cannot be decoded is kept apart and never reaches the handler; a throw (or a wrong
+ * number of outcomes) retries every row. Resolves once every settlement is written (in the
+ * row-lock form: once the batch's transaction committed or rolled back).
+ */
+export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDelivery[]): Promise<void> {
+  const { spec, place, logger, observer } = run;
+  const ready: ClaimedDelivery[] = [];
+  const payloads: unknown[] = [];
+  const parked: Promise<void>[] = [];
+  for (const delivery of deliveries) {
+    try {
+      payloads.push(await decodePayload(spec, delivery.row, { ...place, id: delivery.id }));
+      ready.push(delivery);
+    } catch (error) {
+      parked.push(run.park(delivery, error));
+    }
+  }
+  let outcomes: HandlerOutcome[] = [];
+  if (ready.length > 0) {
+    for (const [i, d] of ready.entries()) observer?.delivered({ subscription: place.subscription, id: d.id, attempt: d.attempt, payload: payloads[i] });
+    try {
+      const ctx = batchContext<readonly RoleMarker[]>(place, ready, run.clock);
+      outcomes = batchOutcomes(await run.subscriber.invoke(payloads as never, ctx as never), ready.length, place);
+    } catch (error) {
+      logger.error({ ...errorFields(error), ...place, ids: ready.map((d) => d.id) }, "batch handler failed; its rows are released for another attempt");
+      outcomes = ready.map(() => HandlerOutcome.retry());
+    }
+  }
+  await Promise.all([...parked, ...ready.map((d, i) => run.settle(d, outcomes[i] as HandlerOutcome, payloads[i]))]);
+}

@@ -1,0 +1,80 @@
+import type { ErrorPlace } from "@sqlinbox/core/internal";
+import { batchRolledBack } from "../errors.js";
+
+/**
+ * One row-lock transaction that several deliveries share (`.sharedTransaction()`, or a batch
+ * handler): each delivery writes its settlement into it as it finishes; the last one to arrive
+ * commits for all. A write or the commit that fails, or a delivery given back unsettled, rolls
+ * the whole transaction back: every row comes back, its attempt not spent, and each settlement
+ * fails with `BatchRolledBack`.
+ */
+export class SharedTransaction {
+  readonly rows: number;
+  readonly #commit: () => Promise<void>;
+  readonly #rollback: () => Promise<void>;
+  #waiting: number;
+  #failure: { readonly cause: unknown } | undefined;
+  readonly #done: Promise<void>;
+  #finish!: (failure: { readonly cause: unknown } | undefined) => void;
+
+  constructor(rows: number, commit: () => Promise<void>, rollback: () => Promise<void>) {
+    this.rows = rows;
+    this.#waiting = rows;
+    this.#commit = commit;
+    this.#rollback = rollback;
+    this.#done = new Promise<{ readonly cause: unknown } | undefined>((resolve) => (this.#finish = resolve)).then((failure) => {
+      if (failure !== undefined) throw failure.cause;
+    });
+    this.#done.catch(() => undefined); // each settlement reads the failure itself
+  }
+
+  /** True once a write failed or a delivery was given back: what is still written rolls back anyway. */
+  get failed(): boolean {
+    return this.#failure !== undefined;
+  }
+
+  /**
+   * Writes one delivery's settlement (unless the transaction already failed) and waits for the
+   * shared commit; rejects with `BatchRolledBack` when the transaction did not commit.
+   */
+  async settle(kind: string, place: ErrorPlace, write: () => Promise<void>): Promise<void> {
+    if (this.#failure === undefined) {
+      try {
+        await write();
+      } catch (cause) {
+        this.#failure ??= { cause };
+      }
+    }
+    this.#arrived();
+    try {
+      await this.#done;
+    } catch (cause) {
+      throw batchRolledBack(kind, this.rows, cause, place);
+    }
+  }
+
+  /** A delivery leaves unsettled (abandoned, closed, stopped): the transaction rolls back once every row arrived, or now when `now`. */
+  giveBack(reason: unknown, now = false): Promise<void> {
+    this.#failure ??= { cause: reason };
+    if (now) void this.#rollback();
+    this.#arrived();
+    return this.#done.catch(() => undefined);
+  }
+
+  #arrived(): void {
+    if (--this.#waiting > 0) return;
+    void this.#end();
+  }
+
+  async #end(): Promise<void> {
+    if (this.#failure === undefined) {
+      try {
+        await this.#commit();
+      } catch (cause) {
+        this.#failure = { cause };
+      }
+    }
+    if (this.#failure !== undefined) await this.#rollback().catch(() => undefined);
+    this.#finish(this.#failure);
+  }
+}
