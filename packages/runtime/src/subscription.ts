@@ -9,6 +9,7 @@ import type { QueueOptions } from "./queue.js";
 import type { Outputs, Subscriber } from "./subscriber.js";
 import type { Activity } from "./activity.js";
 import { claimPaceFor, rowsToClaim, type ClaimPace } from "./claim-pacer.js";
+import type { DeliveryTrace, SubscriptionTelemetry } from "./telemetry/telemetry.js";
 
 /** What a test sees of each delivery (`TestApp` call records). */
 export interface DeliveryObserver {
@@ -28,6 +29,8 @@ export interface SubscriptionSetup {
   /** How long an undecodable row stays hidden before it is tried (and logged) again. */
   readonly decodeRetryMs: number;
   readonly observer?: DeliveryObserver | undefined;
+  /** Spans and metrics; `undefined` when telemetry is off (one check per delivery). */
+  readonly telemetry?: SubscriptionTelemetry | undefined;
 }
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
@@ -170,9 +173,12 @@ export class Subscription {
   async #claim(limit: number): Promise<void> {
     const { strategy, logger } = this.#s;
     const wakes = this.#wakes;
+    const telemetry = this.#s.telemetry;
+    const claimStartedAt = telemetry === undefined ? 0 : performance.now();
     let claimed: ClaimedDelivery[];
     try {
       claimed = await strategy.claim(limit);
+      telemetry?.claimed(claimStartedAt, claimed.length);
     } catch (error) {
       logger.error({ ...errorFields(error) }, "claim failed; trying again after the poll interval");
       this.#pollWait();
@@ -227,28 +233,35 @@ export class Subscription {
     const { spec, subscriber, clock, logger, observer } = this.#s;
     // A delivery that holds a connection keeps its worker until the settlement released it (the pool budget counts on it).
     const holdsConnection = this.#s.strategy.connectionsPerDelivery > 0;
+    const trace = this.#s.telemetry?.begin(delivery);
     let payload: unknown;
     try {
       payload = this.#decodesAsync
         ? await decodePayload(spec, delivery.row, { ...this.#place, id: delivery.id })
         : decodePayloadNow(spec, delivery.row, { ...this.#place, id: delivery.id });
     } catch (error) {
-      const parked = this.#apart(this.#parkUndecodable(delivery, error));
+      const parked = this.#apart(this.#parkUndecodable(delivery, error, trace));
       if (holdsConnection) await parked;
       return;
     }
     observer?.delivered({ subscription: this.name, id: delivery.id, attempt: delivery.attempt, payload });
     const ctx = deliveryContext<readonly RoleMarker[]>(this.#place, delivery, clock);
     let outcome: HandlerOutcome;
+    const handlerStartedAt = trace === undefined ? 0 : performance.now();
     try {
-      const result = subscriber.invoke(payload as never, this.#s.outputs, ctx as never);
+      const result =
+        trace === undefined
+          ? subscriber.invoke(payload as never, this.#s.outputs, ctx as never)
+          : trace.run(subscriber.invoke, subscriber, payload as never, this.#s.outputs, ctx as never);
       // A handler that returns without a promise costs no extra turn of the microtask queue.
       outcome = toOutcome(isPromiseLike(result) ? await result : result);
+      trace?.handled(handlerStartedAt, false);
     } catch (error) {
+      trace?.handled(handlerStartedAt, true, error);
       logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, attempt: delivery.attempt }, "handler failed; the row is released for another attempt");
       outcome = HandlerOutcome.retry();
     }
-    const settled = this.#apart(this.#settle(delivery, outcome, payload));
+    const settled = this.#apart(this.#settle(delivery, outcome, payload, trace));
     if (holdsConnection) await settled;
   }
 
@@ -267,7 +280,7 @@ export class Subscription {
   }
 
   /** Writes the outcome; never throws (a failure is logged and shown to the observer). */
-  async #settle(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown): Promise<void> {
+  async #settle(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined): Promise<void> {
     const { logger, observer } = this.#s;
     let settleError: unknown;
     try {
@@ -278,6 +291,7 @@ export class Subscription {
       const code = isSqlInboxError(error) ? error.code : undefined;
       logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, outcome: outcome.kind, code }, "settlement failed");
     }
+    trace?.end(outcome.kind, settleError, delivery.signal);
     observer?.settled({
       subscription: this.name,
       id: delivery.id,
@@ -294,7 +308,7 @@ export class Subscription {
    * logged with subscription, table and id, and released hidden for `decodeRetryMs`, so it
    * comes back (and is logged again, its attempt counted) until a person fixes the row or the code.
    */
-  async #parkUndecodable(delivery: ClaimedDelivery, error: unknown): Promise<void> {
+  async #parkUndecodable(delivery: ClaimedDelivery, error: unknown, trace: DeliveryTrace | undefined): Promise<void> {
     const { spec, logger, decodeRetryMs } = this.#s;
     logger.error(
       { ...errorFields(error), subscription: this.name, table: spec.table, id: delivery.id, attempt: delivery.attempt, retryInMs: decodeRetryMs },
@@ -302,7 +316,9 @@ export class Subscription {
     );
     try {
       await delivery.settle(HandlerOutcome.retryAfter(decodeRetryMs));
+      trace?.end("undecodable", undefined, delivery.signal);
     } catch (settleError) {
+      trace?.end("undecodable", settleError, delivery.signal);
       logger.error(
         { ...errorFields(settleError), subscription: this.name, table: spec.table, id: delivery.id },
         "could not release an undecodable row; it returns when its lease expires",
