@@ -56,7 +56,12 @@ class OtelSubscription implements SubscriptionTelemetry {
     this.place = place;
     this.headersColumn = place.headersColumn;
     this.spanName = `${place.route} process`;
-    this.attributes = { ...routeAttributes(place, place.route, place.table), [a.OPERATION_TYPE]: "process", [a.OPERATION_NAME]: "process", [a.CLAIM_FORM]: place.form };
+    this.attributes = Object.freeze({
+      ...routeAttributes(place, place.route, place.table),
+      [a.OPERATION_TYPE]: "process",
+      [a.OPERATION_NAME]: "process",
+      [a.CLAIM_FORM]: place.form,
+    });
     this.points = Object.freeze({ [a.MESSAGING_SYSTEM]: a.SYSTEM, [a.DESTINATION_NAME]: place.route, [a.DB_COLLECTION_NAME]: place.table, [a.CLAIM_FORM]: place.form });
   }
 
@@ -91,9 +96,12 @@ class OtelSubscription implements SubscriptionTelemetry {
 
   /** Starts the process span under `parent` (the publish's context, when the row carried one). */
   beginUnder(parent: Context, links: Link[] | undefined, delivery: ClaimedDelivery): DeliveryTrace {
-    const attributes: Attributes = { ...this.attributes, [a.MESSAGE_ID]: String(delivery.id) };
-    if (delivery.attempt !== undefined) attributes[a.ATTEMPT] = delivery.attempt;
-    const span = this.t.tracer.startSpan(this.spanName, { kind: this.t.api.SpanKind.CONSUMER, attributes, ...(links ? { links } : {}) }, parent);
+    // The shared attributes start the span (samplers see them); the per-row ones are set only on a recording span.
+    const span = this.t.tracer.startSpan(this.spanName, { kind: this.t.api.SpanKind.CONSUMER, attributes: this.attributes, ...(links ? { links } : {}) }, parent);
+    if (span.isRecording()) {
+      span.setAttribute(a.MESSAGE_ID, String(delivery.id));
+      if (delivery.attempt !== undefined) span.setAttribute(a.ATTEMPT, delivery.attempt);
+    }
     return new OtelDelivery(this, span, this.t.api.trace.setSpan(parent, span));
   }
 
@@ -134,7 +142,7 @@ class OtelDelivery implements DeliveryTrace {
     const { api, instruments } = this.#sub.t;
     instruments.deliveries.add(1, this.#sub.outcomePoints(outcome, error));
     if (isLeaseLost(error) || (signal.aborted && isLeaseLost(signal.reason))) instruments.leasesLost.add(1, this.#sub.points);
-    this.#span.setAttribute(a.OUTCOME, outcome);
+    if (this.#span.isRecording()) this.#span.setAttribute(a.OUTCOME, outcome);
     if (error !== undefined) {
       this.#span.recordException(error instanceof Error ? error : String(error));
       this.#span.setAttribute(a.ERROR_TYPE, errorType(error));
