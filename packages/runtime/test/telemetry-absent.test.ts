@@ -7,6 +7,7 @@ import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
+import type { ClaimedDelivery } from "../src/claim/claim-strategy.js";
 import { loadTelemetry } from "../src/telemetry/load-telemetry.js";
 import { noTelemetry } from "../src/telemetry/telemetry.js";
 
@@ -31,6 +32,18 @@ describe("telemetry absent", () => {
     });
     expect(telemetry).toBe(noTelemetry);
     expect(imported).toBe(false);
+  });
+
+  test("the API installed with no tracer provider registered starts no span: no publish hook, one shared delivery object", async () => {
+    const telemetry = await loadTelemetry({ enabled: true });
+    expect(telemetry.enabled).toBe(true);
+    expect(telemetry.publisher({ dbSystem: "sqlite" })).toBeUndefined();
+    const subscription = telemetry.subscription({ route: "r", table: "t", form: "lease", dbSystem: "sqlite", headersColumn: undefined });
+    const delivery = (id: number) => ({ id, row: {}, attempt: 1, signal: new AbortController().signal }) as unknown as ClaimedDelivery;
+    const first = subscription?.begin(delivery(1));
+    expect(first).toBeDefined();
+    expect(subscription?.begin(delivery(2))).toBe(first);
+    expect(first?.run((x: number) => x + 1, undefined, 41)).toBe(42);
   });
 
   test("an app drains in a process where @opentelemetry/api cannot be resolved", () => {

@@ -16,10 +16,14 @@ export class OtelTelemetry implements Telemetry {
   readonly api: OtelApi;
   readonly tracer: Tracer;
   readonly instruments: OtelInstruments;
+  /** A tracer provider is registered: without one (the API installed, no SDK) no span is started at all. */
+  readonly tracing: boolean;
 
   constructor(api: OtelApi) {
     this.api = api;
     this.tracer = api.trace.getTracer(SCOPE);
+    const provider = api.trace.getTracerProvider();
+    this.tracing = !(provider instanceof api.ProxyTracerProvider) || provider.getDelegateTracer(SCOPE) !== undefined;
     this.instruments = new OtelInstruments(api.metrics.getMeter(SCOPE));
   }
 
@@ -27,8 +31,8 @@ export class OtelTelemetry implements Telemetry {
     return new OtelSubscription(this, place);
   }
 
-  publisher(place: DatabasePlace): PublishTelemetry {
-    return new OtelPublisher(this, place);
+  publisher(place: DatabasePlace): PublishTelemetry | undefined {
+    return this.tracing ? new OtelPublisher(this, place) : undefined;
   }
 
   observe(sources: ObservedApp): () => void {
@@ -50,9 +54,12 @@ class OtelSubscription implements SubscriptionTelemetry {
   /** Metric attributes, built once: the subscription's, then one set per outcome. */
   readonly points: Attributes;
   readonly #outcomes = new Map<string, Attributes>();
+  /** Metrics without spans (no tracer provider): one object for every delivery, which carries no state of its own. */
+  readonly #untraced: DeliveryTrace;
 
   constructor(t: OtelTelemetry, place: SubscriptionPlace) {
     this.t = t;
+    this.#untraced = new UntracedDelivery(this);
     this.place = place;
     this.headersColumn = place.headersColumn;
     this.spanName = `${place.route} process`;
@@ -68,7 +75,7 @@ class OtelSubscription implements SubscriptionTelemetry {
   claimed(startedAt: number, rows: number): void {
     const ms = performance.now() - startedAt;
     this.t.instruments.claimDuration.record(ms / 1000, this.points);
-    if (rows === 0) return;
+    if (rows === 0 || !this.t.tracing) return;
     // Only claims that brought rows get a span: an idle poll is no operation worth a trace.
     const span = this.t.tracer.startSpan(`${this.place.route} receive`, {
       kind: this.t.api.SpanKind.CLIENT,
@@ -79,6 +86,7 @@ class OtelSubscription implements SubscriptionTelemetry {
   }
 
   begin(delivery: ClaimedDelivery): DeliveryTrace {
+    if (!this.t.tracing) return this.#untraced;
     const api = this.t.api;
     let parent: Context = api.context.active();
     let links: Link[] | undefined;
@@ -103,6 +111,19 @@ class OtelSubscription implements SubscriptionTelemetry {
       if (delivery.attempt !== undefined) span.setAttribute(a.ATTEMPT, delivery.attempt);
     }
     return new OtelDelivery(this, span, this.t.api.trace.setSpan(parent, span));
+  }
+
+  /** The handler's duration, `error.type` when it threw. */
+  recordHandled(startedAt: number, failed: boolean, error: unknown): void {
+    const seconds = (performance.now() - startedAt) / 1000;
+    this.t.instruments.handlerDuration.record(seconds, failed ? { ...this.points, [a.ERROR_TYPE]: errorType(error) } : this.points);
+  }
+
+  /** The delivery's outcome, and a lost lease (a settlement refused, or the signal aborted, with `LeaseLost`). */
+  recordEnd(outcome: string, error: unknown, signal: AbortSignal): void {
+    const { instruments } = this.t;
+    instruments.deliveries.add(1, this.outcomePoints(outcome, error));
+    if (isLeaseLost(error) || (signal.aborted && isLeaseLost(signal.reason))) instruments.leasesLost.add(1, this.points);
   }
 
   outcomePoints(outcome: string, error: unknown): Attributes {
@@ -132,16 +153,13 @@ class OtelDelivery implements DeliveryTrace {
   }
 
   handled(startedAt: number, failed: boolean, error?: unknown): void {
-    const seconds = (performance.now() - startedAt) / 1000;
-    const { instruments } = this.#sub.t;
-    instruments.handlerDuration.record(seconds, failed ? { ...this.#sub.points, [a.ERROR_TYPE]: errorType(error) } : this.#sub.points);
+    this.#sub.recordHandled(startedAt, failed, error);
     if (failed) this.#span.recordException(error instanceof Error ? error : String(error));
   }
 
   end(outcome: string, error: unknown, signal: AbortSignal): void {
-    const { api, instruments } = this.#sub.t;
-    instruments.deliveries.add(1, this.#sub.outcomePoints(outcome, error));
-    if (isLeaseLost(error) || (signal.aborted && isLeaseLost(signal.reason))) instruments.leasesLost.add(1, this.#sub.points);
+    const { api } = this.#sub.t;
+    this.#sub.recordEnd(outcome, error, signal);
     if (this.#span.isRecording()) this.#span.setAttribute(a.OUTCOME, outcome);
     if (error !== undefined) {
       this.#span.recordException(error instanceof Error ? error : String(error));
@@ -149,6 +167,22 @@ class OtelDelivery implements DeliveryTrace {
       this.#span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
     }
     this.#span.end();
+  }
+}
+
+class UntracedDelivery implements DeliveryTrace {
+  readonly #sub: OtelSubscription;
+  constructor(sub: OtelSubscription) {
+    this.#sub = sub;
+  }
+  run<T, A extends unknown[], R>(fn: (this: T, ...args: A) => R, thisArg: T, ...args: A): R {
+    return fn.apply(thisArg, args);
+  }
+  handled(startedAt: number, failed: boolean, error?: unknown): void {
+    this.#sub.recordHandled(startedAt, failed, error);
+  }
+  end(outcome: string, error: unknown, signal: AbortSignal): void {
+    this.#sub.recordEnd(outcome, error, signal);
   }
 }
 
