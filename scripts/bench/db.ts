@@ -12,8 +12,12 @@ export type AnyDb = Kysely<any>;
 /** A Kysely instance on one engine with a pool of `max` connections. */
 export function connect(engine: EngineName, max = 10, log?: (event: LogEvent) => void): AnyDb {
   switch (engine) {
-    case "postgres":
-      return new Kysely({ log, dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: PG_URL, max }) }) });
+    case "postgres": {
+      const pool = new pg.Pool({ connectionString: PG_URL, max });
+      // An idle connection the server ended (a restart on a shared machine) is dropped, not a crash of the bench.
+      pool.on("error", () => {});
+      return new Kysely({ log, dialect: new PostgresDialect({ pool }) });
+    }
     case "mariadb":
       return new Kysely({ log, dialect: new MysqlDialect({ pool: createPool({ uri: MYSQL_URL, connectionLimit: max }) }) });
     case "sqlite":

@@ -1,7 +1,7 @@
 /**
  * The benchmark harness: `npm run bench` (full) and `npm run bench:smoke` (tiny N, one round,
  * correctness only; exits non-zero when a system does not process all its jobs).
- * Flags: --rounds=3 --only=substr,… --workloads=drain,enqueue,latency,long --max-n=… --out=dir
+ * Flags: --rounds=3 --only=substr,… --workloads=drain,enqueue,latency,long(,otel: opt-in) --max-n=… --out=dir
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -11,6 +11,7 @@ import { drainChart } from "./chart.js";
 import { describeMachine } from "./machine.js";
 import { drainTable } from "./report.js";
 import { drainCases } from "./cases.js";
+import { otelDrainCases } from "./systems/sqlinbox-otel.js";
 import { runDrain } from "./workloads/drain.js";
 import { runEnqueue, enqueueTable } from "./workloads/enqueue.js";
 import { runLatency, latencyTable } from "./workloads/latency.js";
@@ -37,6 +38,13 @@ if (s.workloads.includes("drain")) {
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, "w1-drain.svg"), drainChart(r, `W1 drain — ${machine.cpus} cpus, node ${machine.node}`));
   }
+}
+if (s.workloads.includes("otel")) {
+  // Opt-in (`--workloads=otel`): W1 with OpenTelemetry absent, installed but not configured, and configured with the SDK.
+  const r = await runDrain(selected(otelDrainCases()), s);
+  results.otel = r;
+  failures += r.filter((x) => x.error).length;
+  console.log(`\n${drainTable(r)}\n`);
 }
 if (s.workloads.includes("enqueue")) {
   const r = await runEnqueue(s, selected);

@@ -25,6 +25,7 @@ export type {
   AdvisoryStatements,
   PublishStatements,
   SchemaStatements,
+  ObserveStatements,
   NotifyStatements,
 } from "./types.js";
 export type { NotifyingDialect } from "./forms/dialect.js";

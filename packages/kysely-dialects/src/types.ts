@@ -155,6 +155,12 @@ export interface PublishStatements {
   insert(spec: InboxDescription, rows: readonly RawRow[]): CompiledQuery<RawRow>;
 }
 
+/** What a metrics reader samples now and then (never on the delivery path). */
+export interface ObserveStatements {
+  /** One row with `depth`: the rows still to be finished (unprocessed; of `group` where the table has one). */
+  queueDepth(spec: InboxDescription, options: { readonly group?: string }): CompiledQuery<{ depth: unknown }>;
+}
+
 /** The startup checks. */
 export interface SchemaStatements {
   /** The real table's columns: `name`, `data_type`, `precision`, `nullable` (`YES`/`NO` or 1/0). */
@@ -188,6 +194,7 @@ export interface EngineDialect {
   readonly advisory: AdvisoryStatements;
   readonly publish: PublishStatements;
   readonly schema: SchemaStatements;
+  readonly observe: ObserveStatements;
   /** `null` where the server relays no notifications (`capabilities.listenNotify` is false): other processes see a publish at their next poll. */
   readonly notify: NotifyStatements | null;
   /** Refuses a server below the floor with `ServerTooOld`, naming both versions. Returns a label such as "MariaDB 10.11.19". */

@@ -22,6 +22,10 @@ import { runningBrokers, startWith, type StartOverrides } from "./internal.js";
 import { childLogger, consoleLogger, errorFields, type Logger } from "./logger.js";
 import type { Subscriber } from "./subscriber.js";
 import { Subscription, type DeliveryObserver } from "./subscription.js";
+import { dbSystemOf } from "./telemetry/db-system.js";
+import { loadTelemetry } from "./telemetry/load-telemetry.js";
+import { observedDatabase, observedSubscription, subscriptionPlace } from "./telemetry/observed-app.js";
+import type { ObservedDatabase, ObservedSubscription, Telemetry } from "./telemetry/telemetry.js";
 
 /** What an app is and how it runs. */
 export interface AppInfo {
@@ -33,6 +37,8 @@ export interface AppInfo {
   readonly clock?: Clock;
   /** How long deliveries in work may still finish after a stop (default 10 s). */
   readonly shutdownGrace?: number;
+  /** OpenTelemetry spans and metrics when `@opentelemetry/api` is installed (default); `false`: the API is never loaded. */
+  readonly telemetry?: boolean;
 }
 
 /** The subscribers an app runs on one broker: `(b) => b.include(render).include(notify)`. */
@@ -139,6 +145,8 @@ export class App {
       subscriptions: [],
       unsubscribe: [],
       held: [],
+      telemetry: await loadTelemetry({ enabled: this.info.telemetry !== false }),
+      observed: { subscriptions: [], databases: [] },
     };
     logger.info({ version: this.info.version }, "app starting");
     for (const hook of this.#startup) await hook();
@@ -151,6 +159,8 @@ export class App {
       logger.error(errorFields(error), "app failed to start");
       throw error;
     }
+    const unobserve = run.telemetry.observe(run.observed);
+    run.unsubscribe.push(unobserve);
     for (const s of run.subscriptions) s.start();
     logger.info({ subscriptions: run.subscriptions.map((s) => s.name).join(",") }, "app started");
     return this.#running(run);
@@ -207,6 +217,9 @@ interface Startup {
   readonly unsubscribe: Array<() => void>;
   /** Queue claims this app holds on its brokers: freed on a failed start and at stop. */
   readonly held: Array<() => void>;
+  readonly telemetry: Telemetry;
+  /** What the observable instruments read, filled as brokers start. */
+  readonly observed: { readonly subscriptions: ObservedSubscription[]; readonly databases: ObservedDatabase[] };
 }
 
 interface PlannedSubscription {
@@ -225,7 +238,13 @@ async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Se
   if (broker.listening && !state.canListen) throw listenNeedsOwnPool(state.source.label);
   const planned = await checkSchemas(run, state, database, broker.leaseMs, scope);
   checkPoolBudget(state, planned, broker.listening);
-  startSubscriptions(run, state, planned);
+  const dbSystem = dbSystemOf(state.source.engine, state.serverLabel);
+  state.publishTelemetry = run.telemetry.publisher({ dbSystem });
+  run.unsubscribe.push(() => {
+    state.publishTelemetry = undefined;
+  });
+  if (run.telemetry.enabled) run.observed.databases.push(observedDatabase(database, dbSystem));
+  startSubscriptions(run, state, database, dbSystem, planned);
   if (broker.listening) await state.startListening(run.logger);
 }
 
@@ -285,9 +304,10 @@ function deliveriesInWork(sub: Subscriber, strategy: ClaimStrategy): number {
 }
 
 /** Builds the subscriptions (they claim once the whole app started) and wires publishes to wake them. */
-function startSubscriptions(run: Startup, state: BrokerState, planned: readonly PlannedSubscription[]): void {
+function startSubscriptions(run: Startup, state: BrokerState, database: Database, dbSystem: string, planned: readonly PlannedSubscription[]): void {
   for (const { sub, strategy, leaseMs } of planned) {
     const spec = sub.queue.spec.description;
+    const place = subscriptionPlace(sub.name, spec, strategy.form, dbSystem);
     const subscription = new Subscription({
       subscriber: sub,
       spec,
@@ -299,7 +319,9 @@ function startSubscriptions(run: Startup, state: BrokerState, planned: readonly 
       activity: run.activity,
       decodeRetryMs: leaseMs,
       observer: run.observer,
+      telemetry: run.telemetry.subscription(place),
     });
+    if (run.telemetry.enabled) run.observed.subscriptions.push(observedSubscription(place, subscription, strategy, database, spec));
     run.unsubscribe.push(state.onPublish(subscription.table, () => subscription.wake()));
     run.subscriptions.push(subscription);
   }

@@ -9,6 +9,7 @@ import { channelOf, PgListener } from "./listen.js";
 import { brokerNotStarted, brokerStopped, closedBeforePublish, listenNeedsOwnPool, noRoute } from "./errors.js";
 import { errorFields, type Logger } from "./logger.js";
 import { encodePayload, payloadStorageOf, type PayloadStorage } from "./payload.js";
+import type { PublishTelemetry } from "./telemetry/telemetry.js";
 
 /** A routed table as the broker runs it, learned at startup. */
 export interface TableRuntime {
@@ -34,6 +35,8 @@ export class BrokerState {
   database: Database | undefined;
   poolMax = Infinity;
   serverLabel = "";
+  /** Publish spans, set while an app with telemetry runs this broker. */
+  publishTelemetry: PublishTelemetry | undefined;
   /** Publishes also `NOTIFY` the table's channel (an app started a `listenNotify()` value of this broker). */
   notifying = false;
   #owned = false;
@@ -140,7 +143,14 @@ export class BrokerState {
       for (const col of description.columns) if (!col.generated && col.key in values) row[col.name] = values[col.key];
     }
     if (description.group !== undefined) row[description.group.name] = name;
-    await database.execute("publish", database.dialect.publish.insert(description, [row]), via as AnyKysely | undefined);
+    const trace = this.publishTelemetry?.begin(name, description, row);
+    try {
+      const inserted = await database.execute("publish", database.dialect.publish.insert(description, [row]), via as AnyKysely | undefined);
+      trace?.end(undefined, inserted.rows[0]?.[description.id.name] ?? inserted.insertId);
+    } catch (error) {
+      trace?.end(error, undefined);
+      throw error;
+    }
     // On the same connection or transaction as the insert: inside `{ via: trx }` the notification goes out at commit.
     // Without `via` the row is already committed: a failed NOTIFY is only a warning (the next poll sees the row).
     if (this.notifying && database.dialect.notify !== null) {

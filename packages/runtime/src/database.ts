@@ -4,7 +4,7 @@ import type { Activity } from "./activity.js";
 import type { Logger } from "./logger.js";
 
 /** What a statement is for: logged with failures, and what a test can make fail. */
-export type StatementKind = "claim" | "extend" | "settle" | "publish" | "schema";
+export type StatementKind = "claim" | "extend" | "settle" | "publish" | "schema" | "observe";
 
 /** A test's stand-in for an unreachable database: returns the error a statement of `kind` fails with. */
 export type StatementFault = (kind: StatementKind) => Error | undefined;
@@ -46,6 +46,11 @@ export class Database {
   /** Deadlocks retried so far. */
   get deadlocks(): number {
     return this.#deadlocks;
+  }
+
+  /** Statements running now (telemetry's connections-held gauge). */
+  get running(): number {
+    return this.#pending;
   }
 
   /** One statement on its own (autocommit). */

@@ -11,6 +11,7 @@ import type { Activity } from "./activity.js";
 import { claimPaceFor, rowsToClaim, type ClaimPace } from "./claim-pacer.js";
 import { deliverBatch, type BatchRun } from "./batch-delivery.js";
 import type { AnyTransaction } from "./database.js";
+import type { DeliveryTrace, SubscriptionTelemetry } from "./telemetry/telemetry.js";
 
 /** What a test sees of each delivery (`TestApp` call records). */
 export interface DeliveryObserver {
@@ -30,6 +31,8 @@ export interface SubscriptionSetup {
   /** How long an undecodable row stays hidden before it is tried (and logged) again. */
   readonly decodeRetryMs: number;
   readonly observer?: DeliveryObserver | undefined;
+  /** Spans and metrics; `undefined` when telemetry is off (one check per delivery). */
+  readonly telemetry?: SubscriptionTelemetry | undefined;
 }
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
@@ -99,8 +102,8 @@ export class Subscription {
             clock: setup.clock,
             logger: setup.logger,
             observer: setup.observer,
-            settle: (d, outcome, payload) => this.#settle(d, outcome, payload),
-            park: (d, error) => this.#parkUndecodable(d, error),
+            settle: (d, outcome, payload) => this.#settle(d, outcome, payload, undefined),
+            park: (d, error) => this.#parkUndecodable(d, error, undefined),
           }
         : undefined;
   }
@@ -196,9 +199,12 @@ export class Subscription {
   async #claim(limit: number): Promise<void> {
     const { strategy, logger } = this.#s;
     const wakes = this.#wakes;
+    const telemetry = this.#s.telemetry;
+    const claimStartedAt = telemetry === undefined ? 0 : performance.now();
     let claimed: ClaimedDelivery[];
     try {
       claimed = await strategy.claim(limit);
+      telemetry?.claimed(claimStartedAt, claimed.length);
     } catch (error) {
       logger.error({ ...errorFields(error) }, "claim failed; trying again after the poll interval");
       this.#pollWait();
@@ -271,13 +277,14 @@ export class Subscription {
     const { spec, subscriber, clock, logger, observer } = this.#s;
     // A delivery that holds a connection keeps its worker until the settlement released it (the pool budget counts on it).
     const holdsConnection = this.#s.strategy.connectionsPerDelivery > 0;
+    const trace = this.#s.telemetry?.begin(delivery);
     let payload: unknown;
     try {
       payload = this.#decodesAsync
         ? await decodePayload(spec, delivery.row, { ...this.#place, id: delivery.id })
         : decodePayloadNow(spec, delivery.row, { ...this.#place, id: delivery.id });
     } catch (error) {
-      const parked = this.#apart(this.#parkUndecodable(delivery, error));
+      const parked = this.#apart(this.#parkUndecodable(delivery, error, trace));
       if (holdsConnection) await parked;
       return;
     }
@@ -288,23 +295,29 @@ export class Subscription {
         tx = await delivery.openHandlerTransaction();
       } catch (error) {
         logger.error({ ...errorFields(error), ...this.#place, id: delivery.id }, "could not open the handler's transaction; the row is released for another attempt");
-        const released = this.#apart(this.#settle(delivery, HandlerOutcome.retry(), payload));
+        const released = this.#apart(this.#settle(delivery, HandlerOutcome.retry(), payload, trace));
         if (holdsConnection) await released;
         return;
       }
     }
     const ctx = deliveryContext<readonly RoleMarker[]>(this.#place, delivery, clock, tx);
     let outcome: HandlerOutcome;
+    const handlerStartedAt = trace === undefined ? 0 : performance.now();
     try {
       if (subscriber.kind !== "row") throw new Error("a batch subscriber's rows go through deliverBatch");
-      const result = subscriber.invoke(payload as never, this.#s.outputs, ctx as never);
+      const result =
+        trace === undefined
+          ? subscriber.invoke(payload as never, this.#s.outputs, ctx as never)
+          : trace.run(subscriber.invoke, subscriber, payload as never, this.#s.outputs, ctx as never);
       // A handler that returns without a promise costs no extra turn of the microtask queue.
       outcome = toOutcome(isPromiseLike(result) ? await result : result);
+      trace?.handled(handlerStartedAt, false);
     } catch (error) {
+      trace?.handled(handlerStartedAt, true, error);
       logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, attempt: delivery.attempt }, "handler failed; the row is released for another attempt");
       outcome = HandlerOutcome.retry();
     }
-    const settled = this.#apart(this.#settle(delivery, outcome, payload));
+    const settled = this.#apart(this.#settle(delivery, outcome, payload, trace));
     if (holdsConnection) await settled;
   }
 
@@ -323,7 +336,7 @@ export class Subscription {
   }
 
   /** Writes the outcome; never throws (a failure is logged and shown to the observer). */
-  async #settle(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown): Promise<void> {
+  async #settle(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined): Promise<void> {
     const { logger, observer } = this.#s;
     let settleError: unknown;
     try {
@@ -334,6 +347,7 @@ export class Subscription {
       const code = isSqlInboxError(error) ? error.code : undefined;
       logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, outcome: outcome.kind, code }, "settlement failed");
     }
+    trace?.end(outcome.kind, settleError, delivery.signal);
     observer?.settled({
       subscription: this.name,
       id: delivery.id,
@@ -350,7 +364,7 @@ export class Subscription {
    * logged with subscription, table and id, and released hidden for `decodeRetryMs`, so it
    * comes back (and is logged again, its attempt counted) until a person fixes the row or the code.
    */
-  async #parkUndecodable(delivery: ClaimedDelivery, error: unknown): Promise<void> {
+  async #parkUndecodable(delivery: ClaimedDelivery, error: unknown, trace: DeliveryTrace | undefined): Promise<void> {
     const { spec, logger, decodeRetryMs } = this.#s;
     logger.error(
       { ...errorFields(error), subscription: this.name, table: spec.table, id: delivery.id, attempt: delivery.attempt, retryInMs: decodeRetryMs },
@@ -358,7 +372,9 @@ export class Subscription {
     );
     try {
       await delivery.settle(HandlerOutcome.retryAfter(decodeRetryMs));
+      trace?.end("undecodable", undefined, delivery.signal);
     } catch (settleError) {
+      trace?.end("undecodable", settleError, delivery.signal);
       logger.error(
         { ...errorFields(settleError), subscription: this.name, table: spec.table, id: delivery.id },
         "could not release an undecodable row; it returns when its lease expires",

@@ -48,6 +48,8 @@ export interface SqlinboxAppOptions {
   readonly kysely?: AnyDb;
   /** `batch`: one batch handler (`subscriber.batch`); `shared`: per-row handlers whose claim shares one transaction (`.sharedTransaction()`). */
   readonly handlerShape?: HandlerShape;
+  /** `false`: the app never loads `@opentelemetry/api` (the same no-op as when it is not installed). */
+  readonly telemetry?: boolean;
 }
 
 /** How the bench's handler takes its rows: one at a time, a whole claim at once, or one at a time in a shared transaction. */
@@ -77,14 +79,25 @@ export function buildApp(rt: Runtime, o: SqlinboxAppOptions): { app: Runtime; br
           const result = handler(payload);
           return result instanceof Promise ? result.then(() => undefined) : undefined;
         }));
-  const app = new rt.App({ name: "sqlinbox-bench", version: "0.0.0", logger: rt.silentLogger, shutdownGrace: 5_000 }).withBroker(broker.route(spec, "bench"), (b: Runtime) =>
-    sub ? b.include(sub) : b,
-  );
+  const app = new rt.App({
+    name: "sqlinbox-bench",
+    version: "0.0.0",
+    logger: rt.silentLogger,
+    shutdownGrace: 5_000,
+    ...(o.telemetry === false ? { telemetry: false } : {}),
+  }).withBroker(broker.route(spec, "bench"), (b: Runtime) => (sub ? b.include(sub) : b));
   return { app, broker };
 }
 
 /** W1 drain with sqlinbox: an App with one subscription, `workers(w).batch(b)`, a handler that decodes and acks. */
-export function sqlinboxDrainCase(engine: EngineName, form: FormName, batch: number, workers: number, handlerShape: HandlerShape = "row"): DrainCase {
+export function sqlinboxDrainCase(
+  engine: EngineName,
+  form: FormName,
+  batch: number,
+  workers: number,
+  handlerShape: HandlerShape = "row",
+  app: { readonly telemetry?: boolean } = {},
+): DrainCase {
   let db: AnyDb | undefined;
   let rt: Runtime | undefined;
   return {
@@ -113,8 +126,8 @@ export function sqlinboxDrainCase(engine: EngineName, form: FormName, batch: num
       // The broker runs on a Kysely of the same pool size as `fromUrl` would build, which counts its statements.
       let statements = 0;
       const kysely = connect(engine, workers + 4, () => void statements++);
-      const { app } = buildApp(rt!, { engine, form, batch, workers, kysely, handlerShape, handler: (p) => tracker.handle(p) });
-      const running = await startApp(app);
+      const { app: built } = buildApp(rt!, { engine, form, batch, workers, kysely, handlerShape, handler: (p) => tracker.handle(p), ...app });
+      const running = await startApp(built);
       try {
         await tracker.done;
         await waitUntilEmpty(() => countRows(db!, form), 60_000, 1);

@@ -1,9 +1,11 @@
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { EngineDialect, NotifyStatements } from "../types.js";
 import { readFoundColumns } from "../shared/schema-check.js";
 import { advisoryStatements } from "./advisory.js";
 import type { EngineTraits } from "./engine-traits.js";
 import { leaseStatements } from "./lease.js";
 import { publishStatements } from "./publish.js";
+import { queueDepthQuery } from "../statements/queue-depth.js";
 import { rowLockStatements } from "./row-lock.js";
 
 /** A dialect whose `notify` group is known to be there (Postgres). */
@@ -25,6 +27,7 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
     advisory: advisoryStatements(engine),
     publish: publishStatements(engine),
     schema: engine.schema,
+    observe: Object.freeze({ queueDepth: (spec: InboxDescription, options: { readonly group?: string }) => queueDepthQuery(engine.statements, spec, options) }),
     notify: engine.notify,
     checkServerVersion: (version: string) => engine.checkServerVersion(version),
     readFoundColumns,

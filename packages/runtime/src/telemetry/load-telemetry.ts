@@ -1,0 +1,32 @@
+import { noTelemetry, type Telemetry } from "./telemetry.js";
+
+/** The OpenTelemetry API module, as the optional peer provides it. */
+export type OtelApi = typeof import("@opentelemetry/api");
+
+/** How the API is imported; a test replaces it to see the fallback. */
+export type ApiImport = () => Promise<OtelApi>;
+
+const importApi: ApiImport = () => import("@opentelemetry/api");
+
+let loaded: Promise<OtelApi | undefined> | undefined;
+
+/** Imports `@opentelemetry/api` once per process; `undefined` when it cannot be resolved. */
+function otelApi(load: ApiImport): Promise<OtelApi | undefined> {
+  if (load !== importApi) return load().catch(() => undefined);
+  loaded ??= load().catch(() => undefined);
+  return loaded;
+}
+
+/**
+ * The telemetry of an app starting now: OpenTelemetry through the global tracer and meter
+ * providers (read at each start, so providers registered before `start()` are used) when
+ * `@opentelemetry/api` is installed and `enabled`; otherwise the no-op, with nothing loaded.
+ */
+export async function loadTelemetry(options: { readonly enabled: boolean }, load: ApiImport = importApi): Promise<Telemetry> {
+  if (!options.enabled) return noTelemetry;
+  const api = await otelApi(load);
+  if (api === undefined) return noTelemetry;
+  // The SDK-facing half is loaded only here, so an absent API never reaches it.
+  const { OtelTelemetry } = await import("./otel-telemetry.js");
+  return new OtelTelemetry(api);
+}

@@ -1,0 +1,144 @@
+/**
+ * The publish → delivery link through `traceparent`, the lease-lost counter, and the queue depth
+ * sampler. The link runs through the telemetry's own publish and delivery hooks on a table
+ * description with a headers column (the `headers` role is not in @sqlinbox/core yet).
+ */
+import { trace } from "@opentelemetry/api";
+import type { InboxDescription } from "@sqlinbox/core/internal";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { ClaimedDelivery } from "../src/claim/claim-strategy.js";
+import { HandlerOutcome, seconds, type SqlInboxError } from "../src/index.js";
+import { PausedClock, TestApp } from "../src/testing/index.js";
+import { DEPTH_SAMPLE_MS, DepthSampler } from "../src/telemetry/depth-sampler.js";
+import { loadTelemetry } from "../src/telemetry/load-telemetry.js";
+import type { ObservedSubscription } from "../src/telemetry/telemetry.js";
+import { engines } from "./engines.js";
+import { deferred, jobsApp, useLeaseTable, type LeaseTableScope } from "./fixtures.js";
+import { startOtelSdk, sumOf, type OtelSdk } from "./otel-sdk.js";
+
+let sdk: OtelSdk;
+beforeAll(() => {
+  sdk = startOtelSdk();
+});
+afterAll(async () => {
+  await sdk.shutdown();
+});
+
+const withHeaders = {
+  table: "report_jobs",
+  id: { name: "id", key: "id", role: "id", generated: true },
+  headers: { name: "headers", key: "headers", role: "headers", generated: false },
+  columns: [],
+} as unknown as InboxDescription;
+
+function claimedRow(row: Record<string, unknown>): ClaimedDelivery {
+  return { id: 7, row, attempt: 1, signal: new AbortController().signal } as unknown as ClaimedDelivery;
+}
+
+describe("traceparent", () => {
+  test("a publish writes traceparent into the headers column; the delivery's span is its child and links to it", async () => {
+    sdk.reset();
+    const telemetry = await loadTelemetry({ enabled: true });
+    const row: Record<string, unknown> = { headers: JSON.stringify({ tenant: "acme" }) };
+    telemetry.publisher({ dbSystem: "postgresql" })?.begin("reports", withHeaders, row).end(undefined, 7);
+    const [published] = sdk.spansNamed("reports publish");
+    const publishedId = published?.spanContext().spanId;
+    const headers = JSON.parse(String(row["headers"])) as Record<string, string>;
+    expect(headers["tenant"]).toBe("acme");
+    expect(headers["traceparent"]).toBe(`00-${published?.spanContext().traceId}-${publishedId}-01`);
+
+    const place = { route: "reports", table: "report_jobs", form: "lease", dbSystem: "postgresql", headersColumn: "headers" };
+    const delivery = telemetry.subscription(place)?.begin(claimedRow({ id: 7, headers }));
+    delivery?.end("ack", undefined, new AbortController().signal);
+    const [processed] = sdk.spansNamed("reports process");
+    expect(processed?.spanContext().traceId).toBe(published?.spanContext().traceId);
+    expect(processed?.parentSpanContext?.spanId).toBe(publishedId);
+    expect(processed?.links.map((l) => l.context.spanId)).toEqual([publishedId]);
+    expect(processed?.attributes["messaging.message.id"]).toBe("7");
+  });
+
+  test("without a headers column, or with headers that carry no traceparent, the delivery's span starts a trace of its own", async () => {
+    sdk.reset();
+    const telemetry = await loadTelemetry({ enabled: true });
+    const row: Record<string, unknown> = {};
+    telemetry
+      .publisher({ dbSystem: "sqlite" })
+      ?.begin("reports", { ...withHeaders, headers: undefined } as unknown as InboxDescription, row)
+      .end(undefined, 1);
+    expect(row).toEqual({});
+    const place = { route: "reports", table: "report_jobs", form: "advisory", dbSystem: "sqlite", headersColumn: "headers" };
+    telemetry
+      .subscription(place)
+      ?.begin(claimedRow({ headers: '{"tenant":"acme"}' }))
+      .end("retry", undefined, new AbortController().signal);
+    const [processed] = sdk.spansNamed("reports process");
+    expect(processed?.parentSpanContext).toBeUndefined();
+    expect(processed?.links).toEqual([]);
+    expect(trace.getActiveSpan()).toBeUndefined();
+  });
+});
+
+describe("leases lost", () => {
+  const engine = engines[0]!; // SQLite: the paused clock makes the loss deterministic
+  let scope: LeaseTableScope;
+  const track = useLeaseTable(engine, "otel_lost", (s) => {
+    scope = s;
+  });
+
+  test("a delivery whose lease was lost (its signal aborted with LeaseLost) counts once", async () => {
+    const clock = new PausedClock();
+    const release = deferred();
+    const reasons: unknown[] = [];
+    // No poll within the test: the row is claimed again only by the wake its loss brings.
+    const { app, sub } = jobsApp(
+      scope.url,
+      scope.table,
+      async (_job, ctx) => {
+        await release.promise;
+        reasons.push(ctx.signal.reason);
+        return HandlerOutcome.ack();
+      },
+      (q) => q.pollInterval(seconds(60)),
+    );
+    const t = track(await TestApp.start(app, { clock }));
+    await t.publish("jobs", { n: 1 });
+    t.failStatements("extend");
+    await t.advance(seconds(1)); // half the 2 s lease: the extension fails
+    await t.advance(seconds(2)); // past the lease: lost
+    release.resolve();
+    await t.settle();
+    const lost = reasons.filter((r) => (r as SqlInboxError | undefined)?.code === "LeaseLost");
+    expect(lost).toHaveLength(1);
+    const mine = { "db.collection.name": scope.table };
+    expect(sumOf(await sdk.points("sqlinbox.leases.lost"), mine)).toBe(1);
+    expect(sumOf(await sdk.points("sqlinbox.deliveries"), mine)).toBe(t.calls(sub).length);
+    const spans = sdk.spansNamed("jobs process").filter((s) => s.attributes["db.collection.name"] === scope.table);
+    expect(spans).toHaveLength(t.calls(sub).length);
+  });
+});
+
+describe("DepthSampler", () => {
+  test("counts at most once per sample period, and keeps the last count when a count fails", async () => {
+    let now = 0;
+    let counts = 0;
+    let fail = false;
+    const sub = {
+      countDepth: async () => {
+        counts++;
+        if (fail) throw new Error("database unreachable");
+        return 10 * counts;
+      },
+    } as unknown as ObservedSubscription;
+    const sampler = new DepthSampler([sub], () => now);
+    expect((await sampler.sample()).get(sub)).toBe(10);
+    now += DEPTH_SAMPLE_MS - 1;
+    expect((await sampler.sample()).get(sub)).toBe(10);
+    expect(counts).toBe(1);
+    now += 1;
+    expect((await sampler.sample()).get(sub)).toBe(20);
+    fail = true;
+    now += DEPTH_SAMPLE_MS;
+    expect((await sampler.sample()).get(sub)).toBe(20);
+    expect(counts).toBe(3);
+  });
+});
