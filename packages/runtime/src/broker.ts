@@ -40,6 +40,7 @@ export class BrokerState {
   #closed = false;
   #logger: Logger | undefined;
   #listen: (() => Promise<ListenClient>) | undefined;
+  #connections: (() => number) | undefined;
   #listener: PgListener | undefined;
 
   constructor(source: BrokerSource) {
@@ -59,6 +60,7 @@ export class BrokerState {
     this.#owned = opened.owned;
     this.poolMax = opened.poolMax;
     this.#listen = opened.listen;
+    this.#connections = opened.connections;
     const database = new Database(opened.db, dialectFor(opened.engine), logger, activity);
     try {
       const versionRow = (await database.execute("schema", database.dialect.schema.serverVersion())).rows[0];
@@ -157,13 +159,16 @@ export class BrokerState {
     this.#wakeTable(description.table);
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /** Closes the pool (when the broker opened it); resolves with the connections it held then. */
+  async close(): Promise<number> {
+    if (this.#closed) return 0;
     this.#closed = true;
     await this.#listener?.stop();
     if (this.database) await this.database.idle();
+    const connections = this.#owned ? (this.#connections?.() ?? 0) : 0;
     if (this.database && this.#owned) await this.database.db.destroy();
-    this.#logger?.info({ database: this.source.label }, "database closed");
+    this.#logger?.info({ database: this.source.label, connections }, "database closed");
+    return connections;
   }
 
   #require(subscription?: string): Database {

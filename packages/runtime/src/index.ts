@@ -3,6 +3,7 @@ export { SqlBroker, type BrokerOptions, type PublishOptions, type PublishPayload
 export { InboxQueue, type QueueOptions, type PayloadOfSpec } from "./queue.js";
 export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type Outputs, type Subscriber } from "./subscriber.js";
 export { HandlerOutcome } from "./outcome.js";
+export type { StopReport } from "./stop-report.js";
 export { Ctx, keys, type ContextKey, type InboxContext, type KeyAvailable } from "./context.js";
 export { SystemClock, systemClock, seconds, minutes, type Clock, type Timer } from "./clock.js";
 export { consoleLogger, silentLogger, redactUrl, type Logger, type LogFields } from "./logger.js";

@@ -1,5 +1,6 @@
 import { Activity } from "../activity.js";
 import type { App, RunningApp } from "../app.js";
+import type { StopReport } from "../stop-report.js";
 import type { Clock } from "../clock.js";
 import { systemClock } from "../clock.js";
 import type { StatementKind } from "../database.js";
@@ -184,7 +185,7 @@ export class TestApp {
   }
 
   /** Stops the app gracefully; on a paused clock, the grace period passes as the clock is advanced. */
-  async stop(): Promise<void> {
+  async stop(): Promise<StopReport> {
     const stopping = this.#running.stop();
     if (this.#paused) {
       let done = false;
@@ -195,6 +196,6 @@ export class TestApp {
         await this.settle();
       }
     }
-    await stopping;
+    return await stopping;
   }
 }

@@ -54,9 +54,7 @@ describe.each(serverEngines.flatMap((engine) => FORMS.map((form) => ({ engine, f
       const distinct = new Set(c.seen.map((s) => s.id));
       expect(distinct.size).toBe(ROWS);
       expect(stopMs).toBeLessThan(GRACE_MS + 2000);
-      console.log(
-        `outage ${engine.name} × ${form}: ${kills} sessions killed over ${FAULT_MS} ms; ${ROWS} rows, ${c.seen.length - ROWS} duplicates; stop() ${stopMs} ms`,
-      );
+      console.log(`outage ${engine.name} × ${form}: ${kills} sessions killed over ${FAULT_MS} ms; ${ROWS} rows, ${c.seen.length - ROWS} duplicates; stop() ${stopMs} ms`);
     } finally {
       await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(setup).catch(() => {});
       if (setup !== base) await setup.destroy();
@@ -72,7 +70,11 @@ async function killAppSessions(engine: string, setup: AnyKysely, scope: string):
     return rows.length;
   }
   const { rows } = await sql<{ id: number }>`SELECT ID AS id FROM information_schema.PROCESSLIST WHERE DB = ${scope} AND ID <> CONNECTION_ID()`.execute(setup);
-  for (const { id } of rows) await sql.raw(`KILL CONNECTION ${Number(id)}`).execute(setup).catch(() => {}); // gone already
+  for (const { id } of rows)
+    await sql
+      .raw(`KILL CONNECTION ${Number(id)}`)
+      .execute(setup)
+      .catch(() => {}); // gone already
   return rows.length;
 }
 
