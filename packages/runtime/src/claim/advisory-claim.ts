@@ -163,7 +163,9 @@ export class AdvisoryClaim implements ClaimStrategy {
   /** The database name MySQL lock names are prefixed with (user locks are server-wide). */
   #database(): Promise<string> {
     const { database } = this.#setup;
-    const name = (this.#databaseName ??= database.execute("claim", database.dialect.schema.currentDatabase()).then((r) => String(r.rows[0]?.name ?? "")));
+    if (this.#databaseName !== undefined) return this.#databaseName;
+    const name = database.execute("claim", database.dialect.schema.currentDatabase()).then((r) => String(r.rows[0]?.name ?? ""));
+    this.#databaseName = name;
     // A read that failed (a lost connection) is read again next time, not remembered.
     name.catch(() => {
       if (this.#databaseName === name) this.#databaseName = undefined;
