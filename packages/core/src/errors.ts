@@ -12,6 +12,8 @@ export type SqlInboxErrorCode =
   | "AlreadySubscribed"
   | "NoRoute"
   | "Decode"
+  | "Encode"
+  | "Connect"
   | "Handler";
 
 /** Where an error happened: every message names what it can of these. */
