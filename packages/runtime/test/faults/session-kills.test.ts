@@ -13,7 +13,7 @@ import { parseDatabaseUrl } from "../../src/drivers/index.js";
 import { unique } from "../engines.js";
 import { consumer, createJobsTable, dropScope, FORMS, insertJobs, scopedUrl, serverEngines, until } from "../claim-forms.js";
 
-const ROWS = 3000;
+const ROWS = 2000;
 const FAULT_MS = 2000;
 const GRACE_MS = 3000;
 
