@@ -15,7 +15,7 @@ import { expect, test } from "vitest";
 import { unique } from "../engines.js";
 import { consumer, createJobsTable, FORMS, insertJobs, scopedUrl, serverEngines, until } from "../claim-forms.js";
 
-const ROWS = 1500;
+const ROWS = 1000;
 const GRACE_MS = 3000;
 const postgres = serverEngines.find((e) => e.engine === "postgres");
 const services = join(dirname(fileURLToPath(import.meta.url)), "../../../../scripts/services.sh");
