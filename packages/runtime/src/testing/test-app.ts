@@ -1,6 +1,5 @@
 import { Activity } from "../activity.js";
 import type { App, RunningApp } from "../app.js";
-import type { StopReport } from "../stop-report.js";
 import type { Clock } from "../clock.js";
 import { systemClock } from "../clock.js";
 import type { StatementKind } from "../database.js";
@@ -185,7 +184,7 @@ export class TestApp {
   }
 
   /** Stops the app gracefully; on a paused clock, the grace period passes as the clock is advanced. */
-  async stop(): Promise<StopReport> {
+  async stop(): Promise<void> {
     const stopping = this.#running.stop();
     if (this.#paused) {
       let done = false;
@@ -196,6 +195,6 @@ export class TestApp {
         await this.settle();
       }
     }
-    return await stopping;
+    await stopping;
   }
 }
