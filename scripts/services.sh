@@ -24,6 +24,16 @@ wait_for() { # name, command...
   log "$name did not become reachable within 60 s"; return 1
 }
 
+# `services.sh restart-postgres`: a real server restart (the outage tests' fault), then ready again.
+if [ "${1:-}" = "restart-postgres" ]; then
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main restart
+  for _ in $(seq 1 300); do
+    if pg_isready -h 127.0.0.1 -p 5432 -q; then log "PostgreSQL restarted"; exit 0; fi
+    sleep 0.2
+  done
+  log "PostgreSQL did not come back within 60 s"; exit 1
+fi
+
 # --- PostgreSQL -------------------------------------------------------------
 if ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
   apt_install postgresql

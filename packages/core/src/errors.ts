@@ -13,6 +13,8 @@ export type SqlInboxErrorCode =
   | "AlreadySubscribed"
   | "NoRoute"
   | "Decode"
+  | "Encode"
+  | "Connect"
   | "Handler";
 
 /** Where an error happened: every message names what it can of these. */

@@ -20,6 +20,7 @@ import type { ClaimStrategy, ClaimSetup } from "./claim/claim-strategy.js";
 import { systemClock, type Clock } from "./clock.js";
 import { runningBrokers, startWith, type StartOverrides } from "./internal.js";
 import { childLogger, consoleLogger, errorFields, type Logger } from "./logger.js";
+import { stopReportOf, within, type StopReport } from "./stop-report.js";
 import type { Subscriber } from "./subscriber.js";
 import { Subscription, type DeliveryObserver } from "./subscription.js";
 import { dbSystemOf } from "./telemetry/db-system.js";
@@ -57,10 +58,17 @@ export class BrokerScope {
   }
 }
 
+/** How long closing the pools may take past the grace before the stop goes on without them. */
+const CLOSE_MARGIN_MS = 1000;
+
 /** A started app. */
 export interface RunningApp {
-  /** Graceful stop: stop claiming and extending, let deliveries in work finish within the grace period, close. */
-  stop(): Promise<void>;
+  /**
+   * Graceful stop: stop claiming and extending, let deliveries in work finish within the grace
+   * period, close. Returns within the grace (and a second to close the pools) even while the
+   * database is down, with a report of what it did.
+   */
+  stop(): Promise<StopReport>;
   /** Publishes through the broker of this app that declares `route` (`NoRoute` when none does). */
   publish(route: string, payload: unknown): Promise<void>;
   /** The subscriptions running. */
@@ -125,7 +133,10 @@ export class App {
       const onSignal = (signal: NodeJS.Signals): void => {
         process.off("SIGINT", onSignal);
         process.off("SIGTERM", onSignal);
-        void running.stop().then(resolve, resolve);
+        void running.stop().then(
+          () => resolve(),
+          () => resolve(),
+        );
         void signal;
       };
       process.on("SIGINT", onSignal);
@@ -170,15 +181,27 @@ export class App {
   #running(run: Startup): RunningApp {
     const { logger, opened, subscriptions } = run;
     const grace = this.info.shutdownGrace ?? 10_000;
-    let stopping: Promise<void> | undefined;
-    const stop = (): Promise<void> => {
+    let stopping: Promise<StopReport> | undefined;
+    const stop = (): Promise<StopReport> => {
       stopping ??= (async () => {
         logger.info({}, "app stopping: no more claims or extensions");
-        await Promise.all(subscriptions.map((s) => s.stopClaiming()));
-        await Promise.all(subscriptions.map((s) => s.drain(grace)));
+        const started = Date.now();
+        const left = (): number => Math.max(0, grace - (Date.now() - started));
+        // Every step that waits on the database waits at most what is left of the grace (and
+        // the pools' close a moment more): a database down or restarting never holds the stop.
+        const claims = await Promise.all(subscriptions.map((s) => s.stopClaiming(left())));
+        const stops = await Promise.all(subscriptions.map((s, i) => s.drain(left(), claims[i]?.unstarted ?? 0, claims[i]?.timedOut ?? false)));
         for (const off of run.unsubscribe) off();
         for (const free of run.held) free();
-        for (const state of opened) await state.close();
+        let connectionsClosed = 0;
+        let closeTimedOut = false;
+        for (const state of opened) {
+          const closed = await within(state.close(), left() + CLOSE_MARGIN_MS);
+          if (closed === undefined) {
+            closeTimedOut = true;
+            logger.warn({ database: state.source.label }, "the pool did not close within the grace; stopping without it");
+          } else connectionsClosed += closed;
+        }
         for (const hook of this.#shutdown) {
           try {
             await hook();
@@ -186,7 +209,9 @@ export class App {
             logger.error(errorFields(error), "shutdown hook failed");
           }
         }
-        logger.info({}, "app stopped");
+        const report = stopReportOf(stops, connectionsClosed, Date.now() - started, closeTimedOut);
+        logger.info({ ...report }, "app stopped");
+        return report;
       })();
       return stopping;
     };

@@ -1,4 +1,4 @@
-import type { AnyInboxSpec, InboxDescription } from "@sqlinbox/core/internal";
+import type { AnyInboxSpec, InboxDescription, SqlInboxError } from "@sqlinbox/core/internal";
 import { checkSchema, dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { Transaction } from "kysely";
 import type { Activity } from "./activity.js";
@@ -6,7 +6,7 @@ import { Database, type AnyKysely } from "./database.js";
 import type { OpenedDatabase } from "./drivers/index.js";
 import type { ListenClient } from "./drivers/types.js";
 import { channelOf, PgListener } from "./listen.js";
-import { brokerNotStarted, brokerStopped, closedBeforePublish, listenNeedsOwnPool, noRoute } from "./errors.js";
+import { brokerNotStarted, brokerStopped, closedBeforePublish, connectFailed, listenNeedsOwnPool, noRoute } from "./errors.js";
 import { errorFields, type Logger } from "./logger.js";
 import { encodePayload, payloadStorageOf, type PayloadStorage } from "./payload.js";
 import type { PublishTelemetry } from "./telemetry/telemetry.js";
@@ -43,6 +43,7 @@ export class BrokerState {
   #closed = false;
   #logger: Logger | undefined;
   #listen: (() => Promise<ListenClient>) | undefined;
+  #connections: (() => number) | undefined;
   #listener: PgListener | undefined;
 
   constructor(source: BrokerSource) {
@@ -62,9 +63,16 @@ export class BrokerState {
     this.#owned = opened.owned;
     this.poolMax = opened.poolMax;
     this.#listen = opened.listen;
+    this.#connections = opened.connections;
     const database = new Database(opened.db, dialectFor(opened.engine), logger, activity);
+    let versionRow: RawRow | undefined;
     try {
-      const versionRow = (await database.execute("schema", database.dialect.schema.serverVersion())).rows[0];
+      versionRow = (await database.execute("schema", database.dialect.schema.serverVersion())).rows[0];
+    } catch (error) {
+      if (this.#owned) await opened.db.destroy().catch(() => {});
+      throw this.#connectFailed(error);
+    }
+    try {
       this.serverLabel = database.dialect.checkServerVersion(String(versionRow?.version ?? ""));
     } catch (error) {
       if (this.#owned) await opened.db.destroy();
@@ -73,6 +81,14 @@ export class BrokerState {
     this.database = database;
     logger.info({ database: this.source.label, server: this.serverLabel }, "database connected");
     return database;
+  }
+
+  /** The first statement failed: a `Connect` error naming the redacted URL, the routes and (with one table) the table. */
+  #connectFailed(cause: unknown): SqlInboxError {
+    const routes = [...this.routes.keys()];
+    const tables = new Set([...this.routes.values()].map((spec) => spec.description.table));
+    const place = tables.size === 1 ? { ...(routes.length === 1 ? { subscription: routes[0] } : {}), table: [...tables][0] } : {};
+    return connectFailed(this.source.label, routes, cause, place);
   }
 
   /** The schema check of a routed table (once): every described column exists with a fitting type. */
@@ -137,7 +153,7 @@ export class BrokerState {
     const table = await this.table(description);
     const row: RawRow = {};
     if (description.payload !== undefined) {
-      row[description.payload.name] = encodePayload(payload, table.storage);
+      row[description.payload.name] = encodePayload(payload, table.storage, { subscription: name, table: description.table });
     } else {
       const values = (payload ?? {}) as Record<string, unknown>;
       for (const col of description.columns) if (!col.generated && col.key in values) row[col.name] = values[col.key];
@@ -167,13 +183,16 @@ export class BrokerState {
     this.#wakeTable(description.table);
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /** Closes the pool (when the broker opened it); resolves with the connections it held then. */
+  async close(): Promise<number> {
+    if (this.#closed) return 0;
     this.#closed = true;
     await this.#listener?.stop();
     if (this.database) await this.database.idle();
+    const connections = this.#owned ? (this.#connections?.() ?? 0) : 0;
     if (this.database && this.#owned) await this.database.db.destroy();
-    this.#logger?.info({ database: this.source.label }, "database closed");
+    this.#logger?.info({ database: this.source.label, connections }, "database closed");
+    return connections;
   }
 
   #require(subscription?: string): Database {

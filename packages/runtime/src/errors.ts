@@ -230,8 +230,23 @@ export function lockSessionLost(kind: string, cause: unknown, place: ErrorPlace)
 
 // Payloads.
 
-export function notSerializable(payload: unknown): SqlInboxError {
-  return new SqlInboxError("Decode", `a payload must be JSON-serializable, got ${typeof payload}`);
+export function notSerializable(payload: unknown, place: ErrorPlace = {}): SqlInboxError {
+  return new SqlInboxError("Encode", `a payload must be JSON-serializable, got ${typeof payload}; no row was written`, place);
+}
+
+/** `JSON.stringify` refused the payload (a BigInt, a cycle): nothing was written. */
+export function notEncodable(cause: unknown, place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError("Encode", `the payload cannot be written as JSON (${causeMessage(cause).split("\n")[0]}); no row was written`, place, { cause });
+}
+
+// Connections.
+
+/** The database could not be reached when the broker opened its pool; `label` is the URL without its password. */
+export function connectFailed(label: string, routes: readonly string[], cause: unknown, place: ErrorPlace): SqlInboxError {
+  const code = (cause as { code?: unknown } | null)?.code;
+  const why = typeof code === "string" && !causeMessage(cause).includes(code) ? `${code}: ${causeMessage(cause)}` : causeMessage(cause);
+  const serving = routes.length > 0 ? ` for route${routes.length > 1 ? "s" : ""} ${routes.map((r) => `"${r}"`).join(", ")}` : "";
+  return new SqlInboxError("Connect", `cannot connect to ${label}${serving}: ${why}`, place, { cause });
 }
 
 export function failsSchema(issues: string, place: ErrorPlace): SqlInboxError {

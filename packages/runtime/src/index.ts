@@ -4,6 +4,7 @@ export { SqlBroker, type BrokerOptions, type PublishOptions } from "./sql-broker
 export { InboxQueue, type QueueOptions, type DeliveredOf } from "./queue.js";
 export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type Outputs, type Subscriber } from "./subscriber.js";
 export { HandlerOutcome } from "./outcome.js";
+export type { StopReport } from "./stop-report.js";
 export { Ctx, keys, type ContextKey, type InboxContext } from "./context.js";
 export { systemClock, seconds, minutes, type Clock, type Timer } from "./clock.js";
 export { consoleLogger, silentLogger, type Logger, type LogFields } from "./logger.js";

@@ -183,6 +183,16 @@ export class LeaseKeeper {
   }
 }
 
+/** How long a settlement that failed on a lost connection waits before it goes again on a fresh one. */
+export const SETTLE_RETRY_MS = 100;
+/** A settlement is tried again only while its lease holds at least this much longer: a late write would find the token gone. */
+const SETTLE_RETRY_MARGIN_MS = 250;
+
+/** True while `lease` holds long enough for one more try of its settlement. */
+export function leaseHoldsFor(lease: KeptLease, now: Date): boolean {
+  return lease.held.getTime() - now.getTime() > SETTLE_RETRY_MARGIN_MS;
+}
+
 /** Ids compare as text: drivers return a BIGINT as a string and take it back either way. */
 export function keyOf(id: unknown): string {
   return typeof id === "bigint" ? id.toString() : String(id);

@@ -1,6 +1,6 @@
 import { isStandardSchema, type ErrorPlace, type InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
-import { failsSchema, notSerializable, notUtf8Json } from "./errors.js";
+import { failsSchema, notEncodable, notSerializable, notUtf8Json } from "./errors.js";
 
 /** How the payload column stores the JSON: bytes in a binary column, text otherwise. */
 export type PayloadStorage = "bytes" | "text";
@@ -13,9 +13,14 @@ export function payloadStorageOf(dataType: string | undefined): PayloadStorage {
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** The value a publish writes into the payload column. */
-export function encodePayload(payload: unknown, storage: PayloadStorage): string | Buffer {
-  const text = JSON.stringify(payload);
-  if (text === undefined) throw notSerializable(payload);
+export function encodePayload(payload: unknown, storage: PayloadStorage, place: ErrorPlace = {}): string | Buffer {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(payload);
+  } catch (error) {
+    throw notEncodable(error, place);
+  }
+  if (text === undefined) throw notSerializable(payload, place);
   return storage === "bytes" ? Buffer.from(text, "utf8") : text;
 }
 

@@ -12,6 +12,7 @@ import { claimPaceFor, rowsToClaim, type ClaimPace } from "./claim-pacer.js";
 import { deliverBatch, type BatchRun } from "./batch-delivery.js";
 import type { AnyTransaction } from "./database.js";
 import type { DeliveryTrace, SubscriptionTelemetry } from "./telemetry/telemetry.js";
+import { within, type SubscriptionStop } from "./stop-report.js";
 
 /** What a test sees of each delivery (`TestApp` call records). */
 export interface DeliveryObserver {
@@ -69,6 +70,9 @@ export class Subscription {
   readonly #place: { readonly subscription: string; readonly table: string };
   #started = false;
   #stopped = false;
+  /** The stop began: deliveries finishing from now on count in its report. */
+  #stopStarted = false;
+  #finishedAfterStop = 0;
   /** A claim came back short: no claim until the poll interval passes or a wake. */
   #pollTimer: Timer | undefined;
   /** Counts wakes, so a claim that came back short knows whether a publish happened while it ran. */
@@ -129,22 +133,43 @@ export class Subscription {
     this.#claimMore();
   }
 
-  /** Stops claiming and keeping leases; deliveries in work go on; rows claimed ahead and not started are given back. */
-  async stopClaiming(): Promise<void> {
+  /**
+   * Stops claiming and keeping leases; deliveries in work go on; rows claimed ahead and not
+   * started are given back. Waits for running claims and the give-back at most `waitMs`
+   * (a database down or restarting may never answer); returns how many rows were given back.
+   */
+  async stopClaiming(waitMs: number): Promise<{ unstarted: number; timedOut: boolean }> {
     this.#stopped = true;
+    this.#stopStarted = true;
     this.#pollTimer?.cancel();
     this.#pollTimer = undefined;
-    while (this.#claims.size > 0) await Promise.all(this.#claims);
+    const claims = (async () => {
+      while (this.#claims.size > 0) await Promise.all(this.#claims);
+    })();
+    const claimsDone =
+      (await within(
+        claims.then(() => true),
+        waitMs,
+      )) === true;
     const unstarted = this.#buffer.slice(this.#bufferAt);
     this.#buffer = [];
     this.#bufferAt = 0;
-    if (unstarted.length > 0) await this.#s.strategy.releaseUnstarted?.(unstarted);
+    let givenBack = true;
+    if (unstarted.length > 0 && this.#s.strategy.releaseUnstarted !== undefined) {
+      givenBack =
+        (await within(
+          this.#s.strategy.releaseUnstarted(unstarted).then(() => true),
+          waitMs,
+        )) === true;
+    }
     this.#s.strategy.stop();
+    return { unstarted: unstarted.length, timedOut: !claimsDone || !givenBack };
   }
 
   /** Waits for deliveries in work and their settlements up to `graceMs`; abandons the rest (their signals abort). */
-  async drain(graceMs: number): Promise<void> {
-    if (this.#inFlight.size === 0 && this.#pace.settling === 0) return;
+  async drain(graceMs: number, unstarted = 0, claimTimedOut = false): Promise<SubscriptionStop> {
+    const form = this.#s.strategy.form;
+    if (this.#inFlight.size === 0 && this.#pace.settling === 0) return { form, finished: this.#finishedAfterStop, unstarted, abandoned: 0, timedOut: claimTimedOut };
     let timer: Timer | undefined;
     const graceOver = new Promise<"grace">((resolve) => {
       timer = this.#s.clock.setTimer(graceMs, () => resolve("grace"));
@@ -152,12 +177,15 @@ export class Subscription {
     const idle = new Promise<"done">((resolve) => this.#idle.push(() => resolve("done")));
     const done = await Promise.race([idle, graceOver]);
     timer?.cancel();
+    let abandoned = 0;
     if (done === "grace") {
       for (const delivery of this.#inFlight) {
         this.#s.logger.warn({ id: delivery.id }, `shutdown grace over: delivery abandoned; ${this.#s.strategy.abandonedFate}`);
         delivery.abandon(new Error("shutdown grace period over"));
+        abandoned++;
       }
     }
+    return { form, finished: this.#finishedAfterStop, unstarted, abandoned, timedOut: claimTimedOut };
   }
 
   get #buffered(): number {
@@ -331,6 +359,10 @@ export class Subscription {
     });
   }
 
+  #countFinished(): void {
+    if (this.#stopStarted) this.#finishedAfterStop++;
+  }
+
   #checkIdle(): void {
     if (this.#inFlight.size === 0 && this.#pace.settling === 0 && this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
   }
@@ -341,6 +373,7 @@ export class Subscription {
     let settleError: unknown;
     try {
       await delivery.settle(outcome);
+      this.#countFinished();
       if (outcome.kind === "drop") logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery dropped by its handler");
     } catch (error) {
       settleError = error;

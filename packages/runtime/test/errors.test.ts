@@ -173,7 +173,22 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     `a batch handler returned 3 outcomes for 4 rows: return one outcome per row, in order, or one for all${at}`,
   ],
   ["notTransactional", errors.notTransactional(place), "Declaration", `ctx.tx exists only on a transactional queue: declare it with .transactional()${at}`],
-  ["notSerializable", errors.notSerializable(undefined), "Decode", "a payload must be JSON-serializable, got undefined"],
+  ["notSerializable", errors.notSerializable(undefined, place), "Encode", `a payload must be JSON-serializable, got undefined; no row was written${at}`],
+  [
+    "notEncodable",
+    errors.notEncodable(new TypeError("Do not know how to serialize a BigInt"), place),
+    "Encode",
+    `the payload cannot be written as JSON (Do not know how to serialize a BigInt); no row was written${at}`,
+  ],
+  [
+    "connectFailed",
+    errors.connectFailed("postgres://app@db:5432/jobs", ["reports"], Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }), {
+      subscription: "reports",
+      table: "report_jobs",
+    }),
+    "Connect",
+    'cannot connect to postgres://app@db:5432/jobs for route "reports": connect ECONNREFUSED 127.0.0.1:5432 (subscription "reports", table "report_jobs")',
+  ],
   ["failsSchema", errors.failsSchema("title: required; pages: too big", place), "Decode", `the payload fails its schema: title: required; pages: too big${at}`],
   ["notUtf8Json", errors.notUtf8Json(new Error("Unexpected token"), place), "Decode", `the payload is not UTF-8 JSON: Unexpected token${at}`],
 ];

@@ -53,11 +53,11 @@ export interface LeaseTableScope {
  * before each test, and after it every tracked app stopped (last first) and the table dropped.
  * `onScope` receives the scope before each test; the returned `track` registers an app to stop.
  */
-export function useLeaseTable(engine: TestEngine, prefix: string, onScope: (scope: LeaseTableScope) => void): <T extends { stop(): Promise<void> }>(app: T) => T {
+export function useLeaseTable(engine: TestEngine, prefix: string, onScope: (scope: LeaseTableScope) => void): <T extends { stop(): Promise<unknown> }>(app: T) => T {
   let url = "";
   let db: AnyKysely | undefined;
   let table = "";
-  const stops: Array<() => Promise<void>> = [];
+  const stops: Array<() => Promise<unknown>> = [];
   beforeAll(async () => {
     url = engine.url();
     db = await engine.connect(url);

@@ -28,7 +28,7 @@ async function waitFor(predicate: () => boolean, timeoutMs: number): Promise<boo
 describe("listenNotify on postgres", () => {
   let db: AnyKysely;
   const tables: string[] = [];
-  const stops: Array<() => Promise<void>> = [];
+  const stops: Array<() => Promise<unknown>> = [];
 
   beforeAll(async () => {
     db = await postgres.connect(PG_URL);

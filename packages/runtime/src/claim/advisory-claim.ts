@@ -72,8 +72,15 @@ export class AdvisoryClaim implements ClaimStrategy {
       spec: setup.spec,
       clock: setup.clock,
       isClosed: setup.isClosed,
-      // An abandoned delivery unlocked its key already; after a close the session ends with the pool.
-      closedBeforeSettle: () => Promise.resolve(),
+      // An abandoned delivery unlocked its key already; after a close the key is unlocked now,
+      // so the session goes back and the pool can close.
+      closedBeforeSettle: (d) =>
+        d.abandoned
+          ? Promise.resolve()
+          : this.#release(d.hold).then(
+              () => undefined,
+              () => undefined,
+            ),
       release: (d) => this.#release(d.hold),
       abandon: (d) => {
         this.#release(d.hold).catch((error: unknown) =>
@@ -126,11 +133,16 @@ export class AdvisoryClaim implements ClaimStrategy {
           claimed.push(this.#delivery(row, key, registered, connection));
         } catch (error) {
           keysInWork.delete(registered);
-          // The lock may have been taken before the failure: never return a pooled session holding it.
+          // The lock may have been taken before the failure: unlock it; the failed session is
+          // closed, never pooled again (drivers/session-guard.ts), so no pooled session keeps it.
           const connection = spare;
           spare = undefined;
           await this.#unlock(connection, key).catch(() => false);
-          throw error;
+          // Rows taken earlier in this round are held on their own sessions: hand them on, or
+          // their keys and connections would stay held with no delivery to end them.
+          if (claimed.length === 0) throw error;
+          this.#setup.logger.warn({ ...errorFields(error), claimed: claimed.length }, "advisory claim round cut short; the rows taken so far are delivered");
+          break;
         }
       }
     } finally {
@@ -155,8 +167,14 @@ export class AdvisoryClaim implements ClaimStrategy {
   /** The database name MySQL lock names are prefixed with (user locks are server-wide). */
   #database(): Promise<string> {
     const { database } = this.#setup;
-    this.#databaseName ??= database.execute("claim", database.dialect.schema.currentDatabase()).then((r) => String(r.rows[0]?.name ?? ""));
-    return this.#databaseName;
+    if (this.#databaseName !== undefined) return this.#databaseName;
+    const name = database.execute("claim", database.dialect.schema.currentDatabase()).then((r) => String(r.rows[0]?.name ?? ""));
+    this.#databaseName = name;
+    // A read that failed (a lost connection) is read again next time, not remembered.
+    name.catch(() => {
+      if (this.#databaseName === name) this.#databaseName = undefined;
+    });
+    return name;
   }
 
   /** Releases the key's lock and gives the connection back; true when the session still held the lock. */

@@ -62,6 +62,11 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     return this.#controller.signal;
   }
 
+  /** Given up at the end of the shutdown grace: its hold was given back then. */
+  get abandoned(): boolean {
+    return this.#state === "abandoned";
+  }
+
   leaseDeadline(): undefined {
     return undefined;
   }

@@ -1,7 +1,8 @@
-import type { ErrorPlace } from "@sqlinbox/core/internal";
+import { isSqlInboxError, type ErrorPlace } from "@sqlinbox/core/internal";
 import type { HeldLease } from "@sqlinbox/kysely-dialects";
 import { batchedAckShort, closedBeforeLeaseSettlement, leaseNotHeld } from "../errors.js";
-import { keyOf, type KeptLease, type LeaseKeeper } from "../lease-keeper.js";
+import { keyOf, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease, type LeaseKeeper } from "../lease-keeper.js";
+import { errorFields } from "../logger.js";
 import type { ClaimSetup } from "./claim-strategy.js";
 
 /** Acks written by one statement at most: 2 parameters each, far below every engine's limit (SQLite 3.32+: 32,766). */
@@ -97,9 +98,19 @@ export class LeaseAcks {
       await this.#keeper.beginSettleMany(batch.map((a) => a.lease));
       acked = await this.#run(batch.map((a) => ({ id: a.lease.id, held: a.lease.held })));
     } catch (error) {
+      // A lost connection: the leases still hold for a while, so the acks go again on a fresh one.
+      const retry = isSqlInboxError(error) ? [] : batch.filter((a) => leaseHoldsFor(a.lease, this.#setup.clock.now()) && !isClosed());
       for (const a of batch) {
+        if (retry.includes(a)) continue;
         this.#keeper.release(a.lease);
         a.reject(error);
+      }
+      if (retry.length > 0) {
+        this.#setup.logger.warn({ ...errorFields(error), acks: retry.length }, "ack statement failed; retrying on a fresh connection while the leases hold");
+        setTimeout(() => {
+          for (const a of retry) this.#pending.push(a);
+          this.#schedule();
+        }, SETTLE_RETRY_MS);
       }
       return;
     }

@@ -1,8 +1,8 @@
-import type { ErrorPlace } from "@sqlinbox/core/internal";
+import { isSqlInboxError, type ErrorPlace } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import { closed, closedBeforeLeaseSettlement, leaseNotHeld } from "../errors.js";
 import type { AnyTransaction } from "../database.js";
-import { LeaseKeeper, type KeptLease } from "../lease-keeper.js";
+import { LeaseKeeper, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease } from "../lease-keeper.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
 import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
@@ -164,14 +164,26 @@ export class LeaseClaim implements ClaimStrategy {
   }
 
   async #settleRetry(lease: KeptLease, outcome: HandlerOutcome): Promise<void> {
-    const { database, spec, clock, precision } = this.#setup;
+    const { database, spec, clock, precision, isClosed } = this.#setup;
     await this.#keeper.beginSettle(lease);
     try {
-      const now = clock.now();
-      const retryAt = outcome.kind === "retryAfter" ? new Date(now.getTime() + outcome.ms) : null;
-      const result = await database.execute("settle", database.dialect.lease.settleRetry(spec, { id: lease.id, held: lease.held }, retryAt, precision));
-      if (Number(result.numAffectedRows ?? 0n) === 0) {
-        throw leaseNotHeld(outcome.kind, lease.held, this.#place(lease.id));
+      for (;;) {
+        const now = clock.now();
+        const retryAt = outcome.kind === "retryAfter" ? new Date(now.getTime() + outcome.ms) : null;
+        let result: { numAffectedRows?: bigint };
+        try {
+          result = await database.execute("settle", database.dialect.lease.settleRetry(spec, { id: lease.id, held: lease.held }, retryAt, precision));
+        } catch (error) {
+          // A lost connection: the lease still holds for a while, so the settlement goes again on a fresh one.
+          if (isSqlInboxError(error) || isClosed() || !leaseHoldsFor(lease, clock.now())) throw error;
+          this.#setup.logger.warn({ ...errorFields(error), id: lease.id }, "settlement failed; retrying on a fresh connection while the lease holds");
+          await new Promise((resolve) => setTimeout(resolve, SETTLE_RETRY_MS));
+          continue;
+        }
+        if (Number(result.numAffectedRows ?? 0n) === 0) {
+          throw leaseNotHeld(outcome.kind, lease.held, this.#place(lease.id));
+        }
+        return;
       }
     } finally {
       this.#keeper.release(lease);

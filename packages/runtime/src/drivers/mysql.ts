@@ -1,4 +1,5 @@
 import { MysqlDialect, Kysely } from "kysely";
+import { guardMysqlConnection, type MysqlConnection } from "./session-guard.js";
 import type { OpenedDatabase, PoolOptions } from "./types.js";
 
 /**
@@ -10,8 +11,20 @@ export async function openMysql(url: string, pool: PoolOptions): Promise<OpenedD
   const max = pool.max ?? 10;
   const uri = url.replace(/^mariadb:/, "mysql:");
   const createPool = mysql.createPool ?? (mysql as unknown as { default: typeof mysql }).default.createPool;
-  const dialect = new MysqlDialect({
-    pool: createPool({ uri, connectionLimit: max, timezone: "Z", dateStrings: true, supportBigNumbers: true }),
-  });
-  return { db: new Kysely({ dialect }), engine: "mysql", poolMax: max };
+  const raw = createPool({ uri, connectionLimit: max, timezone: "Z", dateStrings: true, supportBigNumbers: true, connectTimeout: pool.connectTimeoutMs ?? 5000 });
+  // Kysely sees guarded connections: one whose statement failed is closed, not pooled again.
+  const guardedPool = {
+    getConnection: (callback: (error: unknown, connection: MysqlConnection) => void) =>
+      raw.getConnection((error, connection) =>
+        callback(error, error ? (connection as unknown as MysqlConnection) : guardMysqlConnection(connection as unknown as MysqlConnection)),
+      ),
+    end: (callback: (error: unknown) => void) => raw.end(callback),
+  };
+  const dialect = new MysqlDialect({ pool: guardedPool as unknown as ConstructorParameters<typeof MysqlDialect>[0]["pool"] });
+  return {
+    db: new Kysely({ dialect }),
+    engine: "mysql",
+    poolMax: max,
+    connections: () => (raw as unknown as { _allConnections?: { length: number } })._allConnections?.length ?? 0,
+  };
 }

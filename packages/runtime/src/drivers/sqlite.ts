@@ -10,5 +10,5 @@ export async function openSqlite(path: string): Promise<OpenedDatabase> {
   const database = new Database(path);
   database.pragma("busy_timeout = 5000");
   if (path !== ":memory:") database.pragma("journal_mode = WAL");
-  return { db: new Kysely({ dialect: new SqliteDialect({ database }) }), engine: "sqlite", poolMax: 1 };
+  return { db: new Kysely({ dialect: new SqliteDialect({ database }) }), engine: "sqlite", poolMax: 1, connections: () => (database.open ? 1 : 0) };
 }

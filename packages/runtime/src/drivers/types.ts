@@ -5,6 +5,8 @@ import type { AnyKysely } from "../database.js";
 export interface PoolOptions {
   /** Connections at most (default 10; SQLite always uses one). */
   readonly max?: number;
+  /** How long opening one connection may take before it fails (default 5 s): a stop never waits on a server that does not answer. */
+  readonly connectTimeoutMs?: number;
 }
 
 /** A Kysely instance a driver opened for a broker. */
@@ -13,6 +15,8 @@ export interface OpenedDatabase {
   readonly engine: Engine;
   /** Connections the pool holds at most (`Infinity` when unknown, 1 for SQLite). */
   readonly poolMax: number;
+  /** Connections the pool holds open now (for the stop report). */
+  readonly connections?: () => number;
   /** Postgres opened from a URL: takes a pool connection for `listenNotify()`, held until released. */
   readonly listen?: () => Promise<ListenClient>;
 }
