@@ -25,6 +25,8 @@ export const keys = Object.freeze({
   leaseDeadline: key<"leaseDeadline", Date, "lease">("leaseDeadline"),
   /** The row's id. */
   id: key<"id", unknown>("id"),
+  /** The metadata its publish carried (`publish(…, { headers })`): `{}` when none. Needs a headers column. */
+  headers: key<"headers", Readonly<Record<string, string>>, "headers">("headers"),
   /** The subscription's name. */
   subscription: key<"subscription", string>("subscription"),
   /** The table's name. */
@@ -84,9 +86,18 @@ interface ContextClock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/** Where a delivery's context is: its subscription and table, and the headers column when there is one. */
+export interface ContextPlace {
+  readonly subscription: string;
+  readonly table: string;
+  readonly headersColumn?: string | undefined;
+}
+
 /** What a context reads of its delivery (a claimed delivery fits as it is). */
 export interface ContextSource {
   readonly id: unknown;
+  /** The claimed row, raw: the headers column is read from it when a handler asks. */
+  readonly row?: Readonly<Record<string, unknown>>;
   readonly attempt: number | undefined;
   readonly signal: AbortSignal;
   leaseDeadline(): Date | undefined;
@@ -94,11 +105,11 @@ export interface ContextSource {
 
 /** A delivery's context: one object with its methods on the prototype, so a delivery allocates no closures for it. */
 class DeliveryContext {
-  readonly #place: { readonly subscription: string; readonly table: string };
+  readonly #place: ContextPlace;
   readonly #source: ContextSource;
   readonly #clock: ContextClock;
 
-  constructor(place: { readonly subscription: string; readonly table: string }, source: ContextSource, clock: ContextClock) {
+  constructor(place: ContextPlace, source: ContextSource, clock: ContextClock) {
     this.#place = place;
     this.#source = source;
     this.#clock = clock;
@@ -131,6 +142,8 @@ class DeliveryContext {
         return this.#place.subscription;
       case "table":
         return this.#place.table;
+      case "headers":
+        return headersOf(this.#place.headersColumn === undefined ? undefined : this.#source.row?.[this.#place.headersColumn]);
       default:
         throw unknownContextKey(key.name, this.#place);
     }
@@ -145,9 +158,19 @@ class DeliveryContext {
   }
 }
 
+/** The headers column as the driver read it (JSONB object, JSON text, bytes), as string pairs; `{}` when empty. */
+export function headersOf(raw: unknown): Readonly<Record<string, string>> {
+  if (raw === null || raw === undefined) return {};
+  const value: unknown = typeof raw === "string" ? JSON.parse(raw) : raw instanceof Uint8Array ? JSON.parse(Buffer.from(raw).toString("utf8")) : raw;
+  if (value === null || typeof value !== "object") return {};
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(value)) if (typeof v === "string") out[k] = v;
+  return Object.freeze(out);
+}
+
 /** The context of a claimed delivery. */
 export function deliveryContext<R extends readonly RoleMarker[]>(
-  place: { readonly subscription: string; readonly table: string },
+  place: ContextPlace,
   delivery: ContextSource,
   clock: ContextClock,
 ): InboxContext<R> {

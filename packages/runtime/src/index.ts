@@ -1,5 +1,18 @@
 export { App, BrokerScope, type AppInfo, type RunningApp } from "./app.js";
-export { SqlBroker, type BrokerOptions, type PublishOptions, type PublishPayload, type EngineOfUrl, type RouteAllowed, type ListenNotifyAllowed } from "./sql-broker.js";
+export {
+  SqlBroker,
+  type BrokerOptions,
+  type FromKyselyOptions,
+  type PublishOptions,
+  type PublishOptionsFor,
+  type PublishPayload,
+  type RouteSpecOf,
+  type EngineOfUrl,
+  type RouteAllowed,
+  type ListenNotifyAllowed,
+} from "./sql-broker.js";
+export type { ListenSource, ListenableClient, ListenPool } from "./listen-source.js";
+export type { MessageHeaderValues } from "./publish-rows.js";
 export { InboxQueue, type QueueOptions, type PayloadOfSpec } from "./queue.js";
 export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type Outputs, type Subscriber } from "./subscriber.js";
 export { HandlerOutcome } from "./outcome.js";

@@ -1,7 +1,7 @@
 import { isSqlInboxError, isStandardSchema, type InboxDescription, type RoleMarker } from "@sqlinbox/core/internal";
 import type { ClaimedDelivery, ClaimStrategy } from "./claim/claim-strategy.js";
 import type { Clock, Timer } from "./clock.js";
-import { deliveryContext } from "./context.js";
+import { deliveryContext, type ContextPlace } from "./context.js";
 import { errorFields, type Logger } from "./logger.js";
 import { HandlerOutcome, toOutcome } from "./outcome.js";
 import { decodePayload, decodePayloadNow } from "./payload.js";
@@ -62,6 +62,8 @@ export class Subscription {
   /** What `rowsToClaim` reads: the shape, the claiming/settling counters, drained; the rest is copied in before each ask. */
   readonly #pace: ClaimPace;
   readonly #place: { readonly subscription: string; readonly table: string };
+  /** The place and the headers column, for delivery contexts (kept apart from `#place`, which logs spread). */
+  readonly #contextPlace: ContextPlace;
   #started = false;
   #stopped = false;
   /** A claim came back short: no claim until the poll interval passes or a wake. */
@@ -74,6 +76,7 @@ export class Subscription {
     this.name = setup.subscriber.name;
     this.table = setup.spec.table;
     this.#place = Object.freeze({ subscription: this.name, table: this.table });
+    this.#contextPlace = Object.freeze({ ...this.#place, headersColumn: setup.spec.headers?.name });
     this.#decodesAsync = isStandardSchema(setup.spec.payloadType);
     const { batch, workers } = setup.options;
     this.#pace = claimPaceFor({ workers, batch, claimsAhead: setup.strategy.claimsAhead === true, oneRowClaims: setup.strategy.form === "rowLock" });
@@ -238,7 +241,7 @@ export class Subscription {
       return;
     }
     observer?.delivered({ subscription: this.name, id: delivery.id, attempt: delivery.attempt, payload });
-    const ctx = deliveryContext<readonly RoleMarker[]>(this.#place, delivery, clock);
+    const ctx = deliveryContext<readonly RoleMarker[]>(this.#contextPlace, delivery, clock);
     let outcome: HandlerOutcome;
     try {
       const result = subscriber.invoke(payload as never, this.#s.outputs, ctx as never);

@@ -1,0 +1,38 @@
+import type { ListenClient } from "./drivers/types.js";
+
+/** A `pg` client that `listenNotify()` connects itself and ends when it lets go (`new pg.Client(…)`). */
+export interface ListenableClient extends Omit<ListenClient, "release"> {
+  connect(): Promise<unknown>;
+  end(): Promise<unknown>;
+}
+
+/** A `pg` pool whose clients go back with `release` (`new pg.Pool(…)`). */
+export interface ListenPool {
+  connect(): Promise<ListenClient>;
+}
+
+/**
+ * Where `listenNotify()` takes its connection on a broker built with `SqlBroker.fromKysely`: a
+ * factory of fresh `pg` clients, or a `pg` pool of its own. The connection is held for the app's
+ * life, so it should not come from the pool of the Kysely instance the handlers use.
+ */
+export type ListenSource = (() => ListenableClient | Promise<ListenableClient>) | ListenPool;
+
+/** Turns a listen source into what the listener takes: a connection released when it is done. */
+export function listenConnector(source: ListenSource): () => Promise<ListenClient> {
+  if (typeof source !== "function") return () => source.connect();
+  return async () => {
+    const client = await source();
+    await client.connect();
+    const release = (): void => {
+      client.end().catch(() => {});
+    };
+    const on = ((event: "end", listener: () => void) => client.on(event, listener)) as ListenClient["on"];
+    return {
+      query: (text, values) => client.query(text, values),
+      on,
+      removeListener: (event, listener) => client.removeListener(event, listener),
+      release,
+    };
+  };
+}
