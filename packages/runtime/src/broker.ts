@@ -79,22 +79,25 @@ export class BrokerState {
     return matchRoute(this.routes, name);
   }
 
-  /** The schema check of a routed table (once): every described column exists with a fitting type. */
-  table(spec: InboxDescription): Promise<TableRuntime> {
+  /**
+   * The schema check of a routed table (once): every described column exists with a fitting type.
+   * A first publish runs it on its `via`, which may hold the only connection (SQLite).
+   */
+  table(spec: InboxDescription, via?: AnyKysely): Promise<TableRuntime> {
     const place = spec.schema === undefined ? spec.table : `${spec.schema}.${spec.table}`;
     const known = this.#tables.get(place);
     if (known) return known;
-    const checking = this.#checkTable(spec);
+    const checking = this.#checkTable(spec, via);
     this.#tables.set(place, checking);
     checking.catch(() => this.#tables.delete(place));
     return checking;
   }
 
-  async #checkTable(spec: InboxDescription): Promise<TableRuntime> {
+  async #checkTable(spec: InboxDescription, via: AnyKysely | undefined): Promise<TableRuntime> {
     const database = this.#require();
     const capabilities = database.dialect.capabilities;
     if (spec.schema !== undefined && !capabilities.tableSchemas) throw schemaUnsupported(capabilities.engine, spec.schema, spec.table);
-    const rows = (await database.execute("schema", database.dialect.schema.describeTable(spec.table, spec.schema))).rows;
+    const rows = (await database.execute("schema", database.dialect.schema.describeTable(spec.table, spec.schema), via)).rows;
     const found = database.dialect.readFoundColumns(rows);
     const precision = checkSchema(spec, found, database.dialect.capabilities.engine)?.precision ?? 0;
     const payloadType = spec.payload === undefined ? undefined : found.find((c) => c.name === spec.payload?.name)?.dataType;
@@ -152,7 +155,8 @@ export class BrokerState {
     const description = spec.description;
     if (this.#closed) throw closedBeforePublish({ subscription: name, table: description.table });
     const database = this.#require(name);
-    const table = await this.table(description);
+    const on = via as AnyKysely | undefined;
+    const table = await this.table(description, on);
     const rows = publishedRows(description, name, payloads, table.storage, headers);
     if (rows.length === 0) return [];
     const chunks = chunkRows(rows, database.dialect.capabilities.maxParameters);
@@ -164,7 +168,6 @@ export class BrokerState {
       }
       return ids;
     };
-    const on = via as AnyKysely | undefined;
     const ids = on === undefined && chunks.length > 1 ? await database.db.transaction().execute((trx) => insertAll(trx)) : await insertAll(on);
     await this.#notify(name, description, on);
     this.#wakeTable(description.table);

@@ -169,11 +169,7 @@ export function headersOf(raw: unknown): Readonly<Record<string, string>> {
 }
 
 /** The context of a claimed delivery. */
-export function deliveryContext<R extends readonly RoleMarker[]>(
-  place: ContextPlace,
-  delivery: ContextSource,
-  clock: ContextClock,
-): InboxContext<R> {
+export function deliveryContext<R extends readonly RoleMarker[]>(place: ContextPlace, delivery: ContextSource, clock: ContextClock): InboxContext<R> {
   return new DeliveryContext(place, delivery, clock) as unknown as InboxContext<R>;
 }
 

@@ -79,7 +79,10 @@ export function listenNeedsOwnPool(label: string): SqlInboxError {
 }
 
 export function headersWithoutColumn(route: string, table: string): SqlInboxError {
-  return new SqlInboxError("Declaration", "a publish with headers needs a headers column: describe one with field.headers() or .headers(column(…))", { subscription: route, table });
+  return new SqlInboxError("Declaration", "a publish with headers needs a headers column: describe one with field.headers() or .headers(column(…))", {
+    subscription: route,
+    table,
+  });
 }
 
 export function schemaUnsupported(engine: string, schema: string, table: string): SqlInboxError {

@@ -21,9 +21,13 @@ async function createTable(engine: TestEngine, db: AnyKysely, table: string): Pr
   const t = sql.id(table);
   await sql`DROP TABLE IF EXISTS ${t}`.execute(db);
   if (engine.engine === "sqlite") {
-    await sql`CREATE TABLE ${t} (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, grp TEXT NOT NULL, headers TEXT, payload TEXT NOT NULL)`.execute(db);
+    await sql`CREATE TABLE ${t} (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, grp TEXT NOT NULL, headers TEXT, payload TEXT NOT NULL)`.execute(
+      db,
+    );
   } else if (engine.engine === "postgres") {
-    await sql`CREATE TABLE ${t} (id BIGSERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, grp TEXT NOT NULL, headers JSONB, payload TEXT NOT NULL)`.execute(db);
+    await sql`CREATE TABLE ${t} (id BIGSERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, grp TEXT NOT NULL, headers JSONB, payload TEXT NOT NULL)`.execute(
+      db,
+    );
   } else {
     await sql`CREATE TABLE ${t} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, grp VARCHAR(64) NOT NULL, headers JSON NULL, payload TEXT NOT NULL) ENGINE=InnoDB`.execute(
       db,
@@ -52,7 +56,9 @@ describe.each(matrix)("prefix routes and headers on $engine.name × $form", ({ e
       // Typed loosely: the spec's type differs per form and the matrix runs one body for all of them.
       const prefixSpec = specOf(prefixed, form) as never;
       const exactSpec = specOf(exact, form) as never;
-      const broker = SqlBroker.fromUrl(url, { pool: { max: 8 } }).route(prefixSpec, "reports.*").route(exactSpec, "reports.weekly");
+      const broker = SqlBroker.fromUrl(url, { pool: { max: 8 } })
+        .route(prefixSpec, "reports.*")
+        .route(exactSpec, "reports.weekly");
       const seen: Array<{ route: string; n: number; headers: Readonly<Record<string, string>> }> = [];
       const consume = (route: string, spec: never) =>
         subscriber(InboxQueue.of(spec, route).pollInterval(50), async (job: unknown, ctx) => {
