@@ -23,7 +23,9 @@ async function createInSchema(engine: TestEngine, db: AnyKysely, table: string):
   const t = sql.id(SCHEMA, table);
   if (engine.engine === "postgres") {
     await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(SCHEMA)}`.execute(db);
-    await sql`CREATE TABLE ${t} (id BIGSERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, k TEXT NOT NULL DEFAULT 'k', payload TEXT NOT NULL)`.execute(db);
+    await sql`CREATE TABLE ${t} (id BIGSERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, k TEXT NOT NULL DEFAULT 'k', payload TEXT NOT NULL)`.execute(
+      db,
+    );
   } else {
     await sql`CREATE DATABASE IF NOT EXISTS ${sql.id(SCHEMA)}`.execute(db);
     await sql`CREATE TABLE ${t} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, k VARCHAR(64) NOT NULL DEFAULT 'k', payload TEXT NOT NULL) ENGINE=InnoDB`.execute(
@@ -57,15 +59,21 @@ describe.each(servers.flatMap((engine) => FORMS.map((form) => ({ engine, form })
       const seen: number[] = [];
       const lockNamesHeld: unknown[] = [];
       // Every row's key is the column default "k": advisory rows run one at a time, and the lock name is known.
-      const sub = subscriber(InboxQueue.of(spec as never, "jobs").pollInterval(50).workers(2).batch(4), async (job: unknown) => {
-        seen.push((job as Job).n);
-        if (form === "advisory" && engine.engine === "mysql" && lockNamesHeld.length === 0) {
-          // The lock of this delivery's key is named after the table's database, not the connection's.
-          const key = `${SCHEMA}.${table}:k`;
-          const held = await sql<{ held: unknown }>`SELECT IS_USED_LOCK(${mysqlLockName(SCHEMA, key)}) AS held`.execute(db);
-          lockNamesHeld.push(held.rows[0]?.held);
-        }
-      });
+      const sub = subscriber(
+        InboxQueue.of(spec as never, "jobs")
+          .pollInterval(50)
+          .workers(2)
+          .batch(4),
+        async (job: unknown) => {
+          seen.push((job as Job).n);
+          if (form === "advisory" && engine.engine === "mysql" && lockNamesHeld.length === 0) {
+            // The lock of this delivery's key is named after the table's database, not the connection's.
+            const key = `${SCHEMA}.${table}:k`;
+            const held = await sql<{ held: unknown }>`SELECT IS_USED_LOCK(${mysqlLockName(SCHEMA, key)}) AS held`.execute(db);
+            lockNamesHeld.push(held.rows[0]?.held);
+          }
+        },
+      );
       const app = await new App({ name: "schema", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
       try {
         await broker.publishMany("jobs", Array.from({ length: 12 }, (_, n) => ({ n })) as never);
