@@ -1,14 +1,18 @@
 import type { ListenClient } from "./drivers/types.js";
 
+// Typed by what a caller can see of a `pg` client or pool: pg's own `on` is one generic signature,
+// which no overloads of ours accept, so the events are read through `ListenClient` inside.
+
 /** A `pg` client that `listenNotify()` connects itself and ends when it lets go (`new pg.Client(…)`). */
-export interface ListenableClient extends Omit<ListenClient, "release"> {
+export interface ListenableClient {
   connect(): Promise<unknown>;
   end(): Promise<unknown>;
+  query(text: string): Promise<unknown>;
 }
 
 /** A `pg` pool whose clients go back with `release` (`new pg.Pool(…)`). */
 export interface ListenPool {
-  connect(): Promise<ListenClient>;
+  connect(): Promise<{ query(text: string): Promise<unknown>; release(error?: Error | boolean): void }>;
 }
 
 /**
@@ -20,9 +24,10 @@ export type ListenSource = (() => ListenableClient | Promise<ListenableClient>) 
 
 /** Turns a listen source into what the listener takes: a connection released when it is done. */
 export function listenConnector(source: ListenSource): () => Promise<ListenClient> {
-  if (typeof source !== "function") return () => source.connect();
+  if (typeof source !== "function") return async () => (await source.connect()) as unknown as ListenClient;
   return async () => {
-    const client = await source();
+    const created = await source();
+    const client = created as unknown as ListenClient & ListenableClient;
     await client.connect();
     const release = (): void => {
       client.end().catch(() => {});
