@@ -160,10 +160,10 @@ export class BrokerState {
     const rows = publishedRows(description, name, payloads, table.storage, headers);
     if (rows.length === 0) return [];
     const chunks = chunkRows(rows, database.dialect.capabilities.maxParameters);
-    const insertAll = async (on: AnyKysely | undefined): Promise<unknown[]> => {
+    const insertAll = async (target: AnyKysely | undefined): Promise<unknown[]> => {
       const ids: unknown[] = [];
       for (const chunk of chunks) {
-        const result = await database.execute("publish", database.dialect.publish.insert(description, chunk), on);
+        const result = await database.execute("publish", database.dialect.publish.insert(description, chunk), target);
         ids.push(...insertedIds(description, chunk, result));
       }
       return ids;
@@ -209,7 +209,11 @@ export class BrokerState {
   }
 }
 
-/** The ids of inserted rows: RETURNING where the engine has it, else consecutive from MySQL's insertId, else the ids given. */
+/**
+ * The ids of inserted rows: RETURNING where the engine has it, else consecutive from MySQL's insertId
+ * (one insert's auto-increment values are consecutive with the default auto_increment_increment of 1),
+ * else the ids given.
+ */
 function insertedIds(spec: InboxDescription, rows: readonly RawRow[], result: QueryResult<RawRow>): unknown[] {
   const id = spec.id.name;
   if (result.rows.length === rows.length) return result.rows.map((r) => r[id]);
