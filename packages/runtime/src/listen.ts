@@ -138,8 +138,8 @@ export class PgListener {
     this.#detach?.();
     this.#detach = undefined;
     try {
-      const unlisten = postgresDialect.notify.unlistenAll();
-      await client.query(unlisten.sql, [...unlisten.parameters]);
+      const stopListening = postgresDialect.notify.unlistenAll();
+      await client.query(stopListening.sql, [...stopListening.parameters]);
       client.release();
     } catch (error) {
       client.release(error instanceof Error ? error : true);
