@@ -53,9 +53,14 @@ for (const p of peers)
 const sum = (x?: { median: number; min: number; max: number }) => (x ? `${fmt(x.median)} (${fmt(x.min)}–${fmt(x.max)})` : "–");
 if (run.results.enqueue?.length) {
   lines.push("");
-  lines.push("| W2 enqueue (publishes/s) | sequential | 16 concurrent | bulk ×100 |");
-  lines.push("|---|---:|---:|---:|");
-  for (const e of run.results.enqueue) lines.push(`| ${e.id} | ${sum(e.sequential)} | ${sum(e.concurrent16)} | ${e.bulk100 ? sum(e.bulk100) : "no bulk publish"} |`);
+  lines.push("| W2 enqueue (publishes/s) | sequential | 16 concurrent | bulk ×100 | bulk ÷ raw bulk |");
+  lines.push("|---|---:|---:|---:|---:|");
+  const enqueue = run.results.enqueue;
+  const vsRaw = (e: (typeof enqueue)[number]): string => {
+    const raw = enqueue.find((o) => o.system === "raw-sql" && o.engine === e.engine)?.bulk100;
+    return e.system === "sqlinbox" && e.bulk100 && raw ? (e.bulk100.median / raw.median).toFixed(2) : "";
+  };
+  for (const e of enqueue) lines.push(`| ${e.id} | ${sum(e.sequential)} | ${sum(e.concurrent16)} | ${e.bulk100 ? sum(e.bulk100) : "no bulk publish"} | ${vsRaw(e)} |`);
 }
 if (run.results.latency?.length) {
   lines.push("");

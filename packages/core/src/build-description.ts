@@ -3,13 +3,15 @@ import { SqlInboxError } from "./errors.js";
 import { validateIdentifier } from "./identifier.js";
 import type { ClaimForm, ColumnRole } from "./roles.js";
 
-type RoleColumns = Omit<InboxDescription, "table" | "form" | "columns" | "advisoryKey" | "fifo">;
+type RoleColumns = Omit<InboxDescription, "table" | "schema" | "form" | "columns" | "advisoryKey" | "fifo">;
 
-const COLUMN_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>(["id", "attempt", "lease", "payload", "retryAfter", "processedAt", "group", "priority", "data"]);
+const COLUMN_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>(["id", "attempt", "lease", "payload", "retryAfter", "processedAt", "group", "priority", "headers", "data"]);
 
 /** What both ways of describing a table hand over, before the rules are checked. */
 export interface DescriptionParts {
   readonly table: string;
+  /** A Postgres schema or MySQL/MariaDB database; validated like any identifier. */
+  readonly schema?: string | undefined;
   readonly columns: readonly ColumnDescription[];
   readonly advisoryLock?: string | undefined;
   readonly fifo?: boolean | undefined;
@@ -23,6 +25,7 @@ export interface DescriptionParts {
  */
 export function buildDescription(parts: DescriptionParts): InboxDescription {
   const table = validateIdentifier(parts.table, "table");
+  const schema = parts.schema === undefined ? undefined : validateIdentifier(parts.schema, `schema of table "${table}"`);
   const fail = (message: string, column?: string): never => {
     throw new SqlInboxError("Declaration", message, column === undefined ? { table } : { table, column });
   };
@@ -72,6 +75,7 @@ export function buildDescription(parts: DescriptionParts): InboxDescription {
   }
   return Object.freeze({
     table,
+    ...(schema !== undefined ? { schema } : {}),
     form,
     ...(roles as RoleColumns),
     columns,

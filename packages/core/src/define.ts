@@ -1,6 +1,6 @@
 import type { ColumnDescription } from "./description.js";
 import { validateIdentifier } from "./identifier.js";
-import type { AdvisoryLock, Attempt, ColumnRole, Fifo, Group, Lease, Payload, Priority, ProcessedAt, RetryAfter, RowValue, TemplatePlaceholders } from "./roles.js";
+import type { AdvisoryLock, Attempt, ColumnRole, Fifo, Group, Lease, MessageHeaders, Payload, Priority, ProcessedAt, RetryAfter, RowValue, TemplatePlaceholders } from "./roles.js";
 import type { Simplify } from "type-fest";
 import { InboxSpec } from "./spec.js";
 import type { SpecError } from "./type-errors.js";
@@ -56,6 +56,8 @@ export const field = Object.freeze({
   processedAt: <const N extends string | undefined = undefined>(name?: N): Field<"processedAt", NoInfer<N>, Date> => makeField("processedAt", name as N),
   group: <const N extends string | undefined = undefined>(name?: N): Field<"group", NoInfer<N>, string> => makeField("group", name as N),
   priority: <const N extends string | undefined = undefined>(name?: N): Field<"priority", NoInfer<N>, number> => makeField("priority", name as N),
+  /** JSON string pairs carried from publish to `keys.headers` (a W3C `traceparent`, …). */
+  headers: <const N extends string | undefined = undefined>(name?: N): Field<"headers", NoInfer<N>, Readonly<Record<string, string>>> => makeField("headers", name as N),
   /** `field.data<string>()` types what a row-mode handler reads (default `unknown`). */
   data: <T = unknown, const N extends string | undefined = undefined>(name?: N): Field<"data", NoInfer<N>, T> => makeField("data", name as N),
 });
@@ -63,6 +65,8 @@ export const field = Object.freeze({
 /** A declarative table description. */
 export interface InboxDefinition {
   readonly table: string;
+  /** The Postgres schema or MySQL/MariaDB database that holds the table (refused on SQLite). */
+  readonly schema?: string;
   readonly columns: { readonly [key: string]: Field };
   /** An advisory key template such as `"report-{customer_id}"`: selects the advisory form. */
   readonly advisoryLock?: string;
@@ -149,6 +153,7 @@ export type RolesOfDefinition<D extends InboxDefinition> = [
   ...Opt<D, "group", Group>,
   ...(FifoOf<D> extends true ? [Fifo] : []),
   ...Opt<D, "priority", Priority>,
+  ...Opt<D, "headers", MessageHeaders>,
   ...([AdvisoryOf<D>] extends [never] ? [] : [AdvisoryLock<AdvisoryOf<D>>]),
 ];
 
@@ -169,5 +174,5 @@ export function specFromDefinition<D extends InboxDefinition>(def: D): SpecOfDef
     generated: f.isGenerated,
   }));
   const payloadType = Object.values(def.columns).find((f) => f.role === "payload")?.type;
-  return InboxSpec.fromParts({ table: def.table, columns, advisoryLock: def.advisoryLock, fifo: def.fifo, payloadType });
+  return InboxSpec.fromParts({ table: def.table, schema: def.schema, columns, advisoryLock: def.advisoryLock, fifo: def.fifo, payloadType });
 }

@@ -25,6 +25,8 @@ export interface AdvisoryKey {
  */
 export interface InboxDescription {
   readonly table: string;
+  /** The Postgres schema or MySQL/MariaDB database that holds the table; unset: the connection's own. */
+  readonly schema?: string;
   readonly form: ClaimForm;
   readonly id: ColumnDescription;
   readonly attempt?: ColumnDescription;
@@ -34,6 +36,7 @@ export interface InboxDescription {
   readonly processedAt?: ColumnDescription;
   readonly group?: ColumnDescription;
   readonly priority?: ColumnDescription;
+  readonly headers?: ColumnDescription;
   /** Every column in the order it was described, the role columns included. */
   readonly columns: readonly ColumnDescription[];
   readonly advisoryKey?: AdvisoryKey;

@@ -31,17 +31,21 @@ export interface Fifo {
 export interface Priority {
   readonly role: "priority";
 }
+/** A headers column: JSON text of string pairs (a W3C `traceparent`, …) carried from publish to `keys.headers`. */
+export interface MessageHeaders {
+  readonly role: "headers";
+}
 /** An advisory key template such as `"report-{customer_id}"`: selects the advisory form. */
 export interface AdvisoryLock<Template extends string = string> {
   readonly role: "advisoryLock";
   readonly template?: Template;
 }
 
-export type RoleMarker = Attempt | Lease<unknown> | Payload<unknown> | RetryAfter | ProcessedAt | Group | Fifo | Priority | AdvisoryLock;
+export type RoleMarker = Attempt | Lease<unknown> | Payload<unknown> | RetryAfter | ProcessedAt | Group | Fifo | Priority | MessageHeaders | AdvisoryLock;
 export type RoleName = RoleMarker["role"];
 
 /** The roles a column can play (the advisory key and fifo are table options, not columns). */
-export type ColumnRole = "id" | "attempt" | "lease" | "payload" | "retryAfter" | "processedAt" | "group" | "priority" | "data";
+export type ColumnRole = "id" | "attempt" | "lease" | "payload" | "retryAfter" | "processedAt" | "group" | "priority" | "headers" | "data";
 
 /** `true` when the tuple `R` holds a marker of role `Name`. */
 export type HasRole<R extends readonly RoleMarker[], Name extends RoleName> = [Extract<R[number], { readonly role: Name }>] extends [never] ? false : true;
@@ -72,6 +76,8 @@ export interface RoleColumnValue {
   readonly processedAt: Date | string | null;
   readonly group: string;
   readonly priority: number;
+  /** JSON as the driver reads it: an object (Postgres JSONB), or its text (a TEXT or MariaDB JSON column). */
+  readonly headers: Readonly<Record<string, string>> | string | null;
 }
 /** The row value of a column of `Role` described as holding `Value`. */
 export type RowValue<Role extends ColumnRole, Value> = Role extends keyof RoleColumnValue ? RoleColumnValue[Role] : Value;

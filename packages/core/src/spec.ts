@@ -11,6 +11,7 @@ import type {
   Group,
   HasRole,
   Lease,
+  MessageHeaders,
   Payload,
   Priority,
   ProcessedAt,
@@ -134,6 +135,24 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
     col: Column<N> & FirstError<[NotTwice<R, "priority">, NewColumn<C, N>]>,
   ): InboxSpec<[...R, Priority], C | N, WithColumn<Row, N, RowValue<"priority", unknown>>> {
     return this.#with(col, "priority");
+  }
+
+  /**
+   * The headers column: JSON string pairs (such as a W3C `traceparent`) written by
+   * `publish(…, { headers })` and read by handlers as `keys.headers`.
+   */
+  headers<N extends string>(
+    col: Column<N> & FirstError<[NotTwice<R, "headers">, NewColumn<C, N>]>,
+  ): InboxSpec<[...R, MessageHeaders], C | N, WithColumn<Row, N, RowValue<"headers", unknown>>> {
+    return this.#with(col, "headers");
+  }
+
+  /**
+   * The Postgres schema or MySQL/MariaDB database that holds the table: every statement names
+   * `schema.table`. Refused at startup on SQLite. Validated like any identifier.
+   */
+  schema(name: string): InboxSpec<R, C, Row> {
+    return new InboxSpec({ ...this.#parts, schema: name });
   }
 
   /** A column that plays no role: read by row-mode handlers, named by advisory keys, written by publishes. */

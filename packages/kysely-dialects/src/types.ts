@@ -27,6 +27,10 @@ export interface EngineCapabilities {
   readonly advisoryLockName: "key-hash" | "database-and-key" | null;
   /** The server relays notifications between sessions (Postgres LISTEN/NOTIFY): `notify` is not `null`. */
   readonly listenNotify: boolean;
+  /** Bound parameters one statement may carry: a bulk publish splits its rows into inserts that fit. */
+  readonly maxParameters: number;
+  /** A table can live in a named schema (Postgres) or another database (MySQL/MariaDB); not on SQLite. */
+  readonly tableSchemas: boolean;
   /** The isolation level a row-lock or lease-claim transaction opens with, if not the default. */
   readonly claimIsolation?: "read committed";
 }
@@ -163,8 +167,11 @@ export interface ObserveStatements {
 
 /** The startup checks. */
 export interface SchemaStatements {
-  /** The real table's columns: `name`, `data_type`, `precision`, `nullable` (`YES`/`NO` or 1/0). */
-  describeTable(table: string): CompiledQuery<RawRow>;
+  /**
+   * The real table's columns: `name`, `data_type`, `precision`, `nullable` (`YES`/`NO` or 1/0); read
+   * in `schema` (a Postgres schema, a MySQL/MariaDB database) when given, else the connection's own.
+   */
+  describeTable(table: string, schema?: string): CompiledQuery<RawRow>;
   /** One row with `version`: the server's version string. */
   serverVersion(): CompiledQuery<{ version: string }>;
   /** One row with `name`: the current database (MySQL) or schema (Postgres); SQLite: `main`. */

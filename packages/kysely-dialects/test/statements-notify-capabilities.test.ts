@@ -63,8 +63,10 @@ describe("capabilities, side by side", () => {
           "engine": "mysql",
           "insertReturning": false,
           "listenNotify": false,
+          "maxParameters": 65535,
           "nullsFirstByDefault": true,
           "rowLock": true,
+          "tableSchemas": true,
           "updateReturning": false,
         },
         "postgres": {
@@ -73,8 +75,10 @@ describe("capabilities, side by side", () => {
           "engine": "postgres",
           "insertReturning": true,
           "listenNotify": true,
+          "maxParameters": 65535,
           "nullsFirstByDefault": false,
           "rowLock": true,
+          "tableSchemas": true,
           "updateReturning": true,
         },
         "sqlite": {
@@ -83,8 +87,10 @@ describe("capabilities, side by side", () => {
           "engine": "sqlite",
           "insertReturning": true,
           "listenNotify": false,
+          "maxParameters": 32766,
           "nullsFirstByDefault": true,
           "rowLock": false,
+          "tableSchemas": false,
           "updateReturning": true,
         },
       }

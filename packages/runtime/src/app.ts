@@ -216,7 +216,7 @@ export class App {
       return stopping;
     };
     const publish = async (route: string, payload: unknown): Promise<void> => {
-      const state = opened.find((s) => s.routes.has(route)) ?? opened[0];
+      const state = opened.find((s) => s.route(route) !== undefined) ?? opened[0];
       if (state === undefined) throw noRouteInApp(route);
       await state.publish(route, payload, undefined);
     };
@@ -277,7 +277,7 @@ async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Se
 function checkRoutes(run: Startup, state: BrokerState, scope: BrokerScope, names: Set<string>): void {
   for (const sub of scope.subscribers) {
     const queueTable = sub.queue.spec.description.table;
-    const spec = state.routes.get(sub.name);
+    const spec = state.route(sub.name);
     if (spec === undefined) throw noRoute(sub.name, state.routes, queueTable);
     if (spec.description.table !== queueTable) throw routeOnOtherTable(sub.name, spec.description.table, queueTable);
     if (names.has(sub.name)) throw routeSubscribedTwice(sub.name);

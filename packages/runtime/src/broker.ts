@@ -1,14 +1,16 @@
 import type { AnyInboxSpec, InboxDescription, SqlInboxError } from "@sqlinbox/core/internal";
 import { checkSchema, dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects/internal";
-import type { Transaction } from "kysely";
+import type { QueryResult, Transaction } from "kysely";
 import type { Activity } from "./activity.js";
 import { Database, type AnyKysely } from "./database.js";
 import type { OpenedDatabase } from "./drivers/index.js";
 import type { ListenClient } from "./drivers/types.js";
 import { channelOf, PgListener } from "./listen.js";
-import { brokerNotStarted, brokerStopped, closedBeforePublish, connectFailed, listenNeedsOwnPool, noRoute } from "./errors.js";
+import { brokerNotStarted, brokerStopped, closedBeforePublish, connectFailed, listenNeedsOwnPool, noRoute, schemaUnsupported } from "./errors.js";
 import { errorFields, type Logger } from "./logger.js";
-import { encodePayload, payloadStorageOf, type PayloadStorage } from "./payload.js";
+import { payloadStorageOf, type PayloadStorage } from "./payload.js";
+import { chunkRows, publishedRows, type MessageHeaderValues } from "./publish-rows.js";
+import { matchRoute } from "./route-match.js";
 import type { PublishTelemetry } from "./telemetry/telemetry.js";
 
 /** A routed table as the broker runs it, learned at startup. */
@@ -91,19 +93,30 @@ export class BrokerState {
     return connectFailed(this.source.label, routes, cause, place);
   }
 
-  /** The schema check of a routed table (once): every described column exists with a fitting type. */
-  table(spec: InboxDescription): Promise<TableRuntime> {
-    const known = this.#tables.get(spec.table);
+  /** The route a name goes to: its exact route, else the longest prefix route (`"reports.*"`). */
+  route(name: string): AnyInboxSpec | undefined {
+    return matchRoute(this.routes, name);
+  }
+
+  /**
+   * The schema check of a routed table (once): every described column exists with a fitting type.
+   * A first publish runs it on its `via`, which may hold the only connection (SQLite).
+   */
+  table(spec: InboxDescription, via?: AnyKysely): Promise<TableRuntime> {
+    const place = spec.schema === undefined ? spec.table : `${spec.schema}.${spec.table}`;
+    const known = this.#tables.get(place);
     if (known) return known;
-    const checking = this.#checkTable(spec);
-    this.#tables.set(spec.table, checking);
-    checking.catch(() => this.#tables.delete(spec.table));
+    const checking = this.#checkTable(spec, via);
+    this.#tables.set(place, checking);
+    checking.catch(() => this.#tables.delete(place));
     return checking;
   }
 
-  async #checkTable(spec: InboxDescription): Promise<TableRuntime> {
+  async #checkTable(spec: InboxDescription, via: AnyKysely | undefined): Promise<TableRuntime> {
     const database = this.#require();
-    const rows = (await database.execute("schema", database.dialect.schema.describeTable(spec.table))).rows;
+    const capabilities = database.dialect.capabilities;
+    if (spec.schema !== undefined && !capabilities.tableSchemas) throw schemaUnsupported(capabilities.engine, spec.schema, spec.table);
+    const rows = (await database.execute("schema", database.dialect.schema.describeTable(spec.table, spec.schema), via)).rows;
     const found = database.dialect.readFoundColumns(rows);
     const precision = checkSchema(spec, found, database.dialect.capabilities.engine)?.precision ?? 0;
     const payloadType = spec.payload === undefined ? undefined : found.find((c) => c.name === spec.payload?.name)?.dataType;
@@ -125,7 +138,7 @@ export class BrokerState {
     if (acquire === undefined) {
       throw listenNeedsOwnPool(this.source.label);
     }
-    const tables = [...this.routes.values()].map((spec) => spec.description.table);
+    const tables = [...this.routes.values()].map((spec) => spec.description);
     const listener = new PgListener(acquire, tables, (table) => this.#wakeTable(table), logger);
     await listener.start();
     this.#listener = listener;
@@ -144,43 +157,69 @@ export class BrokerState {
     return () => set.delete(wake);
   }
 
-  async publish(name: string, payload: unknown, via: AnyKysely | Transaction<unknown> | undefined): Promise<void> {
-    const spec = this.routes.get(name);
+  /** One row: `publishMany` with one payload. */
+  async publish(name: string, payload: unknown, via: AnyKysely | Transaction<unknown> | undefined, headers?: MessageHeaderValues): Promise<void> {
+    await this.publishMany(name, [payload], via, headers);
+  }
+
+  /**
+   * Inserts one row per payload into the table route `name` goes to: one multi-row insert per chunk
+   * of rows that fits the engine's parameter limit, all inside `via` when given (else inside one
+   * transaction of their own when there is more than one chunk), then one NOTIFY and one wake.
+   * Returns the new ids where the engine can tell them (RETURNING, or MySQL's consecutive insertId).
+   */
+  async publishMany(name: string, payloads: readonly unknown[], via: AnyKysely | Transaction<unknown> | undefined, headers?: MessageHeaderValues): Promise<unknown[]> {
+    const spec = this.route(name);
     if (spec === undefined) throw noRoute(name, this.routes);
     const description = spec.description;
     if (this.#closed) throw closedBeforePublish({ subscription: name, table: description.table });
     const database = this.#require(name);
-    const table = await this.table(description);
-    const row: RawRow = {};
-    if (description.payload !== undefined) {
-      row[description.payload.name] = encodePayload(payload, table.storage, { subscription: name, table: description.table });
-    } else {
-      const values = (payload ?? {}) as Record<string, unknown>;
-      for (const col of description.columns) if (!col.generated && col.key in values) row[col.name] = values[col.key];
-    }
-    if (description.group !== undefined) row[description.group.name] = name;
-    const trace = this.publishTelemetry?.begin(name, description, row);
+    const on = via as AnyKysely | undefined;
+    const table = await this.table(description, on);
+    const rows = publishedRows(description, name, payloads, table.storage, headers);
+    if (rows.length === 0) return [];
+    const insertAll = async (target: AnyKysely | undefined): Promise<unknown[]> => {
+      const ids: unknown[] = [];
+      for (const chunk of chunks) {
+        const result = await database.execute("publish", database.dialect.publish.insert(description, chunk), target);
+        ids.push(...insertedIds(description, chunk, result));
+      }
+      return ids;
+    };
+    // One publish span per call; its traceparent goes into every row's headers (they share the call's headers).
+    const first = rows[0] as RawRow;
+    const trace = this.publishTelemetry?.begin(name, description, first);
+    if (trace !== undefined && description.headers !== undefined) for (const row of rows) row[description.headers.name] = first[description.headers.name];
+    const chunks = chunkRows(rows, database.dialect.capabilities.maxParameters);
+    let ids: unknown[];
     try {
-      const inserted = await database.execute("publish", database.dialect.publish.insert(description, [row]), via as AnyKysely | undefined);
-      trace?.end(undefined, inserted.rows[0]?.[description.id.name] ?? inserted.insertId);
+      ids = on === undefined && chunks.length > 1 ? await database.db.transaction().execute((trx) => insertAll(trx)) : await insertAll(on);
+      trace?.end(undefined, ids.length === 1 ? ids[0] : undefined);
     } catch (error) {
       trace?.end(error, undefined);
       throw error;
     }
-    // On the same connection or transaction as the insert: inside `{ via: trx }` the notification goes out at commit.
-    // Without `via` the row is already committed: a failed NOTIFY is only a warning (the next poll sees the row).
-    if (this.notifying && database.dialect.notify !== null) {
-      const notify = database.execute("publish", database.dialect.notify.notify(channelOf(description.table)), via as AnyKysely | undefined);
-      if (via !== undefined) await notify;
-      else
-        await notify.catch((error: unknown) =>
-          this.#logger?.warn(
-            { ...errorFields(error), subscription: name, table: description.table },
-            "listenNotify: NOTIFY failed after the publish committed; other processes see the row at their next poll",
-          ),
-        );
-    }
+    await this.#notify(name, description, on);
     this.#wakeTable(description.table);
+    return ids;
+  }
+
+  /**
+   * On the same connection or transaction as the insert: inside `{ via: trx }` the notification goes out at commit.
+   * Without `via` the rows are already committed: a failed NOTIFY is only a warning (the next poll sees them).
+   */
+  async #notify(name: string, description: InboxDescription, via: AnyKysely | undefined): Promise<void> {
+    if (!this.notifying) return;
+    const database = this.#require(name);
+    if (database.dialect.notify === null) return;
+    const notify = database.execute("publish", database.dialect.notify.notify(channelOf(description)), via);
+    if (via !== undefined) return void (await notify);
+    await notify.catch((error: unknown) =>
+      this.#logger?.warn(
+        { ...errorFields(error), subscription: name, table: description.table },
+        "listenNotify: NOTIFY failed after the publish committed; other processes see the row at their next poll",
+      ),
+    );
   }
 
   /** Closes the pool (when the broker opened it); resolves with the connections it held then. */
@@ -201,4 +240,22 @@ export class BrokerState {
     }
     return this.database;
   }
+}
+
+/**
+ * The ids of inserted rows: RETURNING where the engine has it, else consecutive from MySQL's insertId
+ * (one insert's auto-increment values are consecutive with the default auto_increment_increment of 1),
+ * else the ids given.
+ */
+function insertedIds(spec: InboxDescription, rows: readonly RawRow[], result: QueryResult<RawRow>): unknown[] {
+  const id = spec.id.name;
+  if (result.rows.length === rows.length) return result.rows.map((r) => r[id]);
+  if (spec.id.generated && result.insertId !== undefined) {
+    const first = result.insertId;
+    return rows.map((_, i) => {
+      const value = first + BigInt(i);
+      return value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value;
+    });
+  }
+  return rows.map((r) => r[id]);
 }

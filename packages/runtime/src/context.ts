@@ -27,6 +27,8 @@ export const keys = Object.freeze({
   leaseDeadline: key<"leaseDeadline", Date, "lease">("leaseDeadline"),
   /** The row's id. */
   id: key<"id", unknown>("id"),
+  /** The metadata its publish carried (`publish(…, { headers })`): `{}` when none. Needs a headers column. */
+  headers: key<"headers", Readonly<Record<string, string>>, "headers">("headers"),
   /** The subscription's name. */
   subscription: key<"subscription", string>("subscription"),
   /** The table's name. */
@@ -116,9 +118,18 @@ interface ContextClock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/** Where a delivery's context is: its subscription and table, and the headers column when there is one. */
+export interface ContextPlace {
+  readonly subscription: string;
+  readonly table: string;
+  readonly headersColumn?: string | undefined;
+}
+
 /** What a context reads of its delivery (a claimed delivery fits as it is). */
 export interface ContextSource {
   readonly id: unknown;
+  /** The claimed row, raw: the headers column is read from it when a handler asks. */
+  readonly row?: Readonly<Record<string, unknown>>;
   readonly attempt: number | undefined;
   readonly signal: AbortSignal;
   leaseDeadline(): Date | undefined;
@@ -126,12 +137,12 @@ export interface ContextSource {
 
 /** A delivery's context: one object with its methods on the prototype, so a delivery allocates no closures for it. */
 class DeliveryContext {
-  readonly #place: { readonly subscription: string; readonly table: string };
+  readonly #place: ContextPlace;
   readonly #source: ContextSource;
   readonly #clock: ContextClock;
   readonly #tx: AnyTransaction | undefined;
 
-  constructor(place: { readonly subscription: string; readonly table: string }, source: ContextSource, clock: ContextClock, tx?: AnyTransaction) {
+  constructor(place: ContextPlace, source: ContextSource, clock: ContextClock, tx?: AnyTransaction) {
     this.#place = place;
     this.#source = source;
     this.#clock = clock;
@@ -171,6 +182,8 @@ class DeliveryContext {
         return this.#place.subscription;
       case "table":
         return this.#place.table;
+      case "headers":
+        return headersOf(this.#place.headersColumn === undefined ? undefined : this.#source.row?.[this.#place.headersColumn]);
       default:
         throw unknownContextKey(key.name, this.#place);
     }
@@ -185,22 +198,23 @@ class DeliveryContext {
   }
 }
 
+/** The headers column as the driver read it (JSONB object, JSON text, bytes), as string pairs; `{}` when empty. */
+export function headersOf(raw: unknown): Readonly<Record<string, string>> {
+  if (raw === null || raw === undefined) return {};
+  const value: unknown = typeof raw === "string" ? JSON.parse(raw) : raw instanceof Uint8Array ? JSON.parse(Buffer.from(raw).toString("utf8")) : raw;
+  if (value === null || typeof value !== "object") return {};
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(value)) if (typeof v === "string") out[k] = v;
+  return Object.freeze(out);
+}
+
 /** The context of a claimed delivery; `tx` in transactional mode. */
-export function deliveryContext<R extends readonly RoleMarker[]>(
-  place: { readonly subscription: string; readonly table: string },
-  delivery: ContextSource,
-  clock: ContextClock,
-  tx?: AnyTransaction,
-): InboxContext<R> {
+export function deliveryContext<R extends readonly RoleMarker[]>(place: ContextPlace, delivery: ContextSource, clock: ContextClock, tx?: AnyTransaction): InboxContext<R> {
   return new DeliveryContext(place, delivery, clock, tx) as unknown as InboxContext<R>;
 }
 
 /** The context of a batch: each row's own, and a signal that aborts with any of theirs. */
-export function batchContext<R extends readonly RoleMarker[]>(
-  place: { readonly subscription: string; readonly table: string },
-  deliveries: readonly ContextSource[],
-  clock: ContextClock,
-): BatchContext<R> {
+export function batchContext<R extends readonly RoleMarker[]>(place: ContextPlace, deliveries: readonly ContextSource[], clock: ContextClock): BatchContext<R> {
   const rows = deliveries.map((d) => deliveryContext<R>(place, d, clock));
   let signal: AbortSignal | undefined;
   const shared = (): AbortSignal => (signal ??= AbortSignal.any(deliveries.map((d) => d.signal)));

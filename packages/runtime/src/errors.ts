@@ -104,7 +104,21 @@ export function listenNeedsPostgres(engine: string, label: string): SqlInboxErro
 }
 
 export function listenNeedsOwnPool(label: string): SqlInboxError {
-  return new SqlInboxError("Declaration", `listenNotify() needs a Postgres broker built with SqlBroker.fromUrl, whose pool it takes a connection from; this broker is ${label}`);
+  return new SqlInboxError(
+    "Declaration",
+    `listenNotify() needs a connection of its own: build the broker with SqlBroker.fromUrl, or give SqlBroker.fromKysely(db, { listen }) a pg client factory or pool; this broker is ${label}`,
+  );
+}
+
+export function headersWithoutColumn(route: string, table: string): SqlInboxError {
+  return new SqlInboxError("Declaration", "a publish with headers needs a headers column: describe one with field.headers() or .headers(column(…))", {
+    subscription: route,
+    table,
+  });
+}
+
+export function schemaUnsupported(engine: string, schema: string, table: string): SqlInboxError {
+  return new SqlInboxError("UnsupportedForm", `the table is described in schema "${schema}", and ${engine} has no schemas: describe it without one`, { table });
 }
 
 export function unknownKyselyDialect(adapter: string): SqlInboxError {

@@ -1,6 +1,8 @@
 // What an application uses. What sibling packages and tests need lives in `./internal` (not covered by semver).
 export { App, type BrokerScope, type AppInfo, type RunningApp } from "./app.js";
-export { SqlBroker, type BrokerOptions, type PublishOptions } from "./sql-broker.js";
+export { SqlBroker, type BrokerOptions, type FromKyselyOptions, type PublishOptions } from "./sql-broker.js";
+export type { ListenSource, ListenableClient, ListenPool } from "./listen-source.js";
+export type { MessageHeaderValues } from "./publish-rows.js";
 export { InboxQueue, type QueueOptions, type DeliveredOf } from "./queue.js";
 export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type Outputs, type Subscriber } from "./subscriber.js";
 export { HandlerOutcome } from "./outcome.js";

@@ -5,7 +5,7 @@
  */
 export * from "./index.js";
 export type { EngineOfUrl } from "./engine-of-url.js";
-export type { RouteAllowed, ListenNotifyAllowed, PublishPayload } from "./sql-broker.js";
+export type { RouteAllowed, ListenNotifyAllowed, PublishPayload, PublishOptionsFor, RouteSpecOf } from "./sql-broker.js";
 export type { PayloadOfSpec } from "./queue.js";
 export type { KeyAvailable } from "./context.js";
 export { SystemClock } from "./clock.js";

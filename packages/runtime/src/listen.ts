@@ -1,13 +1,18 @@
 import { createHash } from "node:crypto";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import { postgresDialect } from "@sqlinbox/kysely-dialects";
 import type { ListenClient } from "./drivers/types.js";
 import { errorFields, type Logger } from "./logger.js";
 
+/** A table as a channel names it: its name, and its schema when the description names one. */
+export type ChannelTable = string | Pick<InboxDescription, "table" | "schema">;
+
 /**
- * The Postgres channel of a table: `sqlinbox_<table>`, or `sqlinbox_` and a SHA-256 prefix of the
- * table name when that would pass the 63 bytes of an identifier.
+ * The Postgres channel of a table: `sqlinbox_<table>` (`sqlinbox_<schema>.<table>` for a table in a
+ * named schema), or `sqlinbox_` and a SHA-256 prefix of that name when it would pass the 63 bytes of an identifier.
  */
-export function channelOf(table: string): string {
+export function channelOf(of: ChannelTable): string {
+  const table = typeof of === "string" ? of : of.schema === undefined ? of.table : `${of.schema}.${of.table}`;
   const plain = `sqlinbox_${table}`;
   if (Buffer.byteLength(plain, "utf8") <= 63) return plain;
   return `sqlinbox_${createHash("sha256").update(table, "utf8").digest("hex").slice(0, 40)}`;
@@ -33,9 +38,10 @@ export class PgListener {
   #retryMs = FIRST_RETRY_MS;
   #stopped = false;
 
-  constructor(acquire: () => Promise<ListenClient>, tables: Iterable<string>, wake: (table: string) => void, logger: Logger) {
+  /** `tables`: each routed table; `wake` is called with its bare name (subscriptions register wakes by table name). */
+  constructor(acquire: () => Promise<ListenClient>, tables: Iterable<ChannelTable>, wake: (table: string) => void, logger: Logger) {
     this.#acquire = acquire;
-    this.#channels = new Map([...new Set(tables)].map((t) => [channelOf(t), t]));
+    this.#channels = new Map([...tables].map((t) => [channelOf(t), typeof t === "string" ? t : t.table]));
     this.#wake = wake;
     this.#logger = logger;
   }
@@ -132,8 +138,8 @@ export class PgListener {
     this.#detach?.();
     this.#detach = undefined;
     try {
-      const unlisten = postgresDialect.notify.unlistenAll();
-      await client.query(unlisten.sql, [...unlisten.parameters]);
+      const stopListening = postgresDialect.notify.unlistenAll();
+      await client.query(stopListening.sql, [...stopListening.parameters]);
       client.release();
     } catch (error) {
       client.release(error instanceof Error ? error : true);

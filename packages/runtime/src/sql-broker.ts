@@ -1,4 +1,4 @@
-import type { AnyInboxSpec, FormOf, RolesOf, SpecError } from "@sqlinbox/core/internal";
+import type { AnyInboxSpec, FormOf, HasRole, RolesOf, SpecError } from "@sqlinbox/core/internal";
 import type { Engine } from "@sqlinbox/kysely-dialects";
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
 import { BrokerState } from "./broker.js";
@@ -6,7 +6,9 @@ import type { AnyKysely } from "./database.js";
 import { parseDatabaseUrl, type PoolOptions } from "./drivers/index.js";
 import type { EngineOfUrl } from "./engine-of-url.js";
 import { routeAlreadyDeclared, unknownKyselyDialect } from "./errors.js";
+import { listenConnector, type ListenSource } from "./listen-source.js";
 import { redactUrl } from "./logger.js";
+import type { MessageHeaderValues } from "./publish-rows.js";
 import { wholeSeconds, type PayloadOfSpec } from "./queue.js";
 
 export type { EngineOfUrl } from "./engine-of-url.js";
@@ -16,13 +18,46 @@ export interface BrokerOptions {
   readonly pool?: PoolOptions;
 }
 
+/** Options of `SqlBroker.fromKysely`. */
+export interface FromKyselyOptions {
+  /**
+   * Where `listenNotify()` takes the connection it holds for the app's life (Postgres): a factory
+   * of fresh `pg` clients (`() => new pg.Client(url)`, connected and ended by the broker) or a `pg`
+   * pool of its own. Without it, `listenNotify()` on this broker is refused at startup.
+   */
+  readonly listen?: ListenSource;
+}
+
 /** Options of a publish. */
 export interface PublishOptions<DB = unknown> {
   /** Publish inside the caller's own Kysely transaction (or through another Kysely instance). */
   readonly via?: Kysely<DB> | Transaction<DB>;
+  /** Metadata for the headers column (a W3C `traceparent`, …), read by handlers as `keys.headers`. */
+  readonly headers?: MessageHeaderValues;
 }
 
 type Routes = Record<string, AnyInboxSpec>;
+
+/** The prefix routes of `R` that take `N` (`"reports.*"` takes `"reports.daily"`). */
+type PrefixRoutesOf<R extends Routes, N extends string> = {
+  [K in keyof R & string]: K extends `${infer P}*` ? (N extends `${P}${string}` ? K : never) : never;
+}[keyof R & string];
+/**
+ * The spec route `N` goes to: its exact route, else the prefix routes that take it (their union:
+ * the longest wins at run time), `never` when the broker's type knows none.
+ */
+export type RouteSpecOf<R extends Routes, N extends string> = N extends keyof R ? R[N] : R[PrefixRoutesOf<R, N>];
+
+/** `headers` compiles on a route whose table has a headers column, or on a route the broker's type does not know. */
+type HeadersOption<S> = [S] extends [never]
+  ? unknown
+  : S extends AnyInboxSpec
+    ? HasRole<RolesOf<S>, "headers"> extends true
+      ? unknown
+      : { readonly headers?: SpecError<"publish(…, { headers }) needs a headers column: describe one with field.headers() or .headers(column(…))"> }
+    : unknown;
+/** The options of a publish to route `N`: `headers` only where its table has a headers column. */
+export type PublishOptionsFor<R extends Routes, N extends string, DB> = PublishOptions<DB> & HeadersOption<RouteSpecOf<R, N>>;
 
 /** A row-lock table cannot be routed on a SQLite broker: SQLite has no row locks. */
 export type RouteAllowed<S extends AnyInboxSpec, E extends Engine> = [E] extends ["sqlite"]
@@ -34,8 +69,8 @@ export type RouteAllowed<S extends AnyInboxSpec, E extends Engine> = [E] extends
 export type ListenNotifyAllowed<E extends Engine> = [Extract<E, "postgres">] extends [never]
   ? SpecError<"listenNotify() needs Postgres (LISTEN/NOTIFY): on SQLite and MySQL/MariaDB other processes see a publish at their next poll">
   : unknown;
-/** A publish's payload type for route `N`: the route's payload when the broker's type knows it. */
-export type PublishPayload<R extends Routes, N extends string> = N extends keyof R ? PayloadOfSpec<R[N]> : unknown;
+/** A publish's payload type for route `N`: the route's payload when the broker's type knows it (exact or by prefix). */
+export type PublishPayload<R extends Routes, N extends string> = [RouteSpecOf<R, N>] extends [never] ? unknown : PayloadOfSpec<RouteSpecOf<R, N>>;
 
 const stateOf = new WeakMap<object, BrokerState>();
 /** @internal The shared state behind a broker value. */
@@ -86,11 +121,15 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     );
   }
 
-  /** A broker on the application's own Kysely instance; the broker never destroys it. */
-  static fromKysely<DB>(db: Kysely<DB>): SqlBroker {
+  /**
+   * A broker on the application's own Kysely instance; the broker never destroys it. Give
+   * `{ listen }` (a `pg` client factory or pool of its own) to use `listenNotify()` on Postgres.
+   */
+  static fromKysely<DB>(db: Kysely<DB>, options: FromKyselyOptions = {}): SqlBroker {
     const anyDb = db as unknown as AnyKysely;
     const engine = engineOf(anyDb);
-    return new SqlBroker(new BrokerState({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false }) }), 30_000);
+    const listen = options.listen === undefined || engine !== "postgres" ? {} : { listen: listenConnector(options.listen) };
+    return new SqlBroker(new BrokerState({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }) }), 30_000);
   }
 
   /** The engine the URL or the Kysely instance names. */
@@ -109,13 +148,19 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
    * hashed past 63 bytes); every publish also notifies that channel (the dialect's `notify` group) on the insert's
    * connection or transaction (so `{ via: trx }` notifies at commit, and a rollback notifies nobody).
    * A SQLite or MySQL/MariaDB URL does not compile; any other non-Postgres broker, or one built
-   * with `fromKysely`, is refused when the app starts.
+   * with `fromKysely` without `{ listen }`, is refused when the app starts.
    */
   listenNotify(this: SqlBroker<R, E> & ListenNotifyAllowed<E>): SqlBroker<R, E> {
     return new SqlBroker(brokerState(this), this.leaseMs, true);
   }
 
-  /** Declares route `name` on the table `spec` describes. Every value of this broker sees it. */
+  /**
+   * Declares route `name` on the table `spec` describes. Every value of this broker sees it.
+   * A name ending in `*` is a prefix route: `"reports.*"` takes every name that starts with
+   * `"reports."`; an exact route beats a prefix and the longest prefix wins. On a table with a
+   * group column the published name (`"reports.daily"`) is the group value, and a subscription
+   * on that name claims that group.
+   */
   route<S extends AnyInboxSpec, N extends string>(spec: S & RouteAllowed<S, E>, name: N): SqlBroker<R & { [K in N]: S }, E> {
     const state = brokerState(this);
     const known = state.routes.get(name);
@@ -130,8 +175,20 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
    * Wakes this process's subscriptions of the table at once. Fails with `NoRoute` on an undeclared
    * name and `Closed` before the app starts or after it stopped.
    */
-  async publish<N extends string, DB = unknown>(name: N, payload: PublishPayload<R, N>, options: PublishOptions<DB> = {}): Promise<void> {
-    await brokerState(this).publish(name, payload, options.via as unknown as AnyKysely | undefined);
+  async publish<N extends string, DB = unknown>(name: N, payload: PublishPayload<R, N>, options?: PublishOptionsFor<R, N, DB>): Promise<void> {
+    const { via, headers } = (options ?? {}) as PublishOptions<DB>;
+    await brokerState(this).publish(name, payload, via as unknown as AnyKysely | undefined, headers);
+  }
+
+  /**
+   * Publishes many payloads to route `name` in one multi-row insert per chunk (each chunk within
+   * the engine's parameter limit), inside `{ via: trx }` when given, else in one transaction when
+   * there is more than one chunk; one wake and one NOTIFY per call. Returns the new ids, in order,
+   * where the engine can tell them (RETURNING on Postgres and SQLite, insertId on MySQL/MariaDB).
+   */
+  async publishMany<N extends string, DB = unknown>(name: N, payloads: readonly PublishPayload<R, N>[], options?: PublishOptionsFor<R, N, DB>): Promise<unknown[]> {
+    const { via, headers } = (options ?? {}) as PublishOptions<DB>;
+    return brokerState(this).publishMany(name, payloads, via as unknown as AnyKysely | undefined, headers);
   }
 }
 

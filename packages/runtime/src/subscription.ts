@@ -1,7 +1,7 @@
 import { isSqlInboxError, isStandardSchema, type InboxDescription, type RoleMarker } from "@sqlinbox/core/internal";
 import type { ClaimedDelivery, ClaimStrategy } from "./claim/claim-strategy.js";
 import type { Clock, Timer } from "./clock.js";
-import { deliveryContext } from "./context.js";
+import { deliveryContext, type ContextPlace } from "./context.js";
 import { errorFields, type Logger } from "./logger.js";
 import { HandlerOutcome, toOutcome } from "./outcome.js";
 import { decodePayload, decodePayloadNow } from "./payload.js";
@@ -68,6 +68,8 @@ export class Subscription {
   /** What `rowsToClaim` reads: the shape, the claiming/settling counters, drained; the rest is copied in before each ask. */
   readonly #pace: ClaimPace;
   readonly #place: { readonly subscription: string; readonly table: string };
+  /** The place and the headers column, for delivery contexts (kept apart from `#place`, which logs spread). */
+  readonly #contextPlace: ContextPlace;
   #started = false;
   #stopped = false;
   /** The stop began: deliveries finishing from now on count in its report. */
@@ -86,6 +88,7 @@ export class Subscription {
     this.name = setup.subscriber.name;
     this.table = setup.spec.table;
     this.#place = Object.freeze({ subscription: this.name, table: this.table });
+    this.#contextPlace = Object.freeze({ ...this.#place, headersColumn: setup.spec.headers?.name });
     this.#decodesAsync = isStandardSchema(setup.spec.payloadType);
     const { batch, workers, sharedTransaction } = setup.options;
     const batchHandler = setup.subscriber.kind === "batch";
@@ -328,7 +331,7 @@ export class Subscription {
         return;
       }
     }
-    const ctx = deliveryContext<readonly RoleMarker[]>(this.#place, delivery, clock, tx);
+    const ctx = deliveryContext<readonly RoleMarker[]>(this.#contextPlace, delivery, clock, tx);
     let outcome: HandlerOutcome;
     const handlerStartedAt = trace === undefined ? 0 : performance.now();
     try {

@@ -6,6 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { sql } from "kysely";
+import pg from "pg";
 import type { AnyKysely } from "../src/database.js";
 import { App, InboxQueue, SqlBroker, isSqlInboxError, silentLogger, subscriber, type Logger } from "../src/index.js";
 import { MemoryLogger } from "../src/testing/index.js";
@@ -145,7 +146,7 @@ describe("listenNotify on postgres", () => {
     expect(long).not.toBe(channelOf(`${"t".repeat(62)}u`));
   });
 
-  test("a broker from fromKysely is refused: listenNotify needs the broker's own pool", async () => {
+  test("a broker from fromKysely without { listen } is refused: listenNotify needs a connection of its own", async () => {
     const name = await table("ln_kysely");
     const spec = jobsSpec(name);
     const broker = SqlBroker.fromKysely(db).listenNotify().route(spec, "jobs");
@@ -154,7 +155,38 @@ describe("listenNotify on postgres", () => {
       .start()
       .catch((e: unknown) => e);
     expect(isSqlInboxError(error, "Declaration")).toBe(true);
-    expect((error as Error).message).toContain("listenNotify() needs a Postgres broker built with SqlBroker.fromUrl");
+    expect((error as Error).message).toContain(
+      "listenNotify() needs a connection of its own: build the broker with SqlBroker.fromUrl, or give SqlBroker.fromKysely(db, { listen })",
+    );
+  });
+
+  test("fromKysely with { listen }: a client factory in app B and a pool of its own in app A; A's publishMany wakes B (30 s poll)", async () => {
+    const name = await table("ln_kysely_listen");
+    const spec = jobsSpec(name);
+    const dbA = await postgres.connect(PG_URL);
+    const dbB = await postgres.connect(PG_URL);
+    const listenPool = new pg.Pool({ connectionString: PG_URL, max: 1 });
+    stops.push(async () => {
+      await dbA.destroy();
+      await dbB.destroy();
+      await listenPool.end();
+    });
+    const brokerA = SqlBroker.fromKysely(dbA, { listen: listenPool }).listenNotify().route(spec, "jobs");
+    const brokerB = SqlBroker.fromKysely(dbB, { listen: () => new pg.Client({ connectionString: PG_URL }) })
+      .listenNotify()
+      .route(spec, "jobs");
+    const received: Job[] = [];
+    const sub = subscriber(InboxQueue.of(spec, "jobs").lease(5000).pollInterval(30_000).batch(10), async (job) => void received.push(job));
+    const appA = await new App({ name: "a", version: "0", logger: silentLogger }).withBroker(brokerA, (b) => b).start();
+    stops.push(() => appA.stop());
+    const appB = await new App({ name: "b", version: "0", logger: silentLogger }).withBroker(brokerB, (b) => b.include(sub)).start();
+    stops.push(() => appB.stop());
+    await sleep(200); // B's first claim (empty) is done: only a wake or the 30 s poll claims again
+    const listening = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = ${`LISTEN "${channelOf(name)}"`}`.execute(db);
+    expect(listening.rows[0]?.n).toBe(2); // A's pool connection and B's own client
+    await brokerA.publishMany("jobs", [{ n: 1 }, { n: 2 }, { n: 3 }]);
+    expect(await waitFor(() => received.length === 3, 1500)).toBe(true);
+    expect([...received].sort((a, b) => a.n - b.n)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
   });
 });
 

@@ -23,6 +23,10 @@ const capabilities: EngineCapabilities = Object.freeze({
   // GET_LOCK names are server-wide and at most 64 characters: database-prefixed, hashed past that.
   advisoryLockName: "database-and-key",
   // No notifications between sessions: other processes see a publish at their next poll.
+  // A prepared statement takes at most 65535 placeholders.
+  maxParameters: 65535,
+  // A table description's schema names another database on the same server.
+  tableSchemas: true,
   listenNotify: false,
   // REPEATABLE READ gap locks make concurrent claims deadlock far more often.
   claimIsolation: "read committed",

@@ -5,19 +5,20 @@ import { compiled, type Eb } from "../statements/query-db.js";
 import { mysqlDb as db } from "./query-builder.js";
 
 /**
- * The table's columns from `information_schema`, in the current database.
+ * The table's columns from `information_schema`, in the current database, or in `schema` when the
+ * description names one (then `TABLE_SCHEMA = ?`).
  *
  * ```sql mysql:schema.describeTable
  * select `COLUMN_NAME` as `name`, `DATA_TYPE` as `data_type`, `DATETIME_PRECISION` as `precision`, `IS_NULLABLE` as `nullable`
  * from `information_schema`.`COLUMNS` where `TABLE_SCHEMA` = database() and `TABLE_NAME` = ? order by `ORDINAL_POSITION`
  * ```
  */
-export function describeTable(table: string): CompiledQuery<RawRow> {
+export function describeTable(table: string, schema?: string): CompiledQuery<RawRow> {
   return compiled(
     db
       .selectFrom("information_schema.COLUMNS")
       .select(["COLUMN_NAME as name", "DATA_TYPE as data_type", "DATETIME_PRECISION as precision", "IS_NULLABLE as nullable"])
-      .where("TABLE_SCHEMA", "=", (eb: Eb) => eb.fn("database", []))
+      .where("TABLE_SCHEMA", "=", (eb: Eb) => (schema === undefined ? eb.fn("database", []) : eb.val(schema)))
       .where("TABLE_NAME", "=", table)
       .orderBy("ORDINAL_POSITION"),
   );

@@ -4,6 +4,7 @@ import type { ClaimOptions, RawRow } from "../types.js";
 import { stampValues, type LeaseStamp } from "../statements/claim-stamp.js";
 import { claimOrder, col, selectClaimableQuery } from "../statements/claimable.js";
 import { compiled, type Eb, type StatementContext } from "../statements/query-db.js";
+import { tableRef } from "../statements/table-ref.js";
 
 /**
  * The one-statement claim of Postgres: a CTE picks the claimable ids `FOR UPDATE SKIP LOCKED`,
@@ -33,7 +34,7 @@ export function claimWithCte(ctx: StatementContext, spec: InboxDescription, opti
     .with("picked", () => picked)
     .with("claimed", (db) =>
       db
-        .updateTable(spec.table)
+        .updateTable(tableRef(spec))
         .set(stampValues(ctx, spec, lease))
         .where(id, "in", (eb: Eb) => eb.selectFrom("picked").select(id))
         .returning(spec.columns.map((c) => c.name)),

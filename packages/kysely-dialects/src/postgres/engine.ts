@@ -24,6 +24,10 @@ const capabilities: EngineCapabilities = Object.freeze({
   // pg_try_advisory_lock takes a 64-bit number: the key's hashtextextended.
   advisoryLockName: "key-hash",
   // LISTEN/NOTIFY, sent at commit.
+  // The wire protocol counts parameters in 16 bits.
+  maxParameters: 65535,
+  // A table description's schema names a Postgres schema.
+  tableSchemas: true,
   listenNotify: true,
 });
 

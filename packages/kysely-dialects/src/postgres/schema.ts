@@ -5,19 +5,20 @@ import { compiled, type Eb } from "../statements/query-db.js";
 import { postgresDb as db } from "./query-builder.js";
 
 /**
- * The table's columns from `information_schema`, in the current schema.
+ * The table's columns from `information_schema`, in the current schema, or in `schema` when the
+ * description names one (then `"table_schema" = $1`).
  *
  * ```sql postgres:schema.describeTable
  * select "column_name" as "name", "data_type", "datetime_precision" as "precision", "is_nullable" as "nullable"
  * from "information_schema"."columns" where "table_schema" = current_schema() and "table_name" = $1 order by "ordinal_position"
  * ```
  */
-export function describeTable(table: string): CompiledQuery<RawRow> {
+export function describeTable(table: string, schema?: string): CompiledQuery<RawRow> {
   return compiled(
     db
       .selectFrom("information_schema.columns")
       .select(["column_name as name", "data_type", "datetime_precision as precision", "is_nullable as nullable"])
-      .where("table_schema", "=", (eb: Eb) => eb.fn("current_schema", []))
+      .where("table_schema", "=", (eb: Eb) => (schema === undefined ? eb.fn("current_schema", []) : eb.val(schema)))
       .where("table_name", "=", table)
       .orderBy("ordinal_position"),
   );

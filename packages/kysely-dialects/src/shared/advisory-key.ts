@@ -3,7 +3,8 @@ import type { RawRow } from "../types.js";
 
 /**
  * The advisory key of a row: the table's key template filled from the row's columns,
- * prefixed with the table name so that two tables' keys never meet.
+ * prefixed with the table name (`schema.table` when the description names a schema) so that two
+ * tables' keys never meet.
  *
  * @example
  * // template "report-{customer_id}" on table report_jobs
@@ -29,5 +30,5 @@ export function advisoryKeyOf(spec: InboxDescription, row: RawRow): string {
     }
     text += value instanceof Date ? value.toISOString() : String(value);
   }
-  return `${spec.table}:${text}`;
+  return `${spec.schema === undefined ? spec.table : `${spec.schema}.${spec.table}`}:${text}`;
 }

@@ -4,6 +4,7 @@ import type { ClaimOptions, RawRow } from "../types.js";
 import { stampValues, type LeaseStamp } from "../statements/claim-stamp.js";
 import { col, selectClaimableQuery } from "../statements/claimable.js";
 import { compiled, type StatementContext } from "../statements/query-db.js";
+import { tableRef } from "../statements/table-ref.js";
 
 /**
  * The one-statement claim of SQLite 3.35+: an update of the rows whose ids a subquery picks
@@ -25,7 +26,7 @@ export function claimUpdateReturning(ctx: StatementContext, spec: InboxDescripti
   const picked = selectClaimableQuery(ctx, spec, options, { lock: "none", columns: [col(spec, spec.id.name)] });
   return compiled(
     ctx.db
-      .updateTable(spec.table)
+      .updateTable(tableRef(spec))
       .set(stampValues(ctx, spec, lease))
       .where(spec.id.name, "in", () => picked)
       .returning(spec.columns.map((c) => c.name)),

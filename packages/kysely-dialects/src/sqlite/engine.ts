@@ -21,6 +21,10 @@ const capabilities: EngineCapabilities = Object.freeze({
   advisoryLocks: "process",
   advisoryLockName: null,
   // No server to relay notifications.
+  // SQLITE_MAX_VARIABLE_NUMBER defaults to 32766 since 3.32 (below the 3.35 floor).
+  maxParameters: 32766,
+  // Attached databases are per connection, not a place a description can name.
+  tableSchemas: false,
   listenNotify: false,
 });
 

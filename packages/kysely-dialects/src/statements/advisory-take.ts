@@ -2,6 +2,7 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import { whereClaimable } from "./claimable.js";
 import { compiled, type Eb, type StatementContext } from "./query-db.js";
+import { tableRef } from "./table-ref.js";
 
 /**
  * Takes a row whose key this session has just locked: counts its attempt, only while the row is
@@ -12,7 +13,7 @@ import { compiled, type Eb, type StatementContext } from "./query-db.js";
 export function takeQuery(ctx: StatementContext, spec: InboxDescription, id: unknown, now: Date): CompiledQuery {
   const attempt = spec.attempt?.name;
   const update = ctx.db
-    .updateTable(spec.table)
+    .updateTable(tableRef(spec))
     .set((eb: Eb) => (attempt !== undefined ? { [attempt]: eb(attempt, "+", eb.lit(1)) } : { [spec.id.name]: eb.ref(spec.id.name) }))
     .where(spec.id.name, "=", id);
   return compiled(whereClaimable(ctx, spec, { now }, update));

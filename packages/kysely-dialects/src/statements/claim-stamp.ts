@@ -1,6 +1,7 @@
 import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery, Expression, SqlBool } from "kysely";
 import { compiled, type Eb, type StatementContext } from "./query-db.js";
+import { tableRef } from "./table-ref.js";
 
 /** The deadline a lease claim writes, rounded down to what the column keeps. */
 export interface LeaseStamp {
@@ -35,7 +36,7 @@ export function idIn(spec: InboxDescription, ids: readonly unknown[]) {
 export function stampPickedQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[], lease: LeaseStamp | null): CompiledQuery {
   return compiled(
     ctx.db
-      .updateTable(spec.table)
+      .updateTable(tableRef(spec))
       .set(stampValues(ctx, spec, lease))
       .where(idIn(spec, ids)),
   );

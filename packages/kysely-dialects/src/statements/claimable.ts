@@ -2,9 +2,10 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { Expression, SqlBool } from "kysely";
 import type { ClaimOptions } from "../types.js";
 import { COMPARE_PRECISION, type Eb, type QueryDb, type StatementContext } from "./query-db.js";
+import { tableRef } from "./table-ref.js";
 
 /** `table.column`, quoted by Kysely as two identifiers. */
-export const col = (spec: InboxDescription, name: string): string => `${spec.table}.${name}`;
+export const col = (spec: InboxDescription, name: string): string => `${tableRef(spec)}.${name}`;
 
 /**
  * The rows a claim may take, per the description's roles:
@@ -34,7 +35,7 @@ export function claimable(ctx: StatementContext, spec: InboxDescription, options
       conditions.push(
         eb(col(spec, spec.id.name), "=", (sub: Eb) => {
           let head = sub
-            .selectFrom(`${spec.table} as fifo_head`)
+            .selectFrom(`${tableRef(spec)} as fifo_head`)
             .select((h: Eb) => h.fn.min(`fifo_head.${spec.id.name}`).as("head"))
             .whereRef(`fifo_head.${group}`, "=", col(spec, group));
           if (processed !== undefined) head = head.where(`fifo_head.${processed}`, "is", null);
@@ -93,7 +94,7 @@ export interface ClaimableSelect {
 /** The claimable rows in claim order, at most `limit`, locked or not as `select.lock` says. */
 export function selectClaimableQuery(ctx: StatementContext, spec: InboxDescription, options: ClaimOptions, select: ClaimableSelect) {
   const db: QueryDb = ctx.db;
-  let query = whereClaimable(ctx, spec, options, db.selectFrom(spec.table).select(select.columns ?? describedColumns(spec)));
+  let query = whereClaimable(ctx, spec, options, db.selectFrom(tableRef(spec)).select(select.columns ?? describedColumns(spec)));
   query = claimOrder(ctx, spec, query, { qualified: true }).limit(options.limit);
   return select.lock === "skip locked" ? query.forUpdate().skipLocked() : query;
 }

@@ -3,6 +3,7 @@ import type { CompiledQuery, Expression, SqlBool } from "kysely";
 import type { HeldLease, RawRow } from "../types.js";
 import { leaseColumnOf } from "./claim-stamp.js";
 import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
+import { tableRef } from "./table-ref.js";
 
 /**
  * The rows that still hold these tokens: one arm per distinct token, each matching the lease
@@ -44,12 +45,12 @@ export function ackManyQuery(ctx: StatementContext, spec: InboxDescription, leas
   const where = heldAny(ctx, spec, leases, precision);
   if (spec.processedAt !== undefined) {
     const update = ctx.db
-      .updateTable(spec.table)
+      .updateTable(tableRef(spec))
       .set({ [spec.processedAt.name]: ctx.time.encode(now, COMPARE_PRECISION) })
       .where(where);
     return ctx.capabilities.updateReturning ? compiled(update.returning(spec.id.name)) : compiled(update);
   }
-  const del = ctx.db.deleteFrom(spec.table).where(where);
+  const del = ctx.db.deleteFrom(tableRef(spec)).where(where);
   return ctx.capabilities.updateReturning ? compiled(del.returning(spec.id.name)) : compiled(del);
 }
 
@@ -61,7 +62,7 @@ export function ackManyQuery(ctx: StatementContext, spec: InboxDescription, leas
  */
 export function selectHeldQuery(ctx: StatementContext, spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
   const query = ctx.db
-    .selectFrom(spec.table)
+    .selectFrom(tableRef(spec))
     .select(spec.id.name)
     .where(heldAny(ctx, spec, leases, precision));
   return compiled(ctx.capabilities.rowLock ? query.forUpdate() : query);
@@ -75,7 +76,7 @@ export function selectHeldQuery(ctx: StatementContext, spec: InboxDescription, l
 export function releaseUnstartedQuery(ctx: StatementContext, spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow> {
   const lease = leaseColumnOf(spec);
   const update = ctx.db
-    .updateTable(spec.table)
+    .updateTable(tableRef(spec))
     .set((eb: Eb) => {
       const values: Record<string, unknown> = { [lease]: null };
       if (spec.attempt !== undefined) values[spec.attempt.name] = eb(spec.attempt.name, "-", eb.lit(1));

@@ -2,6 +2,7 @@ import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { RawRow } from "../types.js";
 import { compiled, type StatementContext } from "./query-db.js";
+import { tableRef } from "./table-ref.js";
 
 /**
  * One multi-row insert of new rows, returning the new ids where the engine has
@@ -26,6 +27,6 @@ export function insertQuery(ctx: StatementContext, spec: InboxDescription, rows:
   if (empty && values.length > 1) {
     throw new SqlInboxError("Declaration", "rows with only generated columns are published one at a time", { table: spec.table });
   }
-  const insert = empty ? ctx.db.insertInto(spec.table).defaultValues() : ctx.db.insertInto(spec.table).values(values);
+  const insert = empty ? ctx.db.insertInto(tableRef(spec)).defaultValues() : ctx.db.insertInto(tableRef(spec)).values(values);
   return ctx.capabilities.insertReturning ? compiled(insert.returning(spec.id.name)) : compiled(insert);
 }

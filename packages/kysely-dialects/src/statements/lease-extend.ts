@@ -3,6 +3,7 @@ import type { CompiledQuery } from "kysely";
 import type { HeldLease, RawRow } from "../types.js";
 import { idIn, leaseColumnOf, type LeaseStamp } from "./claim-stamp.js";
 import { compiled, type Eb, type StatementContext } from "./query-db.js";
+import { tableRef } from "./table-ref.js";
 
 /**
  * Moves every lease in work to a new deadline in one statement, each row only while it still
@@ -12,7 +13,7 @@ import { compiled, type Eb, type StatementContext } from "./query-db.js";
 export function extendQuery(ctx: StatementContext, spec: InboxDescription, leases: readonly HeldLease[], to: LeaseStamp): CompiledQuery<RawRow> {
   const lease = leaseColumnOf(spec);
   const update = ctx.db
-    .updateTable(spec.table)
+    .updateTable(tableRef(spec))
     .set({ [lease]: ctx.time.encode(to.until, to.precision) })
     .where((eb: Eb) =>
       leases.length === 0 ? eb.lit(false) : eb.or(leases.map((l) => eb.and([eb(spec.id.name, "=", l.id), eb(lease, "=", ctx.time.encode(l.held, to.precision))]))),
@@ -24,7 +25,7 @@ export function extendQuery(ctx: StatementContext, spec: InboxDescription, lease
 export function readLeasesQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<RawRow> {
   return compiled(
     ctx.db
-      .selectFrom(spec.table)
+      .selectFrom(tableRef(spec))
       .select([spec.id.name, leaseColumnOf(spec)])
       .where(idIn(spec, ids)),
   );

@@ -2,6 +2,7 @@ import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { HeldLease } from "../types.js";
 import { COMPARE_PRECISION, compiled, type StatementContext } from "./query-db.js";
+import { tableRef } from "./table-ref.js";
 
 /** The token every lease settlement matches: the deadline the claim wrote. */
 interface Held {
@@ -35,12 +36,12 @@ export function ackQuery(ctx: StatementContext, spec: InboxDescription, id: unkn
   const guard = heldWhere(ctx, spec, held);
   if (spec.processedAt !== undefined) {
     const update = ctx.db
-      .updateTable(spec.table)
+      .updateTable(tableRef(spec))
       .set({ [spec.processedAt.name]: ctx.time.encode(now, COMPARE_PRECISION) })
       .where(spec.id.name, "=", id);
     return compiled(guard(update));
   }
-  return compiled(guard(ctx.db.deleteFrom(spec.table).where(spec.id.name, "=", id)));
+  return compiled(guard(ctx.db.deleteFrom(tableRef(spec)).where(spec.id.name, "=", id)));
 }
 
 /**
@@ -57,7 +58,7 @@ export function lockedRetryQuery(ctx: StatementContext, spec: InboxDescription, 
     })();
   return compiled(
     ctx.db
-      .updateTable(spec.table)
+      .updateTable(tableRef(spec))
       .set({ [column.name]: ctx.time.encode(retryAt, COMPARE_PRECISION) })
       .where(spec.id.name, "=", id),
   );
@@ -80,6 +81,6 @@ export function leaseRetryQuery(ctx: StatementContext, spec: InboxDescription, l
     if (spec.retryAfter !== undefined) values[spec.retryAfter.name] = ctx.time.encode(retryAt, COMPARE_PRECISION);
     else values[leaseColumn.name] = ctx.time.encode(retryAt, precision);
   }
-  const update = ctx.db.updateTable(spec.table).set(values).where(spec.id.name, "=", lease.id);
+  const update = ctx.db.updateTable(tableRef(spec)).set(values).where(spec.id.name, "=", lease.id);
   return compiled(heldWhere(ctx, spec, { lease, precision })(update));
 }

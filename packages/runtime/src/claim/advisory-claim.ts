@@ -165,8 +165,10 @@ export class AdvisoryClaim implements ClaimStrategy {
   }
 
   /** The database name MySQL lock names are prefixed with (user locks are server-wide). */
+  /** The lock names' database: the table's own (its schema) when named, so every process agrees on it, else the connection's. */
   #database(): Promise<string> {
-    const { database } = this.#setup;
+    const { database, spec } = this.#setup;
+    if (spec.schema !== undefined) return Promise.resolve(spec.schema);
     if (this.#databaseName !== undefined) return this.#databaseName;
     const name = database.execute("claim", database.dialect.schema.currentDatabase()).then((r) => String(r.rows[0]?.name ?? ""));
     this.#databaseName = name;

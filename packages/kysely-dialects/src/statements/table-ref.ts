@@ -1,0 +1,9 @@
+import type { InboxDescription } from "@sqlinbox/core/internal";
+
+/**
+ * The table as statements name it: `schema.table` when the description names a schema (Kysely
+ * splits the dot and quotes each part), else the bare name, so an unqualified table's SQL is unchanged.
+ */
+export function tableRef(spec: InboxDescription): string {
+  return spec.schema === undefined ? spec.table : `${spec.schema}.${spec.table}`;
+}
