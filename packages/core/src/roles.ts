@@ -24,6 +24,14 @@ export interface ProcessedAt {
 export interface Group {
   readonly role: "group";
 }
+/** A dead-letter destination's column for the last error a moved row failed with. */
+export interface LastError {
+  readonly role: "lastError";
+}
+/** A dead-letter destination's column for the attempts a moved row had spent. */
+export interface FailedAttempts {
+  readonly role: "failedAttempts";
+}
 /** With a group: one row of a group in work at a time, in order. */
 export interface Fifo {
   readonly role: "fifo";
@@ -37,11 +45,11 @@ export interface AdvisoryLock<Template extends string = string> {
   readonly template?: Template;
 }
 
-export type RoleMarker = Attempt | Lease<unknown> | Payload<unknown> | RetryAfter | ProcessedAt | Group | Fifo | Priority | AdvisoryLock;
+export type RoleMarker = Attempt | Lease<unknown> | Payload<unknown> | RetryAfter | ProcessedAt | Group | Fifo | Priority | AdvisoryLock | LastError | FailedAttempts;
 export type RoleName = RoleMarker["role"];
 
 /** The roles a column can play (the advisory key and fifo are table options, not columns). */
-export type ColumnRole = "id" | "attempt" | "lease" | "payload" | "retryAfter" | "processedAt" | "group" | "priority" | "data";
+export type ColumnRole = "id" | "attempt" | "lease" | "payload" | "retryAfter" | "processedAt" | "group" | "priority" | "lastError" | "failedAttempts" | "data";
 
 /** `true` when the tuple `R` holds a marker of role `Name`. */
 export type HasRole<R extends readonly RoleMarker[], Name extends RoleName> = [Extract<R[number], { readonly role: Name }>] extends [never] ? false : true;
@@ -72,6 +80,8 @@ export interface RoleColumnValue {
   readonly processedAt: Date | string | null;
   readonly group: string;
   readonly priority: number;
+  readonly lastError: string | null;
+  readonly failedAttempts: number | null;
 }
 /** The row value of a column of `Role` described as holding `Value`. */
 export type RowValue<Role extends ColumnRole, Value> = Role extends keyof RoleColumnValue ? RoleColumnValue[Role] : Value;

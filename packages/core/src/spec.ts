@@ -8,8 +8,10 @@ import type {
   ColumnRole,
   Fifo,
   FormOf,
+  FailedAttempts,
   Group,
   HasRole,
+  LastError,
   Lease,
   Payload,
   Priority,
@@ -134,6 +136,20 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
     col: Column<N> & FirstError<[NotTwice<R, "priority">, NewColumn<C, N>]>,
   ): InboxSpec<[...R, Priority], C | N, WithColumn<Row, N, RowValue<"priority", unknown>>> {
     return this.#with(col, "priority");
+  }
+
+  /** Dead-letter destinations: the column a move writes the last error into (text). */
+  lastError<N extends string>(
+    col: Column<N> & FirstError<[NotTwice<R, "lastError">, NewColumn<C, N>]>,
+  ): InboxSpec<[...R, LastError], C | N, WithColumn<Row, N, RowValue<"lastError", unknown>>> {
+    return this.#with(col, "lastError");
+  }
+
+  /** Dead-letter destinations: the column a move writes the attempts spent into (a number). */
+  failedAttempts<N extends string>(
+    col: Column<N> & FirstError<[NotTwice<R, "failedAttempts">, NewColumn<C, N>]>,
+  ): InboxSpec<[...R, FailedAttempts], C | N, WithColumn<Row, N, RowValue<"failedAttempts", unknown>>> {
+    return this.#with(col, "failedAttempts");
   }
 
   /** A column that plays no role: read by row-mode handlers, named by advisory keys, written by publishes. */

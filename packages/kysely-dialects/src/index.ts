@@ -22,6 +22,8 @@ export type {
   LeaseStatements,
   AdvisoryStatements,
   PublishStatements,
+  DeadLetterStatements,
+  DeadLetterRecord,
   SchemaStatements,
   NotifyStatements,
 } from "./types.js";

@@ -1,6 +1,7 @@
 import type { EngineDialect, NotifyStatements } from "../types.js";
 import { readFoundColumns } from "../shared/schema-check.js";
 import { advisoryStatements } from "./advisory.js";
+import { deadLetterStatements } from "./dead-letter.js";
 import type { EngineTraits } from "./engine-traits.js";
 import { leaseStatements } from "./lease.js";
 import { publishStatements } from "./publish.js";
@@ -24,6 +25,7 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
     lease: leaseStatements(engine),
     advisory: advisoryStatements(engine),
     publish: publishStatements(engine),
+    deadLetter: deadLetterStatements(engine),
     schema: engine.schema,
     notify: engine.notify,
     checkServerVersion: (version: string) => engine.checkServerVersion(version),
