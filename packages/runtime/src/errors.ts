@@ -167,10 +167,6 @@ export function closedBeforeHeldSettlement(kind: string, held: HeldThing, place:
 }
 
 /** The app stopped during a `retryAfter` hold (no retryAfter column): the hold is given back. */
-export function stoppedInRetryHold(kind: string, held: HeldThing, place: ErrorPlace): SqlInboxError {
-  return new SqlInboxError("Closed", `the app stopped while the ${kind} held the ${held}: ${held === "row" ? "rolled back" : "unlocked"}, the row is back in the queue`, place);
-}
-
 export function leaseNotHeld(kind: string, held: Date, place: ErrorPlace): SqlInboxError {
   return new SqlInboxError("LeaseLost", `the ${kind} was not written: the row no longer holds this delivery's lease (${held.toISOString()})`, place);
 }

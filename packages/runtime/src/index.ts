@@ -1,8 +1,9 @@
 export { App, BrokerScope, type AppInfo, type RunningApp } from "./app.js";
 export { SqlBroker, type BrokerOptions, type PublishOptions, type PublishPayload, type EngineOfUrl, type RouteAllowed, type ListenNotifyAllowed } from "./sql-broker.js";
-export { InboxQueue, type QueueOptions, type PayloadOfSpec } from "./queue.js";
+export { InboxQueue, type QueueOptions, type PayloadOfSpec, type OutcomeFor, type DeadLetterDeclaration, type DeadLetterTarget } from "./queue.js";
+export { defaultOnError, defaultOnDecodeError, backoffMs, DEFAULT_BACKOFF, type Backoff, type FailureContext, type FailurePolicy } from "./failure-policy.js";
 export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type Outputs, type Subscriber } from "./subscriber.js";
-export { HandlerOutcome } from "./outcome.js";
+export { HandlerOutcome, type AckOutcome, type RetryOutcome, type DropOutcome, type RetryAfterOutcome, type DeadLetterOutcome } from "./outcome.js";
 export { Ctx, keys, type ContextKey, type InboxContext, type KeyAvailable } from "./context.js";
 export { SystemClock, systemClock, seconds, minutes, type Clock, type Timer } from "./clock.js";
 export { consoleLogger, silentLogger, redactUrl, type Logger, type LogFields } from "./logger.js";

@@ -3,6 +3,8 @@ import type { ClaimedDelivery, ClaimStrategy } from "./claim/claim-strategy.js";
 import type { Clock, Timer } from "./clock.js";
 import { deliveryContext } from "./context.js";
 import { errorFields, type Logger } from "./logger.js";
+import { noDeadLetter } from "./errors.js";
+import { defaultOnDecodeError, defaultOnError, type FailureContext, type FailurePolicy } from "./failure-policy.js";
 import { HandlerOutcome, toOutcome } from "./outcome.js";
 import { decodePayload, decodePayloadNow } from "./payload.js";
 import type { QueueOptions } from "./queue.js";
@@ -25,7 +27,7 @@ export interface SubscriptionSetup {
   readonly logger: Logger;
   readonly outputs: Outputs;
   readonly activity: Activity;
-  /** How long an undecodable row stays hidden before it is tried (and logged) again. */
+  /** How long the default decode policy keeps an undecodable row out of claims before it is tried (and logged) again. */
   readonly decodeRetryMs: number;
   readonly observer?: DeliveryObserver | undefined;
 }
@@ -62,6 +64,9 @@ export class Subscription {
   /** What `rowsToClaim` reads: the shape, the claiming/settling counters, drained; the rest is copied in before each ask. */
   readonly #pace: ClaimPace;
   readonly #place: { readonly subscription: string; readonly table: string };
+  /** What a throw and an undecodable payload become. */
+  readonly #onError: FailurePolicy;
+  readonly #onDecodeError: FailurePolicy;
   #started = false;
   #stopped = false;
   /** A claim came back short: no claim until the poll interval passes or a wake. */
@@ -75,6 +80,8 @@ export class Subscription {
     this.table = setup.spec.table;
     this.#place = Object.freeze({ subscription: this.name, table: this.table });
     this.#decodesAsync = isStandardSchema(setup.spec.payloadType);
+    this.#onError = setup.options.onError ?? defaultOnError();
+    this.#onDecodeError = setup.options.onDecodeError ?? defaultOnDecodeError;
     const { batch, workers } = setup.options;
     this.#pace = claimPaceFor({ workers, batch, claimsAhead: setup.strategy.claimsAhead === true, oneRowClaims: setup.strategy.form === "rowLock" });
   }
@@ -233,8 +240,13 @@ export class Subscription {
         ? await decodePayload(spec, delivery.row, { ...this.#place, id: delivery.id })
         : decodePayloadNow(spec, delivery.row, { ...this.#place, id: delivery.id });
     } catch (error) {
-      const parked = this.#apart(this.#parkUndecodable(delivery, error));
-      if (holdsConnection) await parked;
+      const outcome = this.#failed(this.#onDecodeError, "decode", delivery, error);
+      logger.error(
+        { ...errorFields(error), ...this.#place, id: delivery.id, attempt: delivery.attempt, outcome: outcome.kind, ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}) },
+        outcome.kind === "deadLetter" ? "payload cannot be decoded: row moved to the dead letter" : "payload cannot be decoded: row kept, not delivered; fix the row or the code",
+      );
+      const settled = this.#apart(this.#settle(delivery, outcome, undefined, false));
+      if (holdsConnection) await settled;
       return;
     }
     observer?.delivered({ subscription: this.name, id: delivery.id, attempt: delivery.attempt, payload });
@@ -245,8 +257,11 @@ export class Subscription {
       // A handler that returns without a promise costs no extra turn of the microtask queue.
       outcome = toOutcome(isPromiseLike(result) ? await result : result);
     } catch (error) {
-      logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, attempt: delivery.attempt }, "handler failed; the row is released for another attempt");
-      outcome = HandlerOutcome.retry();
+      outcome = this.#failed(this.#onError, "handler", delivery, error);
+      logger.error(
+        { ...errorFields(error), ...this.#place, id: delivery.id, attempt: delivery.attempt, outcome: outcome.kind, ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}) },
+        outcome.kind === "deadLetter" ? "handler failed; the row goes to the dead letter" : "handler failed; the row is released for another attempt",
+      );
     }
     const settled = this.#apart(this.#settle(delivery, outcome, payload));
     if (holdsConnection) await settled;
@@ -266,9 +281,39 @@ export class Subscription {
     if (this.#inFlight.size === 0 && this.#pace.settling === 0 && this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
   }
 
-  /** Writes the outcome; never throws (a failure is logged and shown to the observer). */
-  async #settle(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown): Promise<void> {
+  /**
+   * What a failure becomes under `policy`. A policy that throws, or returns no outcome, falls back
+   * to the default; a dead letter on a queue without one keeps the row (never loses it).
+   */
+  #failed(policy: FailurePolicy, what: "handler" | "decode", delivery: ClaimedDelivery, error: unknown): HandlerOutcome {
+    const { options, logger, decodeRetryMs } = this.#s;
+    const ctx: FailureContext = {
+      ...this.#place,
+      id: delivery.id,
+      deadLetter: options.deadLetter !== undefined,
+      maxAttempts: options.deadLetter?.maxAttempts,
+      keepMs: decodeRetryMs,
+    };
+    const fallback = what === "handler" ? defaultOnError() : defaultOnDecodeError;
+    try {
+      return toOutcome(policy(error, delivery.attempt, ctx));
+    } catch (policyError) {
+      logger.error({ ...errorFields(policyError), ...this.#place, id: delivery.id }, `the ${what === "handler" ? "onError" : "onDecodeError"} policy failed; the default decides`);
+      return fallback(error, delivery.attempt, ctx);
+    }
+  }
+
+  /** A dead letter needs a destination: without one the row is kept, hidden for the decode delay, and the mistake logged. */
+  #keepWithoutDeadLetter(delivery: ClaimedDelivery, outcome: HandlerOutcome): HandlerOutcome {
+    if (outcome.kind !== "deadLetter" || this.#s.options.deadLetter !== undefined) return outcome;
+    this.#s.logger.error({ ...errorFields(noDeadLetter({ ...this.#place, id: delivery.id })), ...this.#place, id: delivery.id }, "no dead-letter destination: row kept");
+    return HandlerOutcome.retryAfter(this.#s.decodeRetryMs);
+  }
+
+  /** Writes the outcome; never throws (a failure is logged and shown to the observer, when `observed`). */
+  async #settle(delivery: ClaimedDelivery, chosen: HandlerOutcome, payload: unknown, observed = true): Promise<void> {
     const { logger, observer } = this.#s;
+    const outcome = this.#keepWithoutDeadLetter(delivery, chosen);
     let settleError: unknown;
     try {
       await delivery.settle(outcome);
@@ -278,6 +323,7 @@ export class Subscription {
       const code = isSqlInboxError(error) ? error.code : undefined;
       logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, outcome: outcome.kind, code }, "settlement failed");
     }
+    if (!observed) return;
     observer?.settled({
       subscription: this.name,
       id: delivery.id,
@@ -287,26 +333,5 @@ export class Subscription {
       ...(settleError !== undefined ? { error: settleError } : {}),
       signalAborted: delivery.signal.aborted,
     });
-  }
-
-  /**
-   * A payload that cannot be decoded never reaches the handler and is never deleted: it is
-   * logged with subscription, table and id, and released hidden for `decodeRetryMs`, so it
-   * comes back (and is logged again, its attempt counted) until a person fixes the row or the code.
-   */
-  async #parkUndecodable(delivery: ClaimedDelivery, error: unknown): Promise<void> {
-    const { spec, logger, decodeRetryMs } = this.#s;
-    logger.error(
-      { ...errorFields(error), subscription: this.name, table: spec.table, id: delivery.id, attempt: delivery.attempt, retryInMs: decodeRetryMs },
-      "payload cannot be decoded: row kept, not delivered; fix the row or the code",
-    );
-    try {
-      await delivery.settle(HandlerOutcome.retryAfter(decodeRetryMs));
-    } catch (settleError) {
-      logger.error(
-        { ...errorFields(settleError), subscription: this.name, table: spec.table, id: delivery.id },
-        "could not release an undecodable row; it returns when its lease expires",
-      );
-    }
   }
 }

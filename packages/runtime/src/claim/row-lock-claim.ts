@@ -5,7 +5,7 @@ import { isDeadlock } from "../database.js";
 import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: compiled queries run on any database interface
@@ -21,6 +21,7 @@ type HeldTransaction = ControlledTransaction<any>;
  * UPDATE t SET attempt = attempt + 1 …      -- MySQL/MariaDB (no UPDATE … RETURNING)
  * -- the handler runs; the row stays locked
  * DELETE FROM t WHERE id = ?  | UPDATE t SET retry_after = ? …  -- the settlement
+ * -- or a dead letter: INSERT INTO dead SELECT … FROM t WHERE id = ?; DELETE FROM t WHERE id = ?
  * COMMIT
  * ```
  *
@@ -50,9 +51,9 @@ export class RowLockClaim implements ClaimStrategy {
       held: "row",
       spec: setup.spec,
       clock: setup.clock,
+      parked: setup.parked,
       isClosed: setup.isClosed,
       closedBeforeSettle: (d) => this.#rollback(d.hold),
-      release: (d) => this.#rollback(d.hold),
       abandon: (d) => void this.#rollback(d.hold),
       settle: (d, outcome) => this.#settle(d.hold, d.id, outcome, d.place, d.attempt),
     };
@@ -84,7 +85,7 @@ export class RowLockClaim implements ClaimStrategy {
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
-        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit: 1, now: clock.now(), ...groupOf(this.#setup) }))).rows;
+        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit: 1, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) }))).rows;
         const row = rows[0];
         if (row === undefined) {
           await trx.rollback().execute();
@@ -138,22 +139,22 @@ export class RowLockClaim implements ClaimStrategy {
   async #settle(trx: HeldTransaction, id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): Promise<void> {
     try {
       if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
-      const query = this.#settlement(id, outcome);
-      if (query !== null) await this.#run(trx, "settle", query);
+      for (const query of this.#settlement(id, outcome, place, attempt)) await this.#run(trx, "settle", query);
       await this.#setup.database.activity.track(() => trx.commit().execute());
       this.#open.delete(trx);
     } catch (error) {
       await this.#rollback(trx);
       if (isDeadlock(error)) {
-        await this.#settleAfterDeadlock(id, outcome, place);
+        await this.#settleAfterDeadlock(id, outcome, place, attempt);
         return;
       }
       throw transactionLost(outcome.kind, attempt, error, place);
     }
   }
 
-  #settlement(id: unknown, outcome: HandlerOutcome): CompiledQuery | null {
-    return heldSettlement(this.#statements, this.#setup.spec, id, outcome, this.#setup.clock.now());
+  #settlement(id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): CompiledQuery[] {
+    const { spec, clock, database, deadLetter } = this.#setup;
+    return heldSettlement(this.#statements, spec, id, outcome, clock.now(), { deadLetters: database.dialect.deadLetter, target: deadLetter, attempt, place });
   }
 
   /**
@@ -162,7 +163,7 @@ export class RowLockClaim implements ClaimStrategy {
    * `FOR UPDATE` (waiting, not skipping) makes it wait for a claimer that took the row in
    * between; if that claimer finished the row, nothing is left to write.
    */
-  async #settleAfterDeadlock(id: unknown, outcome: HandlerOutcome, place: ErrorPlace): Promise<void> {
+  async #settleAfterDeadlock(id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): Promise<void> {
     const { database, spec, logger } = this.#setup;
     for (let retry = 1; ; retry++) {
       if (!database.retryDeadlock("settle", retry)) {
@@ -172,8 +173,7 @@ export class RowLockClaim implements ClaimStrategy {
       try {
         const count = this.#statements.countAttempts(spec, [id]);
         if (count !== null) await this.#run(trx, "settle", count);
-        const query = this.#settlement(id, outcome);
-        if (query !== null) await this.#run(trx, "settle", query);
+        for (const query of this.#settlement(id, outcome, place, attempt)) await this.#run(trx, "settle", query);
         await database.activity.track(() => trx.commit().execute());
         this.#open.delete(trx);
         return;
