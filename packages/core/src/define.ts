@@ -1,6 +1,21 @@
 import type { ColumnDescription } from "./description.js";
 import { validateIdentifier } from "./identifier.js";
-import type { AdvisoryLock, Attempt, ColumnRole, FailedAttempts, Fifo, Group, LastError, Lease, Payload, Priority, ProcessedAt, RetryAfter, RowValue, TemplatePlaceholders } from "./roles.js";
+import type {
+  AdvisoryLock,
+  Attempt,
+  ColumnRole,
+  FailedAttempts,
+  Fifo,
+  Group,
+  LastError,
+  Lease,
+  Payload,
+  Priority,
+  ProcessedAt,
+  RetryAfter,
+  RowValue,
+  TemplatePlaceholders,
+} from "./roles.js";
 import type { Simplify } from "type-fest";
 import { InboxSpec } from "./spec.js";
 import type { SpecError } from "./type-errors.js";

@@ -242,7 +242,14 @@ export class Subscription {
     } catch (error) {
       const outcome = this.#failed(this.#onDecodeError, "decode", delivery, error);
       logger.error(
-        { ...errorFields(error), ...this.#place, id: delivery.id, attempt: delivery.attempt, outcome: outcome.kind, ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}) },
+        {
+          ...errorFields(error),
+          ...this.#place,
+          id: delivery.id,
+          attempt: delivery.attempt,
+          outcome: outcome.kind,
+          ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}),
+        },
         outcome.kind === "deadLetter" ? "payload cannot be decoded: row moved to the dead letter" : "payload cannot be decoded: row kept, not delivered; fix the row or the code",
       );
       const settled = this.#apart(this.#settle(delivery, outcome, undefined, false));
@@ -259,7 +266,14 @@ export class Subscription {
     } catch (error) {
       outcome = this.#failed(this.#onError, "handler", delivery, error);
       logger.error(
-        { ...errorFields(error), ...this.#place, id: delivery.id, attempt: delivery.attempt, outcome: outcome.kind, ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}) },
+        {
+          ...errorFields(error),
+          ...this.#place,
+          id: delivery.id,
+          attempt: delivery.attempt,
+          outcome: outcome.kind,
+          ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}),
+        },
         outcome.kind === "deadLetter" ? "handler failed; the row goes to the dead letter" : "handler failed; the row is released for another attempt",
       );
     }

@@ -56,7 +56,12 @@ export function narrowsClaimable(spec: InboxDescription, options: Pick<ClaimOpti
 
 /** Adds `WHERE <claimable>` to a query, or nothing when every row is claimable. */
 // biome-ignore lint/suspicious/noExplicitAny: accepts every Kysely query builder; each declares its own where/orderBy overloads
-export function whereClaimable<Q extends { where(...args: any[]): Q }>(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "now" | "group" | "exclude">, query: Q): Q {
+export function whereClaimable<Q extends { where(...args: any[]): Q }>(
+  ctx: StatementContext,
+  spec: InboxDescription,
+  options: Pick<ClaimOptions, "now" | "group" | "exclude">,
+  query: Q,
+): Q {
   return narrowsClaimable(spec, options) ? query.where(claimable(ctx, spec, options)) : query;
 }
 

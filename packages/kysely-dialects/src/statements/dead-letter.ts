@@ -73,7 +73,12 @@ export function moveToTableQuery(ctx: StatementContext, source: InboxDescription
     .selectFrom(source.table)
     .select((eb: Eb) => values.map((v) => v(eb)))
     .where(`${source.table}.${source.id.name}`, "=", id);
-  return compiled(ctx.db.insertInto(dest.table).columns(names).expression(leaseGuard(ctx, source, held)(select)));
+  return compiled(
+    ctx.db
+      .insertInto(dest.table)
+      .columns(names)
+      .expression(leaseGuard(ctx, source, held)(select)),
+  );
 }
 
 /**

@@ -91,7 +91,9 @@ export class AdvisoryClaim implements ClaimStrategy {
   async claim(limit: number): Promise<ClaimedDelivery[]> {
     const { database, spec, clock } = this.#setup;
     const window = Math.max(limit * CANDIDATES_PER_WORKER, MIN_CANDIDATES);
-    const candidates = (await database.execute("claim", this.#statements.selectCandidates(spec, { limit: window, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) }))).rows;
+    const candidates = (
+      await database.execute("claim", this.#statements.selectCandidates(spec, { limit: window, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) }))
+    ).rows;
     const tried = new Set<string>();
     const claimed: ClaimedDelivery[] = [];
     // One connection tries keys until a lock is taken; it then belongs to that delivery.

@@ -117,7 +117,14 @@ export interface HeldSettlementContext {
  * row is released at once (the caller parks it). A dead letter is the move: an insert into the
  * destination and the delete, or the group update.
  */
-export function heldSettlement(statements: HeldSettlements, spec: InboxDescription, id: unknown, outcome: HandlerOutcome, now: Date, context: HeldSettlementContext): CompiledQuery[] {
+export function heldSettlement(
+  statements: HeldSettlements,
+  spec: InboxDescription,
+  id: unknown,
+  outcome: HandlerOutcome,
+  now: Date,
+  context: HeldSettlementContext,
+): CompiledQuery[] {
   if (outcome.kind === "ack" || outcome.kind === "drop") return [statements.settleAck(spec, id, now)];
   if (outcome.kind === "deadLetter") {
     const { deadLetters, target, attempt, place } = context;
