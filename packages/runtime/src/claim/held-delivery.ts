@@ -75,9 +75,10 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     if (this.#state !== "held") throw alreadySettled(this.place);
     this.#state = "settling";
     try {
-      await form.settle(this, outcome);
-      // No column to hide the row in: it is released now and this process leaves it out of its claims meanwhile.
+      // No column to hide the row in: it is released now and this process leaves it out of its
+      // claims meanwhile — parked before the release, so no claim can take it in between.
       if (outcome.kind === "retryAfter" && form.spec.retryAfter === undefined) form.parked?.park(this.id, outcome.ms);
+      await form.settle(this, outcome);
     } finally {
       this.#state = "done";
     }
