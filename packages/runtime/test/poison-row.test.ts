@@ -46,7 +46,12 @@ describe.each(matrix)("a poison row on $engine.name × $form, workers(1)", ({ en
     });
     // A lease of 30 s: a stall behind the poison row would show as seconds, not milliseconds.
     const app = await new App({ name: "t", version: "0", logger: silentLogger })
-      .withBroker(SqlBroker.fromUrl(url, { pool: { max: 3 } }).lease(30_000).route(spec, "jobs"), (b) => b.include(sub))
+      .withBroker(
+        SqlBroker.fromUrl(url, { pool: { max: 3 } })
+          .lease(30_000)
+          .route(spec, "jobs"),
+        (b) => b.include(sub),
+      )
       .start();
     try {
       // The poison row first, so it comes first in claim order.
