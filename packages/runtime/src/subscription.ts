@@ -250,7 +250,7 @@ export class Subscription {
           outcome: outcome.kind,
           ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}),
         },
-        outcome.kind === "deadLetter" ? "payload cannot be decoded: row moved to the dead letter" : "payload cannot be decoded: row kept, not delivered; fix the row or the code",
+        undecodableMessage(outcome),
       );
       const settled = this.#apart(this.#settle(delivery, outcome, undefined, false));
       if (holdsConnection) await settled;
@@ -348,4 +348,11 @@ export class Subscription {
       signalAborted: delivery.signal.aborted,
     });
   }
+}
+
+/** The log line of an undecodable payload, by what the onDecodeError policy made of it. */
+function undecodableMessage(outcome: HandlerOutcome): string {
+  if (outcome.kind === "deadLetter") return "payload cannot be decoded: row moved to the dead letter";
+  if (outcome.kind === "ack" || outcome.kind === "drop") return `payload cannot be decoded: row finished (${outcome.kind}) by the onDecodeError policy`;
+  return "payload cannot be decoded: row kept, not delivered; fix the row or the code";
 }
