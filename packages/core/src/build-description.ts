@@ -5,7 +5,20 @@ import type { ClaimForm, ColumnRole } from "./roles.js";
 
 type RoleColumns = Omit<InboxDescription, "table" | "schema" | "form" | "columns" | "advisoryKey" | "fifo">;
 
-const COLUMN_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>(["id", "attempt", "lease", "payload", "retryAfter", "processedAt", "group", "priority", "headers", "data"]);
+const COLUMN_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>([
+  "id",
+  "attempt",
+  "lease",
+  "payload",
+  "retryAfter",
+  "processedAt",
+  "group",
+  "priority",
+  "headers",
+  "lastError",
+  "failedAttempts",
+  "data",
+]);
 
 /** What both ways of describing a table hand over, before the rules are checked. */
 export interface DescriptionParts {

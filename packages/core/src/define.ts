@@ -1,6 +1,22 @@
 import type { ColumnDescription } from "./description.js";
 import { validateIdentifier } from "./identifier.js";
-import type { AdvisoryLock, Attempt, ColumnRole, Fifo, Group, Lease, MessageHeaders, Payload, Priority, ProcessedAt, RetryAfter, RowValue, TemplatePlaceholders } from "./roles.js";
+import type {
+  AdvisoryLock,
+  Attempt,
+  ColumnRole,
+  FailedAttempts,
+  Fifo,
+  Group,
+  LastError,
+  Lease,
+  MessageHeaders,
+  Payload,
+  Priority,
+  ProcessedAt,
+  RetryAfter,
+  RowValue,
+  TemplatePlaceholders,
+} from "./roles.js";
 import type { Simplify } from "type-fest";
 import { InboxSpec } from "./spec.js";
 import type { SpecError } from "./type-errors.js";
@@ -58,6 +74,10 @@ export const field = Object.freeze({
   priority: <const N extends string | undefined = undefined>(name?: N): Field<"priority", NoInfer<N>, number> => makeField("priority", name as N),
   /** JSON string pairs carried from publish to `keys.headers` (a W3C `traceparent`, …). */
   headers: <const N extends string | undefined = undefined>(name?: N): Field<"headers", NoInfer<N>, Readonly<Record<string, string>>> => makeField("headers", name as N),
+  /** Dead-letter destinations: the last error a moved row failed with (text). */
+  lastError: <const N extends string | undefined = undefined>(name?: N): Field<"lastError", NoInfer<N>, string> => makeField("lastError", name as N),
+  /** Dead-letter destinations: the attempts a moved row had spent (a number). */
+  failedAttempts: <const N extends string | undefined = undefined>(name?: N): Field<"failedAttempts", NoInfer<N>, number> => makeField("failedAttempts", name as N),
   /** `field.data<string>()` types what a row-mode handler reads (default `unknown`). */
   data: <T = unknown, const N extends string | undefined = undefined>(name?: N): Field<"data", NoInfer<N>, T> => makeField("data", name as N),
 });
@@ -155,6 +175,8 @@ export type RolesOfDefinition<D extends InboxDefinition> = [
   ...Opt<D, "priority", Priority>,
   ...Opt<D, "headers", MessageHeaders>,
   ...([AdvisoryOf<D>] extends [never] ? [] : [AdvisoryLock<AdvisoryOf<D>>]),
+  ...Opt<D, "lastError", LastError>,
+  ...Opt<D, "failedAttempts", FailedAttempts>,
 ];
 
 /** The row a row-mode handler receives: each column under its property key. */

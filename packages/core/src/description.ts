@@ -37,6 +37,10 @@ export interface InboxDescription {
   readonly group?: ColumnDescription;
   readonly priority?: ColumnDescription;
   readonly headers?: ColumnDescription;
+  /** Dead-letter destinations: the last error a moved row failed with. */
+  readonly lastError?: ColumnDescription;
+  /** Dead-letter destinations: the attempts a moved row had spent. */
+  readonly failedAttempts?: ColumnDescription;
   /** Every column in the order it was described, the role columns included. */
   readonly columns: readonly ColumnDescription[];
   readonly advisoryKey?: AdvisoryKey;

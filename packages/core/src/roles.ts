@@ -24,6 +24,14 @@ export interface ProcessedAt {
 export interface Group {
   readonly role: "group";
 }
+/** A dead-letter destination's column for the last error a moved row failed with. */
+export interface LastError {
+  readonly role: "lastError";
+}
+/** A dead-letter destination's column for the attempts a moved row had spent. */
+export interface FailedAttempts {
+  readonly role: "failedAttempts";
+}
 /** With a group: one row of a group in work at a time, in order. */
 export interface Fifo {
   readonly role: "fifo";
@@ -41,11 +49,23 @@ export interface AdvisoryLock<Template extends string = string> {
   readonly template?: Template;
 }
 
-export type RoleMarker = Attempt | Lease<unknown> | Payload<unknown> | RetryAfter | ProcessedAt | Group | Fifo | Priority | MessageHeaders | AdvisoryLock;
+export type RoleMarker =
+  | Attempt
+  | Lease<unknown>
+  | Payload<unknown>
+  | RetryAfter
+  | ProcessedAt
+  | Group
+  | Fifo
+  | Priority
+  | MessageHeaders
+  | AdvisoryLock
+  | LastError
+  | FailedAttempts;
 export type RoleName = RoleMarker["role"];
 
 /** The roles a column can play (the advisory key and fifo are table options, not columns). */
-export type ColumnRole = "id" | "attempt" | "lease" | "payload" | "retryAfter" | "processedAt" | "group" | "priority" | "headers" | "data";
+export type ColumnRole = "id" | "attempt" | "lease" | "payload" | "retryAfter" | "processedAt" | "group" | "priority" | "headers" | "lastError" | "failedAttempts" | "data";
 
 /** `true` when the tuple `R` holds a marker of role `Name`. */
 export type HasRole<R extends readonly RoleMarker[], Name extends RoleName> = [Extract<R[number], { readonly role: Name }>] extends [never] ? false : true;
@@ -78,6 +98,8 @@ export interface RoleColumnValue {
   readonly priority: number;
   /** JSON as the driver reads it: an object (Postgres JSONB), or its text (a TEXT or MariaDB JSON column). */
   readonly headers: Readonly<Record<string, string>> | string | null;
+  readonly lastError: string | null;
+  readonly failedAttempts: number | null;
 }
 /** The row value of a column of `Role` described as holding `Value`. */
 export type RowValue<Role extends ColumnRole, Value> = Role extends keyof RoleColumnValue ? RoleColumnValue[Role] : Value;

@@ -8,8 +8,10 @@ import type {
   ColumnRole,
   Fifo,
   FormOf,
+  FailedAttempts,
   Group,
   HasRole,
+  LastError,
   Lease,
   MessageHeaders,
   Payload,
@@ -153,6 +155,20 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
    */
   schema(name: string): InboxSpec<R, C, Row> {
     return new InboxSpec({ ...this.#parts, schema: name });
+  }
+
+  /** Dead-letter destinations: the column a move writes the last error into (text). */
+  lastError<N extends string>(
+    col: Column<N> & FirstError<[NotTwice<R, "lastError">, NewColumn<C, N>]>,
+  ): InboxSpec<[...R, LastError], C | N, WithColumn<Row, N, RowValue<"lastError", unknown>>> {
+    return this.#with(col, "lastError");
+  }
+
+  /** Dead-letter destinations: the column a move writes the attempts spent into (a number). */
+  failedAttempts<N extends string>(
+    col: Column<N> & FirstError<[NotTwice<R, "failedAttempts">, NewColumn<C, N>]>,
+  ): InboxSpec<[...R, FailedAttempts], C | N, WithColumn<Row, N, RowValue<"failedAttempts", unknown>>> {
+    return this.#with(col, "failedAttempts");
   }
 
   /** A column that plays no role: read by row-mode handlers, named by advisory keys, written by publishes. */

@@ -24,6 +24,8 @@ export type {
   LeaseStatements,
   AdvisoryStatements,
   PublishStatements,
+  DeadLetterStatements,
+  DeadLetterRecord,
   SchemaStatements,
   ObserveStatements,
   NotifyStatements,

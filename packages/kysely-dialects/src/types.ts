@@ -77,6 +77,8 @@ export interface ClaimOptions {
   readonly now: Date;
   /** Subscription's group value, when the table has a group column. */
   readonly group?: string;
+  /** Ids this process keeps out of its claims for now (rows parked for a delay with no column to store it). */
+  readonly exclude?: readonly unknown[];
 }
 
 /** Lease-form claim options: the deadline to write. */
@@ -192,6 +194,29 @@ export interface NotifyStatements {
 }
 
 /** Everything one engine provides. */
+/** What a dead-letter move records where the destination has columns for it. */
+export interface DeadLetterRecord {
+  /** The last error (`lastError` column). */
+  readonly lastError: string | null;
+  /** The attempts spent (`failedAttempts` column). */
+  readonly attempts: number | null;
+}
+
+/**
+ * Dead-letter moves (every engine and form). A move to a table is `toTable` then `removeMoved` in
+ * one transaction; to a group, `toGroup` alone. Row lock runs them in the claim's transaction,
+ * advisory on the key's session; the lease form passes the held token (`held`, `precision`),
+ * and zero rows affected means the lease was lost: roll back.
+ */
+export interface DeadLetterStatements {
+  /** Copies the row into the destination table: an insert fed by a select of the source row, matching the token when `held` is given. */
+  toTable(source: InboxDescription, dest: InboxDescription, id: unknown, record: DeadLetterRecord, held?: HeldLease, precision?: number): CompiledQuery;
+  /** Deletes the moved source row (matching the token when `held` is given). */
+  removeMoved(source: InboxDescription, id: unknown, held?: HeldLease, precision?: number): CompiledQuery;
+  /** Sets the row's group (and clears its lease when `held` is given, matching the token). */
+  toGroup(source: InboxDescription, id: unknown, group: string, record: DeadLetterRecord, held?: HeldLease, precision?: number): CompiledQuery;
+}
+
 export interface EngineDialect {
   readonly capabilities: EngineCapabilities;
   readonly time: TimeCodec;
@@ -200,6 +225,7 @@ export interface EngineDialect {
   readonly lease: LeaseStatements;
   readonly advisory: AdvisoryStatements;
   readonly publish: PublishStatements;
+  readonly deadLetter: DeadLetterStatements;
   readonly schema: SchemaStatements;
   readonly observe: ObserveStatements;
   /** `null` where the server relays no notifications (`capabilities.listenNotify` is false): other processes see a publish at their next poll. */

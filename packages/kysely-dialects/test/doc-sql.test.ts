@@ -4,7 +4,7 @@ import type { CompiledQuery } from "kysely";
 import { describe, expect, test } from "vitest";
 import { mysqlDialect, postgresDialect, sqliteDialect } from "../src/index.js";
 import { operatorFor } from "../src/operator/index.js";
-import { richLease, seedByHand } from "./specs.js";
+import { deadJobs, groupedLease, richLease, seedByHand } from "./specs.js";
 
 // Like the Rust original's doctests asserting `sql()`: every SQL block a JSDoc comment shows is
 // named (```sql <name>) and compared here with what the statement it names compiles to.
@@ -22,6 +22,9 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:lease.settleAck(seed)": () => postgresDialect.lease.settleAck(seedByHand, held, now, 3),
   "mysql:lease.settleRetry(seed, later)": () => mysqlDialect.lease.settleRetry(seedByHand, held, until, 3),
   "postgres:lease.settleAckMany(two tokens)": () => postgresDialect.lease.settleAckMany(seedByHand, [held, { id: 8, held: held.held }, { id: 9, held: otherHeld }], now, 3),
+  "postgres:deadLetter.toTable(seed, dead, held)": () => postgresDialect.deadLetter.toTable(seedByHand, deadJobs, 7, { lastError: "boom", attempts: 3 }, held, 3),
+  "mysql:deadLetter.removeMoved(seed, held)": () => mysqlDialect.deadLetter.removeMoved(seedByHand, 7, held, 3),
+  "sqlite:deadLetter.toGroup(grouped, held)": () => sqliteDialect.deadLetter.toGroup(groupedLease, 7, "dead", { lastError: "boom", attempts: 3 }, held, 3),
   "postgres:advisory.tryLock": () => postgresDialect.advisory.tryLock("report_jobs:7", "app"),
   "postgres:advisory.unlock": () => postgresDialect.advisory.unlock("report_jobs:7", "app"),
   "mysql:advisory.tryLock": () => mysqlDialect.advisory.tryLock("report_jobs:7", "app"),

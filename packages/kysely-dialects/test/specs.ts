@@ -64,3 +64,23 @@ export function idAdvisory(table = "jobs"): InboxDescription {
 export function simpleRowLock(table = "jobs"): InboxDescription {
   return InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")).description;
 }
+
+/** A dead-letter table for the seed's payloads: generated id, the last error and the attempts spent. */
+export const deadJobs = InboxSpec.table("dead_jobs", column("id").generated())
+  .payload(column("payload"))
+  .lastError(column("last_error"))
+  .failedAttempts(column("failed_attempts")).description;
+
+/** A dead-letter table that keeps the source's id and copies a data column of the same name. */
+export const deadKeepingId = InboxSpec.table("dead_kept", column("id"))
+  .attempt(column("attempt"))
+  .payload(column("payload"))
+  .data(column("customer_id"))
+  .lastError(column("last_error")).description;
+
+/** A lease table with groups and a last-error column: dead letters go to another group. */
+export const groupedLease = InboxSpec.table("jobs", column("id").generated())
+  .attempt(column("attempt").generated())
+  .lease(column("locked_until"))
+  .payload(column("payload"))
+  .group(column("grp")).description;

@@ -16,6 +16,8 @@ import {
 } from "./errors.js";
 import { brokerState, type SqlBroker } from "./sql-broker.js";
 import { claimStrategyFor } from "./claim/strategy-for.js";
+import { ParkedRows } from "./parked-rows.js";
+import type { DeadLetterDeclaration, DeadLetterTarget } from "./queue.js";
 import type { ClaimStrategy, ClaimSetup } from "./claim/claim-strategy.js";
 import { systemClock, type Clock } from "./clock.js";
 import { runningBrokers, startWith, type StartOverrides } from "./internal.js";
@@ -308,10 +310,19 @@ async function checkSchemas(run: Startup, state: BrokerState, database: Database
       transactional: sub.queue.options.transactional === true,
       // A batch handler's rows share their claim's transaction in the row-lock form.
       sharedTransaction: sub.queue.options.sharedTransaction === true || sub.kind === "batch",
+      deadLetter: await deadLetterChecked(state, sub.queue.options.deadLetter),
+      parked: new ParkedRows(run.clock),
     };
     planned.push({ sub, strategy: claimStrategyFor(setup), leaseMs });
   }
   return planned;
+}
+
+/** A dead-letter table is checked against the database like a routed one: a missing column fails the start. */
+async function deadLetterChecked(state: BrokerState, declaration: DeadLetterDeclaration | undefined): Promise<DeadLetterTarget | undefined> {
+  const target = declaration?.target;
+  if (target !== undefined && "table" in target) await state.table(target.table);
+  return target;
 }
 
 function checkPoolBudget(state: BrokerState, planned: readonly PlannedSubscription[], listenNotify: boolean): void {

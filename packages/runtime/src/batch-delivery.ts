@@ -4,7 +4,7 @@ import type { Clock } from "./clock.js";
 import { batchContext } from "./context.js";
 import { batchOutcomesMismatch } from "./errors.js";
 import { errorFields, type Logger } from "./logger.js";
-import { HandlerOutcome, toOutcome } from "./outcome.js";
+import { type HandlerOutcome, toOutcome } from "./outcome.js";
 import { decodePayload } from "./payload.js";
 import type { BatchSubscriber } from "./subscriber.js";
 import type { DeliveryObserver } from "./subscription.js";
@@ -21,6 +21,8 @@ export interface BatchRun {
   settle(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown): Promise<void>;
   /** Keeps a row whose payload cannot be decoded (the subscription's policy); never rejects. */
   park(delivery: ClaimedDelivery, error: unknown): Promise<void>;
+  /** What a handler's throw becomes for one row (the subscription's onError policy). */
+  onError(delivery: ClaimedDelivery, error: unknown): HandlerOutcome;
 }
 
 /**
@@ -36,7 +38,7 @@ export function batchOutcomes(result: unknown, rows: number, place: ErrorPlace):
 /**
  * Delivers the rows of one claim to a batch handler and settles each by its outcome. A row
  * that cannot be decoded is kept apart and never reaches the handler; a throw (or a wrong
- * number of outcomes) retries every row. Resolves once every settlement is written (in the
+ * number of outcomes) goes through the onError policy for every row. Resolves once every settlement is written (in the
  * row-lock form: once the batch's transaction committed or rolled back).
  */
 export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDelivery[]): Promise<void> {
@@ -59,8 +61,11 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
       const ctx = batchContext<readonly RoleMarker[]>(place, ready, run.clock);
       outcomes = batchOutcomes(await run.subscriber.invoke(payloads as never, ctx as never), ready.length, place);
     } catch (error) {
-      logger.error({ ...errorFields(error), ...place, ids: ready.map((d) => d.id) }, "batch handler failed; its rows are released for another attempt");
-      outcomes = ready.map(() => HandlerOutcome.retry());
+      outcomes = ready.map((d) => run.onError(d, error));
+      logger.error(
+        { ...errorFields(error), ...place, ids: ready.map((d) => d.id), outcomes: outcomes.map((o) => o.kind) },
+        "batch handler failed; its rows settle by the onError policy",
+      );
     }
   }
   await Promise.all([...parked, ...ready.map((d, i) => run.settle(d, outcomes[i] as HandlerOutcome, payloads[i]))]);

@@ -80,6 +80,24 @@ export function unknownContextKey(key: string, place: ErrorPlace): SqlInboxError
   return new SqlInboxError("Declaration", `unknown context key "${key}"`, place);
 }
 
+// Dead letters.
+
+export function maxAttemptsNeedsAttempt(place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError("Declaration", 'maxAttempts needs an attempt column: describe one with .attempt(column("attempt")) or field.attempt()', place);
+}
+
+export function deadLetterNeedsGroup(place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError("Declaration", "a dead-letter group needs a group column on the table: describe one, or give a destination table", place);
+}
+
+export function deadLetterGroupIsSource(group: string, place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError("Declaration", `the dead-letter group "${group}" is this queue's own group: name another one`, place);
+}
+
+export function noDeadLetter(place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError("Declaration", "deadLetter() on a queue with no dead-letter destination: declare one with InboxQueue.deadLetter(…); the row is kept", place);
+}
+
 // Engines, forms and URLs.
 
 /** A row-lock table on an engine without row locks, refused before anything connects. */
@@ -195,10 +213,6 @@ export function closedBeforeHeldSettlement(kind: string, held: HeldThing, place:
 }
 
 /** The app stopped during a `retryAfter` hold (no retryAfter column): the hold is given back. */
-export function stoppedInRetryHold(kind: string, held: HeldThing, place: ErrorPlace): SqlInboxError {
-  return new SqlInboxError("Closed", `the app stopped while the ${kind} held the ${held}: ${held === "row" ? "rolled back" : "unlocked"}, the row is back in the queue`, place);
-}
-
 export function leaseNotHeld(kind: string, held: Date, place: ErrorPlace): SqlInboxError {
   return new SqlInboxError("LeaseLost", `the ${kind} was not written: the row no longer holds this delivery's lease (${held.toISOString()})`, place);
 }

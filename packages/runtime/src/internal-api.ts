@@ -7,6 +7,8 @@ export * from "./index.js";
 export type { EngineOfUrl } from "./engine-of-url.js";
 export type { RouteAllowed, ListenNotifyAllowed, PublishPayload, PublishOptionsFor, RouteSpecOf } from "./sql-broker.js";
 export type { PayloadOfSpec } from "./queue.js";
+export { backoffMs, DEFAULT_BACKOFF } from "./failure-policy.js";
+export type { AckOutcome, RetryOutcome, DropOutcome, RetryAfterOutcome } from "./outcome.js";
 export type { KeyAvailable } from "./context.js";
 export { SystemClock } from "./clock.js";
 export { redactUrl } from "./logger.js";

@@ -1,35 +1,60 @@
-/** What a handler decided about its delivery. */
-export type HandlerOutcome = { readonly kind: "ack" } | { readonly kind: "retry" } | { readonly kind: "drop" } | { readonly kind: "retryAfter"; readonly ms: number };
+/** A handler's outcome that finishes the row successfully: deleted, or marked processed. */
+export interface AckOutcome {
+  readonly kind: "ack";
+}
+/** Back in the queue at once; the attempt is counted at the next claim. */
+export interface RetryOutcome {
+  readonly kind: "retry";
+}
+/** Finished without success: deleted like an ack, with a warning. */
+export interface DropOutcome {
+  readonly kind: "drop";
+}
+/** Back in the queue after `ms`, stored in a column (retryAfter, or the lease column). */
+export interface RetryAfterOutcome {
+  readonly kind: "retryAfter";
+  readonly ms: number;
+}
+/** Moved to the queue's dead-letter destination, with `reason` as its last error. */
+export interface DeadLetterOutcome {
+  readonly kind: "deadLetter";
+  readonly reason?: string;
+}
 
-const ack: HandlerOutcome = Object.freeze({ kind: "ack" });
-const retry: HandlerOutcome = Object.freeze({ kind: "retry" });
-const drop: HandlerOutcome = Object.freeze({ kind: "drop" });
+/** What a handler (or a failure policy) decided about its delivery. */
+export type HandlerOutcome = AckOutcome | RetryOutcome | DropOutcome | RetryAfterOutcome | DeadLetterOutcome;
+
+const ack: AckOutcome = Object.freeze({ kind: "ack" });
+const retry: RetryOutcome = Object.freeze({ kind: "retry" });
+const drop: DropOutcome = Object.freeze({ kind: "drop" });
+const deadLetter: DeadLetterOutcome = Object.freeze({ kind: "deadLetter" });
 
 /**
  * The outcomes a handler returns. Returning nothing means `ack()`; throwing is a failure,
- * which releases the row for another attempt (`retry()`) and is logged.
+ * which the queue's `onError` policy turns into an outcome (by default a backoff, then the dead letter).
  *
  * - `ack()`: done; the row is deleted (or marked, with a processedAt column).
  * - `drop()`: finished without success; the row is deleted like an ack, and a warning is logged.
  * - `retry()`: back in the queue at once; the attempt is counted at the next claim.
  * - `retryAfter(ms)`: back in the queue after `ms` (written to the lease column when the table has no retryAfter column).
+ * - `deadLetter(reason?)`: moved to the queue's dead-letter destination (`InboxQueue.deadLetter`).
  */
 export const HandlerOutcome = Object.freeze({
-  ack: (): HandlerOutcome => ack,
-  retry: (): HandlerOutcome => retry,
-  drop: (): HandlerOutcome => drop,
-  retryAfter: (ms: number): HandlerOutcome => {
+  ack: (): AckOutcome => ack,
+  retry: (): RetryOutcome => retry,
+  drop: (): DropOutcome => drop,
+  retryAfter: (ms: number): RetryAfterOutcome => {
     if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`retryAfter needs a duration in ms >= 0, got ${ms}`);
     return Object.freeze({ kind: "retryAfter", ms });
   },
+  deadLetter: (reason?: string): DeadLetterOutcome => (reason === undefined ? deadLetter : Object.freeze({ kind: "deadLetter", reason: String(reason) })),
 });
+
+const KINDS: ReadonlySet<unknown> = new Set(["ack", "retry", "drop", "retryAfter", "deadLetter"]);
 
 /** Reads what a handler returned: `undefined` is an ack. */
 export function toOutcome(value: unknown): HandlerOutcome {
   if (value === undefined || value === null) return ack;
-  if (typeof value === "object" && "kind" in value) {
-    const kind = (value as { kind: unknown }).kind;
-    if (kind === "ack" || kind === "retry" || kind === "drop" || kind === "retryAfter") return value as HandlerOutcome;
-  }
-  throw new TypeError(`a handler returned ${JSON.stringify(value)}: return a HandlerOutcome (ack, retry, drop, retryAfter) or nothing`);
+  if (typeof value === "object" && "kind" in value && KINDS.has((value as { kind: unknown }).kind)) return value as HandlerOutcome;
+  throw new TypeError(`a handler returned ${JSON.stringify(value)}: return a HandlerOutcome (ack, retry, drop, retryAfter, deadLetter) or nothing`);
 }

@@ -1,6 +1,17 @@
-import type { AnyInboxSpec, FormOf, HasRole, PayloadOf, RolesOf, RowOf, SpecError } from "@sqlinbox/core/internal";
+import type { AnyInboxSpec, FormOf, HasRole, InboxDescription, PayloadOf, RolesOf, RowOf, SpecError } from "@sqlinbox/core/internal";
 import type { Transaction } from "kysely";
-import { refusedModes, sharedNeedsRowLock } from "./errors.js";
+import { deadLetterGroupIsSource, deadLetterNeedsGroup, maxAttemptsNeedsAttempt, refusedModes, sharedNeedsRowLock } from "./errors.js";
+import type { FailurePolicy } from "./failure-policy.js";
+import type { HandlerOutcome, RetryAfterOutcome } from "./outcome.js";
+
+/** Where a queue's dead letters go: another table (a new row there), or another group of the same table. */
+export type DeadLetterTarget = { readonly table: InboxDescription } | { readonly group: string };
+
+/** A queue's dead letter, declared with its `maxAttempts`. */
+export interface DeadLetterDeclaration {
+  readonly target: DeadLetterTarget;
+  readonly maxAttempts?: number;
+}
 
 /** The options one subscription runs with. */
 export interface QueueOptions {
@@ -13,6 +24,12 @@ export interface QueueOptions {
   readonly transactional?: boolean;
   /** Row lock: the rows of one claim share one transaction (`.sharedTransaction()`). */
   readonly sharedTransaction?: boolean;
+  /** Where dead letters go, and after how many attempts a throw goes there. */
+  readonly deadLetter?: DeadLetterDeclaration;
+  /** What a handler's throw becomes; unset: `defaultOnError()`. */
+  readonly onError?: FailurePolicy;
+  /** What an undecodable payload becomes; unset: `defaultOnDecodeError`. */
+  readonly onDecodeError?: FailurePolicy;
 }
 
 /**
@@ -33,6 +50,32 @@ type SharedArgs<S extends AnyInboxSpec, Tx> =
       ? []
       : [SpecError<"transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share">]
     : [SpecError<"sharedTransaction() needs a row-lock table (no lease column, no advisory key): the lease and advisory forms settle each row on its own">];
+
+/**
+ * The outcomes a table can store: a delay needs a retryAfter column or a lease column (where a
+ * delay is written); elsewhere a policy returning `retryAfter` does not compile.
+ */
+export type OutcomeFor<S extends AnyInboxSpec> =
+  HasRole<RolesOf<S>, "retryAfter"> extends true ? HandlerOutcome : HasRole<RolesOf<S>, "lease"> extends true ? HandlerOutcome : Exclude<HandlerOutcome, RetryAfterOutcome>;
+
+type SamePayload<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+
+/** The rule a dead-letter destination must follow: the same payload type, or a group of a table with a group column. */
+export type DeadLetterDestination<S extends AnyInboxSpec, D> = D extends AnyInboxSpec
+  ? SamePayload<PayloadOf<RolesOf<D>>, PayloadOf<RolesOf<S>>> extends true
+    ? D
+    : SpecError<"the dead-letter table's payload type differs from this queue's: describe its payload column with the same type">
+  : D extends { readonly group: string }
+    ? HasRole<RolesOf<S>, "group"> extends true
+      ? D
+      : SpecError<'a dead-letter group needs a group column: describe one with .group(column("grp")) or field.group(), or give a table'>
+    : SpecError<"a dead-letter destination is a table description or { group: name }">;
+
+/** `maxAttempts` only where the claim counts attempts. */
+export type DeadLetterOptions<S extends AnyInboxSpec> =
+  HasRole<RolesOf<S>, "attempt"> extends true
+    ? { readonly maxAttempts?: number }
+    : { readonly maxAttempts?: SpecError<'maxAttempts needs an attempt column: describe one with .attempt(column("attempt")) or field.attempt()'> };
 
 /**
  * What a publish to a spec's table writes: the payload, or in row mode (no payload column) some of
@@ -103,6 +146,51 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
   /** Up to `n` deliveries in work at once (default 1). */
   workers(n: number): InboxQueue<S, Tx> {
     return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, workers: positiveInteger("workers", n) });
+  }
+
+  /**
+   * Where failed rows go, and after how many attempts a throw sends a row there (the default
+   * `onError`). The destination is a table described like this one (the same payload type) or
+   * `{ group: "name" }` of this table. Declared together, so `maxAttempts` never exists without one.
+   *
+   * @example
+   * InboxQueue.of(RenderReport, "reports").deadLetter(DeadReports, { maxAttempts: 5 })
+   */
+  deadLetter<D extends AnyInboxSpec | { readonly group: string }>(destination: D & DeadLetterDestination<S, D>, options: DeadLetterOptions<S> = {}): InboxQueue<S, Tx> {
+    const source = this.spec.description;
+    const place = { subscription: this.name, table: source.table };
+    const maxAttempts = (options as { maxAttempts?: unknown }).maxAttempts;
+    if (maxAttempts !== undefined) {
+      if (source.attempt === undefined) throw maxAttemptsNeedsAttempt(place);
+      positiveInteger("maxAttempts", maxAttempts as number);
+    }
+    let target: DeadLetterTarget;
+    if ("description" in destination) target = { table: (destination as AnyInboxSpec).description };
+    else {
+      const group = (destination as { group: unknown }).group;
+      if (source.group === undefined) throw deadLetterNeedsGroup(place);
+      if (typeof group !== "string" || group.length === 0) throw new RangeError("a dead-letter group is a non-empty name");
+      if (group === this.name) throw deadLetterGroupIsSource(group, place);
+      target = { group };
+    }
+    const deadLetter: DeadLetterDeclaration = Object.freeze({ target, ...(maxAttempts !== undefined ? { maxAttempts: maxAttempts as number } : {}) });
+    return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, deadLetter });
+  }
+
+  /**
+   * What a handler's throw becomes: a pure function of the error, the attempt and the context.
+   * Default: the dead letter at `maxAttempts`, otherwise a backoff with full jitter (1 s doubling, at most 1 h).
+   */
+  onError(policy: FailurePolicy<OutcomeFor<S>>): InboxQueue<S, Tx> {
+    return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, onError: policy });
+  }
+
+  /**
+   * What a payload that cannot be decoded (or fails its schema) becomes. Default: the dead letter
+   * where declared, otherwise the row is kept, logged, and kept out of claims for a lease term.
+   */
+  onDecodeError(policy: FailurePolicy<OutcomeFor<S>>): InboxQueue<S, Tx> {
+    return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, onDecodeError: policy });
   }
 
   /** Claim up to `n` rows per statement (default 1). */

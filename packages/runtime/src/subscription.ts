@@ -3,6 +3,8 @@ import type { ClaimedDelivery, ClaimStrategy } from "./claim/claim-strategy.js";
 import type { Clock, Timer } from "./clock.js";
 import { deliveryContext, type ContextPlace } from "./context.js";
 import { errorFields, type Logger } from "./logger.js";
+import { noDeadLetter } from "./errors.js";
+import { defaultOnDecodeError, defaultOnError, type FailureContext, type FailurePolicy } from "./failure-policy.js";
 import { HandlerOutcome, toOutcome } from "./outcome.js";
 import { decodePayload, decodePayloadNow } from "./payload.js";
 import type { QueueOptions } from "./queue.js";
@@ -29,7 +31,7 @@ export interface SubscriptionSetup {
   readonly logger: Logger;
   readonly outputs: Outputs;
   readonly activity: Activity;
-  /** How long an undecodable row stays hidden before it is tried (and logged) again. */
+  /** How long the default decode policy keeps an undecodable row out of claims before it is tried (and logged) again. */
   readonly decodeRetryMs: number;
   readonly observer?: DeliveryObserver | undefined;
   /** Spans and metrics; `undefined` when telemetry is off (one check per delivery). */
@@ -70,6 +72,9 @@ export class Subscription {
   readonly #place: { readonly subscription: string; readonly table: string };
   /** The place and the headers column, for delivery contexts (kept apart from `#place`, which logs spread). */
   readonly #contextPlace: ContextPlace;
+  /** What a throw and an undecodable payload become. */
+  readonly #onError: FailurePolicy;
+  readonly #onDecodeError: FailurePolicy;
   #started = false;
   #stopped = false;
   /** The stop began: deliveries finishing from now on count in its report. */
@@ -90,6 +95,8 @@ export class Subscription {
     this.#place = Object.freeze({ subscription: this.name, table: this.table });
     this.#contextPlace = Object.freeze({ ...this.#place, headersColumn: setup.spec.headers?.name });
     this.#decodesAsync = isStandardSchema(setup.spec.payloadType);
+    this.#onError = setup.options.onError ?? defaultOnError();
+    this.#onDecodeError = setup.options.onDecodeError ?? defaultOnDecodeError;
     const { batch, workers, sharedTransaction } = setup.options;
     const batchHandler = setup.subscriber.kind === "batch";
     this.#pace = claimPaceFor({
@@ -111,6 +118,7 @@ export class Subscription {
             observer: setup.observer,
             settle: (d, outcome, payload) => this.#settle(d, outcome, payload, undefined),
             park: (d, error) => this.#parkUndecodable(d, error, undefined),
+            onError: (d, error) => this.#failed(this.#onError, "handler", d, error),
           }
         : undefined;
   }
@@ -345,8 +353,18 @@ export class Subscription {
       trace?.handled(handlerStartedAt, false);
     } catch (error) {
       trace?.handled(handlerStartedAt, true, error);
-      logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, attempt: delivery.attempt }, "handler failed; the row is released for another attempt");
-      outcome = HandlerOutcome.retry();
+      outcome = this.#failed(this.#onError, "handler", delivery, error);
+      logger.error(
+        {
+          ...errorFields(error),
+          ...this.#place,
+          id: delivery.id,
+          attempt: delivery.attempt,
+          outcome: outcome.kind,
+          ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}),
+        },
+        outcome.kind === "deadLetter" ? "handler failed; the row goes to the dead letter" : "handler failed; the row is released for another attempt",
+      );
     }
     const settled = this.#apart(this.#settle(delivery, outcome, payload, trace));
     if (holdsConnection) await settled;
@@ -370,9 +388,39 @@ export class Subscription {
     if (this.#inFlight.size === 0 && this.#pace.settling === 0 && this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
   }
 
+  /**
+   * What a failure becomes under `policy`. A policy that throws, or returns no outcome, falls back
+   * to the default; a dead letter on a queue without one keeps the row (never loses it).
+   */
+  #failed(policy: FailurePolicy, what: "handler" | "decode", delivery: ClaimedDelivery, error: unknown): HandlerOutcome {
+    const { options, logger, decodeRetryMs } = this.#s;
+    const ctx: FailureContext = {
+      ...this.#place,
+      id: delivery.id,
+      deadLetter: options.deadLetter !== undefined,
+      maxAttempts: options.deadLetter?.maxAttempts,
+      keepMs: decodeRetryMs,
+    };
+    const fallback = what === "handler" ? defaultOnError() : defaultOnDecodeError;
+    try {
+      return toOutcome(policy(error, delivery.attempt, ctx));
+    } catch (policyError) {
+      logger.error({ ...errorFields(policyError), ...this.#place, id: delivery.id }, `the ${what === "handler" ? "onError" : "onDecodeError"} policy failed; the default decides`);
+      return fallback(error, delivery.attempt, ctx);
+    }
+  }
+
+  /** A dead letter needs a destination: without one the row is kept, hidden for the decode delay, and the mistake logged. */
+  #keepWithoutDeadLetter(delivery: ClaimedDelivery, outcome: HandlerOutcome): HandlerOutcome {
+    if (outcome.kind !== "deadLetter" || this.#s.options.deadLetter !== undefined) return outcome;
+    this.#s.logger.error({ ...errorFields(noDeadLetter({ ...this.#place, id: delivery.id })), ...this.#place, id: delivery.id }, "no dead-letter destination: row kept");
+    return HandlerOutcome.retryAfter(this.#s.decodeRetryMs);
+  }
+
   /** Writes the outcome; never throws (a failure is logged and shown to the observer). */
-  async #settle(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined): Promise<void> {
+  async #settle(delivery: ClaimedDelivery, chosen: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined): Promise<void> {
     const { logger, observer } = this.#s;
+    const outcome = this.#keepWithoutDeadLetter(delivery, chosen);
     let settleError: unknown;
     try {
       await delivery.settle(outcome);
@@ -396,25 +444,37 @@ export class Subscription {
   }
 
   /**
-   * A payload that cannot be decoded never reaches the handler and is never deleted: it is
-   * logged with subscription, table and id, and released hidden for `decodeRetryMs`, so it
-   * comes back (and is logged again, its attempt counted) until a person fixes the row or the code.
+   * A payload that cannot be decoded never reaches the handler: the onDecodeError policy decides
+   * (by default the row is kept, logged with subscription, table and id, and kept out of claims
+   * for `decodeRetryMs`; or moved to the dead letter where one is declared).
    */
   async #parkUndecodable(delivery: ClaimedDelivery, error: unknown, trace: DeliveryTrace | undefined): Promise<void> {
-    const { spec, logger, decodeRetryMs } = this.#s;
+    const { logger } = this.#s;
+    const outcome = this.#keepWithoutDeadLetter(delivery, this.#failed(this.#onDecodeError, "decode", delivery, error));
     logger.error(
-      { ...errorFields(error), subscription: this.name, table: spec.table, id: delivery.id, attempt: delivery.attempt, retryInMs: decodeRetryMs },
-      "payload cannot be decoded: row kept, not delivered; fix the row or the code",
+      {
+        ...errorFields(error),
+        ...this.#place,
+        id: delivery.id,
+        attempt: delivery.attempt,
+        outcome: outcome.kind,
+        ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}),
+      },
+      undecodableMessage(outcome),
     );
     try {
-      await delivery.settle(HandlerOutcome.retryAfter(decodeRetryMs));
+      await delivery.settle(outcome);
       trace?.end("undecodable", undefined, delivery.signal);
     } catch (settleError) {
       trace?.end("undecodable", settleError, delivery.signal);
-      logger.error(
-        { ...errorFields(settleError), subscription: this.name, table: spec.table, id: delivery.id },
-        "could not release an undecodable row; it returns when its lease expires",
-      );
+      logger.error({ ...errorFields(settleError), ...this.#place, id: delivery.id, outcome: outcome.kind }, "could not settle an undecodable row; it returns when its hold ends");
     }
   }
+}
+
+/** The log line of an undecodable payload, by what the onDecodeError policy made of it. */
+function undecodableMessage(outcome: HandlerOutcome): string {
+  if (outcome.kind === "deadLetter") return "payload cannot be decoded: row moved to the dead letter";
+  if (outcome.kind === "ack" || outcome.kind === "drop") return `payload cannot be decoded: row finished (${outcome.kind}) by the onDecodeError policy`;
+  return "payload cannot be decoded: row kept, not delivered; fix the row or the code";
 }

@@ -91,7 +91,7 @@ describe.each(matrix)("batch handlers on $engine.name × $form", ({ engine, form
     } finally {
       await engine.dropTable(db, table);
     }
-    expect(errors.map((e) => e.message)).toEqual(["batch handler failed; its rows are released for another attempt"]);
+    expect(errors.map((e) => e.message)).toEqual(["batch handler failed; its rows settle by the onError policy"]);
   });
 });
 

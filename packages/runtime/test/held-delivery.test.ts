@@ -3,6 +3,7 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import { describe, expect, it } from "vitest";
 import { HeldDelivery, type HoldingForm } from "../src/claim/held-delivery.js";
 import { HandlerOutcome } from "../src/index.js";
+import { ParkedRows } from "../src/parked-rows.js";
 import { PausedClock } from "../src/testing/index.js";
 
 const place = { subscription: "reports", table: "report_jobs", id: 1 };
@@ -12,18 +13,19 @@ function setUp(options: { retryAfterColumn?: boolean; closed?: boolean } = {}) {
   const clock = new PausedClock(new Date("2026-01-01T00:00:00Z"));
   const spec = { retryAfter: options.retryAfterColumn ? { name: "retry_after" } : undefined } as unknown as InboxDescription;
   let closed = options.closed ?? false;
+  const parked = new ParkedRows(clock);
   const form: HoldingForm<string> = {
     held: "row",
     spec,
     clock,
+    parked,
     isClosed: () => closed,
     closedBeforeSettle: async (d) => void calls.push(`closedBeforeSettle ${d.hold}`),
-    release: async (d) => void calls.push(`release ${d.hold}`),
     abandon: (d) => void calls.push(`abandon ${d.hold}`),
     settle: async (d, outcome) => void calls.push(`settle ${d.hold} ${outcome.kind}`),
   };
   const delivery = new HeldDelivery(form, { id: 1 }, 1, 2, place, "trx");
-  return { calls, clock, delivery, close: () => (closed = true) };
+  return { calls, clock, delivery, parked, close: () => (closed = true) };
 }
 
 describe("HeldDelivery", () => {
@@ -54,29 +56,30 @@ describe("HeldDelivery", () => {
     expect(calls).toEqual(["abandon trx", "closedBeforeSettle trx"]);
   });
 
-  it("retryAfter without a retryAfter column holds the row for the delay, then settles", async () => {
-    const { calls, clock, delivery } = setUp();
-    const settled = delivery.settle(HandlerOutcome.retryAfter(5_000));
-    await Promise.resolve();
-    expect(calls).toEqual([]);
-    expect(clock.pending).toBe(1);
-    clock.fireDue(clock.now().getTime() + 5_000);
-    await settled;
-    expect(calls).toEqual(["settle trx retryAfter"]);
-  });
-
-  it("with a retryAfter column the row is hidden by the settlement, not held", async () => {
-    const { calls, delivery } = setUp({ retryAfterColumn: true });
+  it("retryAfter without a retryAfter column settles at once (nothing held for the delay) and parks the id in this process", async () => {
+    const { calls, clock, delivery, parked } = setUp();
     await delivery.settle(HandlerOutcome.retryAfter(5_000));
     expect(calls).toEqual(["settle trx retryAfter"]);
+    expect(clock.pending).toBe(0);
+    expect(parked.ids()).toEqual([1]);
+    clock.fireDue(clock.now().getTime() + 4_999);
+    expect(parked.ids()).toEqual([1]);
+    clock.fireDue(clock.now().getTime() + 1);
+    expect(parked.ids()).toEqual([]);
   });
 
-  it("a stop during the retry hold releases the hold and fails with Closed; abandon does not end the hold twice", async () => {
+  it("with a retryAfter column the row is hidden by the settlement, not held nor parked", async () => {
+    const { calls, delivery, parked } = setUp({ retryAfterColumn: true });
+    await delivery.settle(HandlerOutcome.retryAfter(5_000));
+    expect(calls).toEqual(["settle trx retryAfter"]);
+    expect(parked.size).toBe(0);
+  });
+
+  it("abandoned after its settlement began: the hold is not ended twice", async () => {
     const { calls, delivery } = setUp();
     const settled = delivery.settle(HandlerOutcome.retryAfter(60_000));
     delivery.abandon(new Error("grace over"));
-    await expect(settled).rejects.toMatchObject({ code: "Closed", message: expect.stringContaining("held the row: rolled back") });
-    expect(calls).toEqual(["release trx"]);
-    expect(delivery.signal.aborted).toBe(true);
+    await settled;
+    expect(calls).toEqual(["settle trx retryAfter"]);
   });
 });

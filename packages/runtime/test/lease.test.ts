@@ -108,7 +108,7 @@ describe.each(engines)("lease form on $name", (engine: TestEngine) => {
     expect((await readRows(engine, db, table)).map((r) => r.locked_until?.getTime())).toEqual([other.getTime()]);
   });
 
-  test("outcomes: retry comes back with the next attempt, retryAfter after its delay, drop deletes, a throw retries and is logged", async () => {
+  test("outcomes: retry comes back with the next attempt, retryAfter after its delay, drop deletes, a throw backs off (the default onError: under 1 s at attempt 1) and is logged", async () => {
     const { app, sub } = jobsApp(
       url,
       table,
@@ -136,7 +136,7 @@ describe.each(engines)("lease form on $name", (engine: TestEngine) => {
     ]);
     expect(byN(3)).toEqual([[1, "drop"]]);
     expect(byN(4)).toEqual([
-      [1, "retry"],
+      [1, "retryAfter"],
       [2, "ack"],
     ]);
     expect(byN(2)).toEqual([[1, "retryAfter"]]);

@@ -12,6 +12,8 @@ describe("@sqlinbox/runtime's public surface", () => {
       "SqlBroker",
       "SqlInboxError",
       "consoleLogger",
+      "defaultOnDecodeError",
+      "defaultOnError",
       "isSqlInboxError",
       "keys",
       "minutes",
@@ -24,6 +26,6 @@ describe("@sqlinbox/runtime's public surface", () => {
 
   test("./internal adds what benchmarks and tests reach behind it, and keeps the root's names", () => {
     const added = Object.keys(internal).filter((name) => !(name in root));
-    expect(added.sort()).toEqual(["SystemClock", "redactUrl", "rowsToClaim"]);
+    expect(added.sort()).toEqual(["DEFAULT_BACKOFF", "SystemClock", "backoffMs", "redactUrl", "rowsToClaim"]);
   });
 });

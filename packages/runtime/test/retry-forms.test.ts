@@ -1,7 +1,7 @@
 /**
  * Retries in the forms that hold a row by a lock: `retry()` commits the counted attempt and
- * releases the row at once; `retryAfter(ms)` on a table without a retryAfter column keeps
- * holding the row for `ms` (there is no column to hide it in) and then releases it.
+ * releases the row at once; `retryAfter(ms)` on a table without a retryAfter column releases it
+ * at once too (nothing is held for the delay) and this process leaves it out of its claims for `ms`.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { AnyKysely } from "../src/database.js";

@@ -40,7 +40,7 @@ describe.each(engines)("telemetry on $name", (engine) => {
     });
     const running = track(await app.start());
     for (let n = 0; n < 5; n++) await running.publish("jobs", { n });
-    await until(async () => sdk.spansNamed("jobs process").length === 6, 15_000, "six deliveries (five acks, one retry)");
+    await until(async () => sdk.spansNamed("jobs process").length === 6, 15_000, "six deliveries (five acks, one retry by the default onError backoff)");
 
     const publishes = sdk.spansNamed("jobs publish");
     expect(publishes).toHaveLength(5);
@@ -63,7 +63,7 @@ describe.each(engines)("telemetry on $name", (engine) => {
       "db.system.name": dbSystem[engine.name],
       "sqlinbox.claim_form": "lease",
     });
-    expect(processes.map((s) => s.attributes["sqlinbox.outcome"]).sort()).toEqual(["ack", "ack", "ack", "ack", "ack", "retry"]);
+    expect(processes.map((s) => s.attributes["sqlinbox.outcome"]).sort()).toEqual(["ack", "ack", "ack", "ack", "ack", "retryAfter"]);
     expect(processes.filter((s) => s.status.code === 0).length).toBe(6);
     expect(processes.filter((s) => s.events.some((e) => e.name === "exception"))).toHaveLength(1);
 
@@ -80,7 +80,7 @@ describe.each(engines)("telemetry on $name", (engine) => {
     const deliveries = await sdk.points("sqlinbox.deliveries");
     const mine = { "messaging.destination.name": "jobs", "db.collection.name": scope.table };
     expect(sumOf(deliveries, { ...mine, "sqlinbox.outcome": "ack" })).toBe(5);
-    expect(sumOf(deliveries, { ...mine, "sqlinbox.outcome": "retry" })).toBe(1);
+    expect(sumOf(deliveries, { ...mine, "sqlinbox.outcome": "retryAfter" })).toBe(1);
     const handlerDurations = await sdk.points("messaging.process.duration");
     expect(countOf(handlerDurations, mine)).toBe(6);
     expect(countOf(handlerDurations, { ...mine, "error.type": "Error" })).toBe(1);

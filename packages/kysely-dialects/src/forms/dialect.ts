@@ -2,6 +2,7 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { EngineDialect, NotifyStatements } from "../types.js";
 import { readFoundColumns } from "../shared/schema-check.js";
 import { advisoryStatements } from "./advisory.js";
+import { deadLetterStatements } from "./dead-letter.js";
 import type { EngineTraits } from "./engine-traits.js";
 import { leaseStatements } from "./lease.js";
 import { publishStatements } from "./publish.js";
@@ -26,6 +27,7 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
     lease: leaseStatements(engine),
     advisory: advisoryStatements(engine),
     publish: publishStatements(engine),
+    deadLetter: deadLetterStatements(engine),
     schema: engine.schema,
     observe: Object.freeze({ queueDepth: (spec: InboxDescription, options: { readonly group?: string }) => queueDepthQuery(engine.statements, spec, options) }),
     notify: engine.notify,

@@ -15,7 +15,7 @@ export const col = (spec: InboxDescription, name: string): string => `${tableRef
  * - not leased (`locked_until IS NULL OR locked_until <= :now`, lease form only),
  * - with fifo, the head of its group: the smallest unprocessed id, so a group runs one row at a time, in order.
  */
-export function claimable(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "now" | "group">) {
+export function claimable(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "now" | "group" | "exclude">) {
   const now = ctx.time.encode(options.now, COMPARE_PRECISION);
   return (eb: Eb): Expression<SqlBool> => {
     const conditions: Expression<SqlBool>[] = [];
@@ -29,6 +29,8 @@ export function claimable(ctx: StatementContext, spec: InboxDescription, options
       const ref = col(spec, spec.lease.name);
       conditions.push(eb.or([eb(ref, "is", null), eb(ref, "<=", now)]));
     }
+    // Rows this process parked for a delay it has no column for.
+    if (options.exclude !== undefined && options.exclude.length > 0) conditions.push(eb(col(spec, spec.id.name), "not in", options.exclude));
     if (spec.fifo && spec.group !== undefined) {
       const group = spec.group.name;
       const processed = spec.processedAt?.name;
@@ -48,13 +50,19 @@ export function claimable(ctx: StatementContext, spec: InboxDescription, options
 }
 
 /** True when the description has a role that narrows what is claimable (otherwise no WHERE at all). */
-export function narrowsClaimable(spec: InboxDescription, options: Pick<ClaimOptions, "group">): boolean {
+export function narrowsClaimable(spec: InboxDescription, options: Pick<ClaimOptions, "group" | "exclude">): boolean {
+  if (options.exclude !== undefined && options.exclude.length > 0) return true;
   return spec.processedAt !== undefined || spec.retryAfter !== undefined || spec.lease !== undefined || (spec.group !== undefined && (options.group !== undefined || spec.fifo));
 }
 
 /** Adds `WHERE <claimable>` to a query, or nothing when every row is claimable. */
 // biome-ignore lint/suspicious/noExplicitAny: accepts every Kysely query builder; each declares its own where/orderBy overloads
-export function whereClaimable<Q extends { where(...args: any[]): Q }>(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "now" | "group">, query: Q): Q {
+export function whereClaimable<Q extends { where(...args: any[]): Q }>(
+  ctx: StatementContext,
+  spec: InboxDescription,
+  options: Pick<ClaimOptions, "now" | "group" | "exclude">,
+  query: Q,
+): Q {
   return narrowsClaimable(spec, options) ? query.where(claimable(ctx, spec, options)) : query;
 }
 

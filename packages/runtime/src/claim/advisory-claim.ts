@@ -3,7 +3,7 @@ import type { CompiledQuery } from "kysely";
 import { lockSessionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 
@@ -71,6 +71,7 @@ export class AdvisoryClaim implements ClaimStrategy {
       held: "key",
       spec: setup.spec,
       clock: setup.clock,
+      parked: setup.parked,
       isClosed: setup.isClosed,
       // An abandoned delivery unlocked its key already; after a close the key is unlocked now,
       // so the session goes back and the pool can close.
@@ -81,7 +82,6 @@ export class AdvisoryClaim implements ClaimStrategy {
               () => undefined,
               () => undefined,
             ),
-      release: (d) => this.#release(d.hold),
       abandon: (d) => {
         this.#release(d.hold).catch((error: unknown) =>
           this.#setup.logger.warn({ ...errorFields(error), ...d.place }, "advisory unlock at shutdown failed; the lock ends with its session"),
@@ -102,7 +102,9 @@ export class AdvisoryClaim implements ClaimStrategy {
   async claim(limit: number): Promise<ClaimedDelivery[]> {
     const { database, spec, clock } = this.#setup;
     const window = Math.max(limit * CANDIDATES_PER_WORKER, MIN_CANDIDATES);
-    const candidates = (await database.execute("claim", this.#statements.selectCandidates(spec, { limit: window, now: clock.now(), ...groupOf(this.#setup) }))).rows;
+    const candidates = (
+      await database.execute("claim", this.#statements.selectCandidates(spec, { limit: window, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) }))
+    ).rows;
     const tried = new Set<string>();
     const claimed: ClaimedDelivery[] = [];
     // One connection tries keys until a lock is taken; it then belongs to that delivery.
@@ -211,23 +213,30 @@ export class AdvisoryClaim implements ClaimStrategy {
   }
 
   async #settle(delivery: HeldDelivery<KeyHold>, outcome: HandlerOutcome): Promise<void> {
-    const { database, spec, clock } = this.#setup;
-    const { hold, id, place } = delivery;
+    const { database, spec, clock, deadLetter } = this.#setup;
+    const { hold, id, place, attempt } = delivery;
     const connection = hold.connection;
     const handlerTx = delivery.handlerTransaction;
     delivery.handlerTransaction = undefined;
     let stillHeld: boolean;
     try {
-      const query = heldSettlement(this.#statements, spec, id, outcome, clock.now());
+      const queries = heldSettlement(this.#statements, spec, id, outcome, clock.now(), { deadLetters: database.dialect.deadLetter, target: deadLetter, attempt, place });
       if (handlerTx !== undefined && outcome.kind === "ack") {
         // In the handler's transaction, on the lock's session: its writes and the ack commit together.
-        if (query !== null) await database.activity.track(() => handlerTx.executeQuery(query));
+        for (const query of queries) await database.activity.track(() => handlerTx.executeQuery(query));
         await database.activity.track(() => handlerTx.commit().execute());
       } else {
         if (handlerTx !== undefined) await handlerTx.rollback().execute();
         // On the delivery's own session: once that session is gone, so is the lock, and the
         // row may already be in another delivery — the settlement must fail, not land.
-        if (query !== null) await database.execute("settle", query, connection?.db);
+        // A move is two statements: one transaction on that session.
+        const session = connection?.db ?? database.db;
+        if (queries.length === 1) await database.execute("settle", queries[0] as CompiledQuery, session);
+        else if (queries.length > 1) {
+          await session.transaction().execute(async (trx) => {
+            for (const query of queries) await database.execute("settle", query, trx);
+          });
+        }
       }
       stillHeld = await this.#release(hold);
     } catch (error) {

@@ -4,6 +4,8 @@ import type { Clock } from "../clock.js";
 import type { AnyTransaction, Database } from "../database.js";
 import type { Logger } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
+import type { ParkedRows } from "../parked-rows.js";
+import type { DeadLetterTarget } from "../queue.js";
 
 /** One claimed row, held by its claim form until it is settled. */
 export interface ClaimedDelivery {
@@ -74,6 +76,10 @@ export interface ClaimSetup {
   readonly transactional?: boolean;
   /** Row lock: the rows of one claim share one transaction (`.sharedTransaction()`, or a batch handler). */
   readonly sharedTransaction?: boolean;
+  /** Where a `deadLetter` outcome moves the row (`InboxQueue.deadLetter`). */
+  readonly deadLetter?: DeadLetterTarget | undefined;
+  /** Rows this process keeps out of its claims (a delay on a held table with no retryAfter column). */
+  readonly parked?: ParkedRows | undefined;
 }
 
 /**
@@ -91,4 +97,10 @@ export function deliveredAttempt(spec: InboxDescription, row: RawRow, counted: b
 /** On a table with a group column, a subscription claims only its group: the route name selects it. */
 export function groupOf(setup: Pick<ClaimSetup, "spec" | "subscription">): { group?: string } {
   return setup.spec.group === undefined ? {} : { group: setup.subscription };
+}
+
+/** The ids a claim leaves out: the rows this process parked, when any. */
+export function excludedBy(setup: Pick<ClaimSetup, "parked">): { exclude?: readonly unknown[] } {
+  const ids = setup.parked?.ids();
+  return ids === undefined || ids.length === 0 ? {} : { exclude: ids };
 }

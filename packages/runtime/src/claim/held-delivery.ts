@@ -1,11 +1,14 @@
 import type { ErrorPlace, InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
+import type { DeadLetterStatements } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, ControlledTransaction } from "kysely";
 import type { AnyTransaction } from "../database.js";
-import { alreadySettled, closedBeforeHeldSettlement, stoppedInRetryHold, type HeldThing } from "../errors.js";
+import { alreadySettled, closedBeforeHeldSettlement, noDeadLetter, type HeldThing } from "../errors.js";
 import type { Clock } from "../clock.js";
 import type { HandlerOutcome } from "../outcome.js";
-import type { ClaimedDelivery, ClaimSetup } from "./claim-strategy.js";
+import type { ParkedRows } from "../parked-rows.js";
+import type { DeadLetterTarget } from "../queue.js";
+import type { ClaimedDelivery } from "./claim-strategy.js";
 
 /**
  * What differs between the forms that hold a row for a delivery's whole run: how the hold is
@@ -16,11 +19,11 @@ export interface HoldingForm<H> {
   readonly held: HeldThing;
   readonly spec: InboxDescription;
   readonly clock: Clock;
+  /** Rows kept out of this process's claims: where a delay goes on a table with no retryAfter column. */
+  readonly parked?: ParkedRows | undefined;
   isClosed(): boolean;
   /** The settlement came after the broker closed or the delivery was abandoned: what is left to give back. */
   closedBeforeSettle(delivery: HeldDelivery<H>): Promise<void>;
-  /** Gives the hold back unsettled (a stop ended a retry hold); may reject, the caller ignores it. */
-  release(delivery: HeldDelivery<H>): Promise<unknown>;
   /** Gives the hold back at once, not waiting (the shutdown grace is over); never rejects. */
   abandon(delivery: HeldDelivery<H>): void;
   /** Writes the outcome on the hold and ends it (committing the handler's writes on an ack); throws when the hold was lost. */
@@ -34,7 +37,8 @@ export type HandlerTransaction = ControlledTransaction<any, any>;
 
 /**
  * The delivery of a held row: `held` until `settle` (→ `settling` → `done`) or `abandon`
- * (→ `abandoned`); one settlement at most; a stop during a retry hold gives the hold back.
+ * (→ `abandoned`); one settlement at most. A settlement ends the hold at once: a delay is stored
+ * in the retryAfter column, or, without one, the row is released and parked in this process.
  */
 export class HeldDelivery<H> implements ClaimedDelivery {
   readonly id: unknown;
@@ -103,12 +107,9 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     if (this.#state !== "held") throw alreadySettled(this.place);
     this.#state = "settling";
     try {
-      await holdForRetry(form, outcome, this.#controller.signal);
-      if (this.#controller.signal.aborted) {
-        await this.dropHandlerTransaction();
-        await form.release(this).catch(() => undefined);
-        throw stoppedInRetryHold(outcome.kind, form.held, this.place);
-      }
+      // No column to hide the row in: it is released now and this process leaves it out of its
+      // claims meanwhile — parked before the release, so no claim can take it in between.
+      if (outcome.kind === "retryAfter" && form.spec.retryAfter === undefined) form.parked?.park(this.id, outcome.ms);
       await form.settle(this, outcome);
     } finally {
       this.#state = "done";
@@ -116,7 +117,6 @@ export class HeldDelivery<H> implements ClaimedDelivery {
   }
 
   abandon(reason: unknown): void {
-    if (this.#state === "settling") this.#controller.abort(reason); // ends a retryAfter hold; the settlement gives up
     if (this.#state !== "held") return;
     this.#state = "abandoned";
     this.#controller.abort(reason);
@@ -124,16 +124,6 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     if (this.handlerTransaction === undefined) this.#form.abandon(this);
     else void this.dropHandlerTransaction().then(() => this.#form.abandon(this));
   }
-}
-
-/**
- * `retryAfter(ms)` on a table without a retryAfter column (an undecodable payload, say), in a
- * form that holds the row: there is no column to hide the row in, so the delivery keeps holding
- * it for `ms` and then releases it, rather than letting it come straight back.
- */
-export async function holdForRetry(setup: Pick<ClaimSetup, "spec" | "clock">, outcome: HandlerOutcome, signal: AbortSignal): Promise<void> {
-  if (outcome.kind !== "retryAfter" || setup.spec.retryAfter !== undefined) return;
-  await setup.clock.sleep(outcome.ms, signal).catch(() => undefined);
 }
 
 /** Deliveries claimed but never started (the app stopped first) give their hold back at once. */
@@ -147,8 +137,36 @@ interface HeldSettlements {
   settleRetry(spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery | null;
 }
 
-/** The statement that writes `outcome` for a held row (null: nothing to write but the release). */
-export function heldSettlement(statements: HeldSettlements, spec: InboxDescription, id: unknown, outcome: HandlerOutcome, now: Date): CompiledQuery | null {
-  if (outcome.kind === "ack" || outcome.kind === "drop") return statements.settleAck(spec, id, now);
-  return statements.settleRetry(spec, id, outcome.kind === "retryAfter" && spec.retryAfter !== undefined ? new Date(now.getTime() + outcome.ms) : null);
+/** What a held settlement writes besides the outcome: the dead-letter destination and the attempt it records. */
+export interface HeldSettlementContext {
+  readonly deadLetters: DeadLetterStatements;
+  readonly target: DeadLetterTarget | undefined;
+  readonly attempt: number | undefined;
+  readonly place: ErrorPlace;
+}
+
+/**
+ * The statements that write `outcome` for a held row, in order, in the hold's transaction (none:
+ * nothing to write but the release). A delay goes into the retryAfter column; without one the
+ * row is released at once (the caller parks it). A dead letter is the move: an insert into the
+ * destination and the delete, or the group update.
+ */
+export function heldSettlement(
+  statements: HeldSettlements,
+  spec: InboxDescription,
+  id: unknown,
+  outcome: HandlerOutcome,
+  now: Date,
+  context: HeldSettlementContext,
+): CompiledQuery[] {
+  if (outcome.kind === "ack" || outcome.kind === "drop") return [statements.settleAck(spec, id, now)];
+  if (outcome.kind === "deadLetter") {
+    const { deadLetters, target, attempt, place } = context;
+    if (target === undefined) throw noDeadLetter(place);
+    const record = { lastError: outcome.reason ?? null, attempts: attempt ?? null };
+    if ("group" in target) return [deadLetters.toGroup(spec, id, target.group, record)];
+    return [deadLetters.toTable(spec, target.table, id, record), deadLetters.removeMoved(spec, id)];
+  }
+  const retry = statements.settleRetry(spec, id, outcome.kind === "retryAfter" && spec.retryAfter !== undefined ? new Date(now.getTime() + outcome.ms) : null);
+  return retry === null ? [] : [retry];
 }

@@ -1,10 +1,10 @@
 import { isSqlInboxError, type ErrorPlace } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
-import { closed, closedBeforeLeaseSettlement, leaseNotHeld } from "../errors.js";
+import { closed, closedBeforeLeaseSettlement, leaseNotHeld, noDeadLetter } from "../errors.js";
 import type { AnyTransaction } from "../database.js";
 import { LeaseKeeper, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease } from "../lease-keeper.js";
 import { errorFields } from "../logger.js";
-import type { HandlerOutcome } from "../outcome.js";
+import type { DeadLetterOutcome, HandlerOutcome } from "../outcome.js";
 import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import type { HandlerTransaction } from "./held-delivery.js";
 import { LeaseAcks, MAX_ACKS_PER_STATEMENT } from "./lease-acks.js";
@@ -93,6 +93,7 @@ export class LeaseClaim implements ClaimStrategy {
       return Promise.reject(closedBeforeLeaseSettlement(this.#place(delivery.id)));
     }
     if (outcome.kind === "ack" || outcome.kind === "drop") return this.#acks.ack(lease, outcome.kind, this.#place(delivery.id));
+    if (outcome.kind === "deadLetter") return this.#settleDeadLetter(lease, outcome, delivery.attempt);
     return this.#settleRetry(lease, outcome);
   }
 
@@ -163,6 +164,15 @@ export class LeaseClaim implements ClaimStrategy {
     return { subscription: this.#setup.subscription, table: this.#setup.spec.table, id };
   }
 
+  async #settleDeadLetter(lease: KeptLease, outcome: DeadLetterOutcome, attempt: number | undefined): Promise<void> {
+    await this.#keeper.beginSettle(lease);
+    try {
+      await moveHeld({ setup: this.#setup, place: (id) => this.#place(id) }, lease, outcome, attempt);
+    } finally {
+      this.#keeper.release(lease);
+    }
+  }
+
   async #settleRetry(lease: KeptLease, outcome: HandlerOutcome): Promise<void> {
     const { database, spec, clock, precision, isClosed } = this.#setup;
     await this.#keeper.beginSettle(lease);
@@ -189,6 +199,36 @@ export class LeaseClaim implements ClaimStrategy {
       this.#keeper.release(lease);
     }
   }
+}
+
+/**
+ * The dead-letter move while the lease is held, in one transaction: the insert from a select
+ * of the row holding the token, then the delete with the same token (or the group update alone).
+ * Zero rows from either: the lease was lost; the transaction rolls back, nothing is inserted.
+ */
+async function moveHeld(claim: LeaseClaimParts, lease: KeptLease, outcome: DeadLetterOutcome, attempt: number | undefined): Promise<void> {
+  const { database, spec, precision, deadLetter } = claim.setup;
+  const place = claim.place(lease.id);
+  if (deadLetter === undefined) throw noDeadLetter(place);
+  const statements = database.dialect.deadLetter;
+  const token = { id: lease.id, held: lease.held };
+  const record = { lastError: outcome.reason ?? null, attempts: attempt ?? null };
+  const queries =
+    "group" in deadLetter
+      ? [statements.toGroup(spec, lease.id, deadLetter.group, record, token, precision)]
+      : [statements.toTable(spec, deadLetter.table, lease.id, record, token, precision), statements.removeMoved(spec, lease.id, token, precision)];
+  await database.transaction("settle", async (trx) => {
+    for (const query of queries) {
+      const result = await database.execute("settle", query, trx);
+      if (Number(result.numAffectedRows ?? 0n) === 0) throw leaseNotHeld(outcome.kind, lease.held, place);
+    }
+  });
+}
+
+/** What `moveHeld` reads of a lease claim. */
+interface LeaseClaimParts {
+  readonly setup: ClaimSetup;
+  place(id: unknown): ErrorPlace;
 }
 
 /** One claimed row of the lease form; its signal exists once something asks for it. */

@@ -5,7 +5,7 @@ import { isDeadlock } from "../database.js";
 import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { deliveredAttempt, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 import { SharedTransaction } from "./shared-transaction.js";
 
@@ -31,6 +31,7 @@ const HANDLER_SAVEPOINT = "sqlinbox_handler";
  * UPDATE t SET attempt = attempt + 1 …      -- MySQL/MariaDB (no UPDATE … RETURNING)
  * -- the handler runs; the row stays locked
  * DELETE FROM t WHERE id = ?  | UPDATE t SET retry_after = ? …  -- the settlement
+ * -- or a dead letter: INSERT INTO dead SELECT … FROM t WHERE id = ?; DELETE FROM t WHERE id = ?
  * COMMIT
  * ```
  *
@@ -67,9 +68,9 @@ export class RowLockClaim implements ClaimStrategy {
       held: "row",
       spec: setup.spec,
       clock: setup.clock,
+      parked: setup.parked,
       isClosed: setup.isClosed,
       closedBeforeSettle: (d) => this.#giveBack(d.hold, "the broker closed"),
-      release: (d) => this.#giveBack(d.hold, "the app stopped"),
       abandon: (d) => void this.#giveBack(d.hold, "the shutdown grace period is over", true),
       settle: (d, outcome) => (d.hold.shared === undefined ? this.#settle(d, outcome) : this.#settleShared(d, d.hold.shared, outcome)),
       openHandlerTransaction: (d) => d.hold.trx.savepoint(HANDLER_SAVEPOINT).execute(),
@@ -103,7 +104,7 @@ export class RowLockClaim implements ClaimStrategy {
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
-        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit: 1, now: clock.now(), ...groupOf(this.#setup) }))).rows;
+        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit: 1, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) }))).rows;
         const row = rows[0];
         if (row === undefined) {
           await trx.rollback().execute();
@@ -127,7 +128,7 @@ export class RowLockClaim implements ClaimStrategy {
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
-        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit, now: clock.now(), ...groupOf(this.#setup) }))).rows;
+        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) }))).rows;
         if (rows.length === 0) {
           await trx.rollback().execute();
           this.#open.delete(trx);
@@ -206,15 +207,14 @@ export class RowLockClaim implements ClaimStrategy {
       if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
       // Any outcome but an ack undoes the handler's writes; the settlement still commits the attempt.
       if (handlerTx !== undefined && outcome.kind !== "ack") await handlerTx.rollbackToSavepoint(HANDLER_SAVEPOINT).execute();
-      const query = this.#settlement(id, outcome);
-      if (query !== null) await this.#run(trx, "settle", query);
+      for (const query of this.#settlement(id, outcome, place, attempt)) await this.#run(trx, "settle", query);
       await this.#setup.database.activity.track(() => trx.commit().execute());
       this.#open.delete(trx);
     } catch (error) {
       await this.#rollback(trx);
       // An ack with the handler's writes cannot be written again without them: the row comes back instead.
       if (isDeadlock(error) && !(handlerTx !== undefined && outcome.kind === "ack")) {
-        await this.#settleAfterDeadlock(id, outcome, place);
+        await this.#settleAfterDeadlock(id, outcome, place, attempt);
         return;
       }
       throw transactionLost(outcome.kind, attempt, error, place);
@@ -226,13 +226,13 @@ export class RowLockClaim implements ClaimStrategy {
     const { trx } = delivery.hold;
     return shared.settle(outcome.kind, delivery.place, async () => {
       if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
-      const query = this.#settlement(delivery.id, outcome);
-      if (query !== null) await this.#run(trx, "settle", query);
+      for (const query of this.#settlement(delivery.id, outcome, delivery.place, delivery.attempt)) await this.#run(trx, "settle", query);
     });
   }
 
-  #settlement(id: unknown, outcome: HandlerOutcome): CompiledQuery | null {
-    return heldSettlement(this.#statements, this.#setup.spec, id, outcome, this.#setup.clock.now());
+  #settlement(id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): CompiledQuery[] {
+    const { spec, clock, database, deadLetter } = this.#setup;
+    return heldSettlement(this.#statements, spec, id, outcome, clock.now(), { deadLetters: database.dialect.deadLetter, target: deadLetter, attempt, place });
   }
 
   /**
@@ -241,7 +241,7 @@ export class RowLockClaim implements ClaimStrategy {
    * `FOR UPDATE` (waiting, not skipping) makes it wait for a claimer that took the row in
    * between; if that claimer finished the row, nothing is left to write.
    */
-  async #settleAfterDeadlock(id: unknown, outcome: HandlerOutcome, place: ErrorPlace): Promise<void> {
+  async #settleAfterDeadlock(id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): Promise<void> {
     const { database, spec, logger } = this.#setup;
     for (let retry = 1; ; retry++) {
       if (!database.retryDeadlock("settle", retry)) {
@@ -251,8 +251,7 @@ export class RowLockClaim implements ClaimStrategy {
       try {
         const count = this.#statements.countAttempts(spec, [id]);
         if (count !== null) await this.#run(trx, "settle", count);
-        const query = this.#settlement(id, outcome);
-        if (query !== null) await this.#run(trx, "settle", query);
+        for (const query of this.#settlement(id, outcome, place, attempt)) await this.#run(trx, "settle", query);
         await database.activity.track(() => trx.commit().execute());
         this.#open.delete(trx);
         return;
