@@ -1,13 +1,16 @@
 /**
  * The publish → delivery link through `traceparent`, the lease-lost counter, and the queue depth
  * sampler. The link runs through the telemetry's own publish and delivery hooks on a table
- * description with a headers column (the `headers` role is not in @sqlinbox/core yet).
+ * description with a headers column, and end to end through `broker.publish` on a SQLite table with one.
  */
 import { trace } from "@opentelemetry/api";
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { ClaimedDelivery } from "../src/claim/claim-strategy.js";
-import { HandlerOutcome, seconds, type SqlInboxError } from "../src/index.js";
+import { defineInbox, field } from "@sqlinbox/core";
+import { sql } from "kysely";
+import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, seconds, silentLogger, subscriber, type SqlInboxError } from "../src/index.js";
+import { until } from "./claim-forms.js";
 import { PausedClock, TestApp } from "../src/testing/index.js";
 import { DEPTH_SAMPLE_MS, DepthSampler } from "../src/telemetry/depth-sampler.js";
 import { loadTelemetry } from "../src/telemetry/load-telemetry.js";
@@ -140,5 +143,52 @@ describe("DepthSampler", () => {
     now += DEPTH_SAMPLE_MS;
     expect((await sampler.sample()).get(sub)).toBe(20);
     expect(counts).toBe(3);
+  });
+});
+
+describe("traceparent end to end", () => {
+  test("on SQLite: broker.publish on a table with a headers column; the delivery's process span is the publish span's child", async () => {
+    sdk.reset();
+    const engine = engines.find((e) => e.name === "sqlite");
+    if (engine === undefined) throw new Error("no sqlite engine");
+    const url = engine.url();
+    const db = await engine.connect(url);
+    await sql`CREATE TABLE trace_jobs (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, headers TEXT, payload TEXT NOT NULL)`.execute(db);
+    await db.destroy();
+    const spec = defineInbox({
+      table: "trace_jobs",
+      columns: {
+        id: field.id().generated(),
+        attempt: field.attempt().generated(),
+        lockedUntil: field.lease("locked_until"),
+        headers: field.headers(),
+        payload: field.payload<{ n: number }>(),
+      },
+    });
+    const seen = deferred<Readonly<Record<string, string>>>();
+    const broker = SqlBroker.fromUrl(url);
+    const app = new App({ name: "trace", version: "0", logger: silentLogger }).withBroker(broker.route(spec, "jobs"), (b) =>
+      b.include(
+        subscriber(InboxQueue.of(spec, "jobs").pollInterval(50), async (_job, ctx) => {
+          seen.resolve(ctx.get(keys.headers));
+          return HandlerOutcome.ack();
+        }),
+      ),
+    );
+    const running = await app.start();
+    try {
+      await broker.publish("jobs", { n: 1 }, { headers: { tenant: "acme" } });
+      const headers = await seen.promise;
+      expect(headers["tenant"]).toBe("acme");
+      const [published] = sdk.spansNamed("jobs publish");
+      expect(headers["traceparent"]).toBe(`00-${published?.spanContext().traceId}-${published?.spanContext().spanId}-01`);
+      await until(() => sdk.spansNamed("jobs process").length > 0, 5_000, "the process span to end");
+      const [processed] = sdk.spansNamed("jobs process");
+      expect(processed?.parentSpanContext?.spanId).toBe(published?.spanContext().spanId);
+      expect(processed?.links.map((l) => l.context.spanId)).toEqual([published?.spanContext().spanId]);
+    } finally {
+      await running.stop();
+      engine.cleanup();
+    }
   });
 });
