@@ -5,7 +5,8 @@
  */
 import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
+import { useEngineConnection } from "./fixtures.js";
 import type { AnyKysely } from "../src/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber, type LogFields, type Logger, type Subscriber } from "../src/index.js";
 import { createJobsTable, dropScope, insertJobs, jobsSpecOf, killSession, matrix, sessionsOf, readJobs, scopedUrl, serverEngines, until, type Job } from "./claim-forms.js";
@@ -34,15 +35,10 @@ async function runApp(url: string, sub: Subscriber, route: Parameters<SqlBroker[
 }
 
 describe.each(matrix)("batch handlers on $engine.name × $form", ({ engine, form }) => {
-  let db: AnyKysely;
-  let url: string;
-  beforeAll(async () => {
-    url = engine.url();
-    db = await engine.connect(url);
-  });
-  afterAll(async () => {
-    await db.destroy();
-    engine.cleanup();
+  let db!: AnyKysely;
+  let url = "";
+  useEngineConnection(engine, (connected) => {
+    ({ db, url } = connected);
   });
 
   test("one call per claim, one outcome per row: acks finish their rows, retries come back once", async () => {

@@ -4,7 +4,8 @@
  * recording the last error and the attempts) or to another group of the same table; in the lease
  * form a move whose lease was lost changes nothing.
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
+import { useEngineConnection } from "./fixtures.js";
 import { sql } from "kysely";
 import type { AnyKysely } from "../src/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, silentLogger, subscriber, type LogFields, type Logger } from "../src/index.js";
@@ -13,15 +14,10 @@ import { engines, unique } from "./engines.js";
 import { createTables, deadJobsOf, dropTables, groupedJobsOf, insertGrouped, readDead, readSource } from "./dead-letter-tables.js";
 
 describe.each(matrix)("dead letters on $engine.name × $form", ({ engine, form }) => {
-  let db: AnyKysely;
-  let url: string;
-  beforeAll(async () => {
-    url = engine.url();
-    db = await engine.connect(url);
-  });
-  afterAll(async () => {
-    await db.destroy();
-    engine.cleanup();
+  let db!: AnyKysely;
+  let url = "";
+  useEngineConnection(engine, (connected) => {
+    ({ db, url } = connected);
   });
 
   async function run(

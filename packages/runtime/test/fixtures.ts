@@ -41,6 +41,23 @@ export function deferred<T = void>(): Deferred<T> {
   return { promise, resolve };
 }
 
+/**
+ * Registers the hooks a test file shares on one engine: a broker URL and a setup connection opened
+ * once before its tests (`onConnected` receives them), closed and the engine's files removed after.
+ */
+export function useEngineConnection(engine: TestEngine, onConnected: (connection: { readonly url: string; readonly db: AnyKysely }) => void): void {
+  let db: AnyKysely | undefined;
+  beforeAll(async () => {
+    const url = engine.url();
+    db = await engine.connect(url);
+    onConnected({ url, db });
+  });
+  afterAll(async () => {
+    await db?.destroy();
+    engine.cleanup();
+  });
+}
+
 /** What `useLeaseTable` gives each test: the broker URL, a setup connection and this test's fresh table. */
 export interface LeaseTableScope {
   readonly url: string;
@@ -58,13 +75,8 @@ export function useLeaseTable(engine: TestEngine, prefix: string, onScope: (scop
   let db: AnyKysely | undefined;
   let table = "";
   const stops: Array<() => Promise<unknown>> = [];
-  beforeAll(async () => {
-    url = engine.url();
-    db = await engine.connect(url);
-  });
-  afterAll(async () => {
-    await db?.destroy();
-    engine.cleanup();
+  useEngineConnection(engine, (connected) => {
+    ({ url, db } = connected);
   });
   beforeEach(async () => {
     table = unique(`${prefix}_${engine.name}`);

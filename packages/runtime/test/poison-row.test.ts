@@ -4,7 +4,8 @@
  * row ends as the policy says — kept (no dead letter declared) or in the dead letter.
  * Measured times go to the test's note (console) so the docs can cite them.
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
+import { useEngineConnection } from "./fixtures.js";
 import type { AnyKysely } from "../src/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, silentLogger, subscriber } from "../src/index.js";
 import { matrix, until } from "./claim-forms.js";
@@ -16,15 +17,10 @@ const GOOD = 50;
 const FULL_SPEED_MS = 5_000;
 
 describe.each(matrix)("a poison row on $engine.name × $form, workers(1)", ({ engine, form }) => {
-  let db: AnyKysely;
-  let url: string;
-  beforeAll(async () => {
-    url = engine.url();
-    db = await engine.connect(url);
-  });
-  afterAll(async () => {
-    await db.destroy();
-    engine.cleanup();
+  let db!: AnyKysely;
+  let url = "";
+  useEngineConnection(engine, (connected) => {
+    ({ db, url } = connected);
   });
 
   async function drain(poison: "undecodable" | "throws", withDeadLetter: boolean) {

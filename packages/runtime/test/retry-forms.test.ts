@@ -3,7 +3,8 @@
  * releases the row at once; `retryAfter(ms)` on a table without a retryAfter column releases it
  * at once too (nothing is held for the delay) and this process leaves it out of its claims for `ms`.
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
+import { useEngineConnection } from "./fixtures.js";
 import type { AnyKysely } from "../src/database.js";
 import { HandlerOutcome } from "../src/index.js";
 import { engines, unique } from "./engines.js";
@@ -13,15 +14,10 @@ import { App, InboxQueue, SqlBroker, keys, silentLogger, subscriber } from "../s
 const cases = engines.flatMap((engine) => (engine.engine === "sqlite" ? (["advisory"] as const) : (["rowLock", "advisory"] as const)).map((form) => ({ engine, form })));
 
 describe.each(cases)("retries on $engine.name × $form", ({ engine, form }) => {
-  let db: AnyKysely;
-  let url: string;
-  beforeAll(async () => {
-    url = engine.url();
-    db = await engine.connect(url);
-  });
-  afterAll(async () => {
-    await db.destroy();
-    engine.cleanup();
+  let db!: AnyKysely;
+  let url = "";
+  useEngineConnection(engine, (connected) => {
+    ({ db, url } = connected);
   });
 
   test.each([

@@ -4,7 +4,8 @@
  * mid-handler commits nothing (`LeaseLost`).
  */
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
+import { useEngineConnection } from "./fixtures.js";
 import type { AnyKysely } from "../src/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber, type LogFields, type Logger } from "../src/index.js";
 import { createJobsTable, insertJobs, jobsSpecOf, matrix, readJobs, until } from "./claim-forms.js";
@@ -31,15 +32,10 @@ function recordingLogger(errors: Array<{ message: string; code: unknown }>): Log
 }
 
 describe.each(matrix)("transactional handlers on $engine.name × $form", ({ engine, form }) => {
-  let db: AnyKysely;
-  let url: string;
-  beforeAll(async () => {
-    url = engine.url();
-    db = await engine.connect(url);
-  });
-  afterAll(async () => {
-    await db.destroy();
-    engine.cleanup();
+  let db!: AnyKysely;
+  let url = "";
+  useEngineConnection(engine, (connected) => {
+    ({ db, url } = connected);
   });
 
   async function run(
