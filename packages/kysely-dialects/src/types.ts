@@ -27,6 +27,11 @@ export interface EngineCapabilities {
   readonly advisoryLockName: "key-hash" | "database-and-key" | null;
   /** The server relays notifications between sessions (Postgres LISTEN/NOTIFY): `notify` is not `null`. */
   readonly listenNotify: boolean;
+  /**
+   * A list of ids can be one array parameter (`"id" = any($1)`), so a statement keeps one text
+   * whatever the list's length (Postgres); elsewhere a list is `IN (?, ?, …)`, one text per length.
+   */
+  readonly arrayParameters: boolean;
   /** Bound parameters one statement may carry: a bulk publish splits its rows into inserts that fit. */
   readonly maxParameters: number;
   /** A table can live in a named schema (Postgres) or another database (MySQL/MariaDB); not on SQLite. */

@@ -417,12 +417,16 @@ describe("lease", () => {
           "postgres": {
             "parameters": [
               2024-05-01T12:00:30.789Z,
-              7,
-              9,
+              [
+                7,
+                9,
+              ],
               2024-05-01T12:00:31.000Z,
-              8,
+              [
+                8,
+              ],
             ],
-            "sql": "delete from "report_jobs" where (("locked_until" = $1 and "id" in ($2, $3)) or ("locked_until" = $4 and "id" = $5)) returning "id"",
+            "sql": "delete from "report_jobs" where (("locked_until" = $1 and "id" = any($2)) or ("locked_until" = $3 and "id" = any($4))) returning "id"",
           },
           "sqlite": {
             "parameters": [
@@ -447,10 +451,12 @@ describe("lease", () => {
           "postgres": {
             "parameters": [
               2024-05-01T12:00:30.789Z,
-              7,
-              9,
+              [
+                7,
+                9,
+              ],
             ],
-            "sql": "delete from "report_jobs" where ("locked_until" = $1 and "id" in ($2, $3)) returning "id"",
+            "sql": "delete from "report_jobs" where ("locked_until" = $1 and "id" = any($2)) returning "id"",
           },
           "sqlite": {
             "parameters": [
@@ -477,12 +483,16 @@ describe("lease", () => {
             "parameters": [
               2024-05-01T12:00:00.123Z,
               2024-05-01T12:00:30.789Z,
-              7,
-              9,
+              [
+                7,
+                9,
+              ],
               2024-05-01T12:00:31.000Z,
-              8,
+              [
+                8,
+              ],
             ],
-            "sql": "update "jobs" set "processed_at" = $1 where (("locked_until" = $2 and "id" in ($3, $4)) or ("locked_until" = $5 and "id" = $6)) returning "id"",
+            "sql": "update "jobs" set "processed_at" = $1 where (("locked_until" = $2 and "id" = any($3)) or ("locked_until" = $4 and "id" = any($5))) returning "id"",
           },
           "sqlite": {
             "parameters": [
@@ -516,12 +526,16 @@ describe("lease", () => {
         "postgres": {
           "parameters": [
             2024-05-01T12:00:30.789Z,
-            7,
-            9,
+            [
+              7,
+              9,
+            ],
             2024-05-01T12:00:31.000Z,
-            8,
+            [
+              8,
+            ],
           ],
-          "sql": "select "id" from "report_jobs" where (("locked_until" = $1 and "id" in ($2, $3)) or ("locked_until" = $4 and "id" = $5)) for update",
+          "sql": "select "id" from "report_jobs" where (("locked_until" = $1 and "id" = any($2)) or ("locked_until" = $3 and "id" = any($4))) for update",
         },
         "sqlite": {
           "parameters": [
@@ -555,12 +569,16 @@ describe("lease", () => {
           "parameters": [
             null,
             2024-05-01T12:00:30.789Z,
-            7,
-            9,
+            [
+              7,
+              9,
+            ],
             2024-05-01T12:00:31.000Z,
-            8,
+            [
+              8,
+            ],
           ],
-          "sql": "update "report_jobs" set "locked_until" = $1, "attempt" = "attempt" - 1 where (("locked_until" = $2 and "id" in ($3, $4)) or ("locked_until" = $5 and "id" = $6)) returning "id"",
+          "sql": "update "report_jobs" set "locked_until" = $1, "attempt" = "attempt" - 1 where (("locked_until" = $2 and "id" = any($3)) or ("locked_until" = $4 and "id" = any($5))) returning "id"",
         },
         "sqlite": {
           "parameters": [

@@ -59,6 +59,7 @@ describe("capabilities, side by side", () => {
         "mysql": {
           "advisoryLockName": "database-and-key",
           "advisoryLocks": "session",
+          "arrayParameters": false,
           "claimIsolation": "read committed",
           "engine": "mysql",
           "insertReturning": false,
@@ -72,6 +73,7 @@ describe("capabilities, side by side", () => {
         "postgres": {
           "advisoryLockName": "key-hash",
           "advisoryLocks": "session",
+          "arrayParameters": true,
           "engine": "postgres",
           "insertReturning": true,
           "listenNotify": true,
@@ -84,6 +86,7 @@ describe("capabilities, side by side", () => {
         "sqlite": {
           "advisoryLockName": null,
           "advisoryLocks": "process",
+          "arrayParameters": false,
           "engine": "sqlite",
           "insertReturning": true,
           "listenNotify": false,

@@ -34,6 +34,12 @@ export class ParkedRows {
     return ids;
   }
 
+  /** True while `id` is parked (a candidate read before it was parked must not be taken). */
+  has(id: unknown): boolean {
+    const until = this.#until.get(id);
+    return until !== undefined && until > this.#clock.now().getTime();
+  }
+
   get size(): number {
     return this.#until.size;
   }

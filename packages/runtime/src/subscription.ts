@@ -136,6 +136,7 @@ export class Subscription {
   /** Claims again now instead of at the end of the poll wait: a publish in this process starts a claim in the same turn. */
   wake(): void {
     this.#wakes++;
+    this.#s.strategy.invalidate?.();
     this.#s.activity.touch();
     if (this.#pollTimer !== undefined) {
       this.#pollTimer.cancel();

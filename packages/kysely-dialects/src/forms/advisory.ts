@@ -5,6 +5,7 @@ import { takeQuery } from "../statements/advisory-take.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
 import { compiled } from "../statements/query-db.js";
 import { ackQuery, lockedRetryQuery } from "../statements/settle.js";
+import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes } from "../statements/shapes.js";
 import type { EngineTraits } from "./engine-traits.js";
 
 /**
@@ -15,12 +16,16 @@ import type { EngineTraits } from "./engine-traits.js";
 export function advisoryStatements(engine: EngineTraits): AdvisoryStatements {
   const ctx = engine.statements;
   const locks = engine.sessionLocks;
+  // Compiled once per shape: every delivery runs a take and a settlement.
+  const shapes = new StatementShapes(ctx);
   return Object.freeze({
-    selectCandidates: (spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> => compiled(selectClaimableQuery(ctx, spec, options, { lock: "none" })),
+    selectCandidates: (spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> =>
+      shapes.fill(spec, claimShapeKey("candidates", options), claimValues(options), (c, v) => compiled(selectClaimableQuery(c, spec, claimOptionsOf(v), { lock: "none" }))),
     tryLock: locks === null ? () => null : (key: string, database: string) => locks.tryLock(key, database),
     unlock: locks === null ? () => null : (key: string, database: string) => locks.unlock(key, database),
-    take: (spec: InboxDescription, id: unknown, now: Date) => takeQuery(ctx, spec, id, now),
-    settleAck: (spec: InboxDescription, id: unknown, now: Date) => ackQuery(ctx, spec, id, now),
-    settleRetry: (spec: InboxDescription, id: unknown, retryAt: Date | null) => lockedRetryQuery(ctx, spec, id, retryAt),
+    take: (spec: InboxDescription, id: unknown, now: Date) => shapes.fill(spec, "take", { id, now }, (c, v) => takeQuery(c, spec, v.id, v.now)),
+    settleAck: (spec: InboxDescription, id: unknown, now: Date) => shapes.fill(spec, "ack", { id, now }, (c, v) => ackQuery(c, spec, v.id, v.now)),
+    settleRetry: (spec: InboxDescription, id: unknown, retryAt: Date | null) =>
+      retryAt === null ? null : shapes.fill(spec, "retry", { id, retryAt }, (c, v) => lockedRetryQuery(c, spec, v.id, v.retryAt) as CompiledQuery),
   });
 }

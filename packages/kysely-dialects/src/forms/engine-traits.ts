@@ -9,7 +9,7 @@ import type { StatementContext } from "../statements/query-db.js";
  * when `lease` is given (lease form; `null` in the row-lock form), and returns the rows with
  * their described columns after the change.
  */
-export type OneStatementClaim = (spec: InboxDescription, options: ClaimOptions, lease: LeaseStamp | null) => CompiledQuery<RawRow>;
+export type OneStatementClaim = (ctx: StatementContext, spec: InboxDescription, options: ClaimOptions, lease: LeaseStamp | null) => CompiledQuery<RawRow>;
 
 /** An engine's session locks on advisory keys (`null` where keys live in the process). */
 export interface SessionLockStatements {

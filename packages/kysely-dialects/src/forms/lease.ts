@@ -3,10 +3,11 @@ import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, HeldLease, LeaseClaimOptions, LeaseStatements, RawRow } from "../types.js";
 import { stampPickedQuery } from "../statements/claim-stamp.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
-import { ackManyQuery, releaseUnstartedQuery, selectHeldQuery } from "../statements/held-leases.js";
+import { ackManyQuery, heldShape, releaseUnstartedQuery, selectHeldQuery } from "../statements/held-leases.js";
 import { extendQuery, readLeasesQuery } from "../statements/lease-extend.js";
 import { compiled } from "../statements/query-db.js";
 import { ackQuery, leaseRetryQuery } from "../statements/settle.js";
+import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes } from "../statements/shapes.js";
 import type { EngineTraits } from "./engine-traits.js";
 
 /**
@@ -14,21 +15,34 @@ import type { EngineTraits } from "./engine-traits.js";
  * settlement and extension matches it. What differs by engine is read from its traits: the
  * one-statement claim (absent on MySQL/MariaDB: `selectClaimable` then `stampClaimed`), whether
  * selects lock what they read (`rowLock`), and whether writes return ids (`updateReturning`).
+ * The statements a claim loop runs over and over (claims, acks) are compiled once per shape.
  */
 export function leaseStatements(engine: EngineTraits): LeaseStatements {
   const ctx = engine.statements;
   const oneStatement = engine.oneStatementClaim;
   const lock = engine.capabilities.rowLock ? "skip locked" : "none";
+  const shapes = new StatementShapes(ctx);
   return Object.freeze({
-    claim: oneStatement === null ? () => null : (spec: InboxDescription, options: LeaseClaimOptions): CompiledQuery<RawRow> => oneStatement(spec, options, options),
-    selectClaimable: (spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> => compiled(selectClaimableQuery(ctx, spec, options, { lock })),
-    stampClaimed: (spec: InboxDescription, ids: readonly unknown[], until: Date, precision: number) => stampPickedQuery(ctx, spec, ids, { until, precision }),
+    claim:
+      oneStatement === null
+        ? () => null
+        : (spec: InboxDescription, options: LeaseClaimOptions): CompiledQuery<RawRow> =>
+            shapes.fill(spec, `${claimShapeKey("claim", options)}|${options.precision}`, { ...claimValues(options), until: options.until }, (c, v) =>
+              oneStatement(c, spec, claimOptionsOf(v), { until: v.until, precision: options.precision }),
+            ),
+    selectClaimable: (spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> =>
+      shapes.fill(spec, claimShapeKey("select", options), claimValues(options), (c, v) => compiled(selectClaimableQuery(c, spec, claimOptionsOf(v), { lock }))),
+    stampClaimed: (spec: InboxDescription, ids: readonly unknown[], until: Date, precision: number) =>
+      shapes.fill(spec, `stamp|${ids.length}|${precision}`, { ids, until }, (c, v) => stampPickedQuery(c, spec, v.ids, { until: v.until, precision })),
     extend: (spec: InboxDescription, leases: readonly HeldLease[], until: Date, precision: number) => extendQuery(ctx, spec, leases, { until, precision }),
     readLeases: (spec: InboxDescription, ids: readonly unknown[]) => readLeasesQuery(ctx, spec, ids),
     settleAck: (spec: InboxDescription, lease: HeldLease, now: Date, precision: number) => ackQuery(ctx, spec, lease.id, now, { lease, precision }),
     settleRetry: (spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number) => leaseRetryQuery(ctx, spec, lease, retryAt, precision),
-    settleAckMany: (spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number) => ackManyQuery(ctx, spec, leases, now, precision),
-    selectHeld: (spec: InboxDescription, leases: readonly HeldLease[], precision: number) => selectHeldQuery(ctx, spec, leases, precision),
-    releaseUnstarted: (spec: InboxDescription, leases: readonly HeldLease[], precision: number) => releaseUnstartedQuery(ctx, spec, leases, precision),
+    settleAckMany: (spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number) =>
+      heldShape(shapes, ctx, spec, `ack|${precision}`, leases, { now }, (c, groups, at) => ackManyQuery(c, spec, groups, at as Date, precision)),
+    selectHeld: (spec: InboxDescription, leases: readonly HeldLease[], precision: number) =>
+      heldShape(shapes, ctx, spec, `held|${precision}`, leases, {}, (c, groups) => selectHeldQuery(c, spec, groups, precision)),
+    releaseUnstarted: (spec: InboxDescription, leases: readonly HeldLease[], precision: number) =>
+      heldShape(shapes, ctx, spec, `release|${precision}`, leases, {}, (c, groups) => releaseUnstartedQuery(c, spec, groups, precision)),
   });
 }

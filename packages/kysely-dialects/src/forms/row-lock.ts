@@ -5,6 +5,7 @@ import { stampPickedQuery } from "../statements/claim-stamp.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
 import { compiled } from "../statements/query-db.js";
 import { ackQuery, lockedRetryQuery } from "../statements/settle.js";
+import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes } from "../statements/shapes.js";
 import type { EngineTraits } from "./engine-traits.js";
 
 /**
@@ -19,17 +20,23 @@ export function rowLockStatements(engine: EngineTraits): RowLockStatements | nul
   if (!engine.capabilities.rowLock) return null;
   const ctx = engine.statements;
   const oneStatement = engine.oneStatementClaim;
+  // Compiled once per shape: a delivery runs a claim and a settlement.
+  const shapes = new StatementShapes(ctx);
   return Object.freeze({
     claim(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> {
       // Without an attempt column there is nothing to write: the locking select is the claim.
-      if (oneStatement !== null && spec.attempt !== undefined) return oneStatement(spec, options, null);
-      return compiled(selectClaimableQuery(ctx, spec, options, { lock: "skip locked" }));
+      if (oneStatement !== null && spec.attempt !== undefined)
+        return shapes.fill(spec, claimShapeKey("claim", options), claimValues(options), (c, v) => oneStatement(c, spec, claimOptionsOf(v), null));
+      return shapes.fill(spec, claimShapeKey("select", options), claimValues(options), (c, v) =>
+        compiled(selectClaimableQuery(c, spec, claimOptionsOf(v), { lock: "skip locked" })),
+      );
     },
     countAttempts(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery | null {
       if (oneStatement !== null || spec.attempt === undefined) return null;
-      return stampPickedQuery(ctx, spec, ids, null);
+      return shapes.fill(spec, `count|${ids.length}`, { ids }, (c, v) => stampPickedQuery(c, spec, v.ids, null));
     },
-    settleAck: (spec: InboxDescription, id: unknown, now: Date) => ackQuery(ctx, spec, id, now),
-    settleRetry: (spec: InboxDescription, id: unknown, retryAt: Date | null) => lockedRetryQuery(ctx, spec, id, retryAt),
+    settleAck: (spec: InboxDescription, id: unknown, now: Date) => shapes.fill(spec, "ack", { id, now }, (c, v) => ackQuery(c, spec, v.id, v.now)),
+    settleRetry: (spec: InboxDescription, id: unknown, retryAt: Date | null) =>
+      retryAt === null ? null : shapes.fill(spec, "retry", { id, retryAt }, (c, v) => lockedRetryQuery(c, spec, v.id, v.retryAt) as CompiledQuery),
   });
 }

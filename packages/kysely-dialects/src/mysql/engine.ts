@@ -22,11 +22,13 @@ const capabilities: EngineCapabilities = Object.freeze({
   advisoryLocks: "session",
   // GET_LOCK names are server-wide and at most 64 characters: database-prefixed, hashed past that.
   advisoryLockName: "database-and-key",
-  // No notifications between sessions: other processes see a publish at their next poll.
+  // No array type: a list is `IN (?, ?, …)`.
+  arrayParameters: false,
   // A prepared statement takes at most 65535 placeholders.
   maxParameters: 65535,
   // A table description's schema names another database on the same server.
   tableSchemas: true,
+  // No notifications between sessions: other processes see a publish at their next poll.
   listenNotify: false,
   // REPEATABLE READ gap locks make concurrent claims deadlock far more often.
   claimIsolation: "read committed",

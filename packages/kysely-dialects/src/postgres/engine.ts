@@ -23,16 +23,18 @@ const capabilities: EngineCapabilities = Object.freeze({
   advisoryLocks: "session",
   // pg_try_advisory_lock takes a 64-bit number: the key's hashtextextended.
   advisoryLockName: "key-hash",
-  // LISTEN/NOTIFY, sent at commit.
+  // pg sends a JS array as a Postgres array; `= any($1)` takes the column type for it.
+  arrayParameters: true,
   // The wire protocol counts parameters in 16 bits.
   maxParameters: 65535,
   // A table description's schema names a Postgres schema.
   tableSchemas: true,
+  // LISTEN/NOTIFY, sent at commit.
   listenNotify: true,
 });
 
 const statements = Object.freeze({ db: postgresDb, time: postgresTime, capabilities });
-const oneStatementClaim: OneStatementClaim = (spec, options, lease) => claimWithCte(statements, spec, options, lease);
+const oneStatementClaim: OneStatementClaim = claimWithCte;
 
 /** PostgreSQL as the form builders see it: the list of what differs here. */
 export const postgresEngine: EngineTraits & { readonly notify: NotifyStatements } = Object.freeze({

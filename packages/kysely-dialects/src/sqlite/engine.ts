@@ -20,16 +20,18 @@ const capabilities: EngineCapabilities = Object.freeze({
   // No session locks: keys live in a registry of the process (one database file, one process).
   advisoryLocks: "process",
   advisoryLockName: null,
-  // No server to relay notifications.
+  // No array type: a list is `IN (?, ?, …)`.
+  arrayParameters: false,
   // SQLITE_MAX_VARIABLE_NUMBER defaults to 32766 since 3.32 (below the 3.35 floor).
   maxParameters: 32766,
   // Attached databases are per connection, not a place a description can name.
   tableSchemas: false,
+  // No server to relay notifications.
   listenNotify: false,
 });
 
 const statements = Object.freeze({ db: sqliteDb, time: sqliteTime, capabilities });
-const oneStatementClaim: OneStatementClaim = (spec, options, lease) => claimUpdateReturning(statements, spec, options, lease);
+const oneStatementClaim: OneStatementClaim = claimUpdateReturning;
 
 /** SQLite as the form builders see it: the list of what differs here. */
 export const sqliteEngine: EngineTraits = Object.freeze({

@@ -26,6 +26,13 @@ interface KeyHold {
 /** Candidates read per claim round, per free worker: enough to reach past keys already in work. */
 const CANDIDATES_PER_WORKER = 8;
 const MIN_CANDIDATES = 64;
+/**
+ * How long a window of candidates serves later claims before it is read again. Within it, a
+ * candidate another session finished costs a lock try (and a take that finds nothing), never a
+ * wrong delivery: the take re-checks the row. A publish in this process drops the window, so a
+ * new row that ranks first is not passed over.
+ */
+const CANDIDATE_WINDOW_MS = 250;
 
 /**
  * The advisory form (every engine): a row is held by a lock on its key, taken on a
@@ -56,6 +63,10 @@ export class AdvisoryClaim implements ClaimStrategy {
   readonly #sessionLocks: boolean;
   readonly #scope: string;
   #databaseName: Promise<string> | undefined;
+  /** Candidates read by an earlier claim and not tried yet, in claim order; read again when empty or older than the window. */
+  #window: RawRow[] = [];
+  #windowAt = 0;
+  #windowReadAt = 0;
   /** How a delivery's key lock is given back or settled on. */
   readonly #holding: HoldingForm<KeyHold>;
 
@@ -94,58 +105,103 @@ export class AdvisoryClaim implements ClaimStrategy {
   }
 
   start(): void {}
-  stop(): void {}
+  stop(): void {
+    this.#window = [];
+  }
+
+  /** A publish in this process: the next claim reads candidates afresh (the new row may rank first). */
+  invalidate(): void {
+    this.#window = [];
+    this.#windowAt = 0;
+  }
+
+  /** The candidates to try: the rest of the window while it is fresh, else a new read of `size` rows. */
+  async #candidates(size: number, fresh: boolean): Promise<{ rows: RawRow[]; from: number; read: boolean }> {
+    const { database, spec, clock } = this.#setup;
+    const now = clock.now();
+    if (!fresh && this.#windowAt < this.#window.length && now.getTime() - this.#windowReadAt < CANDIDATE_WINDOW_MS) {
+      return { rows: this.#window, from: this.#windowAt, read: false };
+    }
+    const rows = (await database.execute("claim", this.#statements.selectCandidates(spec, { limit: size, now, ...groupOf(this.#setup), ...excludedBy(this.#setup) })))
+      .rows as RawRow[];
+    this.#window = rows;
+    this.#windowAt = 0;
+    this.#windowReadAt = now.getTime();
+    return { rows, from: 0, read: true };
+  }
 
   /** A delivery claimed but never started (the app stopped first) unlocks its key: the row is back at once (its attempt was counted by the take). */
   readonly releaseUnstarted = abandonUnstarted;
 
+  /**
+   * One claim round: tries the window's candidates in claim order until `limit` rows are taken.
+   * The window is read once for several rounds; when it runs out before `limit` it is read
+   * again once, so a stale window never makes a claim come back short while rows wait.
+   */
   async claim(limit: number): Promise<ClaimedDelivery[]> {
-    const { database, spec, clock } = this.#setup;
-    const window = Math.max(limit * CANDIDATES_PER_WORKER, MIN_CANDIDATES);
-    const candidates = (
-      await database.execute("claim", this.#statements.selectCandidates(spec, { limit: window, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) }))
-    ).rows;
+    const { database, spec, parked } = this.#setup;
+    const size = Math.max(limit * CANDIDATES_PER_WORKER, MIN_CANDIDATES);
     const tried = new Set<string>();
     const claimed: ClaimedDelivery[] = [];
     // One connection tries keys until a lock is taken; it then belongs to that delivery.
     let spare: HeldConnection | undefined;
     try {
-      for (const row of candidates) {
-        if (claimed.length >= limit) break;
-        const key = advisoryKeyOf(spec, row);
-        if (tried.has(key)) continue; // a later row of a key waits for the earlier one
-        tried.add(key);
-        const registered = `${this.#scope}\u0000${key}`;
-        if (keysInWork.has(registered)) continue;
-        keysInWork.add(registered);
-        try {
-          if (this.#sessionLocks) spare ??= await holdConnection(database.db);
-          const taken = await this.#take(row, key, spare);
-          if (taken === "held elsewhere") {
-            keysInWork.delete(registered);
+      for (let pass = 0; pass < 2 && claimed.length < limit; pass++) {
+        const { rows, from, read } = await this.#candidates(size, pass > 0);
+        // Rows kept for a later round: a later row of a key in work, or one not reached.
+        const kept: RawRow[] = [];
+        let i = from;
+        for (; i < rows.length && claimed.length < limit; i++) {
+          const row = rows[i] as RawRow;
+          // Parked after the window was read (a delay with no column for it): the take would not see it.
+          if (parked !== undefined && parked.size > 0 && parked.has(row[spec.id.name])) continue;
+          const key = advisoryKeyOf(spec, row);
+          if (tried.has(key)) {
+            kept.push(row); // a later row of a key waits for the earlier one
             continue;
           }
-          const connection = spare;
-          spare = undefined;
-          if (taken === "gone") {
-            keysInWork.delete(registered);
-            await this.#unlock(connection, key);
+          tried.add(key);
+          const registered = `${this.#scope}\u0000${key}`;
+          if (keysInWork.has(registered)) {
+            kept.push(row);
             continue;
           }
-          claimed.push(this.#delivery(row, key, registered, connection));
-        } catch (error) {
-          keysInWork.delete(registered);
-          // The lock may have been taken before the failure: unlock it; the failed session is
-          // closed, never pooled again (drivers/session-guard.ts), so no pooled session keeps it.
-          const connection = spare;
-          spare = undefined;
-          await this.#unlock(connection, key).catch(() => false);
-          // Rows taken earlier in this round are held on their own sessions: hand them on, or
-          // their keys and connections would stay held with no delivery to end them.
-          if (claimed.length === 0) throw error;
-          this.#setup.logger.warn({ ...errorFields(error), claimed: claimed.length }, "advisory claim round cut short; the rows taken so far are delivered");
-          break;
+          keysInWork.add(registered);
+          try {
+            if (this.#sessionLocks) spare ??= await holdConnection(database.db);
+            const taken = await this.#take(row, key, spare);
+            if (taken === "held elsewhere") {
+              keysInWork.delete(registered);
+              continue;
+            }
+            const connection = spare;
+            spare = undefined;
+            if (taken === "gone") {
+              keysInWork.delete(registered);
+              await this.#unlock(connection, key);
+              continue;
+            }
+            claimed.push(this.#delivery(row, key, registered, connection));
+          } catch (error) {
+            keysInWork.delete(registered);
+            this.invalidate();
+            // The lock may have been taken before the failure: unlock it; the failed session is
+            // closed, never pooled again (drivers/session-guard.ts), so no pooled session keeps it.
+            const connection = spare;
+            spare = undefined;
+            await this.#unlock(connection, key).catch(() => false);
+            // Rows taken earlier in this round are held on their own sessions: hand them on, or
+            // their keys and connections would stay held with no delivery to end them.
+            if (claimed.length === 0) throw error;
+            this.#setup.logger.warn({ ...errorFields(error), claimed: claimed.length }, "advisory claim round cut short; the rows taken so far are delivered");
+            return claimed;
+          }
         }
+        // The window goes on with what this round kept, then what it did not reach.
+        this.#window = kept.length === 0 ? rows : [...kept, ...rows.slice(i)];
+        this.#windowAt = kept.length === 0 ? i : 0;
+        // A fresh read is all this round can see: read again next round, not now.
+        if (read) break;
       }
     } finally {
       spare?.release();

@@ -51,6 +51,8 @@ export interface ClaimStrategy {
    * buffered), at once and without spending their attempt. Only where `claimsAhead`.
    */
   releaseUnstarted?(deliveries: readonly ClaimedDelivery[]): Promise<void>;
+  /** A publish in this process: forget what was read ahead of claims (the advisory form's candidate window). */
+  invalidate?(): void;
   /** Starts what keeps held rows held (the lease keeper). */
   start(): void;
   /** Stops keeping: deliveries in work keep what they hold now and may still settle. */
