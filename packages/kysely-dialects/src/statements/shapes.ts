@@ -130,9 +130,13 @@ export class StatementShapes {
 function standInsFor(values: Record<string, ShapeValue>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   let at = Date.UTC(2999, 0, 1);
+  const marked = (name: string) => {
+    at += 1_000;
+    return new MarkedDate(name, at);
+  };
   for (const [name, value] of Object.entries(values)) {
-    if (value instanceof Date) out[name] = new MarkedDate(name, (at += 1_000));
-    else if (Array.isArray(value)) out[name] = value.map((element, i) => (element instanceof Date ? new MarkedDate(`${name}.${i}`, (at += 1_000)) : new Slot(`${name}.${i}`)));
+    if (value instanceof Date) out[name] = marked(name);
+    else if (Array.isArray(value)) out[name] = value.map((element, i) => (element instanceof Date ? marked(`${name}.${i}`) : new Slot(`${name}.${i}`)));
     else if (value === undefined || value === null) out[name] = value;
     else if (value instanceof Whole) out[name] = new Slot(name);
     else out[name] = new Slot(name);
