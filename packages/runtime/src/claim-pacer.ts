@@ -1,5 +1,14 @@
-/** Claims in flight at most, whatever the shape, where rows wait at no cost: the next batch is claimed while the last one runs. */
-const MIN_CLAIMS_AHEAD = 2;
+/** Claims in flight at least, where rows wait at no cost: the next batch is claimed while the last one runs. */
+export const MIN_CLAIMS_AHEAD = 2;
+/** Claims in flight at most where rows wait at no cost, however fast handlers are: bounds the rows held ahead. */
+export const MAX_CLAIMS_AHEAD = 8;
+/**
+ * Rows claims in flight may bring at most, beyond the minimum: past it, more claims side by side
+ * cost more (a larger buffer, longer statements) than the latency they hide.
+ */
+export const MAX_ROWS_AHEAD = 512;
+/** Below this a handler is taken to cost this much (a no-op handler still decodes its payload). */
+const MIN_HANDLER_MS = 0.002;
 
 /**
  * What the pacer reads: a subscription's shape (fixed at start) and its counters (updated in
@@ -11,6 +20,11 @@ export interface ClaimPace {
   readonly batch: number;
   /** Claims in flight at most while the queue is not drained. */
   readonly maxClaims: number;
+  /**
+   * Where rows wait at no cost: the claims to keep in flight so that rows arrive before the
+   * workers run out, sized from measured claim latency and handler time (`claimsToCover`).
+   */
+  aheadClaims: number;
   /** Settlements in flight beyond which no claim starts (memory stays bounded when the database is slow). */
   readonly maxSettling: number;
   /** Claimed rows cost nothing while they wait (the lease form): claim whole batches ahead and buffer them. */
@@ -59,6 +73,7 @@ export function claimPaceFor(shape: PaceShape): ClaimPace {
     // shares one candidate select among its rows, and claims side by side would contend for the same keys.)
     // A batch handler: one claim per free worker, each a whole batch.
     maxClaims: oneRowClaims || wholeBatches ? workers : Math.max(claimsAhead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch)),
+    aheadClaims: MIN_CLAIMS_AHEAD,
     maxSettling: 4 * Math.max(batch, workers),
     inFlight: 0,
     buffered: 0,
@@ -75,19 +90,37 @@ export function claimPaceFor(shape: PaceShape): ClaimPace {
  */
 export function rowsToClaim(pace: ClaimPace): number {
   const { workers, batch, inFlight } = pace;
-  if (pace.claims >= (pace.drained ? 1 : pace.maxClaims) || pace.settling >= pace.maxSettling) return 0;
+  const maxClaims = pace.claimsAhead && !pace.wholeBatches ? Math.max(pace.maxClaims, pace.aheadClaims) : pace.maxClaims;
+  if (pace.claims >= (pace.drained ? 1 : maxClaims) || pace.settling >= pace.maxSettling) return 0;
   // A batch handler: a free worker takes a whole batch in one claim, nothing is buffered.
   if (pace.wholeBatches) return workers - inFlight - pace.claims > 0 ? batch : 0;
   if (pace.claimsAhead) {
     // Claim a whole batch when a worker is free that neither the buffer nor a running claim will feed,
-    // or, while a worker is between deliveries, when less than a batch is on hand (the next batch
-    // arrives while the buffer's last rows run, instead of after them).
+    // or, while a worker is between deliveries, when fewer rows are on hand or coming than the
+    // workers run through while a claim is under way (`aheadClaims - 1` batches; one at the least),
+    // so the next batch arrives while the buffer's last rows run, instead of after them.
     const uncovered = workers - inFlight - pace.buffered - pace.claims;
-    const refill = inFlight < workers && pace.buffered + pace.claiming < batch;
+    const refill = inFlight < workers && pace.buffered + pace.claiming < batch * Math.max(1, pace.aheadClaims - 1);
     return uncovered <= 0 && !refill ? 0 : batch;
   }
   // A claimed row holds a connection at once: never claim more than there are free workers.
   const free = workers - inFlight - pace.claiming;
   if (free <= 0) return 0;
   return pace.oneRowClaims ? 1 : Math.min(batch, free);
+}
+
+/**
+ * The claims to keep in flight where rows wait at no cost: enough batches to cover the rows the
+ * workers run through while one claim is under way (`claimMs` of latency, each row `handlerMs`
+ * on one of `workers`), plus the one being used; between `MIN_CLAIMS_AHEAD` and `MAX_CLAIMS_AHEAD`,
+ * and no more than `MAX_ROWS_AHEAD` rows' worth of claims (batch 64: 8 claims; batch 500: the minimum).
+ * Slow handlers keep the minimum; fast handlers behind a slow claim (a round trip and a commit's
+ * fsync) get more claims side by side, which the database commits together.
+ */
+export function claimsToCover(claimMs: number, handlerMs: number, workers: number, batch: number): number {
+  if (!(claimMs > 0)) return MIN_CLAIMS_AHEAD;
+  const rowsWhileClaiming = (claimMs * workers) / Math.max(handlerMs, MIN_HANDLER_MS);
+  const claims = Math.ceil(rowsWhileClaiming / batch) + 1;
+  const cap = Math.max(MIN_CLAIMS_AHEAD, Math.min(MAX_CLAIMS_AHEAD, Math.floor(MAX_ROWS_AHEAD / batch)));
+  return Math.min(cap, Math.max(MIN_CLAIMS_AHEAD, claims));
 }

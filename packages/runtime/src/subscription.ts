@@ -10,7 +10,7 @@ import { decodePayload, decodePayloadNow } from "./payload.js";
 import type { QueueOptions } from "./queue.js";
 import type { Outputs, Subscriber } from "./subscriber.js";
 import type { Activity } from "./activity.js";
-import { claimPaceFor, rowsToClaim, type ClaimPace } from "./claim-pacer.js";
+import { claimPaceFor, claimsToCover, rowsToClaim, type ClaimPace } from "./claim-pacer.js";
 import { deliverBatch, type BatchRun } from "./batch-delivery.js";
 import type { AnyTransaction } from "./database.js";
 import type { DeliveryTrace, SubscriptionTelemetry } from "./telemetry/telemetry.js";
@@ -87,6 +87,10 @@ export class Subscription {
   /** A batch handler's subscription: what each batch delivery needs; batches in work. */
   readonly #batchRun: BatchRun | undefined;
   #batches = 0;
+  /** Claims ahead (the lease form, per-row handlers): claim latency and handler time, moving averages in ms, which size the claims kept in flight. */
+  readonly #measures: boolean;
+  #claimMs = 0;
+  #handlerMs = 0;
 
   constructor(setup: SubscriptionSetup) {
     this.#s = setup;
@@ -107,6 +111,7 @@ export class Subscription {
       oneRowClaims: setup.strategy.form === "rowLock" && sharedTransaction !== true && !batchHandler,
       wholeBatches: batchHandler,
     });
+    this.#measures = setup.strategy.claimsAhead === true && !batchHandler;
     this.#batchRun =
       setup.subscriber.kind === "batch"
         ? {
@@ -240,11 +245,12 @@ export class Subscription {
     const { strategy, logger } = this.#s;
     const wakes = this.#wakes;
     const telemetry = this.#s.telemetry;
-    const claimStartedAt = telemetry === undefined ? 0 : performance.now();
+    const claimStartedAt = telemetry === undefined && !this.#measures ? 0 : performance.now();
     let claimed: ClaimedDelivery[];
     try {
       claimed = await strategy.claim(limit);
       telemetry?.claimed(claimStartedAt, claimed.length);
+      if (this.#measures) this.#measuredClaim(performance.now() - claimStartedAt);
     } catch (error) {
       logger.error({ ...errorFields(error) }, "claim failed; trying again after the poll interval");
       this.#pollWait();
@@ -265,6 +271,12 @@ export class Subscription {
     const drained = claimed.length < limit;
     this.#pace.drained = drained;
     if (drained && this.#wakes === wakes) this.#pollWait();
+  }
+
+  /** A claim's latency: the claims kept in flight follow it (once a handler's time is known too). */
+  #measuredClaim(ms: number): void {
+    this.#claimMs = movingAverage(this.#claimMs, ms);
+    if (this.#handlerMs > 0) this.#pace.aheadClaims = claimsToCover(this.#claimMs, this.#handlerMs, this.#pace.workers, this.#pace.batch);
   }
 
   #pollWait(): void {
@@ -342,7 +354,7 @@ export class Subscription {
     }
     const ctx = deliveryContext<readonly RoleMarker[]>(this.#contextPlace, delivery, clock, tx);
     let outcome: HandlerOutcome;
-    const handlerStartedAt = trace === undefined ? 0 : performance.now();
+    const handlerStartedAt = trace === undefined && !this.#measures ? 0 : performance.now();
     try {
       if (subscriber.kind !== "row") throw new Error("a batch subscriber's rows go through deliverBatch");
       const result =
@@ -352,6 +364,7 @@ export class Subscription {
       // A handler that returns without a promise costs no extra turn of the microtask queue.
       outcome = toOutcome(isPromiseLike(result) ? await result : result);
       trace?.handled(handlerStartedAt, false);
+      if (this.#measures) this.#handlerMs = movingAverage(this.#handlerMs, Math.max(1e-6, performance.now() - handlerStartedAt));
     } catch (error) {
       trace?.handled(handlerStartedAt, true, error);
       outcome = this.#failed(this.#onError, "handler", delivery, error);
@@ -471,6 +484,11 @@ export class Subscription {
       logger.error({ ...errorFields(settleError), ...this.#place, id: delivery.id, outcome: outcome.kind }, "could not settle an undecodable row; it returns when its hold ends");
     }
   }
+}
+
+/** An exponential moving average (weight 1/5 on the new sample); the first sample stands alone. */
+function movingAverage(average: number, sample: number): number {
+  return average === 0 ? sample : average + (sample - average) / 5;
 }
 
 /** The log line of an undecodable payload, by what the onDecodeError policy made of it. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { claimPaceFor, rowsToClaim, type ClaimPace, type PaceShape } from "../src/claim-pacer.js";
+import { claimPaceFor, claimsToCover, MAX_CLAIMS_AHEAD, MIN_CLAIMS_AHEAD, rowsToClaim, type ClaimPace, type PaceShape } from "../src/claim-pacer.js";
 
 const lease = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: true, oneRowClaims: false });
 const advisory = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: false });
@@ -9,7 +9,7 @@ const sharedRowLock = (workers: number, batch: number): PaceShape => ({ workers,
 /** A batch handler: `workers` batches in work, a whole batch per claim (any form). */
 const batchHandler = (workers: number, batch: number, claimsAhead = false): PaceShape => ({ workers, batch, claimsAhead, oneRowClaims: false, wholeBatches: true });
 
-type Counters = Partial<Pick<ClaimPace, "inFlight" | "buffered" | "claims" | "claiming" | "settling" | "drained">>;
+type Counters = Partial<Pick<ClaimPace, "inFlight" | "buffered" | "claims" | "claiming" | "settling" | "drained" | "aheadClaims">>;
 
 /** Not drained unless a row says so: most rows test the steady state. */
 function ask(shape: PaceShape, counters: Counters): number {
@@ -97,6 +97,14 @@ describe("rowsToClaim", () => {
     ["batch handler, free slots spoken for by claims: none", batchHandler(8, 64), { inFlight: 6, claims: 2, claiming: 128 }, 0],
     ["batch handler, every slot busy: none", batchHandler(2, 16, true), { inFlight: 2 }, 0],
     ["batch handler drained, one claim running: none", batchHandler(8, 64), { drained: true, claims: 1, claiming: 64 }, 0],
+    // Claims in flight sized from latency (lease): aheadClaims raises the cap and the rows kept coming.
+    ["lease, aheadClaims 4: a third claim while fewer than 3 batches are coming", lease(8, 64), { inFlight: 2, claims: 2, claiming: 128, aheadClaims: 4 }, 64],
+    ["lease, aheadClaims 4: none once 3 batches are on hand or coming", lease(8, 64), { inFlight: 2, buffered: 64, claims: 2, claiming: 128, aheadClaims: 4 }, 0],
+    ["lease, aheadClaims 4: none at 4 claims", lease(8, 64), { inFlight: 2, claims: 4, claiming: 128, aheadClaims: 4 }, 0],
+    ["lease, aheadClaims 4 but drained: one claim at a time", lease(8, 64), { drained: true, claims: 1, claiming: 64, aheadClaims: 4 }, 0],
+    ["lease, aheadClaims 4 needs a worker between deliveries", lease(8, 64), { inFlight: 8, claims: 1, claiming: 64, aheadClaims: 4 }, 0],
+    ["row lock ignores aheadClaims", rowLock(2, 1), { claims: 2, claiming: 2, aheadClaims: 8 }, 0],
+    ["batch handler ignores aheadClaims", batchHandler(2, 16, true), { claims: 2, claiming: 32, aheadClaims: 8 }, 0],
   ])("%s", (_name, shape, counters, rows) => {
     expect(ask(shape, counters)).toBe(rows);
   });
@@ -115,5 +123,21 @@ describe("rowsToClaim", () => {
       pace.claiming += limit;
     }
     expect(started).toEqual([1, 1, 1]);
+  });
+});
+
+describe("claimsToCover: claims in flight from claim latency and handler time", () => {
+  it.each<[string, number, number, number, number, number]>([
+    // name, claim ms, handler ms, workers, batch, claims
+    ["no latency measured yet: the minimum", 0, 1, 8, 64, MIN_CLAIMS_AHEAD],
+    ["slow handlers: one batch lasts longer than a claim, the minimum", 3, 20, 8, 64, MIN_CLAIMS_AHEAD],
+    ["3 ms claims, 0.05 ms handlers, 8 workers, batch 64: 480 rows while claiming → 8 batches + 1, capped", 3, 0.05, 8, 64, MAX_CLAIMS_AHEAD],
+    ["3 ms claims, 0.2 ms handlers, 8 workers, batch 64: 120 rows → 2 batches + 1", 3, 0.2, 8, 64, 3],
+    ["2 ms claims, 0.1 ms handlers, 4 workers, batch 16: 80 rows → 5 batches + 1", 2, 0.1, 4, 16, 6],
+    ["a no-op handler counts as the floor (0.002 ms): 1 ms claims, 1 worker, batch 500 → 500 rows, 1 batch + 1", 1, 0, 1, 500, 2],
+    ["batch 500, 3 ms claims, 0.01 ms handlers, 8 workers: 2,400 rows → 5 + 1, but 500-row claims past MAX_ROWS_AHEAD: the minimum", 3, 0.01, 8, 500, MIN_CLAIMS_AHEAD],
+    ["batch 128, fast handlers: MAX_ROWS_AHEAD / 128 = 4 claims", 3, 0.01, 8, 128, 4],
+  ])("%s", (_name, claimMs, handlerMs, workers, batch, claims) => {
+    expect(claimsToCover(claimMs, handlerMs, workers, batch)).toBe(claims);
   });
 });
