@@ -71,10 +71,18 @@ export async function runDrain(cases: readonly DrainCase[], s: BenchSettings): P
       continue;
     }
     try {
-      const warm = await runRound(c, s.warmupN);
-      const sized = Math.round((warm.jobsPerSec * s.drainTargetMs) / 1000 / 100) * 100;
-      nOf.set(c.id, Math.min(s.maxN, Math.max(s.minN, sized)));
-      log(`W1 ${c.id}: warm-up ${warm.jobsPerSec.toFixed(0)} jobs/s → N = ${nOf.get(c.id)}`);
+      // A small warm-up is mostly start-up for a fast system and sizes its N far too small (start-up then
+      // weighs on its result): when it points past 10× its own size, a second warm-up at a quarter of
+      // that N sizes it again.
+      const sizeFrom = (jobsPerSec: number) => Math.min(s.maxN, Math.max(s.minN, Math.round((jobsPerSec * s.drainTargetMs) / 1000 / 100) * 100));
+      let warm = await runRound(c, s.warmupN);
+      let n = sizeFrom(warm.jobsPerSec);
+      if (n > 10 * s.warmupN) {
+        warm = await runRound(c, Math.max(s.warmupN, Math.round(n / 4)));
+        n = Math.max(n, sizeFrom(warm.jobsPerSec));
+      }
+      nOf.set(c.id, n);
+      log(`W1 ${c.id}: warm-up ${warm.jobsPerSec.toFixed(0)} jobs/s → N = ${n}`);
     } catch (e) {
       fail(c, e);
     }
