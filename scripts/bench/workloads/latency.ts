@@ -4,7 +4,10 @@ import { makeWorkerUtils, run, type Runner, type WorkerUtils } from "graphile-wo
 import pg from "pg";
 import type { BenchSettings } from "../config.js";
 import { PG_URL } from "../config.js";
-import { connect, recreateTable } from "../db.js";
+import { connect, LEASE_PRECISION, recreateTable, tableOf, type AnyDb } from "../db.js";
+import { benchSpec, LEASE_MS } from "../systems/raw-sql.js";
+import { loadDialect } from "../systems/dialects.js";
+import type { EngineDialect, RawRow } from "@sqlinbox/kysely-dialects/internal";
 import { sleep, withTimeout } from "../jobs.js";
 import { report } from "../report-helpers.js";
 import { short, table } from "../report.js";
@@ -77,6 +80,79 @@ function sqlinboxInProcess(engine: EngineName): LatencyCase {
     publish: (seq) => broker!.publish("bench", { i: seq, t: wallNow() }),
     async stop() {
       await running?.stop();
+    },
+  };
+}
+
+/**
+ * The floor for an in-process wake: a raw insert, then at once the claim statement(s) sqlinbox runs
+ * (the lease form's, built by @sqlinbox/kysely-dialects), on one pool; the arrival is the moment
+ * the claim returns the row. No handler, no wake, no library between them.
+ */
+function rawInsertThenClaim(engine: EngineName): LatencyCase {
+  let db: AnyDb | undefined;
+  let dialect: EngineDialect | undefined;
+  let arrive: (seq: number, latencyMs: number) => void = () => {};
+  const spec = benchSpec("lease").description;
+  const precision = LEASE_PRECISION[engine];
+  return {
+    id: `raw-sql/${engine}/insert-then-claim`,
+    system: "raw-sql",
+    engine,
+    how: "an insert, then the lease claim at once, with Kysely and nothing else (the floor for an in-process wake)",
+    async check() {
+      const d = await loadDialect(engine);
+      if (typeof d === "string") return d;
+      dialect = d;
+      return null;
+    },
+    async start(onArrival) {
+      arrive = onArrival;
+      db = connect(engine, 4);
+      await recreateTable(db, engine, "lease");
+    },
+    async publish(seq) {
+      const t = wallNow();
+      await db!
+        .insertInto(tableOf("lease"))
+        .values({ payload: JSON.stringify({ i: seq, t }) })
+        .execute();
+      const now = new Date();
+      const options = { limit: 8, now, until: dialect!.time.truncate(new Date(now.getTime() + LEASE_MS), precision), precision };
+      const claim = dialect!.lease.claim(spec, options);
+      let rows: readonly RawRow[];
+      if (claim !== null) rows = (await db!.executeQuery(claim)).rows;
+      else
+        rows = await db!.transaction().execute(async (trx) => {
+          const selected = (await trx.executeQuery(dialect!.lease.selectClaimable(spec, options))).rows;
+          if (selected.length > 0)
+            await trx.executeQuery(
+              dialect!.lease.stampClaimed(
+                spec,
+                selected.map((r) => r.id),
+                options.until,
+                precision,
+              ),
+            );
+          return selected;
+        });
+      for (const row of rows) {
+        const p = JSON.parse(String(row.payload)) as { i: number; t: number };
+        arrive(p.i, wallNow() - p.t);
+      }
+      // Remove what was claimed, as the consumer's ack would (a publish at rate may claim another's row: every row is claimed once).
+      if (rows.length > 0)
+        await db!
+          .deleteFrom(tableOf("lease"))
+          .where(
+            "id",
+            "in",
+            rows.map((r) => r.id),
+          )
+          .execute();
+    },
+    async stop() {
+      await db?.destroy();
     },
   };
 }
@@ -199,7 +275,7 @@ let notify: (seq: number) => void = () => {};
 
 /** W3: publish → handler start, p50/p95/p99, idle and at a fixed rate. */
 export async function runLatency(s: BenchSettings, select: <T extends { id: string }>(c: T[]) => T[]): Promise<LatencyResult[]> {
-  const cases = select([...ENGINES.map(sqlinboxInProcess), ...ENGINES.map(sqlinboxSecondProcess), graphileLatency()]);
+  const cases = select([...ENGINES.flatMap((e) => [sqlinboxInProcess(e), rawInsertThenClaim(e)]), ...ENGINES.map(sqlinboxSecondProcess), graphileLatency()]);
   const results: LatencyResult[] = [];
   for (const c of cases) {
     const base = { id: c.id, system: c.system, engine: c.engine, how: c.how };
