@@ -15,6 +15,13 @@ import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from
 const keysInWork = new Set<string>();
 let scopes = 0;
 
+/** A candidate a claim set aside, with its key and the window it came from. */
+interface PassedRow {
+  readonly row: RawRow;
+  readonly key: string;
+  readonly generation: number;
+}
+
 /** What an advisory delivery holds: its key's lock, on its own session where locks are per session. */
 interface KeyHold {
   readonly key: string;
@@ -63,10 +70,22 @@ export class AdvisoryClaim implements ClaimStrategy {
   readonly #sessionLocks: boolean;
   readonly #scope: string;
   #databaseName: Promise<string> | undefined;
-  /** Candidates read by an earlier claim and not tried yet, in claim order; read again when empty or older than the window. */
+  /**
+   * The candidate window, shared by this subscription's claims: rows read by one select, in claim
+   * order, taken from the front one at a time (claims side by side never try the same row).
+   * Read again when empty, or older than `CANDIDATE_WINDOW_MS`; `#reading` is a read under way,
+   * which claims that find the window empty wait for instead of reading the same rows again.
+   */
   #window: RawRow[] = [];
   #windowAt = 0;
   #windowReadAt = 0;
+  #windowGeneration = 0;
+  #reading: Promise<void> | undefined;
+  /** Each candidate's place in claim order across reads, so rows given back go back in order. */
+  readonly #rank = new WeakMap<RawRow, number>();
+  #ranked = 0;
+  /** Keys with a row set aside by a claim under way: their later rows are set aside too, so a key's rows run in claim order. */
+  readonly #passedKeys = new Map<string, number>();
   /** How a delivery's key lock is given back or settled on. */
   readonly #holding: HoldingForm<KeyHold>;
 
@@ -113,30 +132,64 @@ export class AdvisoryClaim implements ClaimStrategy {
   invalidate(): void {
     this.#window = [];
     this.#windowAt = 0;
+    this.#windowGeneration++;
   }
 
-  /** The candidates to try: the rest of the window while it is fresh, else a new read of `size` rows. */
-  async #candidates(size: number, fresh: boolean): Promise<{ rows: RawRow[]; from: number; read: boolean }> {
+  /** True while the window has rows not handed out and is younger than `CANDIDATE_WINDOW_MS`. */
+  #windowFresh(): boolean {
+    return this.#windowAt < this.#window.length && this.#setup.clock.now().getTime() - this.#windowReadAt < CANDIDATE_WINDOW_MS;
+  }
+
+  /** Reads a new window of `size` candidates, or waits for the read already under way. */
+  async #readWindow(size: number): Promise<void> {
+    if (this.#reading !== undefined) return this.#reading;
     const { database, spec, clock } = this.#setup;
-    const now = clock.now();
-    if (!fresh && this.#windowAt < this.#window.length && now.getTime() - this.#windowReadAt < CANDIDATE_WINDOW_MS) {
-      return { rows: this.#window, from: this.#windowAt, read: false };
+    const read = (async () => {
+      const now = clock.now();
+      const rows = (await database.execute("claim", this.#statements.selectCandidates(spec, { limit: size, now, ...groupOf(this.#setup), ...excludedBy(this.#setup) })))
+        .rows as RawRow[];
+      for (const row of rows) this.#rank.set(row, ++this.#ranked);
+      this.#window = rows;
+      this.#windowAt = 0;
+      this.#windowReadAt = now.getTime();
+      this.#windowGeneration++;
+    })();
+    this.#reading = read;
+    try {
+      await read;
+    } finally {
+      this.#reading = undefined;
     }
-    const rows = (await database.execute("claim", this.#statements.selectCandidates(spec, { limit: size, now, ...groupOf(this.#setup), ...excludedBy(this.#setup) })))
-      .rows as RawRow[];
-    this.#window = rows;
-    this.#windowAt = 0;
-    this.#windowReadAt = now.getTime();
-    return { rows, from: 0, read: true };
   }
 
-  /** A delivery claimed but never started (the app stopped first) unlocks its key: the row is back at once (its attempt was counted by the take). */
-  readonly releaseUnstarted = abandonUnstarted;
+  /** Sets a row aside for the rest of the round: its key is in work, or an earlier row of its key is set aside or was tried. */
+  #pass(passed: PassedRow[], row: RawRow, key: string): void {
+    passed.push({ row, key, generation: this.#windowGeneration });
+    this.#passedKeys.set(key, (this.#passedKeys.get(key) ?? 0) + 1);
+  }
+
+  /** Puts rows a claim set aside back into the window, in claim order (by their rank). */
+  #giveBack(passed: readonly PassedRow[]): void {
+    if (passed.length === 0) return;
+    const back: RawRow[] = [];
+    for (const { row, key, generation } of passed) {
+      const left = (this.#passedKeys.get(key) ?? 1) - 1;
+      if (left === 0) this.#passedKeys.delete(key);
+      else this.#passedKeys.set(key, left);
+      // A row of an older window is dropped: the newer read holds every row still claimable, in
+      // claim order, and giving this one back could put a key's later row before its earlier one.
+      if (generation === this.#windowGeneration) back.push(row);
+    }
+    if (back.length === 0) return;
+    const rank = (r: RawRow) => this.#rank.get(r) ?? 0;
+    this.#window = [...back, ...this.#window.slice(this.#windowAt)].sort((x, y) => rank(x) - rank(y));
+    this.#windowAt = 0;
+  }
 
   /**
-   * One claim round: tries the window's candidates in claim order until `limit` rows are taken.
-   * The window is read once for several rounds; when it runs out before `limit` it is read
-   * again once, so a stale window never makes a claim come back short while rows wait.
+   * One claim round: takes candidates from the front of the window, in claim order, until `limit`
+   * rows are taken. The window is read once for several rounds; when it runs out before `limit`
+   * it is read again once, so a stale window never makes a claim come back short while rows wait.
    */
   async claim(limit: number): Promise<ClaimedDelivery[]> {
     const { database, spec, parked } = this.#setup;
@@ -145,45 +198,54 @@ export class AdvisoryClaim implements ClaimStrategy {
     const claimed: ClaimedDelivery[] = [];
     // One connection tries keys until a lock is taken; it then belongs to that delivery.
     let spare: HeldConnection | undefined;
+    // Rows passed over (a later row of a key in work): back to the window's front when the round ends.
+    let passed: PassedRow[] = [];
     try {
       for (let pass = 0; pass < 2 && claimed.length < limit; pass++) {
-        const { rows, from, read } = await this.#candidates(size, pass > 0);
-        // Rows kept for a later round: a later row of a key in work, or one not reached.
-        const kept: RawRow[] = [];
-        let i = from;
-        for (; i < rows.length && claimed.length < limit; i++) {
-          const row = rows[i] as RawRow;
+        const read = pass > 0 || !this.#windowFresh();
+        if (read) {
+          this.#giveBack(passed);
+          passed = [];
+          await this.#readWindow(size);
+        }
+        while (claimed.length < limit && this.#windowAt < this.#window.length) {
+          const row = this.#window[this.#windowAt++] as RawRow;
           // Parked after the window was read (a delay with no column for it): the take would not see it.
           if (parked !== undefined && parked.size > 0 && parked.has(row[spec.id.name])) continue;
           const key = advisoryKeyOf(spec, row);
-          if (tried.has(key)) {
-            kept.push(row); // a later row of a key waits for the earlier one
+          const registered = `${this.#scope}\u0000${key}`;
+          if (tried.has(key) || keysInWork.has(registered) || this.#passedKeys.has(key)) {
+            this.#pass(passed, row, key); // a later row of a key waits for the earlier one
             continue;
           }
           tried.add(key);
-          const registered = `${this.#scope}\u0000${key}`;
-          if (keysInWork.has(registered)) {
-            kept.push(row);
-            continue;
-          }
           keysInWork.add(registered);
           try {
             if (this.#sessionLocks) spare ??= await holdConnection(database.db);
             const taken = await this.#take(row, key, spare);
             if (taken === "held elsewhere") {
+              // Another session works on this key: the row stays, first of its key, for a later round.
               keysInWork.delete(registered);
+              this.#pass(passed, row, key);
               continue;
             }
             const connection = spare;
             spare = undefined;
             if (taken === "gone") {
-              keysInWork.delete(registered);
-              await this.#unlock(connection, key);
+              // Unlocked before the key is free again in this process: a claim side by side would
+              // otherwise find the lock still held and set its row aside as held elsewhere.
+              try {
+                await this.#unlock(connection, key);
+              } finally {
+                keysInWork.delete(registered);
+              }
               continue;
             }
             claimed.push(this.#delivery(row, key, registered, connection));
           } catch (error) {
             keysInWork.delete(registered);
+            this.#giveBack(passed);
+            passed = [];
             this.invalidate();
             // The lock may have been taken before the failure: unlock it; the failed session is
             // closed, never pooled again (drivers/session-guard.ts), so no pooled session keeps it.
@@ -197,14 +259,12 @@ export class AdvisoryClaim implements ClaimStrategy {
             return claimed;
           }
         }
-        // The window goes on with what this round kept, then what it did not reach.
-        this.#window = kept.length === 0 ? rows : [...kept, ...rows.slice(i)];
-        this.#windowAt = kept.length === 0 ? i : 0;
         // A fresh read is all this round can see: read again next round, not now.
         if (read) break;
       }
     } finally {
       spare?.release();
+      this.#giveBack(passed);
     }
     return claimed;
   }
