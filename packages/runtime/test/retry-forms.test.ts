@@ -109,4 +109,57 @@ describe.each(cases)("retries on $engine.name × $form", ({ engine, form }) => {
     ]);
     expect(errors[0]?.error).toContain(`(subscription "jobs", table "${table}", id ${first.id})`);
   });
+
+  test("an untyped retryAfter from a batch handler or an onError policy is logged the same way, naming its source", async () => {
+    const batchTable = unique(`delay_batch_${form}`);
+    const policyTable = unique(`delay_policy_${form}`);
+    await createJobsTable(engine, db, batchTable);
+    await createJobsTable(engine, db, policyTable);
+    const batchSpec = jobsSpecOf(batchTable, form);
+    const policySpec = jobsSpecOf(policyTable, form);
+    const seen: Array<{ table: string; n: number; attempt: number }> = [];
+    const { logger, errors } = errorLog();
+    const batch = subscriber.batch(InboxQueue.of(batchSpec, "batched").batch(2).pollInterval(50), async (jobs, ctx) =>
+      jobs.map((job, i) => {
+        const attempt = ctx.rows[i]?.get(keys.attempt) ?? 0;
+        seen.push({ table: batchTable, n: job.n, attempt });
+        return job.n === 0 && attempt === 1 ? untyped(HandlerOutcome.retryAfter(300)) : HandlerOutcome.ack();
+      }),
+    );
+    const policy = (() => untyped(HandlerOutcome.retryAfter(300))) as never;
+    const throwing = subscriber(InboxQueue.of(policySpec, "failing").pollInterval(50).onError(policy), async (job, ctx) => {
+      seen.push({ table: policyTable, n: job.n, attempt: ctx.get(keys.attempt) });
+      if (ctx.get(keys.attempt) === 1) throw new Error("not yet");
+    });
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 6 } });
+    const app = await new App({ name: "t", version: "0", logger })
+      .withBroker(broker.route(batchSpec, "batched").route(policySpec, "failing"), (b) => b.include(batch).include(throwing))
+      .start();
+    try {
+      await insertJobs(db, batchTable, 2);
+      await insertJobs(db, policyTable, 1);
+      await until(async () => (await readJobs(db, batchTable)).length === 0 && (await readJobs(db, policyTable)).length === 0, 10_000, "every row acked");
+    } finally {
+      await app.stop();
+      await engine.dropTable(db, batchTable);
+      await engine.dropTable(db, policyTable);
+    }
+    // Each delayed row came back once, its attempt counted: delayed, not lost and not held.
+    expect(seen.filter((s) => s.n === 0).map((s) => [s.table, s.attempt])).toEqual(
+      expect.arrayContaining([
+        [batchTable, 1],
+        [batchTable, 2],
+        [policyTable, 1],
+        [policyTable, 2],
+      ]),
+    );
+    const declarations = errors.filter((e) => e.code === "Declaration").map((e) => e.error);
+    expect(declarations).toHaveLength(2);
+    expect(declarations).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(new RegExp(`^Declaration: the batch handler returned retryAfter\\(300\\) on .* \\(subscription "batched", table "${batchTable}", id \\d+\\)$`)),
+        expect.stringMatching(new RegExp(`^Declaration: the onError policy returned retryAfter\\(300\\) on .* \\(subscription "failing", table "${policyTable}", id \\d+\\)$`)),
+      ]),
+    );
+  });
 });
