@@ -23,6 +23,8 @@ export interface BatchRun {
   park(delivery: ClaimedDelivery, error: unknown): Promise<void>;
   /** What a handler's throw becomes for one row (the subscription's onError policy). */
   onError(delivery: ClaimedDelivery, error: unknown): HandlerOutcome;
+  /** Reads one row's outcome as the handler returned it (a delay the table cannot store is logged). */
+  returned(delivery: ClaimedDelivery, outcome: HandlerOutcome): HandlerOutcome;
 }
 
 /**
@@ -59,7 +61,7 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
     for (const [i, d] of ready.entries()) observer?.delivered({ subscription: place.subscription, id: d.id, attempt: d.attempt, payload: payloads[i] });
     try {
       const ctx = batchContext<readonly RoleMarker[]>(place, ready, run.clock);
-      outcomes = batchOutcomes(await run.subscriber.invoke(payloads as never, ctx as never), ready.length, place);
+      outcomes = batchOutcomes(await run.subscriber.invoke(payloads as never, ctx as never), ready.length, place).map((o, i) => run.returned(ready[i] as ClaimedDelivery, o));
     } catch (error) {
       outcomes = ready.map((d) => run.onError(d, error));
       logger.error(

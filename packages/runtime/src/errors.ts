@@ -72,6 +72,18 @@ export function batchOutcomesMismatch(returned: number, rows: number, place: Err
   return new SqlInboxError("Handler", `a batch handler returned ${returned} outcomes for ${rows} rows: return one outcome per row, in order, or one for all`, place);
 }
 
+/**
+ * A `retryAfter` that reached the runtime untyped (the compiler refuses it) on a table with no
+ * column for a time: the row is released at once and left out of this process's claims meanwhile.
+ */
+export function delayWithoutColumn(ms: number, form: "rowLock" | "advisory", source: string, place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError(
+    "Declaration",
+    `${source} returned retryAfter(${ms}) on ${form === "rowLock" ? "a row-lock" : "an advisory"} table with nowhere to store a time: add a retryAfter column (field.retryAfter(), or .retryAfter(column("retry_after"))), or return retry(); the row was released at once and this process leaves it out of its claims for the delay, other processes may take it sooner`,
+    place,
+  );
+}
+
 export function notTransactional(place: ErrorPlace): SqlInboxError {
   return new SqlInboxError("Declaration", "ctx.tx exists only on a transactional queue: declare it with .transactional()", place);
 }
@@ -212,7 +224,7 @@ export function closedBeforeHeldSettlement(kind: string, held: HeldThing, place:
   return new SqlInboxError("Closed", `the broker is closed: the ${kind} was not written; ${givenBack}`, place);
 }
 
-/** The app stopped during a `retryAfter` hold (no retryAfter column): the hold is given back. */
+/** A lease-form settlement whose token the row no longer carries: nothing was written. */
 export function leaseNotHeld(kind: string, held: Date, place: ErrorPlace): SqlInboxError {
   return new SqlInboxError("LeaseLost", `the ${kind} was not written: the row no longer holds this delivery's lease (${held.toISOString()})`, place);
 }

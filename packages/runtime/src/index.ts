@@ -5,7 +5,7 @@ export type { ListenSource, ListenableClient, ListenPool } from "./listen-source
 export type { MessageHeaderValues } from "./publish-rows.js";
 export { InboxQueue, type QueueOptions, type DeliveredOf, type OutcomeFor, type DeadLetterDeclaration, type DeadLetterTarget } from "./queue.js";
 export { defaultOnError, defaultOnDecodeError, type Backoff, type FailureContext, type FailurePolicy } from "./failure-policy.js";
-export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type Outputs, type Subscriber } from "./subscriber.js";
+export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type HandlerResultFor, type Outputs, type Subscriber } from "./subscriber.js";
 export { HandlerOutcome, type DeadLetterOutcome } from "./outcome.js";
 export type { StopReport } from "./stop-report.js";
 export { Ctx, keys, type ContextKey, type InboxContext } from "./context.js";

@@ -36,7 +36,8 @@ const deadLetter: DeadLetterOutcome = Object.freeze({ kind: "deadLetter" });
  * - `ack()`: done; the row is deleted (or marked, with a processedAt column).
  * - `drop()`: finished without success; the row is deleted like an ack, and a warning is logged.
  * - `retry()`: back in the queue at once; the attempt is counted at the next claim.
- * - `retryAfter(ms)`: back in the queue after `ms` (written to the lease column when the table has no retryAfter column).
+ * - `retryAfter(ms)`: back in the queue after `ms`, written to the retryAfter column, or the lease column in the
+ *   lease form; on a row-lock or advisory table without a retryAfter column it does not compile (nowhere to store a time).
  * - `deadLetter(reason?)`: moved to the queue's dead-letter destination (`InboxQueue.deadLetter`).
  */
 export const HandlerOutcome = Object.freeze({

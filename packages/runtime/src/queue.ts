@@ -52,11 +52,23 @@ type SharedArgs<S extends AnyInboxSpec, Tx> =
     : [SpecError<"sharedTransaction() needs a row-lock table (no lease column, no advisory key): the lease and advisory forms settle each row on its own">];
 
 /**
+ * A delay on a table with nowhere to store a time (row lock or advisory without a retryAfter
+ * column): the `retryAfter` outcome's place in `OutcomeFor`, branded with the sentence the
+ * compiler shows, so a handler or policy that can return one does not compile.
+ */
+export type DelayRefused<S extends AnyInboxSpec> = RetryAfterOutcome &
+  SpecError<`retryAfter needs a retryAfter column: this ${FormOf<RolesOf<S>> extends "advisory" ? "advisory" : "row-lock"} table has nowhere to store a time, and a delay is never served by holding the row; describe one with field.retryAfter() or .retryAfter(column("retry_after")), or return retry()`>;
+
+/**
  * The outcomes a table can store: a delay needs a retryAfter column or a lease column (where a
- * delay is written); elsewhere a policy returning `retryAfter` does not compile.
+ * delay is written); elsewhere a handler or policy returning `retryAfter` does not compile.
  */
 export type OutcomeFor<S extends AnyInboxSpec> =
-  HasRole<RolesOf<S>, "retryAfter"> extends true ? HandlerOutcome : HasRole<RolesOf<S>, "lease"> extends true ? HandlerOutcome : Exclude<HandlerOutcome, RetryAfterOutcome>;
+  HasRole<RolesOf<S>, "retryAfter"> extends true
+    ? HandlerOutcome
+    : HasRole<RolesOf<S>, "lease"> extends true
+      ? HandlerOutcome
+      : Exclude<HandlerOutcome, RetryAfterOutcome> | DelayRefused<S>;
 
 type SamePayload<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 

@@ -3,7 +3,7 @@ import type { Transaction } from "kysely";
 import type { BatchContext, ContextOf } from "./context.js";
 import { transactionalBatchRefused } from "./errors.js";
 import type { HandlerOutcome } from "./outcome.js";
-import type { DeliveredOf, InboxQueue } from "./queue.js";
+import type { DeliveredOf, InboxQueue, OutcomeFor } from "./queue.js";
 
 /** What a handler can send on: publishes through the broker its subscription runs on. */
 export interface Outputs {
@@ -19,13 +19,23 @@ export type HandlerResult = HandlerOutcome | void | undefined;
 export type BatchResult = HandlerResult | readonly HandlerResult[];
 
 /**
+ * What a handler of `S`'s table may return: an outcome the table can store (`OutcomeFor`: no
+ * `retryAfter` on a row-lock or advisory table without a retryAfter column), or nothing for ack.
+ */
+// biome-ignore lint/suspicious/noConfusingVoidType: as in HandlerResult, Promise<void> means ack
+export type HandlerResultFor<S extends AnyInboxSpec> = OutcomeFor<S> | void | undefined;
+
+/** What a batch handler of `S`'s table may return: one storable outcome per row, or one for all. */
+export type BatchResultFor<S extends AnyInboxSpec> = HandlerResultFor<S> | readonly HandlerResultFor<S>[];
+
+/**
  * The function form: `(payload, ctx) => HandlerOutcome.ack()`; in row mode `payload` is the row.
  * `Tx` is the queue's transaction mode: on a `.transactional<DB>()` queue `ctx.tx` is a `Transaction<DB>`.
  */
-export type HandlerFunction<S extends AnyInboxSpec, Tx = never> = (payload: DeliveredOf<S>, ctx: ContextOf<RolesOf<S>, Tx>) => HandlerResult | Promise<HandlerResult>;
+export type HandlerFunction<S extends AnyInboxSpec, Tx = never> = (payload: DeliveredOf<S>, ctx: ContextOf<RolesOf<S>, Tx>) => HandlerResultFor<S> | Promise<HandlerResultFor<S>>;
 
 /** The batch form: every payload of a claim at once, with each row's context in `ctx.rows`. */
-export type BatchHandlerFunction<S extends AnyInboxSpec> = (payloads: readonly DeliveredOf<S>[], ctx: BatchContext<RolesOf<S>>) => BatchResult | Promise<BatchResult>;
+export type BatchHandlerFunction<S extends AnyInboxSpec> = (payloads: readonly DeliveredOf<S>[], ctx: BatchContext<RolesOf<S>>) => BatchResultFor<S> | Promise<BatchResultFor<S>>;
 
 /**
  * The class form: a type that handles a table's payloads and extracts what it needs from the
@@ -37,7 +47,7 @@ export type BatchHandlerFunction<S extends AnyInboxSpec> = (payloads: readonly D
  * }
  */
 export interface Handler<S extends AnyInboxSpec, Tx = never> {
-  handle(payload: DeliveredOf<S>, outs: Outputs, ctx: ContextOf<RolesOf<S>, Tx>): HandlerResult | Promise<HandlerResult>;
+  handle(payload: DeliveredOf<S>, outs: Outputs, ctx: ContextOf<RolesOf<S>, Tx>): HandlerResultFor<S> | Promise<HandlerResultFor<S>>;
 }
 
 interface SubscriberOf<S extends AnyInboxSpec> {

@@ -3,7 +3,7 @@ import type { ClaimedDelivery, ClaimStrategy } from "./claim/claim-strategy.js";
 import type { Clock, Timer } from "./clock.js";
 import { deliveryContext, type ContextPlace } from "./context.js";
 import { errorFields, type Logger } from "./logger.js";
-import { noDeadLetter } from "./errors.js";
+import { delayWithoutColumn, noDeadLetter } from "./errors.js";
 import { defaultOnDecodeError, defaultOnError, type FailureContext, type FailurePolicy } from "./failure-policy.js";
 import { HandlerOutcome, toOutcome } from "./outcome.js";
 import { decodePayload, decodePayloadNow } from "./payload.js";
@@ -75,6 +75,8 @@ export class Subscription {
   /** What a throw and an undecodable payload become. */
   readonly #onError: FailurePolicy;
   readonly #onDecodeError: FailurePolicy;
+  /** The table stores a delay (a retryAfter column, or the lease column): else a `retryAfter` is parked in this process. */
+  readonly #storesDelay: boolean;
   #started = false;
   #stopped = false;
   /** The stop began: deliveries finishing from now on count in its report. */
@@ -101,6 +103,7 @@ export class Subscription {
     this.#decodesAsync = isStandardSchema(setup.spec.payloadType);
     this.#onError = setup.options.onError ?? defaultOnError();
     this.#onDecodeError = setup.options.onDecodeError ?? defaultOnDecodeError;
+    this.#storesDelay = setup.spec.retryAfter !== undefined || setup.spec.form === "lease";
     const { batch, workers, sharedTransaction } = setup.options;
     const batchHandler = setup.subscriber.kind === "batch";
     this.#pace = claimPaceFor({
@@ -124,6 +127,7 @@ export class Subscription {
             settle: (d, outcome, payload) => this.#settle(d, outcome, payload, undefined),
             park: (d, error) => this.#parkUndecodable(d, error, undefined),
             onError: (d, error) => this.#failed(this.#onError, "handler", d, error),
+            returned: (d, outcome) => this.#storable(outcome, "the batch handler", d),
           }
         : undefined;
   }
@@ -362,7 +366,7 @@ export class Subscription {
           ? subscriber.invoke(payload as never, this.#s.outputs, ctx as never)
           : trace.run(subscriber.invoke, subscriber, payload as never, this.#s.outputs, ctx as never);
       // A handler that returns without a promise costs no extra turn of the microtask queue.
-      outcome = toOutcome(isPromiseLike(result) ? await result : result);
+      outcome = this.#storable(toOutcome(isPromiseLike(result) ? await result : result), "the handler", delivery);
       trace?.handled(handlerStartedAt, false);
       if (this.#measures) this.#handlerMs = movingAverage(this.#handlerMs, Math.max(1e-6, performance.now() - handlerStartedAt));
     } catch (error) {
@@ -416,12 +420,31 @@ export class Subscription {
       keepMs: decodeRetryMs,
     };
     const fallback = what === "handler" ? defaultOnError() : defaultOnDecodeError;
+    // The defaults may park a row on a table with no column for a time; a policy of the app's own may not (it does not compile).
+    const own = policy === options.onError || policy === options.onDecodeError;
     try {
-      return toOutcome(policy(error, delivery.attempt, ctx));
+      const outcome = toOutcome(policy(error, delivery.attempt, ctx));
+      return own ? this.#storable(outcome, what === "handler" ? "the onError policy" : "the onDecodeError policy", delivery) : outcome;
     } catch (policyError) {
       logger.error({ ...errorFields(policyError), ...this.#place, id: delivery.id }, `the ${what === "handler" ? "onError" : "onDecodeError"} policy failed; the default decides`);
       return fallback(error, delivery.attempt, ctx);
     }
+  }
+
+  /**
+   * A `retryAfter` from the app's own code on a table with no column for a time does not compile;
+   * one that arrives untyped is logged as a `Declaration` error naming the column to add, and
+   * served without holding anything: the row is released now and parked in this process.
+   */
+  #storable(outcome: HandlerOutcome, source: string, delivery: ClaimedDelivery): HandlerOutcome {
+    if (outcome.kind !== "retryAfter" || this.#storesDelay) return outcome;
+    const form = this.#s.spec.form === "advisory" ? "advisory" : "rowLock";
+    const place = { ...this.#place, id: delivery.id };
+    this.#s.logger.error(
+      { ...errorFields(delayWithoutColumn(outcome.ms, form, source, place)), ...place },
+      "retryAfter on a table with no retryAfter column: row released and parked in this process",
+    );
+    return outcome;
   }
 
   /** A dead letter needs a destination: without one the row is kept, hidden for the decode delay, and the mistake logged. */

@@ -191,6 +191,18 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     "Handler",
     `a batch handler returned 3 outcomes for 4 rows: return one outcome per row, in order, or one for all${at}`,
   ],
+  [
+    "delayWithoutColumn",
+    errors.delayWithoutColumn(5000, "rowLock", "the handler", place),
+    "Declaration",
+    `the handler returned retryAfter(5000) on a row-lock table with nowhere to store a time: add a retryAfter column (field.retryAfter(), or .retryAfter(column("retry_after"))), or return retry(); the row was released at once and this process leaves it out of its claims for the delay, other processes may take it sooner${at}`,
+  ],
+  [
+    "delayWithoutColumn",
+    errors.delayWithoutColumn(0, "advisory", "the onError policy", place),
+    "Declaration",
+    `the onError policy returned retryAfter(0) on an advisory table with nowhere to store a time: add a retryAfter column (field.retryAfter(), or .retryAfter(column("retry_after"))), or return retry(); the row was released at once and this process leaves it out of its claims for the delay, other processes may take it sooner${at}`,
+  ],
   ["notTransactional", errors.notTransactional(place), "Declaration", `ctx.tx exists only on a transactional queue: declare it with .transactional()${at}`],
   ["notSerializable", errors.notSerializable(undefined, place), "Encode", `a payload must be JSON-serializable, got undefined; no row was written${at}`],
   [

@@ -1,11 +1,15 @@
 /**
  * Row mode: a table without a payload column hands each handler the row itself, under the keys
- * the description gives, with the values the claim read — what `RowOf` types.
+ * the description gives — what `RowOf` types — as its claim left it, on every engine × form:
+ * the attempt as counted and the lease as stamped, even where the claim read the row before
+ * stamping it (MySQL/MariaDB's locking select, an advisory candidate).
  */
 import { sql } from "kysely";
 import { afterAll, describe, expect, test } from "vitest";
 import { defineInbox, field } from "@sqlinbox/core";
-import { App, InboxQueue, SqlBroker, silentLogger, subscriber } from "../src/index.js";
+import type { ClaimForm } from "@sqlinbox/core/internal";
+import { App, InboxQueue, SqlBroker, keys, silentLogger, subscriber } from "../src/index.js";
+import { matrix } from "./claim-forms.js";
 import { engines, unique, type TestEngine } from "./engines.js";
 import { deferred } from "./fixtures.js";
 import type { AnyKysely } from "../src/database.js";
@@ -31,54 +35,64 @@ async function createExports(engine: TestEngine, db: AnyKysely, table: string): 
   }
 }
 
-describe.each(engines)("row mode on $name (lease form)", (engine) => {
-  test("the handler receives the row: id, attempt and lease by role, data columns under their keys", async () => {
+/** The row-mode description of the exports table in each claim form: the same columns, the form's own role. */
+function exportsOf(table: string, form: ClaimForm) {
+  const columns = {
+    id: field.id<number>().generated(),
+    attempt: field.attempt().generated(),
+    customer_id: field.data<string>(),
+    amount: field.data("amount_cents").holds<number>(),
+  };
+  if (form === "lease") return defineInbox({ table, columns: { ...columns, lockedUntil: field.lease("locked_until") } });
+  if (form === "advisory") return defineInbox({ table, columns, advisoryLock: "export-{customer_id}" });
+  return defineInbox({ table, columns });
+}
+
+interface ReceivedRow {
+  readonly row: Readonly<Record<string, unknown>>;
+  readonly ctxAttempt: number;
+  /** The row as the database holds it while the handler runs (where the claim committed: lease, advisory). */
+  readonly stored: Readonly<Record<string, unknown>> | undefined;
+}
+
+describe.each(matrix)("row mode on $engine.name × $form", ({ engine, form }) => {
+  test("the handler receives the row as claimed: the attempt as counted, the lease as stamped; data columns under their keys", async () => {
     const url = engine.url();
     const db = await engine.connect(url);
     const table = unique("row_mode");
     try {
       await createExports(engine, db, table);
-      const Exports = defineInbox({
-        table,
-        columns: {
-          id: field.id<number>().generated(),
-          attempt: field.attempt().generated(),
-          lockedUntil: field.lease("locked_until"),
-          customer_id: field.data<string>(),
-          amount: field.data("amount_cents").holds<number>(),
-        },
-      });
-      const received = deferred<{
-        readonly id: number;
-        readonly attempt: number;
-        readonly lockedUntil: Date | string | null;
-        readonly customer_id: string;
-        readonly amount: number;
-      }>();
+      const Exports = exportsOf(table, form);
+      const received = deferred<ReceivedRow>();
       const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } });
-      const sub = subscriber(InboxQueue.of(Exports, "exports").lease(30_000).pollInterval(50), async (row) => {
-        received.resolve(row);
+      const queue = InboxQueue.of(Exports, "exports").pollInterval(50);
+      const sub = subscriber(queue, async (row, ctx) => {
+        // The lease and advisory claims committed before the handler: the table shows what they wrote.
+        const stored =
+          form === "rowLock"
+            ? undefined
+            : ((await sql<Record<string, unknown>>`SELECT attempt, locked_until FROM ${sql.id(table)} WHERE id = ${row.id}`.execute(db)).rows[0] ?? {});
+        received.resolve({ row, ctxAttempt: ctx.get(keys.attempt), stored });
       });
       const app = await new App({ name: "row-mode", version: "0", logger: silentLogger }).withBroker(broker.route(Exports, "exports"), (b) => b.include(sub)).start();
       try {
         const before = Date.now();
         await broker.publish("exports", { customer_id: "c-42", amount: 1250 });
-        const row = await received.promise;
-        expect(Object.keys(row).sort()).toEqual(["amount", "attempt", "customer_id", "id", "lockedUntil"]);
-        expect(Number(row.id)).toBe(1);
-        expect(row.customer_id).toBe("c-42");
-        expect(row.amount).toBe(1250);
-        expect(typeof row.attempt).toBe("number");
-        if (engine.name === "mariadb") {
-          // MySQL/MariaDB claim with SELECT … FOR UPDATE, then stamp: the row handed over is the one read
-          // before the stamp (attempt not yet counted, no deadline), hence `Date | string | null` in the type.
-          expect(row.attempt).toBe(1);
-          expect(row.lockedUntil).toBeNull();
-        } else {
-          // the deadline this claim wrote, as the driver reads it: a Date on Postgres, ISO-8601 text on SQLite
-          expect(row.attempt).toBe(2);
-          expect(typeof row.lockedUntil).toBe(engine.engine === "sqlite" ? "string" : "object");
-          const deadline = row.lockedUntil instanceof Date ? row.lockedUntil : new Date(String(row.lockedUntil));
+        const { row, ctxAttempt, stored } = await received.promise;
+        expect(Object.keys(row).sort()).toEqual(form === "lease" ? ["amount", "attempt", "customer_id", "id", "lockedUntil"] : ["amount", "attempt", "customer_id", "id"]);
+        expect(Number(row["id"])).toBe(1);
+        expect(row["customer_id"]).toBe("c-42");
+        expect(row["amount"]).toBe(1250);
+        // The column starts at 1 and the claim counted one attempt; the context reads the attempt before counting.
+        expect(row["attempt"]).toBe(2);
+        expect(ctxAttempt).toBe(1);
+        if (stored !== undefined) expect(Number(stored["attempt"])).toBe(row["attempt"]);
+        if (form === "lease") {
+          // The deadline this claim wrote, as the driver reads it: a Date on Postgres, UTC text on MariaDB and SQLite.
+          const lockedUntil = row["lockedUntil"];
+          expect(typeof lockedUntil).toBe(engine.engine === "postgres" ? "object" : "string");
+          expect(lockedUntil).toEqual(stored?.["locked_until"]);
+          const deadline = lockedUntil instanceof Date ? lockedUntil : new Date(`${String(lockedUntil).replace(" ", "T")}${engine.engine === "mysql" ? "Z" : ""}`);
           expect(deadline.getTime()).toBeGreaterThan(before);
         }
       } finally {

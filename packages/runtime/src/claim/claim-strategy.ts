@@ -87,13 +87,33 @@ export interface ClaimSetup {
 /**
  * The attempt a delivery reads: the attempt column's value before this claim counted it, so a
  * table that starts the column at 1 (the seed's `DEFAULT 1`) delivers attempt 1 first and attempt 2
- * after a crash that spent one. `counted` says whether `row` already carries the counted value
- * (`UPDATE … RETURNING`) or the value as selected before counting (MySQL/MariaDB, advisory candidates).
+ * after a crash that spent one. `row` carries the counted value (`UPDATE … RETURNING`, or a row
+ * that `asClaimed` stamped).
  */
-export function deliveredAttempt(spec: InboxDescription, row: RawRow, counted: boolean): number | undefined {
+export function deliveredAttempt(spec: InboxDescription, row: RawRow): number | undefined {
   if (spec.attempt === undefined) return undefined;
-  const value = Number(row[spec.attempt.name]);
-  return counted ? value - 1 : value;
+  return Number(row[spec.attempt.name]) - 1;
+}
+
+/**
+ * Makes a row read before its claim stamped it (MySQL/MariaDB's `SELECT … FOR UPDATE` then the
+ * stamp; an advisory candidate then its take) read as claimed: the attempt as counted and, in the
+ * lease form, the deadline as written (`lease`, in the form the driver reads it back). The row
+ * object is patched in place from what the claim wrote — cheaper than reading it again.
+ */
+export function asClaimed(spec: InboxDescription, row: RawRow, lease?: unknown): RawRow {
+  const attempt = spec.attempt?.name;
+  if (attempt !== undefined) row[attempt] = counted(row[attempt]);
+  if (lease !== undefined && spec.lease !== undefined) row[spec.lease.name] = lease;
+  return row;
+}
+
+/** `attempt + 1` as SQL computes it, in the type the driver read the column as (NULL stays NULL). */
+function counted(value: unknown): unknown {
+  if (value === null || value === undefined) return value;
+  if (typeof value === "bigint") return value + 1n;
+  if (typeof value === "string") return String(Number(value) + 1);
+  return Number(value) + 1;
 }
 
 /** On a table with a group column, a subscription claims only its group: the route name selects it. */

@@ -5,7 +5,7 @@ import type { AnyTransaction } from "../database.js";
 import { LeaseKeeper, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease } from "../lease-keeper.js";
 import { errorFields } from "../logger.js";
 import type { DeadLetterOutcome, HandlerOutcome } from "../outcome.js";
-import { deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { asClaimed, deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import type { HandlerTransaction } from "./held-delivery.js";
 import { LeaseAcks, MAX_ACKS_PER_STATEMENT } from "./lease-acks.js";
 
@@ -53,10 +53,8 @@ export class LeaseClaim implements ClaimStrategy {
     const group = groupOf(this.#setup);
     const single = statements.claim(spec, { limit, now, until, precision, ...group });
     let rows: readonly RawRow[];
-    let counted: boolean;
     if (single !== null) {
       rows = (await database.execute("claim", single)).rows;
-      counted = true;
     } else {
       // MySQL/MariaDB: SELECT … FOR UPDATE SKIP LOCKED, then stamp the rows, in one short transaction.
       rows = await database.transaction("claim", async (trx) => {
@@ -64,17 +62,19 @@ export class LeaseClaim implements ClaimStrategy {
         if (selected.length === 0) return selected;
         const ids = selected.map((r) => r[spec.id.name]);
         await database.execute("claim", statements.stampClaimed(spec, ids, until, precision), trx);
+        // Read before the stamp: the rows handed over carry the attempt and the deadline it wrote, as the driver reads them back.
+        const stamped = time.encode(until, precision);
+        for (const row of selected) asClaimed(spec, row, stamped);
         return selected;
       });
-      counted = false;
     }
-    return rows.map((row) => this.#delivery(row, until, counted));
+    return rows.map((row) => this.#delivery(row, until));
   }
 
-  #delivery(row: RawRow, held: Date, counted: boolean): ClaimedDelivery {
+  #delivery(row: RawRow, held: Date): ClaimedDelivery {
     const { spec } = this.#setup;
     const id = row[spec.id.name];
-    const attempt = deliveredAttempt(spec, row, counted);
+    const attempt = deliveredAttempt(spec, row);
     return new LeaseDelivery(this, id, row, attempt, this.#keeper.hold(id, held));
   }
 

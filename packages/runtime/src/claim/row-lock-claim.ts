@@ -5,7 +5,7 @@ import { isDeadlock } from "../database.js";
 import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { deliveredAttempt, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { asClaimed, deliveredAttempt, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 import { SharedTransaction } from "./shared-transaction.js";
 
@@ -194,8 +194,9 @@ export class RowLockClaim implements ClaimStrategy {
   #delivery(hold: RowHold, row: RawRow, countedAfterSelect: boolean): ClaimedDelivery {
     const { spec, subscription } = this.#setup;
     const id = row[spec.id.name];
-    // Postgres returns the counted attempt; MySQL/MariaDB the value before `countAttempts`.
-    const attempt = deliveredAttempt(spec, row, !countedAfterSelect);
+    // Postgres returns the counted attempt; MySQL/MariaDB read the row before `countAttempts`.
+    if (countedAfterSelect) asClaimed(spec, row);
+    const attempt = deliveredAttempt(spec, row);
     return new HeldDelivery(this.#holding, row, id, attempt, { subscription, table: spec.table, id }, hold);
   }
 
