@@ -3,6 +3,7 @@ import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, HeldLease, LeaseClaimOptions, LeaseStatements, RawRow } from "../types.js";
 import { stampPickedQuery } from "../statements/claim-stamp.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
+import { lockFifoGroupQuery } from "../statements/fifo-head.js";
 import { ackManyQuery, releaseUnstartedQuery, selectHeldQuery } from "../statements/held-leases.js";
 import { extendQuery, readLeasesQuery } from "../statements/lease-extend.js";
 import { compiled } from "../statements/query-db.js";
@@ -21,6 +22,7 @@ export function leaseStatements(engine: EngineTraits): LeaseStatements {
   const lock = engine.capabilities.rowLock ? "skip locked" : "none";
   return Object.freeze({
     claim: oneStatement === null ? () => null : (spec: InboxDescription, options: LeaseClaimOptions): CompiledQuery<RawRow> => oneStatement(spec, options, options),
+    lockFifoGroup: (spec: InboxDescription, options: ClaimOptions) => lockFifoGroupQuery(ctx, spec, options, oneStatement !== null),
     selectClaimable: (spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> => compiled(selectClaimableQuery(ctx, spec, options, { lock })),
     stampClaimed: (spec: InboxDescription, ids: readonly unknown[], until: Date, precision: number) => stampPickedQuery(ctx, spec, ids, { until, precision }),
     extend: (spec: InboxDescription, leases: readonly HeldLease[], until: Date, precision: number) => extendQuery(ctx, spec, leases, { until, precision }),

@@ -3,6 +3,7 @@ import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow, RowLockStatements } from "../types.js";
 import { stampPickedQuery } from "../statements/claim-stamp.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
+import { lockFifoGroupQuery } from "../statements/fifo-head.js";
 import { compiled } from "../statements/query-db.js";
 import { ackQuery, lockedRetryQuery } from "../statements/settle.js";
 import type { EngineTraits } from "./engine-traits.js";
@@ -20,9 +21,11 @@ export function rowLockStatements(engine: EngineTraits): RowLockStatements | nul
   const ctx = engine.statements;
   const oneStatement = engine.oneStatementClaim;
   return Object.freeze({
+    lockFifoGroup: (spec: InboxDescription, options: ClaimOptions) => lockFifoGroupQuery(ctx, spec, options, oneStatement !== null),
     claim(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> {
-      // Without an attempt column there is nothing to write: the locking select is the claim.
-      if (oneStatement !== null && spec.attempt !== undefined) return oneStatement(spec, options, null);
+      // Without an attempt column there is nothing to write: the locking select is the claim
+      // (a fifo claim keeps its one statement, which locks the group: see fifo-head.ts).
+      if (oneStatement !== null && (spec.attempt !== undefined || spec.fifo)) return oneStatement(spec, options, null);
       return compiled(selectClaimableQuery(ctx, spec, options, { lock: "skip locked" }));
     },
     countAttempts(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery | null {
