@@ -1,7 +1,9 @@
 /**
  * FIFO across two OS processes, on every engine × form that has fifo: two worker processes
  * (`fixtures/fifo-worker.ts`), each with one subscription per group and `workers(4)`, drain
- * three groups whose priorities put claim order far from id order. Each handler writes a
+ * four groups whose priorities put claim order far from id order; while they drain, more rows
+ * arrive with the worst priority (rows that no claim in work has locked, which a row-lock claim
+ * must still keep behind the row in work). Each handler writes a
  * `start` and an `end` row into a results table, whose generated seq orders the events of both
  * processes: within a group the rows must run in claim order (priority, then id), each once,
  * and no row may start before the one before it ended.
@@ -18,6 +20,9 @@ afterAll(() => {
 
 const GROUPS = ["g0", "g1", "g2", "g3"] as const;
 const PER_GROUP = 20;
+/** Rows published per group while the groups drain, priority 9 (after every first row). */
+const LATE = 10;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Row n of a group: priorities 0–3 spread so that claim order differs from id (n) order. */
 function rowsOf(grp: string): FifoRow[] {
@@ -30,7 +35,7 @@ function claimOrderOf(rows: readonly FifoRow[]): number[] {
 }
 
 describe.each(matrix.filter((m) => m.form !== "advisory"))("fifo across two processes on $engine.name × $form", ({ engine, form }) => {
-  test(`${GROUPS.length} groups × ${PER_GROUP} rows, two processes with workers(4) per group: claim order, one row per group in work`, async () => {
+  test(`${GROUPS.length} groups × ${PER_GROUP} rows (+${LATE} during the drain), two processes with workers(4) per group: claim order, one row per group in work`, async () => {
     const url = engine.url();
     const db: AnyKysely = await engine.connect(url);
     const table = unique(`fifo_two_${form}`).toLowerCase();
@@ -49,7 +54,17 @@ describe.each(matrix.filter((m) => m.form !== "advisory"))("fifo across two proc
       }
       await Promise.all(children.map((c) => c.waitFor((l) => l.event === "ready", 30_000, "ready")));
       const ready = Date.now();
-      const total = GROUPS.length * PER_GROUP;
+      // Published during the drain, two per group at a time: rows no claim in work has locked.
+      const late = Object.fromEntries(GROUPS.map((g) => [g, Array.from({ length: LATE }, (_, i) => ({ grp: g, n: PER_GROUP + i, priority: 9 }))]));
+      for (let i = 0; i < LATE; i += 2) {
+        await insertFifoRows(
+          db,
+          table,
+          GROUPS.flatMap((g) => late[g]?.slice(i, i + 2) ?? []),
+        );
+        await sleep(150);
+      }
+      const total = GROUPS.length * (PER_GROUP + LATE);
       await until(async () => (await readResults(db, results)).filter((e) => e.event === "end").length >= total, 60_000, "every row handled");
       const drainMs = Date.now() - ready;
       const startMs = ready - started;
@@ -60,7 +75,7 @@ describe.each(matrix.filter((m) => m.form !== "advisory"))("fifo across two proc
       for (const grp of GROUPS) {
         const { order, overlaps } = groupRuns(events, grp);
         expect(overlaps, grp).toEqual([]);
-        expect(order, grp).toEqual(claimOrderOf(byGroup[grp] ?? []));
+        expect(order, grp).toEqual(claimOrderOf([...(byGroup[grp] ?? []), ...(late[grp] ?? [])]));
       }
       // Both processes took part, and nothing was logged as an error.
       const pids = new Set(events.map((e) => e.pid));
