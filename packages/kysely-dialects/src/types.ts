@@ -98,7 +98,11 @@ export interface LeaseClaimOptions extends ClaimOptions {
  * claim could not count them itself), hands the row to the handler, runs a settlement and commits.
  */
 export interface RowLockStatements {
-  /** Select claimable rows `FOR UPDATE SKIP LOCKED`; on engines with `updateReturning` it also counts the attempt and returns the new value. */
+  /**
+   * Select claimable rows `FOR UPDATE SKIP LOCKED`; on engines with `updateReturning` it also counts the attempt and returns the new value.
+   * A fifo table: the group's head only — Postgres locks the group in this statement; MySQL/MariaDB
+   * read the head without a lock after `lockFifoGroup`, whose row count goes in `fifoLocked`.
+   */
   /**
    * Fifo where the claim cannot lock its group itself (MySQL/MariaDB): `SELECT id … FOR UPDATE SKIP
    * LOCKED` of the group's rows that hold or may take its head, run first in the claim's transaction;

@@ -37,10 +37,11 @@ export const FIFO_HEAD = "fifo_head";
 /** The alias of the plain count's table. */
 const FIFO_SEEN = "fifo_seen";
 
-/** The group a fifo claim is about: fifo claims name it (a subscription on a group table always does). */
-export function fifoGroup(spec: InboxDescription, options: Pick<ClaimOptions, "group">): string {
+/** The group column and the group a fifo claim is about: fifo claims name it (a subscription on a group table always does). */
+export function fifoGroup(spec: InboxDescription, options: Pick<ClaimOptions, "group">): { readonly column: string; readonly value: string } {
+  if (spec.group === undefined) throw new SqlInboxError("Declaration", "fifo needs a group column", { table: spec.table });
   if (options.group === undefined) throw new SqlInboxError("Declaration", "a claim on a fifo table names its group", { table: spec.table });
-  return options.group;
+  return { column: spec.group.name, value: options.group };
 }
 
 /** `alias.column`, or the table-qualified column when `alias` is undefined. */
@@ -63,7 +64,7 @@ export function fifoScope(ctx: StatementContext, spec: InboxDescription, options
   const group = fifoGroup(spec, options);
   const now = ctx.time.encode(options.now, COMPARE_PRECISION);
   return (eb: Eb): Expression<SqlBool> => {
-    const conditions: Expression<SqlBool>[] = [eb(name(spec.group?.name ?? spec.id.name), "=", group)];
+    const conditions: Expression<SqlBool>[] = [eb(name(group.column), "=", group.value)];
     if (spec.processedAt !== undefined) conditions.push(eb(name(spec.processedAt.name), "is", null));
     if (spec.retryAfter !== undefined) {
       const ref = name(spec.retryAfter.name);
