@@ -84,6 +84,11 @@ export interface ClaimOptions {
   readonly group?: string;
   /** Ids this process keeps out of its claims for now (rows parked for a delay with no column to store it). */
   readonly exclude?: readonly unknown[];
+  /**
+   * Fifo on MySQL/MariaDB: how many rows `lockFifoGroup` locked in this claim's transaction. The
+   * claim takes the group's head only when the group has no row but those (none in work elsewhere).
+   */
+  readonly fifoLocked?: number;
 }
 
 /** Lease-form claim options: the deadline to write. */
@@ -98,7 +103,17 @@ export interface LeaseClaimOptions extends ClaimOptions {
  * claim could not count them itself), hands the row to the handler, runs a settlement and commits.
  */
 export interface RowLockStatements {
-  /** Select claimable rows `FOR UPDATE SKIP LOCKED`; on engines with `updateReturning` it also counts the attempt and returns the new value. */
+  /**
+   * Select claimable rows `FOR UPDATE SKIP LOCKED`; on engines with `updateReturning` it also counts the attempt and returns the new value.
+   * A fifo table: the group's head only — Postgres locks the group in this statement; MySQL/MariaDB
+   * read the head without a lock after `lockFifoGroup`, whose row count goes in `fifoLocked`.
+   */
+  /**
+   * Fifo where the claim cannot lock its group itself (MySQL/MariaDB): `SELECT id … FOR UPDATE SKIP
+   * LOCKED` of the group's rows that hold or may take its head, run first in the claim's transaction;
+   * its row count goes to the claim as `fifoLocked`. `null` for other tables and engines.
+   */
+  lockFifoGroup(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> | null;
   claim(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow>;
   /** Counts an attempt for claimed rows, in the claim's transaction; `null` when `claim` already did. */
   countAttempts(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery | null;
@@ -117,6 +132,12 @@ export interface LeaseStatements {
    * `null` on engines that need two statements (MySQL/MariaDB): use `selectClaimable` then `stampClaimed` in one transaction.
    */
   claim(spec: InboxDescription, options: LeaseClaimOptions): CompiledQuery<RawRow> | null;
+  /**
+   * Fifo where the claim cannot lock its group itself (MySQL/MariaDB): `SELECT id … FOR UPDATE SKIP
+   * LOCKED` of the group's rows that hold or may take its head, run first in the claim's transaction;
+   * its row count goes to the claim as `fifoLocked`. `null` for other tables and engines.
+   */
+  lockFifoGroup(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> | null;
   /** `SELECT … FOR UPDATE SKIP LOCKED` of claimable rows (the first half of a two-statement claim). */
   selectClaimable(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow>;
   /** Writes the deadline and counts the attempt on the selected rows (the second half). */

@@ -4,7 +4,7 @@ import type { CompiledQuery } from "kysely";
 import { describe, expect, test } from "vitest";
 import { mysqlDialect, postgresDialect, sqliteDialect } from "../src/index.js";
 import { operatorFor } from "../src/operator/index.js";
-import { deadJobs, groupedLease, richLease, seedByHand } from "./specs.js";
+import { deadJobs, fifoLease, groupedLease, richLease, seedByHand } from "./specs.js";
 
 // Like the Rust original's doctests asserting `sql()`: every SQL block a JSDoc comment shows is
 // named (```sql <name>) and compared here with what the statement it names compiles to.
@@ -18,6 +18,7 @@ const postgresOperator = operatorFor("postgres");
 /** The statement each name in the docs stands for. */
 const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:lease.claim(seed)": () => postgresDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
+  "postgres:lease.claim(fifo)": () => postgresDialect.lease.claim(fifoLease(), { limit: 5, now, until, precision: 3, group: "g1" }),
   "sqlite:lease.claim(seed)": () => sqliteDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
   "postgres:lease.settleAck(seed)": () => postgresDialect.lease.settleAck(seedByHand, held, now, 3),
   "mysql:lease.settleRetry(seed, later)": () => mysqlDialect.lease.settleRetry(seedByHand, held, until, 3),

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe } from "vitest";
 import { advisoryScenarios, longLockNameScenario } from "./live/advisory-scenarios.js";
 import { commonScenarios } from "./live/common-scenarios.js";
+import { fifoRaceScenarios, fifoScenarios } from "./live/fifo-scenarios.js";
 import { leaseScenarios } from "./live/lease-scenarios.js";
 import { rowLockScenarios } from "./live/row-lock-scenarios.js";
 import { connectMariadb, type LiveEngine } from "./live/servers.js";
@@ -22,6 +23,8 @@ describe("live MariaDB", () => {
 
   rowLockScenarios(get);
   leaseScenarios(get, ["datetime(3)", "datetime", "datetime(6)"], true);
+  fifoScenarios(get);
+  fifoRaceScenarios(get);
   advisoryScenarios(get);
   longLockNameScenario(get);
   commonScenarios(get, ["8.0.0", "10.5.9-MariaDB", "5.7.44"]);

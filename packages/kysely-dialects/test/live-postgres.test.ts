@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe } from "vitest";
 import { advisoryScenarios } from "./live/advisory-scenarios.js";
 import { commonScenarios } from "./live/common-scenarios.js";
+import { fifoRaceScenarios, fifoScenarios } from "./live/fifo-scenarios.js";
 import { leaseScenarios } from "./live/lease-scenarios.js";
 import { rowLockScenarios } from "./live/row-lock-scenarios.js";
 import { connectPostgres, type LiveEngine } from "./live/servers.js";
@@ -22,6 +23,8 @@ describe("live PostgreSQL", () => {
 
   rowLockScenarios(get);
   leaseScenarios(get, ["timestamptz", "timestamptz(3)", "timestamptz(0)"], true);
+  fifoScenarios(get);
+  fifoRaceScenarios(get);
   advisoryScenarios(get);
   commonScenarios(get, ["10.4", "9.6.24"]);
 });

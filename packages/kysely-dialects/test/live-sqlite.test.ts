@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { sqliteDialect } from "../src/index.js";
 import { commonScenarios, processAdvisoryScenarios } from "./live/common-scenarios.js";
+import { fifoScenarios } from "./live/fifo-scenarios.js";
 import { leaseScenarios } from "./live/lease-scenarios.js";
 import { connectSqlite, type LiveEngine } from "./live/servers.js";
 
@@ -23,6 +24,7 @@ describe.each(["memory", "file"] as const)("live SQLite (%s)", (where) => {
     expect(sqliteDialect.capabilities.rowLock).toBe(false);
   });
   leaseScenarios(get, ["text"], false);
+  fifoScenarios(get);
   processAdvisoryScenarios(get);
   commonScenarios(get, ["3.34.1", "3.8.0"]);
 });

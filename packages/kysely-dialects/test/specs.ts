@@ -44,6 +44,21 @@ export function fifoLease(table = "fifo_jobs"): InboxDescription {
   return InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).lease(column("locked_until")).group(column("grp")).fifo().description;
 }
 
+/** Fifo with every role the head rule reads: priority, retryAfter, processedAt (lease form). */
+export function fifoRichLease(table = "fifo_jobs"): InboxDescription {
+  return { ...richLease(table), fifo: true };
+}
+
+/** Fifo in the row-lock form, with every role but lease. */
+export function fifoRowLock(table = "fifo_jobs"): InboxDescription {
+  return { ...richRowLock(table), fifo: true };
+}
+
+/** Fifo in the row-lock form without an attempt column: the claim has nothing to write. */
+export function fifoBareRowLock(table = "fifo_jobs"): InboxDescription {
+  return InboxSpec.table(table, column("id").generated()).payload(column("payload")).group(column("grp")).priority(column("priority")).fifo().description;
+}
+
 /** Advisory form keyed by a non-id column, with retryAfter and processedAt. */
 export function richAdvisory(table = "jobs"): InboxDescription {
   return InboxSpec.table(table, column("id").generated())

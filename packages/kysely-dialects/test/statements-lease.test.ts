@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { NOT_SUPPORTED, perEngine } from "./render.js";
-import { fifoLease, richLease, seedByHand, seedDeclared } from "./specs.js";
+import { mysqlDialect, postgresDialect } from "../src/index.js";
+import { fifoLease, fifoRichLease, richLease, seedByHand, seedDeclared } from "./specs.js";
 
 const now = new Date("2024-05-01T12:00:00.123Z");
 const until = new Date("2024-05-01T12:01:00.123Z");
@@ -65,7 +66,7 @@ describe("lease", () => {
     `);
   });
 
-  test("claim, fifo group: only the head of a group", () => {
+  test("claim, fifo group: the head of the group, only while no other row of it is in work (MySQL: see lockFifoGroup)", () => {
     expect(perEngine((d) => d.lease.claim(fifoLease(), { limit: 5, now, until, precision: 3, group: "g1" }))).toMatchInlineSnapshot(`
       {
         "mysql": "NOT_SUPPORTED",
@@ -73,22 +74,151 @@ describe("lease", () => {
           "parameters": [
             "g1",
             2024-05-01T12:00:00.123Z,
-            5,
+            1,
+            2024-05-01T12:00:00.123Z,
+            "g1",
             2024-05-01T12:01:00.123Z,
           ],
-          "sql": "with "picked" as (select "fifo_jobs"."id" from "fifo_jobs" where ("fifo_jobs"."grp" = $1 and ("fifo_jobs"."locked_until" is null or "fifo_jobs"."locked_until" <= $2) and "fifo_jobs"."id" = (select min("fifo_head"."id") as "head" from "fifo_jobs" as "fifo_head" where "fifo_head"."grp" = "fifo_jobs"."grp")) order by "fifo_jobs"."id" asc limit $3 for update skip locked), "claimed" as (update "fifo_jobs" set "locked_until" = $4, "attempt" = "attempt" + 1 where "id" in (select "id" from "picked") returning "id", "attempt", "locked_until", "grp") select * from "claimed" order by "id" asc",
+          "sql": "with "fifo_group" as (select "fifo_jobs"."id", "fifo_jobs"."locked_until" from "fifo_jobs" where "fifo_jobs"."grp" = $1 for update skip locked), "picked" as (select "fifo_group"."id" from "fifo_group" where ("fifo_group"."id" = (select "fifo_head"."id" from "fifo_group" as "fifo_head" order by case when "fifo_head"."locked_until" > $2 then 0 else 1 end asc, "fifo_head"."id" asc limit $3) and ("fifo_group"."locked_until" is null or "fifo_group"."locked_until" <= $4) and (select count(*) as "locked" from "fifo_group") = (select count(*) as "seen" from "fifo_jobs" as "fifo_seen" where "fifo_seen"."grp" = $5))), "claimed" as (update "fifo_jobs" set "locked_until" = $6, "attempt" = "attempt" + 1 where "id" in (select "id" from "picked") returning "id", "attempt", "locked_until", "grp") select * from "claimed" order by "id" asc",
         },
         "sqlite": {
           "parameters": [
             "2024-05-01T12:01:00.123Z",
             "g1",
             "2024-05-01T12:00:00.123Z",
+            "g1",
+            "2024-05-01T12:00:00.123Z",
+            1,
             5,
           ],
-          "sql": "update "fifo_jobs" set "locked_until" = ?, "attempt" = "attempt" + 1 where "id" in (select "fifo_jobs"."id" from "fifo_jobs" where ("fifo_jobs"."grp" = ? and ("fifo_jobs"."locked_until" is null or "fifo_jobs"."locked_until" <= ?) and "fifo_jobs"."id" = (select min("fifo_head"."id") as "head" from "fifo_jobs" as "fifo_head" where "fifo_head"."grp" = "fifo_jobs"."grp")) order by "fifo_jobs"."id" asc limit ?) returning "id", "attempt", "locked_until", "grp"",
+          "sql": "update "fifo_jobs" set "locked_until" = ?, "attempt" = "attempt" + 1 where "id" in (select "fifo_jobs"."id" from "fifo_jobs" where ("fifo_jobs"."grp" = ? and ("fifo_jobs"."locked_until" is null or "fifo_jobs"."locked_until" <= ?)) and "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where "fifo_head"."grp" = ? order by case when "fifo_head"."locked_until" > ? then 0 else 1 end asc, "fifo_head"."id" asc limit ?) order by "fifo_jobs"."id" asc limit ?) returning "id", "attempt", "locked_until", "grp"",
         },
       }
     `);
+  });
+
+  test("claim, fifo with priority, retryAfter and processedAt: a row in work first, then claim order among due rows", () => {
+    expect(perEngine((d) => d.lease.claim(fifoRichLease(), { limit: 5, now, until, precision: 3, group: "g1" }))).toMatchInlineSnapshot(`
+      {
+        "mysql": "NOT_SUPPORTED",
+        "postgres": {
+          "parameters": [
+            "g1",
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            1,
+            2024-05-01T12:00:00.123Z,
+            "g1",
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:01:00.123Z,
+          ],
+          "sql": "with "fifo_group" as (select "fifo_jobs"."id", "fifo_jobs"."priority", "fifo_jobs"."retry_after", "fifo_jobs"."locked_until" from "fifo_jobs" where ("fifo_jobs"."grp" = $1 and "fifo_jobs"."processed_at" is null and ("fifo_jobs"."retry_after" is null or "fifo_jobs"."retry_after" <= $2 or "fifo_jobs"."locked_until" > $3)) for update skip locked), "picked" as (select "fifo_group"."id" from "fifo_group" where ("fifo_group"."id" = (select "fifo_head"."id" from "fifo_group" as "fifo_head" order by case when "fifo_head"."locked_until" > $4 then 0 else 1 end asc, "fifo_head"."priority" asc, "fifo_head"."retry_after" asc nulls first, "fifo_head"."id" asc limit $5) and ("fifo_group"."locked_until" is null or "fifo_group"."locked_until" <= $6) and (select count(*) as "locked" from "fifo_group") = (select count(*) as "seen" from "fifo_jobs" as "fifo_seen" where ("fifo_seen"."grp" = $7 and "fifo_seen"."processed_at" is null and ("fifo_seen"."retry_after" is null or "fifo_seen"."retry_after" <= $8 or "fifo_seen"."locked_until" > $9))))), "claimed" as (update "fifo_jobs" set "locked_until" = $10, "attempt" = "attempt" + 1 where "id" in (select "id" from "picked") returning "id", "attempt", "locked_until", "payload", "retry_after", "processed_at", "grp", "priority") select * from "claimed" order by "priority" asc, "retry_after" asc nulls first, "id" asc",
+        },
+        "sqlite": {
+          "parameters": [
+            "2024-05-01T12:01:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "g1",
+            "2024-05-01T12:00:00.123Z",
+            "g1",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            1,
+            5,
+          ],
+          "sql": "update "fifo_jobs" set "locked_until" = ?, "attempt" = "attempt" + 1 where "id" in (select "fifo_jobs"."id" from "fifo_jobs" where ("fifo_jobs"."processed_at" is null and ("fifo_jobs"."retry_after" is null or "fifo_jobs"."retry_after" <= ?) and "fifo_jobs"."grp" = ? and ("fifo_jobs"."locked_until" is null or "fifo_jobs"."locked_until" <= ?)) and "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where ("fifo_head"."grp" = ? and "fifo_head"."processed_at" is null and ("fifo_head"."retry_after" is null or "fifo_head"."retry_after" <= ? or "fifo_head"."locked_until" > ?)) order by case when "fifo_head"."locked_until" > ? then 0 else 1 end asc, "fifo_head"."priority" asc, "fifo_head"."retry_after" asc, "fifo_head"."id" asc limit ?) order by "fifo_jobs"."priority" asc, "fifo_jobs"."retry_after" asc, "fifo_jobs"."id" asc limit ?) returning "id", "attempt", "locked_until", "payload", "retry_after", "processed_at", "grp", "priority"",
+        },
+      }
+    `);
+  });
+
+  test("lockFifoGroup: MySQL/MariaDB lock the group's rows first; null where the claim does it (Postgres) or one writer runs (SQLite)", () => {
+    expect(perEngine((d) => d.lease.lockFifoGroup(fifoRichLease(), { limit: 5, now, group: "g1" }), "NOT_NEEDED (null)")).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "g1",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+          ],
+          "sql": "select \`fifo_jobs\`.\`id\` from \`fifo_jobs\` where (\`fifo_jobs\`.\`grp\` = ? and \`fifo_jobs\`.\`processed_at\` is null and (\`fifo_jobs\`.\`retry_after\` is null or \`fifo_jobs\`.\`retry_after\` <= ? or \`fifo_jobs\`.\`locked_until\` > ?)) for update skip locked",
+        },
+        "postgres": "NOT_NEEDED (null)",
+        "sqlite": "NOT_NEEDED (null)",
+      }
+    `);
+    expect(perEngine((d) => d.lease.lockFifoGroup(richLease(), { limit: 5, now, group: "g1" }), "NOT_NEEDED (null)")).toMatchInlineSnapshot(`
+      {
+        "mysql": "NOT_NEEDED (null)",
+        "postgres": "NOT_NEEDED (null)",
+        "sqlite": "NOT_NEEDED (null)",
+      }
+    `);
+  });
+
+  test("selectClaimable, fifo: the head, read without a lock, only if the group has no rows but the fifoLocked ones", () => {
+    expect(perEngine((d) => d.lease.selectClaimable(fifoRichLease(), { limit: 5, now, group: "g1", fifoLocked: 3 }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "2024-05-01 12:00:00.123",
+            "g1",
+            "2024-05-01 12:00:00.123",
+            "g1",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            1,
+            "g1",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            3,
+            5,
+          ],
+          "sql": "select \`fifo_jobs\`.\`id\`, \`fifo_jobs\`.\`attempt\`, \`fifo_jobs\`.\`locked_until\`, \`fifo_jobs\`.\`payload\`, \`fifo_jobs\`.\`retry_after\`, \`fifo_jobs\`.\`processed_at\`, \`fifo_jobs\`.\`grp\`, \`fifo_jobs\`.\`priority\` from \`fifo_jobs\` where (\`fifo_jobs\`.\`processed_at\` is null and (\`fifo_jobs\`.\`retry_after\` is null or \`fifo_jobs\`.\`retry_after\` <= ?) and \`fifo_jobs\`.\`grp\` = ? and (\`fifo_jobs\`.\`locked_until\` is null or \`fifo_jobs\`.\`locked_until\` <= ?)) and (\`fifo_jobs\`.\`id\` = (select \`fifo_head\`.\`id\` from \`fifo_jobs\` as \`fifo_head\` where (\`fifo_head\`.\`grp\` = ? and \`fifo_head\`.\`processed_at\` is null and (\`fifo_head\`.\`retry_after\` is null or \`fifo_head\`.\`retry_after\` <= ? or \`fifo_head\`.\`locked_until\` > ?)) order by case when \`fifo_head\`.\`locked_until\` > ? then 0 else 1 end asc, \`fifo_head\`.\`priority\` asc, \`fifo_head\`.\`retry_after\` asc, \`fifo_head\`.\`id\` asc limit ?) and (select count(*) as \`seen\` from \`fifo_jobs\` as \`fifo_seen\` where (\`fifo_seen\`.\`grp\` = ? and \`fifo_seen\`.\`processed_at\` is null and (\`fifo_seen\`.\`retry_after\` is null or \`fifo_seen\`.\`retry_after\` <= ? or \`fifo_seen\`.\`locked_until\` > ?))) = ?) order by \`fifo_jobs\`.\`priority\` asc, \`fifo_jobs\`.\`retry_after\` asc, \`fifo_jobs\`.\`id\` asc limit ?",
+        },
+        "postgres": {
+          "parameters": [
+            2024-05-01T12:00:00.123Z,
+            "g1",
+            2024-05-01T12:00:00.123Z,
+            "g1",
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            1,
+            "g1",
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            3,
+            5,
+          ],
+          "sql": "select "fifo_jobs"."id", "fifo_jobs"."attempt", "fifo_jobs"."locked_until", "fifo_jobs"."payload", "fifo_jobs"."retry_after", "fifo_jobs"."processed_at", "fifo_jobs"."grp", "fifo_jobs"."priority" from "fifo_jobs" where ("fifo_jobs"."processed_at" is null and ("fifo_jobs"."retry_after" is null or "fifo_jobs"."retry_after" <= $1) and "fifo_jobs"."grp" = $2 and ("fifo_jobs"."locked_until" is null or "fifo_jobs"."locked_until" <= $3)) and ("fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where ("fifo_head"."grp" = $4 and "fifo_head"."processed_at" is null and ("fifo_head"."retry_after" is null or "fifo_head"."retry_after" <= $5 or "fifo_head"."locked_until" > $6)) order by case when "fifo_head"."locked_until" > $7 then 0 else 1 end asc, "fifo_head"."priority" asc, "fifo_head"."retry_after" asc nulls first, "fifo_head"."id" asc limit $8) and (select count(*) as "seen" from "fifo_jobs" as "fifo_seen" where ("fifo_seen"."grp" = $9 and "fifo_seen"."processed_at" is null and ("fifo_seen"."retry_after" is null or "fifo_seen"."retry_after" <= $10 or "fifo_seen"."locked_until" > $11))) = $12) order by "fifo_jobs"."priority" asc, "fifo_jobs"."retry_after" asc nulls first, "fifo_jobs"."id" asc limit $13",
+        },
+        "sqlite": {
+          "parameters": [
+            "2024-05-01T12:00:00.123Z",
+            "g1",
+            "2024-05-01T12:00:00.123Z",
+            "g1",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            1,
+            5,
+          ],
+          "sql": "select "fifo_jobs"."id", "fifo_jobs"."attempt", "fifo_jobs"."locked_until", "fifo_jobs"."payload", "fifo_jobs"."retry_after", "fifo_jobs"."processed_at", "fifo_jobs"."grp", "fifo_jobs"."priority" from "fifo_jobs" where ("fifo_jobs"."processed_at" is null and ("fifo_jobs"."retry_after" is null or "fifo_jobs"."retry_after" <= ?) and "fifo_jobs"."grp" = ? and ("fifo_jobs"."locked_until" is null or "fifo_jobs"."locked_until" <= ?)) and "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where ("fifo_head"."grp" = ? and "fifo_head"."processed_at" is null and ("fifo_head"."retry_after" is null or "fifo_head"."retry_after" <= ? or "fifo_head"."locked_until" > ?)) order by case when "fifo_head"."locked_until" > ? then 0 else 1 end asc, "fifo_head"."priority" asc, "fifo_head"."retry_after" asc, "fifo_head"."id" asc limit ?) order by "fifo_jobs"."priority" asc, "fifo_jobs"."retry_after" asc, "fifo_jobs"."id" asc limit ?",
+        },
+      }
+    `);
+  });
+
+  test("selectClaimable, fifo on MySQL/MariaDB without lockFifoGroup's count is refused", () => {
+    expect(() => mysqlDialect.lease.selectClaimable(fifoRichLease(), { limit: 5, now, group: "g1" })).toThrow(/runs lockFifoGroup first/);
+    expect(() => postgresDialect.lease.claim(fifoRichLease(), { limit: 5, now, until, precision: 3 })).toThrow(/names its group/);
   });
 
   test("selectClaimable (first half of the two-statement claim)", () => {

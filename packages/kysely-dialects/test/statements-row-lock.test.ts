@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { NOT_NEEDED, NOT_SUPPORTED, perEngine } from "./render.js";
-import { richRowLock, simpleRowLock } from "./specs.js";
+import { fifoBareRowLock, fifoRowLock, richRowLock, simpleRowLock } from "./specs.js";
 
 const now = new Date("2024-05-01T12:00:00.123Z");
 const retryAt = new Date("2024-05-01T12:05:00.456Z");
@@ -22,6 +22,81 @@ describe("row lock (SQLite: NOT_SUPPORTED)", () => {
           "sql": "with "picked" as (select "jobs"."id" from "jobs" order by "jobs"."id" asc limit $1 for update skip locked), "claimed" as (update "jobs" set "attempt" = "attempt" + 1 where "id" in (select "id" from "picked") returning "id", "attempt", "payload") select * from "claimed" order by "id" asc",
         },
         "sqlite": "NOT_SUPPORTED",
+      }
+    `);
+  });
+
+  test("claim, fifo: the group's head, only while no other row of it is held (Postgres locks the group in the claim; MySQL/MariaDB after lockFifoGroup)", () => {
+    expect(perEngine((d) => d.rowLock?.claim(fifoRowLock(), { limit: 1, now, group: "reports", fifoLocked: 4 }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "2024-05-01 12:00:00.123",
+            "reports",
+            "reports",
+            "2024-05-01 12:00:00.123",
+            1,
+            "reports",
+            "2024-05-01 12:00:00.123",
+            4,
+            1,
+          ],
+          "sql": "select \`fifo_jobs\`.\`id\`, \`fifo_jobs\`.\`attempt\`, \`fifo_jobs\`.\`payload\`, \`fifo_jobs\`.\`retry_after\`, \`fifo_jobs\`.\`processed_at\`, \`fifo_jobs\`.\`grp\`, \`fifo_jobs\`.\`priority\` from \`fifo_jobs\` where (\`fifo_jobs\`.\`processed_at\` is null and (\`fifo_jobs\`.\`retry_after\` is null or \`fifo_jobs\`.\`retry_after\` <= ?) and \`fifo_jobs\`.\`grp\` = ?) and (\`fifo_jobs\`.\`id\` = (select \`fifo_head\`.\`id\` from \`fifo_jobs\` as \`fifo_head\` where (\`fifo_head\`.\`grp\` = ? and \`fifo_head\`.\`processed_at\` is null and (\`fifo_head\`.\`retry_after\` is null or \`fifo_head\`.\`retry_after\` <= ?)) order by \`fifo_head\`.\`priority\` asc, \`fifo_head\`.\`retry_after\` asc, \`fifo_head\`.\`id\` asc limit ?) and (select count(*) as \`seen\` from \`fifo_jobs\` as \`fifo_seen\` where (\`fifo_seen\`.\`grp\` = ? and \`fifo_seen\`.\`processed_at\` is null and (\`fifo_seen\`.\`retry_after\` is null or \`fifo_seen\`.\`retry_after\` <= ?))) = ?) order by \`fifo_jobs\`.\`priority\` asc, \`fifo_jobs\`.\`retry_after\` asc, \`fifo_jobs\`.\`id\` asc limit ?",
+        },
+        "postgres": {
+          "parameters": [
+            "reports",
+            2024-05-01T12:00:00.123Z,
+            1,
+            "reports",
+            2024-05-01T12:00:00.123Z,
+          ],
+          "sql": "with "fifo_group" as (select "fifo_jobs"."id", "fifo_jobs"."priority", "fifo_jobs"."retry_after" from "fifo_jobs" where ("fifo_jobs"."grp" = $1 and "fifo_jobs"."processed_at" is null and ("fifo_jobs"."retry_after" is null or "fifo_jobs"."retry_after" <= $2)) for update skip locked), "picked" as (select "fifo_group"."id" from "fifo_group" where ("fifo_group"."id" = (select "fifo_head"."id" from "fifo_group" as "fifo_head" order by "fifo_head"."priority" asc, "fifo_head"."retry_after" asc nulls first, "fifo_head"."id" asc limit $3) and (select count(*) as "locked" from "fifo_group") = (select count(*) as "seen" from "fifo_jobs" as "fifo_seen" where ("fifo_seen"."grp" = $4 and "fifo_seen"."processed_at" is null and ("fifo_seen"."retry_after" is null or "fifo_seen"."retry_after" <= $5))))), "claimed" as (update "fifo_jobs" set "attempt" = "attempt" + 1 where "id" in (select "id" from "picked") returning "id", "attempt", "payload", "retry_after", "processed_at", "grp", "priority") select * from "claimed" order by "priority" asc, "retry_after" asc nulls first, "id" asc",
+        },
+        "sqlite": "NOT_SUPPORTED",
+      }
+    `);
+  });
+
+  test("claim, fifo without an attempt column: nothing to write, the head is selected", () => {
+    expect(perEngine((d) => d.rowLock?.claim(fifoBareRowLock(), { limit: 1, now, group: "reports", fifoLocked: 4 }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "reports",
+            "reports",
+            1,
+            "reports",
+            4,
+            1,
+          ],
+          "sql": "select \`fifo_jobs\`.\`id\`, \`fifo_jobs\`.\`payload\`, \`fifo_jobs\`.\`grp\`, \`fifo_jobs\`.\`priority\` from \`fifo_jobs\` where \`fifo_jobs\`.\`grp\` = ? and (\`fifo_jobs\`.\`id\` = (select \`fifo_head\`.\`id\` from \`fifo_jobs\` as \`fifo_head\` where \`fifo_head\`.\`grp\` = ? order by \`fifo_head\`.\`priority\` asc, \`fifo_head\`.\`id\` asc limit ?) and (select count(*) as \`seen\` from \`fifo_jobs\` as \`fifo_seen\` where \`fifo_seen\`.\`grp\` = ?) = ?) order by \`fifo_jobs\`.\`priority\` asc, \`fifo_jobs\`.\`id\` asc limit ?",
+        },
+        "postgres": {
+          "parameters": [
+            "reports",
+            1,
+            "reports",
+          ],
+          "sql": "with "fifo_group" as (select "fifo_jobs"."id", "fifo_jobs"."priority" from "fifo_jobs" where "fifo_jobs"."grp" = $1 for update skip locked), "picked" as (select "fifo_group"."id" from "fifo_group" where ("fifo_group"."id" = (select "fifo_head"."id" from "fifo_group" as "fifo_head" order by "fifo_head"."priority" asc, "fifo_head"."id" asc limit $2) and (select count(*) as "locked" from "fifo_group") = (select count(*) as "seen" from "fifo_jobs" as "fifo_seen" where "fifo_seen"."grp" = $3))) select "fifo_jobs"."id", "fifo_jobs"."payload", "fifo_jobs"."grp", "fifo_jobs"."priority" from "fifo_jobs" where "fifo_jobs"."id" in (select "id" from "picked") for update",
+        },
+        "sqlite": "NOT_SUPPORTED",
+      }
+    `);
+  });
+
+  test("lockFifoGroup (MySQL/MariaDB only)", () => {
+    expect(perEngine((d) => d.rowLock?.lockFifoGroup(fifoRowLock(), { limit: 1, now, group: "reports" }), "NOT_NEEDED (null)")).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "reports",
+            "2024-05-01 12:00:00.123",
+          ],
+          "sql": "select \`fifo_jobs\`.\`id\` from \`fifo_jobs\` where (\`fifo_jobs\`.\`grp\` = ? and \`fifo_jobs\`.\`processed_at\` is null and (\`fifo_jobs\`.\`retry_after\` is null or \`fifo_jobs\`.\`retry_after\` <= ?)) for update skip locked",
+        },
+        "postgres": "NOT_NEEDED (null)",
+        "sqlite": "NOT_NEEDED (null)",
       }
     `);
   });

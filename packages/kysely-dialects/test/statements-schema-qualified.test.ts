@@ -8,7 +8,7 @@ import type { CompiledQuery } from "kysely";
 import { describe, expect, test } from "vitest";
 import { advisoryKeyOf, mysqlDialect, postgresDialect, sqliteDialect, type EngineDialect } from "../src/internal.js";
 import { perEngine } from "./render.js";
-import { fifoLease, richAdvisory, richLease, richRowLock } from "./specs.js";
+import { fifoLease, fifoRichLease, fifoRowLock, richAdvisory, richLease, richRowLock } from "./specs.js";
 
 const now = new Date("2026-01-01T00:00:00.000Z");
 const until = new Date("2026-01-01T00:01:00.000Z");
@@ -21,7 +21,8 @@ function inJobs(spec: InboxDescription): InboxDescription {
 
 /** Every statement a form builds for `spec`, by name. */
 function statementsOf(d: EngineDialect, spec: InboxDescription): Record<string, CompiledQuery | null> {
-  const options = { limit: 5, now, group: "g" };
+  // fifoLocked: what a fifo claim on MySQL/MariaDB is given by lockFifoGroup (ignored elsewhere).
+  const options = { limit: 5, now, group: "g", fifoLocked: 2 };
   const out: Record<string, CompiledQuery | null> = {
     "publish.insert": d.publish.insert(spec, [{ [spec.columns.find((c) => !c.generated)?.name ?? "payload"]: "a" }]),
     "advisory.selectCandidates": d.advisory.selectCandidates(spec, options),
@@ -31,6 +32,7 @@ function statementsOf(d: EngineDialect, spec: InboxDescription): Record<string, 
   };
   if (spec.lease !== undefined) {
     Object.assign(out, {
+      "lease.lockFifoGroup": d.lease.lockFifoGroup(spec, options),
       "lease.claim": d.lease.claim(spec, { ...options, until, precision: 3 }),
       "lease.selectClaimable": d.lease.selectClaimable(spec, options),
       "lease.stampClaimed": d.lease.stampClaimed(spec, [7], until, 3),
@@ -45,6 +47,7 @@ function statementsOf(d: EngineDialect, spec: InboxDescription): Record<string, 
   }
   if (d.rowLock !== null && spec.lease === undefined) {
     Object.assign(out, {
+      "rowLock.lockFifoGroup": d.rowLock.lockFifoGroup(spec, options),
       "rowLock.claim": d.rowLock.claim(spec, options),
       "rowLock.countAttempts": d.rowLock.countAttempts(spec, [7]),
       "rowLock.settleAck": d.rowLock.settleAck(spec, 7, now),
@@ -55,7 +58,14 @@ function statementsOf(d: EngineDialect, spec: InboxDescription): Record<string, 
 }
 
 const dialects = { postgres: postgresDialect, mysql: mysqlDialect, sqlite: sqliteDialect };
-const forms = { rowLock: richRowLock("jobs_t"), lease: richLease("jobs_t"), fifoLease: fifoLease("jobs_t"), advisory: richAdvisory("jobs_t") };
+const forms = {
+  rowLock: richRowLock("jobs_t"),
+  lease: richLease("jobs_t"),
+  fifoLease: fifoLease("jobs_t"),
+  fifoRichLease: fifoRichLease("jobs_t"),
+  fifoRowLock: fifoRowLock("jobs_t"),
+  advisory: richAdvisory("jobs_t"),
+};
 
 describe.each(Object.entries(dialects))("schema-qualified statements on %s", (engine, dialect) => {
   const q = engine === "mysql" ? "`" : '"';

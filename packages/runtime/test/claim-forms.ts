@@ -162,18 +162,22 @@ const runtimeRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 /** Starts `test/fixtures/worker.ts` in a child process. */
 export function startWorker(env: { url: string; table: string; form: ClaimForm; workers: number; holdMs: number; leaseMs?: number; poolMax?: number }): WorkerProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", "test/fixtures/worker.ts"], {
+  return startFixture("test/fixtures/worker.ts", {
+    WORKER_URL: env.url,
+    WORKER_TABLE: env.table,
+    WORKER_FORM: env.form,
+    WORKER_WORKERS: String(env.workers),
+    WORKER_HOLD_MS: String(env.holdMs),
+    WORKER_LEASE_MS: String(env.leaseMs ?? 2000),
+    WORKER_POOL_MAX: String(env.poolMax ?? env.workers + 1),
+  });
+}
+
+/** Starts a fixture script (path from the runtime package) in a child process, its JSON lines collected. */
+export function startFixture(script: string, env: Record<string, string>): WorkerProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", script], {
     cwd: runtimeRoot,
-    env: {
-      ...process.env,
-      WORKER_URL: env.url,
-      WORKER_TABLE: env.table,
-      WORKER_FORM: env.form,
-      WORKER_WORKERS: String(env.workers),
-      WORKER_HOLD_MS: String(env.holdMs),
-      WORKER_LEASE_MS: String(env.leaseMs ?? 2000),
-      WORKER_POOL_MAX: String(env.poolMax ?? env.workers + 1),
-    },
+    env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: WorkerLine[] = [];

@@ -3,6 +3,7 @@ import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, HeldLease, LeaseClaimOptions, LeaseStatements, RawRow } from "../types.js";
 import { stampPickedQuery } from "../statements/claim-stamp.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
+import { lockFifoGroupQuery } from "../statements/fifo-head.js";
 import { ackManyQuery, heldShape, releaseUnstartedQuery, selectHeldQuery } from "../statements/held-leases.js";
 import { extendQuery, readLeasesQuery } from "../statements/lease-extend.js";
 import { compiled } from "../statements/query-db.js";
@@ -34,6 +35,7 @@ export function leaseStatements(engine: EngineTraits): LeaseStatements {
       shapes.fill(spec, claimShapeKey("select", options), claimValues(options), (c, v) => compiled(selectClaimableQuery(c, spec, claimOptionsOf(v), { lock }))),
     stampClaimed: (spec: InboxDescription, ids: readonly unknown[], until: Date, precision: number) =>
       shapes.fill(spec, `stamp|${ids.length}|${precision}`, { ids, until }, (c, v) => stampPickedQuery(c, spec, v.ids, { until: v.until, precision })),
+    lockFifoGroup: (spec: InboxDescription, options: ClaimOptions) => lockFifoGroupQuery(ctx, spec, options, oneStatement !== null),
     extend: (spec: InboxDescription, leases: readonly HeldLease[], until: Date, precision: number) => extendQuery(ctx, spec, leases, { until, precision }),
     readLeases: (spec: InboxDescription, ids: readonly unknown[]) => readLeasesQuery(ctx, spec, ids),
     settleAck: (spec: InboxDescription, lease: HeldLease, now: Date, precision: number) => ackQuery(ctx, spec, lease.id, now, { lease, precision }),

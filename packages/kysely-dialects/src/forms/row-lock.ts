@@ -3,6 +3,7 @@ import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow, RowLockStatements } from "../types.js";
 import { stampPickedQuery } from "../statements/claim-stamp.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
+import { lockFifoGroupQuery } from "../statements/fifo-head.js";
 import { compiled } from "../statements/query-db.js";
 import { ackQuery, lockedRetryQuery } from "../statements/settle.js";
 import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes } from "../statements/shapes.js";
@@ -23,9 +24,11 @@ export function rowLockStatements(engine: EngineTraits): RowLockStatements | nul
   // Compiled once per shape: a delivery runs a claim and a settlement.
   const shapes = new StatementShapes(ctx);
   return Object.freeze({
+    lockFifoGroup: (spec: InboxDescription, options: ClaimOptions) => lockFifoGroupQuery(ctx, spec, options, oneStatement !== null),
     claim(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> {
-      // Without an attempt column there is nothing to write: the locking select is the claim.
-      if (oneStatement !== null && spec.attempt !== undefined)
+      // Without an attempt column there is nothing to write: the locking select is the claim
+      // (a fifo claim keeps its one statement, which locks the group: see fifo-head.ts).
+      if (oneStatement !== null && (spec.attempt !== undefined || spec.fifo))
         return shapes.fill(spec, claimShapeKey("claim", options), claimValues(options), (c, v) => oneStatement(c, spec, claimOptionsOf(v), null));
       return shapes.fill(spec, claimShapeKey("select", options), claimValues(options), (c, v) =>
         compiled(selectClaimableQuery(c, spec, claimOptionsOf(v), { lock: "skip locked" })),

@@ -3,6 +3,7 @@ import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow } from "../types.js";
 import { stampValues, type LeaseStamp } from "../statements/claim-stamp.js";
 import { claimOrder, col, selectClaimableQuery } from "../statements/claimable.js";
+import { fifoClaimWithCte } from "./fifo-claim-cte.js";
 import { compiled, type Eb, type StatementContext } from "../statements/query-db.js";
 import { tableRef } from "../statements/table-ref.js";
 
@@ -14,7 +15,7 @@ import { tableRef } from "../statements/table-ref.js";
  * `SKIP LOCKED` sits in the CTE so that concurrent claimers pick disjoint rows instead of
  * queueing behind each other; a row committed by another claimer meanwhile is re-checked by
  * Postgres against the WHERE and dropped. The outer select restores the claim order, which
- * `RETURNING` does not keep.
+ * `RETURNING` does not keep. A fifo table claims its group's head instead (`fifoClaimWithCte`).
  *
  * @example
  * claimWithCte(ctx, seed, { limit: 5, now }, { until, precision: 3 }) // the seed table, see below
@@ -28,6 +29,7 @@ import { tableRef } from "../statements/table-ref.js";
  * ```
  */
 export function claimWithCte(ctx: StatementContext, spec: InboxDescription, options: ClaimOptions, lease: LeaseStamp | null): CompiledQuery<RawRow> {
+  if (spec.fifo) return fifoClaimWithCte(ctx, spec, options, lease);
   const id = spec.id.name;
   const picked = selectClaimableQuery(ctx, spec, options, { lock: "skip locked", columns: [col(spec, id)] });
   const query = ctx.db

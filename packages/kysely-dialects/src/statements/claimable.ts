@@ -2,6 +2,7 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { Expression, SqlBool } from "kysely";
 import type { ClaimOptions } from "../types.js";
 import { COMPARE_PRECISION, type Eb, type QueryDb, type StatementContext } from "./query-db.js";
+import { fifoHeadCondition } from "./fifo-head.js";
 import { tableRef } from "./table-ref.js";
 
 /** `table.column`, quoted by Kysely as two identifiers. */
@@ -12,8 +13,10 @@ export const col = (spec: InboxDescription, name: string): string => `${tableRef
  * - not processed (`processed_at IS NULL`),
  * - due (`retry_after IS NULL OR retry_after <= :now`),
  * - in the subscription's group (`grp = :group`),
- * - not leased (`locked_until IS NULL OR locked_until <= :now`, lease form only),
- * - with fifo, the head of its group: the smallest unprocessed id, so a group runs one row at a time, in order.
+ * - not leased (`locked_until IS NULL OR locked_until <= :now`, lease form only).
+ *
+ * A fifo table adds the head rule on top (`fifo-head.ts`): only its group's first row in claim
+ * order is claimable, and only while no other row of the group is in work.
  */
 export function claimable(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "now" | "group" | "exclude">) {
   const now = ctx.time.encode(options.now, COMPARE_PRECISION);
@@ -31,20 +34,6 @@ export function claimable(ctx: StatementContext, spec: InboxDescription, options
     }
     // Rows this process parked for a delay it has no column for.
     if (options.exclude !== undefined && options.exclude.length > 0) conditions.push(eb(col(spec, spec.id.name), "not in", options.exclude));
-    if (spec.fifo && spec.group !== undefined) {
-      const group = spec.group.name;
-      const processed = spec.processedAt?.name;
-      conditions.push(
-        eb(col(spec, spec.id.name), "=", (sub: Eb) => {
-          let head = sub
-            .selectFrom(`${tableRef(spec)} as fifo_head`)
-            .select((h: Eb) => h.fn.min(`fifo_head.${spec.id.name}`).as("head"))
-            .whereRef(`fifo_head.${group}`, "=", col(spec, group));
-          if (processed !== undefined) head = head.where(`fifo_head.${processed}`, "is", null);
-          return head;
-        }),
-      );
-    }
     return eb.and(conditions);
   };
 }
@@ -52,7 +41,7 @@ export function claimable(ctx: StatementContext, spec: InboxDescription, options
 /** True when the description has a role that narrows what is claimable (otherwise no WHERE at all). */
 export function narrowsClaimable(spec: InboxDescription, options: Pick<ClaimOptions, "group" | "exclude">): boolean {
   if (options.exclude !== undefined && options.exclude.length > 0) return true;
-  return spec.processedAt !== undefined || spec.retryAfter !== undefined || spec.lease !== undefined || (spec.group !== undefined && (options.group !== undefined || spec.fifo));
+  return spec.processedAt !== undefined || spec.retryAfter !== undefined || spec.lease !== undefined || (spec.group !== undefined && options.group !== undefined);
 }
 
 /** Adds `WHERE <claimable>` to a query, or nothing when every row is claimable. */
@@ -66,15 +55,17 @@ export function whereClaimable<Q extends { where(...args: any[]): Q }>(
   return narrowsClaimable(spec, options) ? query.where(claimable(ctx, spec, options)) : query;
 }
 
-/** How a claim names its order columns: table-qualified inside the select, bare over a CTE's rows. */
+/** How a claim names its order columns: table-qualified inside the select, bare over a CTE's rows, or under an alias. */
 export interface OrderNames {
   readonly qualified: boolean;
+  /** Qualify with this alias instead of the table (a fifo head subquery over the same table). */
+  readonly alias?: string;
 }
 
 /** Claim order: `priority` (smaller first), then `retry_after` (never-delayed rows first), then id. */
 // biome-ignore lint/suspicious/noExplicitAny: accepts every Kysely query builder; each declares its own where/orderBy overloads
 export function claimOrder<Q extends { orderBy(...args: any[]): Q }>(ctx: StatementContext, spec: InboxDescription, query: Q, names: OrderNames): Q {
-  const name = (n: string) => (names.qualified ? col(spec, n) : n);
+  const name = (n: string) => (names.alias !== undefined ? `${names.alias}.${n}` : names.qualified ? col(spec, n) : n);
   let q = query;
   if (spec.priority !== undefined) q = q.orderBy(name(spec.priority.name), "asc");
   if (spec.retryAfter !== undefined) {
@@ -99,10 +90,15 @@ export interface ClaimableSelect {
   readonly columns?: readonly string[];
 }
 
-/** The claimable rows in claim order, at most `limit`, locked or not as `select.lock` says. */
+/**
+ * The claimable rows in claim order, at most `limit`, locked or not as `select.lock` says.
+ * On a fifo table, only the group's head (`fifo-head.ts`), read without a lock: where the engine
+ * locks rows, `lockFifoGroup` already holds every row of the group this claim may take.
+ */
 export function selectClaimableQuery(ctx: StatementContext, spec: InboxDescription, options: ClaimOptions, select: ClaimableSelect) {
   const db: QueryDb = ctx.db;
   let query = whereClaimable(ctx, spec, options, db.selectFrom(tableRef(spec)).select(select.columns ?? describedColumns(spec)));
+  if (spec.fifo) query = query.where(fifoHeadCondition(ctx, spec, options));
   query = claimOrder(ctx, spec, query, { qualified: true }).limit(options.limit);
-  return select.lock === "skip locked" ? query.forUpdate().skipLocked() : query;
+  return select.lock === "skip locked" && !spec.fifo ? query.forUpdate().skipLocked() : query;
 }

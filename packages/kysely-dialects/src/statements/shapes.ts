@@ -159,22 +159,32 @@ export class Whole<T> {
   constructor(readonly value: readonly T[]) {}
 }
 
-/** What decides a claim's text: a group, and how many ids the process keeps out. */
+/** What decides a claim's text: a group, how many ids the process keeps out, and a fifo group's locked count. */
 export function claimShapeKey(kind: string, options: ClaimOptions): string {
-  return `${kind}|${options.group !== undefined ? "g" : ""}|${options.exclude?.length ?? 0}`;
+  return `${kind}|${options.group !== undefined ? "g" : ""}|${options.exclude?.length ?? 0}|${options.fifoLocked !== undefined ? "f" : ""}`;
 }
 
+/** A claim's values, as `claimValues` gives them: each a stand-in while its shape is built. */
+type ClaimValues = {
+  limit: number;
+  now: Date;
+  group: string | undefined;
+  exclude: readonly unknown[];
+  fifoLocked: number | undefined;
+};
+
 /** A claim's values, each a stand-in while its shape is built. */
-export function claimValues(options: ClaimOptions): { limit: number; now: Date; group: string | undefined; exclude: readonly unknown[] } {
-  return { limit: options.limit, now: options.now, group: options.group, exclude: options.exclude ?? [] };
+export function claimValues(options: ClaimOptions): ClaimValues {
+  return { limit: options.limit, now: options.now, group: options.group, exclude: options.exclude ?? [], fifoLocked: options.fifoLocked };
 }
 
 /** `ClaimOptions` back from `claimValues` (optional keys left out rather than set to undefined). */
-export function claimOptionsOf(values: { limit: number; now: Date; group: string | undefined; exclude: readonly unknown[] }): ClaimOptions {
+export function claimOptionsOf(values: ClaimValues): ClaimOptions {
   return {
     limit: values.limit,
     now: values.now,
     ...(values.group !== undefined ? { group: values.group } : {}),
     ...(values.exclude.length > 0 ? { exclude: values.exclude } : {}),
+    ...(values.fifoLocked !== undefined ? { fifoLocked: values.fifoLocked } : {}),
   };
 }

@@ -41,7 +41,8 @@ export async function retryingDeadlocks<T>(work: () => Promise<T>): Promise<T> {
 
 /**
  * A lease claim the way the runtime runs it: one statement where the engine has one,
- * else `selectClaimable` + `stampClaimed` in one short READ COMMITTED transaction.
+ * else `selectClaimable` + `stampClaimed` in one short READ COMMITTED transaction (a fifo table:
+ * `lockFifoGroup` first, its row count given to the select).
  * Returns the claimed ids.
  */
 export async function claimLease(engine: LiveEngine, spec: InboxDescription, options: LeaseClaimOptions): Promise<number[]> {
@@ -53,7 +54,9 @@ export async function claimLease(engine: LiveEngine, spec: InboxDescription, opt
       .transaction()
       .setIsolationLevel(capabilities.claimIsolation ?? "read committed")
       .execute(async (trx) => {
-        const rows = (await run(trx, lease.selectClaimable(spec, options))).rows;
+        const lock = lease.lockFifoGroup(spec, options);
+        const fifo = lock === null ? {} : { fifoLocked: (await run(trx, lock)).rows.length };
+        const rows = (await run(trx, lease.selectClaimable(spec, { ...options, ...fifo }))).rows;
         const ids = rows.map((r) => Number(r[spec.id.name]));
         if (ids.length > 0) await run(trx, lease.stampClaimed(spec, ids, options.until, options.precision));
         return ids;
@@ -84,14 +87,16 @@ export async function ackMany(engine: LiveEngine, spec: InboxDescription, leases
   );
 }
 
-/** Opens a row-lock delivery transaction, claims and counts; the caller commits or rolls back. */
+/** Opens a row-lock delivery transaction, claims (a fifo table: `lockFifoGroup` first) and counts; the caller commits or rolls back. */
 export async function claimRowLocked(engine: LiveEngine, spec: InboxDescription, options: ClaimOptions) {
   const rowLock = engine.dialect.rowLock;
   if (rowLock === null) throw new Error(`${engine.name} has no row lock`);
   let trx = engine.db.startTransaction();
   if (engine.dialect.capabilities.claimIsolation !== undefined) trx = trx.setIsolationLevel(engine.dialect.capabilities.claimIsolation);
   const tx = await trx.execute();
-  const rows = (await run(tx, rowLock.claim(spec, options))).rows;
+  const lock = rowLock.lockFifoGroup(spec, options);
+  const fifo = lock === null ? {} : { fifoLocked: (await run(tx, lock)).rows.length };
+  const rows = (await run(tx, rowLock.claim(spec, { ...options, ...fifo }))).rows;
   const ids = rows.map((r) => Number(r[spec.id.name]));
   const count = rowLock.countAttempts(spec, ids);
   if (count !== null && ids.length > 0) await run(tx, count);

@@ -58,7 +58,11 @@ export class LeaseClaim implements ClaimStrategy {
     } else {
       // MySQL/MariaDB: SELECT … FOR UPDATE SKIP LOCKED, then stamp the rows, in one short transaction.
       rows = await database.transaction("claim", async (trx) => {
-        const selected = (await database.execute("claim", statements.selectClaimable(spec, { limit, now, ...group }), trx)).rows;
+        // Fifo: lock the group's rows first; the claim takes the head only if no other session holds one of them.
+        const options = { limit, now, ...group };
+        const lock = statements.lockFifoGroup(spec, options);
+        const fifo = lock === null ? {} : { fifoLocked: (await database.execute("claim", lock, trx)).rows.length };
+        const selected = (await database.execute("claim", statements.selectClaimable(spec, { ...options, ...fifo }), trx)).rows;
         if (selected.length === 0) return selected;
         const ids = selected.map((r) => r[spec.id.name]);
         await database.execute("claim", statements.stampClaimed(spec, ids, until, precision), trx);

@@ -1,5 +1,5 @@
 import type { ErrorPlace } from "@sqlinbox/core/internal";
-import type { RawRow, RowLockStatements } from "@sqlinbox/kysely-dialects";
+import type { ClaimOptions, RawRow, RowLockStatements } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, ControlledTransaction, QueryResult } from "kysely";
 import { isDeadlock } from "../database.js";
 import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../errors.js";
@@ -27,6 +27,7 @@ const HANDLER_SAVEPOINT = "sqlinbox_handler";
  *
  * ```sql
  * BEGIN                       -- READ COMMITTED on MySQL/MariaDB
+ * SELECT id … FOR UPDATE SKIP LOCKED        -- fifo on MySQL/MariaDB only: lock the group's rows first
  * SELECT … LIMIT 1 FOR UPDATE SKIP LOCKED   -- Postgres counts the attempt in the same statement
  * UPDATE t SET attempt = attempt + 1 …      -- MySQL/MariaDB (no UPDATE … RETURNING)
  * -- the handler runs; the row stays locked
@@ -104,7 +105,8 @@ export class RowLockClaim implements ClaimStrategy {
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
-        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit: 1, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) }))).rows;
+        const options = await this.#lockFifoGroup(trx, { limit: 1, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) });
+        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
         const row = rows[0];
         if (row === undefined) {
           await trx.rollback().execute();
@@ -128,7 +130,8 @@ export class RowLockClaim implements ClaimStrategy {
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
-        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, { limit, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) }))).rows;
+        const options = await this.#lockFifoGroup(trx, { limit, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) });
+        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
         if (rows.length === 0) {
           await trx.rollback().execute();
           this.#open.delete(trx);
@@ -151,6 +154,17 @@ export class RowLockClaim implements ClaimStrategy {
         throw error;
       }
     }
+  }
+
+  /**
+   * Fifo on MySQL/MariaDB: the claim's transaction first locks the group's rows, and the claim
+   * takes the head only if they are all the group's rows (none in work in another transaction).
+   * Postgres does both in the claim statement; other tables and engines skip this.
+   */
+  async #lockFifoGroup(trx: HeldTransaction, options: ClaimOptions): Promise<ClaimOptions> {
+    const lock = this.#statements.lockFifoGroup(this.#setup.spec, options);
+    if (lock === null) return options;
+    return { ...options, fifoLocked: (await this.#run(trx, "claim", lock)).rows.length };
   }
 
   async #commit(trx: HeldTransaction): Promise<void> {
