@@ -128,6 +128,9 @@ export class AdvisoryClaim implements ClaimStrategy {
     this.#window = [];
   }
 
+  /** A delivery claimed but never started (the app stopped first) unlocks its key: the row is back at once (its attempt was counted by the take). */
+  readonly releaseUnstarted = abandonUnstarted;
+
   /** A publish in this process: the next claim reads candidates afresh (the new row may rank first). */
   invalidate(): void {
     this.#window = [];
