@@ -226,6 +226,10 @@ export function waitsCell(engine: EngineName, db: DbSample): string {
 export const fsyncsPerSec = (engine: EngineName, db: DbSample): number =>
   (engine === "postgres" ? (db.counters.wal_sync ?? 0) : (db.counters.Innodb_os_log_fsyncs ?? db.counters.Innodb_data_fsyncs ?? 0)) / Math.max(db.seconds, 1e-3);
 
+/** Commits per second over the drain: Postgres `pg_stat_database.xact_commit` of the bench database; MySQL/MariaDB `Com_commit` (server-wide). */
+export const commitsPerSec = (engine: EngineName, db: DbSample): number =>
+  (engine === "postgres" ? (db.counters.xact_commit ?? 0) : (db.counters.Com_commit ?? 0)) / Math.max(db.seconds, 1e-3);
+
 export function scaleTable(rs: readonly ScaleResult[]): string {
   const pct = (x: number | undefined) => (x === undefined ? "–" : `${fmt(x * 100)}%`);
   const rows: string[][] = [];
@@ -248,6 +252,7 @@ export function scaleTable(rs: readonly ScaleResult[]): string {
         pct(db.sessionCpuSec !== undefined ? db.sessionCpuSec / (db.seconds * cores) : undefined),
         pct(db.serverCpuSec / (db.seconds * cores)),
         pct(db.machineBusy),
+        fmt(commitsPerSec(r.engine, db)),
         fmt(fsyncsPerSec(r.engine, db)),
         waitsCell(r.engine, db),
         String(run.duplicates),
@@ -266,6 +271,7 @@ export function scaleTable(rs: readonly ScaleResult[]): string {
       "DB sessions CPU",
       "DB server CPU",
       "machine busy",
+      "commits/s",
       "fsyncs/s",
       "waits (share of active-session samples) / lock counters",
       "dups",
