@@ -11,10 +11,13 @@ import type { EngineName } from "./types.js";
 export interface DbSample {
   /** Wall seconds between `start()` and `end()`. */
   readonly seconds: number;
-  /** CPU seconds of the bench database's own backends (Postgres: pids from pg_stat_activity of this database); undefined on MariaDB (one process, threads not mapped to sessions). */
+  /**
+   * CPU seconds of the bench database's own backends (Postgres: pids from pg_stat_activity of this database);
+   * undefined on MariaDB (one process, threads not mapped to sessions) and for a server on another host.
+   */
   readonly sessionCpuSec?: number;
-  /** CPU seconds of every server process (all `postgres` processes / `mariadbd`): other databases' sessions included. */
-  readonly serverCpuSec: number;
+  /** CPU seconds of every server process (all `postgres` processes / `mariadbd`): other databases' sessions included. Undefined for a server on another host. */
+  readonly serverCpuSec?: number;
   /** Busy share of all cores (1 − idle − iowait) over the window, from /proc/stat: everything on the machine. */
   readonly machineBusy: number;
   /** Server counter deltas (Postgres pg_stat_wal / pg_stat_bgwriter / pg_stat_database; MariaDB SHOW GLOBAL STATUS). */
@@ -62,6 +65,12 @@ export function pidsNamed(names: readonly string[]): number[] {
     }
   }
   return pids;
+}
+
+/** Whether a database URL names this host (loopback or a Unix socket), where /proc shows the server's processes. */
+export function isLocalUrl(url: string): boolean {
+  const host = /^[a-z]+:\/\/(?:[^@/]*@)?(\[[^\]]*\]|[^:/?]*)/i.exec(url)?.[1] ?? "";
+  return ["", "localhost", "127.0.0.1", "[::1]"].includes(host.toLowerCase()) || /[?&]host=\//.test(url);
 }
 
 /** Busy and total ticks of all cores from the first line of /proc/stat. */
@@ -154,9 +163,11 @@ export class DbSampler {
   #active = 0;
   readonly #waits: Record<string, number> = {};
 
+  /** `local`: the server runs on this host, so its processes' CPU can be read from /proc (a remote server's pids mean nothing here). */
   constructor(
     readonly db: AnyDb,
     readonly engine: EngineName,
+    readonly local: boolean,
     readonly everyMs = 100,
   ) {
     this.#server = new ProcessCpu(engine === "postgres" ? ["postgres"] : ["mariadbd", "mysqld"]);
@@ -164,8 +175,8 @@ export class DbSampler {
 
   async start(): Promise<void> {
     this.#counters0 = await readCounters(this.db, this.engine);
-    this.#server.observeByName(true);
-    if (this.engine === "postgres") this.#sessions.observe(await this.#backendPids(), true);
+    if (this.local) this.#server.observeByName(true);
+    if (this.local && this.engine === "postgres") this.#sessions.observe(await this.#backendPids(), true);
     this.#machine0 = machineTicks();
     this.#startedAt = performance.now();
     this.#timer = setInterval(() => {
@@ -178,8 +189,8 @@ export class DbSampler {
     clearInterval(this.#timer);
     await this.#busy;
     this.#seconds = (performance.now() - this.#startedAt) / 1000;
-    if (this.engine === "postgres") this.#sessions.observe(await this.#backendPids());
-    this.#server.observeByName();
+    if (this.local && this.engine === "postgres") this.#sessions.observe(await this.#backendPids());
+    if (this.local) this.#server.observeByName();
     const m = machineTicks();
     this.#machineBusy = (m.busy - this.#machine0.busy) / Math.max(1, m.total - this.#machine0.total);
   }
@@ -190,8 +201,8 @@ export class DbSampler {
     const counters = Object.fromEntries(Object.entries(c1).map(([k, v]) => [k, v - (this.#counters0[k] ?? 0)]));
     return {
       seconds: this.#seconds,
-      ...(this.engine === "postgres" ? { sessionCpuSec: this.#sessions.seconds() } : {}),
-      serverCpuSec: this.#server.seconds(),
+      ...(this.local && this.engine === "postgres" ? { sessionCpuSec: this.#sessions.seconds() } : {}),
+      ...(this.local ? { serverCpuSec: this.#server.seconds() } : {}),
       machineBusy: this.#machineBusy,
       counters,
       samples: this.#samples,
@@ -212,7 +223,7 @@ export class DbSampler {
     this.#samples++;
     if (this.engine === "postgres") {
       const rows = (await PG_WAITS.execute(this.db)).rows;
-      this.#sessions.observe(rows.map((r) => Number(r.pid)));
+      if (this.local) this.#sessions.observe(rows.map((r) => Number(r.pid)));
       for (const r of rows) {
         if (r.state !== "active") continue;
         this.#active++;

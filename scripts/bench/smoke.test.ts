@@ -55,7 +55,7 @@ describe("bench harness smoke", () => {
       duplicates: number;
       perProcess: number[];
       jobsPerSec: { median: number };
-      db: { samples: number; serverCpuSec: number; counters: Record<string, number> };
+      db: { samples: number; counters: Record<string, number> };
     }
     const file = JSON.parse(readFileSync(join(out, "latest.json"), "utf8")) as {
       results: { scale?: { id: string; error?: string; notAvailable?: string; runs?: ScaleRun[] }[] };

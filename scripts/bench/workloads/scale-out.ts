@@ -2,8 +2,8 @@ import { fork, type ChildProcess } from "node:child_process";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import type { BenchSettings } from "../config.js";
-import { connect, countRows, insertJobs, recreateTable, type AnyDb, type FormName } from "../db.js";
-import { DbSampler, type DbSample } from "../db-sampler.js";
+import { connect, countRows, insertJobs, recreateTable, urlOf, type AnyDb, type FormName } from "../db.js";
+import { DbSampler, isLocalUrl, type DbSample } from "../db-sampler.js";
 import { sleep, withTimeout } from "../jobs.js";
 import { report } from "../report-helpers.js";
 import { short, table } from "../report.js";
@@ -30,6 +30,8 @@ export interface ScaleRun {
   /** Worker processes' CPU (user + system, from each one's first handler call to the stop request), per job and as a share of all cores over the drain. */
   readonly clientCpuMicrosPerJob: number;
   readonly clientCpuShare: number;
+  /** Last round: ms between the first process's first handler call and the last process's (startup skew, inside the timed span). */
+  readonly startSkewMs: number;
   /** How many jobs each process handled (last round): how evenly the claims spread. */
   readonly perProcess: readonly number[];
   /** The last round's database-side sample. */
@@ -135,7 +137,8 @@ async function drainOnce(admin: AnyDb, sampler: DbSampler, engine: EngineName, f
   const missing = workers.filter((w) => !w.done).length;
   if (missing) throw new Error(`scale ${engine}/${form} p${p}: ${missing} worker(s) did not report`);
   if (foreign) throw new Error(`scale ${engine}/${form} p${p}: ${foreign} handled index(es) outside 0…${n - 1}`);
-  const firstAt = Math.min(...workers.map((w) => w.done!.firstAt).filter((t) => t > 0));
+  const starts = workers.map((w) => w.done!.firstAt).filter((t) => t > 0);
+  const firstAt = Math.min(...starts);
   const seconds = (emptyAt - firstAt) / 1000;
   const cpuMicros = workers.reduce((sum, w) => sum + w.done!.cpuMicros, 0);
   return {
@@ -144,6 +147,7 @@ async function drainOnce(admin: AnyDb, sampler: DbSampler, engine: EngineName, f
     cpuMicrosPerJob: cpuMicros / n,
     clientCpuShare: cpuMicros / 1e6 / (sample.seconds * cpus().length),
     perProcess: workers.map((w) => w.handled),
+    startSkewMs: Math.max(...starts) - firstAt,
     sample,
   };
 }
@@ -165,7 +169,7 @@ export async function runScaleOut(s: BenchSettings, select: <T extends { id: str
     }
     const n = c.form === "lease" ? s.scale.n : s.scale.nHeld;
     const admin = connect(c.engine, 1);
-    const sampler = new DbSampler(connect(c.engine, 1), c.engine);
+    const sampler = new DbSampler(connect(c.engine, 1), c.engine, isLocalUrl(urlOf(c.engine)));
     const runs: ScaleRun[] = [];
     try {
       for (const p of s.scale.processes) {
@@ -176,7 +180,9 @@ export async function runScaleOut(s: BenchSettings, select: <T extends { id: str
           last = await drainOnce(admin, sampler, c.engine, c.form, p, n, s);
           rounds.push(last.jobsPerSec);
           duplicates += last.duplicates;
-          report(`scale ${c.id} p${p} round ${round}/${s.rounds}: ${last.jobsPerSec.toFixed(0)} jobs/s, ${last.duplicates} duplicate(s), per process ${last.perProcess.join("/")}`);
+          report(
+            `scale ${c.id} p${p} round ${round}/${s.rounds}: ${last.jobsPerSec.toFixed(0)} jobs/s, ${last.duplicates} duplicate(s), per process ${last.perProcess.join("/")}, start skew ${last.startSkewMs.toFixed(0)} ms`,
+          );
         }
         runs.push({
           processes: p,
@@ -187,6 +193,7 @@ export async function runScaleOut(s: BenchSettings, select: <T extends { id: str
           clientCpuMicrosPerJob: last!.cpuMicrosPerJob,
           clientCpuShare: last!.clientCpuShare,
           perProcess: last!.perProcess,
+          startSkewMs: last!.startSkewMs,
           db: last!.sample,
         });
         if (duplicates > 0) throw new Error(`DOUBLE DELIVERY: ${duplicates} job(s) handled twice by ${p} processes on the ${c.form} form, with no crash`);
@@ -250,7 +257,7 @@ export function scaleTable(rs: readonly ScaleResult[]): string {
         `${fmt(run.jobsPerSec.median / base, 2)}×`,
         `${pct(run.clientCpuShare)} (${fmt(run.clientCpuMicrosPerJob, 1)} µs/job)`,
         pct(db.sessionCpuSec !== undefined ? db.sessionCpuSec / (db.seconds * cores) : undefined),
-        pct(db.serverCpuSec / (db.seconds * cores)),
+        pct(db.serverCpuSec !== undefined ? db.serverCpuSec / (db.seconds * cores) : undefined),
         pct(db.machineBusy),
         fmt(commitsPerSec(r.engine, db)),
         fmt(fsyncsPerSec(r.engine, db)),
