@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { IdLedger } from "./jobs.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -25,6 +26,18 @@ describe("bench harness smoke", () => {
       })();
       expect(found).toContain("/scripts/bench/node_modules/");
     }
+  });
+
+  it("the scale-out ledger counts a second report of an id as a duplicate and completes only when every id was seen", async () => {
+    const ledger = new IdLedger(3);
+    let complete = false;
+    void ledger.complete.then(() => (complete = true));
+    for (const i of [0, 2, 2, 7, -1, 1.5]) ledger.record(i);
+    await Promise.resolve();
+    expect({ unique: ledger.unique, duplicates: ledger.duplicates, foreign: ledger.foreign, complete }).toEqual({ unique: 2, duplicates: 1, foreign: 3, complete: false });
+    ledger.record(1);
+    await ledger.complete;
+    expect([ledger.timesSeen(0), ledger.timesSeen(1), ledger.timesSeen(2)]).toEqual([1, 1, 2]);
   });
 
   const out = mkdtempSync(join(tmpdir(), "sqlinbox-bench-smoke-"));

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { BenchSettings } from "../config.js";
 import { connect, countRows, insertJobs, recreateTable, urlOf, type AnyDb, type FormName } from "../db.js";
 import { DbSampler, isLocalUrl, type DbSample } from "../db-sampler.js";
-import { sleep, withTimeout } from "../jobs.js";
+import { IdLedger, sleep, withTimeout } from "../jobs.js";
 import { report } from "../report-helpers.js";
 import { short, table } from "../report.js";
 import { fmt, summarize, type Summary } from "../stats.js";
@@ -103,26 +103,16 @@ async function stopWorkers(workers: readonly Worker[]): Promise<void> {
 async function drainOnce(admin: AnyDb, sampler: DbSampler, engine: EngineName, form: FormName, p: number, n: number, s: BenchSettings) {
   await recreateTable(admin, engine, form);
   await insertJobs(admin, form, n);
-  const seen = new Uint16Array(n);
-  let unique = 0;
-  let duplicates = 0;
-  let foreign = 0;
-  let allSeen: () => void = () => {};
-  const complete = new Promise<void>((resolve) => (allSeen = resolve));
+  const ledger = new IdLedger(n);
   const workers = await forkWorkers(p, engine, form, s, (ids, w) => {
     w.handled += ids.length;
-    for (const i of ids) {
-      if (!(i >= 0 && i < n)) foreign++;
-      else if (seen[i]!++ === 0) unique++;
-      else duplicates++;
-    }
-    if (unique === n) allSeen();
+    for (const i of ids) ledger.record(i);
   });
   let emptyAt: number;
   try {
     await sampler.start();
     for (const w of workers) w.child.send({ go: true } satisfies ScaleParentMessage);
-    await withTimeout(complete, 120_000 + n * 10, `scale ${engine}/${form} p${p}: ${n} jobs`);
+    await withTimeout(ledger.complete, 120_000 + n * 10, `scale ${engine}/${form} p${p}: ${n} jobs`);
     const deadline = Date.now() + 60_000;
     while ((await countRows(admin, form)) > 0) {
       if (Date.now() > deadline) throw new Error(`scale ${engine}/${form} p${p}: rows left in the table 60 s after every job was handled`);
@@ -136,14 +126,14 @@ async function drainOnce(admin: AnyDb, sampler: DbSampler, engine: EngineName, f
   const sample = await sampler.result();
   const missing = workers.filter((w) => !w.done).length;
   if (missing) throw new Error(`scale ${engine}/${form} p${p}: ${missing} worker(s) did not report`);
-  if (foreign) throw new Error(`scale ${engine}/${form} p${p}: ${foreign} handled index(es) outside 0…${n - 1}`);
+  if (ledger.foreign) throw new Error(`scale ${engine}/${form} p${p}: ${ledger.foreign} handled index(es) outside 0…${n - 1}`);
   const starts = workers.map((w) => w.done!.firstAt).filter((t) => t > 0);
   const firstAt = Math.min(...starts);
   const seconds = (emptyAt - firstAt) / 1000;
   const cpuMicros = workers.reduce((sum, w) => sum + w.done!.cpuMicros, 0);
   return {
     jobsPerSec: n / seconds,
-    duplicates,
+    duplicates: ledger.duplicates,
     cpuMicrosPerJob: cpuMicros / n,
     clientCpuShare: cpuMicros / 1e6 / (sample.seconds * cpus().length),
     perProcess: workers.map((w) => w.handled),
