@@ -120,7 +120,7 @@ const PG_LOCKS_WAITING = sql<{ n: string }>`SELECT count(*) AS n FROM pg_locks l
 
 const MARIADB_STATUS = [
   "Innodb_os_log_fsyncs",
-  "Innodb_data_fsyncs", // MariaDB 10.11 has no Innodb_os_log_fsyncs: its redo log fsyncs are counted here
+  "Innodb_data_fsyncs", // MariaDB 10.11 has no Innodb_os_log_fsyncs; here this one follows Innodb_log_writes one for one
   "Innodb_log_writes",
   "Innodb_log_waits",
   "Innodb_row_lock_waits",

@@ -218,7 +218,7 @@ export function waitsCell(engine: EngineName, db: DbSample): string {
 
 /**
  * fsyncs per second over the drain: Postgres `pg_stat_wal.wal_sync`; MySQL/MariaDB `Innodb_os_log_fsyncs` where
- * the server has it, else `Innodb_data_fsyncs` (MariaDB 10.8+ counts its redo log's fsyncs there).
+ * the server has it, else `Innodb_data_fsyncs` (MariaDB 10.11 has no log counter; there this one follows its redo log writes).
  */
 export const fsyncsPerSec = (engine: EngineName, db: DbSample): number =>
   (engine === "postgres" ? (db.counters.wal_sync ?? 0) : (db.counters.Innodb_os_log_fsyncs ?? db.counters.Innodb_data_fsyncs ?? 0)) / Math.max(db.seconds, 1e-3);
