@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { cpuTicksOf, isLocalUrl } from "./db-sampler.js";
 import { IdLedger } from "./jobs.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -38,6 +39,18 @@ describe("bench harness smoke", () => {
     ledger.record(1);
     await ledger.complete;
     expect([ledger.timesSeen(0), ledger.timesSeen(1), ledger.timesSeen(2)]).toEqual([1, 1, 2]);
+  });
+
+  it("the database sampler reads CPU from /proc only for a server on this host", () => {
+    expect(
+      ["postgres://postgres@127.0.0.1:5432/x", "mariadb://root@localhost/x", "postgres://u@[::1]:5432/x", "postgres://u@/db?host=/var/run/postgresql"].map(isLocalUrl),
+    ).toEqual([true, true, true, true]);
+    expect(["postgres://u:p@db.example.com:5432/x", "mysql://root@10.0.0.7:3306/x"].map(isLocalUrl)).toEqual([false, false]);
+    const before = cpuTicksOf(process.pid)!;
+    const until = performance.now() + 100;
+    while (performance.now() < until) Math.sqrt(Math.random());
+    expect(cpuTicksOf(process.pid)! - before).toBeGreaterThan(0);
+    expect(cpuTicksOf(2 ** 22 + 1)).toBeUndefined();
   });
 
   const out = mkdtempSync(join(tmpdir(), "sqlinbox-bench-smoke-"));
