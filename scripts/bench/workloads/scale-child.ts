@@ -82,4 +82,6 @@ process.on("message", async (m: ScaleParentMessage) => {
     process.exit(1);
   }
 });
+// The parent is gone (it crashed or was stopped): stop draining its table rather than run on unobserved.
+process.on("disconnect", () => process.exit(1));
 await send({ ready: true });

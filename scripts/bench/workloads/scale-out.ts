@@ -227,52 +227,47 @@ export const fsyncsPerSec = (engine: EngineName, db: DbSample): number =>
 export const commitsPerSec = (engine: EngineName, db: DbSample): number =>
   (engine === "postgres" ? (db.counters.xact_commit ?? 0) : (db.counters.Com_commit ?? 0)) / Math.max(db.seconds, 1e-3);
 
+/** One table per engine × form: a row per process count, with the speed-up over the first (one process). */
 export function scaleTable(rs: readonly ScaleResult[]): string {
+  return rs.map(scaleCaseTable).join("\n\n");
+}
+
+function scaleCaseTable(r: ScaleResult): string {
   const pct = (x: number | undefined) => (x === undefined ? "–" : `${fmt(x * 100)}%`);
-  const rows: string[][] = [];
-  for (const r of rs) {
-    if (!r.runs?.length) {
-      rows.push([r.id, "", "", r.notAvailable ? `not available: ${short(r.notAvailable)}` : `FAILED: ${short(r.error)}`]);
-      continue;
-    }
-    const base = r.runs[0]!.jobsPerSec.median;
-    for (const run of r.runs) {
-      const cores = r.settings.cores;
-      const db = run.db;
-      rows.push([
-        r.id,
-        String(run.processes),
-        fmt(run.n),
-        fmt(run.jobsPerSec.median),
-        `${fmt(run.jobsPerSec.median / base, 2)}×`,
-        `${pct(run.clientCpuShare)} (${fmt(run.clientCpuMicrosPerJob, 1)} µs/job)`,
-        pct(db.sessionCpuSec !== undefined ? db.sessionCpuSec / (db.seconds * cores) : undefined),
-        pct(db.serverCpuSec !== undefined ? db.serverCpuSec / (db.seconds * cores) : undefined),
-        pct(db.machineBusy),
-        fmt(commitsPerSec(r.engine, db)),
-        fmt(fsyncsPerSec(r.engine, db)),
-        waitsCell(r.engine, db),
-        String(run.duplicates),
-      ]);
-    }
-    if (r.error) rows.push([r.id, "", "", `FAILED: ${short(r.error)}`]);
-  }
-  return table(
-    [
-      "scale-out (one table)",
-      "procs",
-      "N",
-      "jobs/s",
-      "speed-up",
-      "client CPU (of all cores)",
-      "DB sessions CPU",
-      "DB server CPU",
-      "machine busy",
-      "commits/s",
-      "fsyncs/s",
-      "waits (share of active-session samples) / lock counters",
-      "dups",
-    ],
-    rows,
-  );
+  const head = [
+    `scale-out ${r.id}`,
+    "N",
+    "jobs/s",
+    "speed-up",
+    "client CPU (of all cores)",
+    "DB sessions CPU",
+    "DB server CPU",
+    "machine busy",
+    "commits/s",
+    "fsyncs/s",
+    "waits (share of active-session samples) / lock counters",
+    "dups",
+  ];
+  const failed = r.notAvailable ? `not available: ${short(r.notAvailable)}` : r.error ? `FAILED: ${short(r.error)}` : undefined;
+  const runs = r.runs ?? [];
+  const base = runs[0]?.jobsPerSec.median ?? Number.NaN;
+  const rows = runs.map((run) => {
+    const cores = r.settings.cores;
+    const db = run.db;
+    return [
+      `${run.processes} process${run.processes === 1 ? "" : "es"}`,
+      fmt(run.n),
+      fmt(run.jobsPerSec.median),
+      `${fmt(run.jobsPerSec.median / base, 2)}×`,
+      `${pct(run.clientCpuShare)} (${fmt(run.clientCpuMicrosPerJob, 1)} µs/job)`,
+      pct(db.sessionCpuSec !== undefined ? db.sessionCpuSec / (db.seconds * cores) : undefined),
+      pct(db.serverCpuSec !== undefined ? db.serverCpuSec / (db.seconds * cores) : undefined),
+      pct(db.machineBusy),
+      fmt(commitsPerSec(r.engine, db)),
+      fmt(fsyncsPerSec(r.engine, db)),
+      waitsCell(r.engine, db),
+      String(run.duplicates),
+    ];
+  });
+  return table(head, failed ? [...rows, [failed]] : rows);
 }
