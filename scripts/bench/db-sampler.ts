@@ -150,8 +150,10 @@ async function readCounters(db: AnyDb, engine: EngineName): Promise<Counters> {
  * and `counters()` once the workers exited (Postgres backends flush their statistics when they end).
  */
 export class DbSampler {
-  readonly #server: ProcessCpu;
-  readonly #sessions = new ProcessCpu([]);
+  readonly #serverNames: readonly string[];
+  // Each window (`start()` … `end()`) starts from fresh accumulators: one sampler serves every drain of a case.
+  #server: ProcessCpu;
+  #sessions = new ProcessCpu([]);
   #timer: NodeJS.Timeout | undefined;
   #busy = Promise.resolve();
   #startedAt = 0;
@@ -161,7 +163,7 @@ export class DbSampler {
   #counters0: Counters = {};
   #samples = 0;
   #active = 0;
-  readonly #waits: Record<string, number> = {};
+  #waits: Record<string, number> = {};
 
   /** `local`: the server runs on this host, so its processes' CPU can be read from /proc (a remote server's pids mean nothing here). */
   constructor(
@@ -170,10 +172,16 @@ export class DbSampler {
     readonly local: boolean,
     readonly everyMs = 100,
   ) {
-    this.#server = new ProcessCpu(engine === "postgres" ? ["postgres"] : ["mariadbd", "mysqld"]);
+    this.#serverNames = engine === "postgres" ? ["postgres"] : ["mariadbd", "mysqld"];
+    this.#server = new ProcessCpu(this.#serverNames);
   }
 
   async start(): Promise<void> {
+    this.#server = new ProcessCpu(this.#serverNames);
+    this.#sessions = new ProcessCpu([]);
+    this.#waits = {};
+    this.#samples = 0;
+    this.#active = 0;
     this.#counters0 = await readCounters(this.db, this.engine);
     if (this.local) this.#server.observeByName(true);
     if (this.local && this.engine === "postgres") this.#sessions.observe(await this.#backendPids(), true);

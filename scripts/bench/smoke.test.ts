@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { cpuTicksOf, isLocalUrl } from "./db-sampler.js";
+import { connect, urlOf } from "./db.js";
+import { cpuTicksOf, DbSampler, isLocalUrl } from "./db-sampler.js";
 import { IdLedger } from "./jobs.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -51,6 +52,27 @@ describe("bench harness smoke", () => {
     while (performance.now() < until) Math.sqrt(Math.random());
     expect(cpuTicksOf(process.pid)! - before).toBeGreaterThan(0);
     expect(cpuTicksOf(2 ** 22 + 1)).toBeUndefined();
+  });
+
+  it("each sampling window starts from zero: a second drain's sample holds none of the first's", async () => {
+    const db = connect("postgres", 1);
+    try {
+      const sampler = new DbSampler(db, "postgres", isLocalUrl(urlOf("postgres")), 20);
+      const windowOf = async (ms: number) => {
+        await sampler.start();
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        await sampler.end();
+        return sampler.result();
+      };
+      const first = await windowOf(400);
+      const second = await windowOf(100);
+      expect(first.samples).toBeGreaterThan(second.samples);
+      expect(second.samples).toBeLessThan(10);
+      expect(second.seconds).toBeLessThan(first.seconds);
+      expect(second.counters.xact_commit).toBeGreaterThanOrEqual(0);
+    } finally {
+      await db.destroy();
+    }
   });
 
   const out = mkdtempSync(join(tmpdir(), "sqlinbox-bench-smoke-"));
