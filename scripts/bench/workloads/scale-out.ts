@@ -54,10 +54,22 @@ interface Worker {
   done?: { firstAt: number; lastAt: number; cpuMicros: number };
 }
 
-/** Forks `p` workers and resolves once every one is built and waiting for `go`. */
-async function forkWorkers(p: number, engine: EngineName, form: FormName, s: BenchSettings, onIds: (ids: readonly number[], w: Worker) => void): Promise<Worker[]> {
+/**
+ * Forks `p` workers and resolves once every one is built and waiting for `go`. `failed` rejects when a worker
+ * reports an error or exits before it was done, so a drain never waits out its timeout for a dead worker.
+ */
+async function forkWorkers(
+  p: number,
+  engine: EngineName,
+  form: FormName,
+  s: BenchSettings,
+  onIds: (ids: readonly number[], w: Worker) => void,
+): Promise<{ workers: Worker[]; failed: Promise<never> }> {
   const workers: Worker[] = [];
   const ready: Promise<void>[] = [];
+  let fail: (e: Error) => void = () => {};
+  const failed = new Promise<never>((_, reject) => (fail = reject));
+  failed.catch(() => {}); // observed by the drain; a failure after it ended is reported by the missing `done`
   for (let k = 0; k < p; k++) {
     const child = fork(CHILD, [engine, form, String(s.scale.batch), String(s.scale.workers)], {
       execArgv: ["--import", "tsx", "--conditions=@sqlinbox/source"],
@@ -71,10 +83,17 @@ async function forkWorkers(p: number, engine: EngineName, form: FormName, s: Ben
           if ("ready" in m) resolve();
           else if ("ids" in m) onIds(m.ids, w);
           else if ("done" in m) w.done = m;
-          else reject(new Error(`worker ${k + 1}: ${m.error}`));
+          else {
+            const e = new Error(`worker ${k + 1}: ${m.error}`);
+            reject(e);
+            fail(e);
+          }
         });
         child.on("exit", (code) => {
-          if (!w.done) reject(new Error(`worker ${k + 1} exited with ${code} before it was done`));
+          if (w.done) return;
+          const e = new Error(`worker ${k + 1} exited with ${code} before it was done`);
+          reject(e);
+          fail(e);
         });
       }),
     );
@@ -84,7 +103,7 @@ async function forkWorkers(p: number, engine: EngineName, form: FormName, s: Ben
     await stopWorkers(workers);
     throw e;
   });
-  return workers;
+  return { workers, failed };
 }
 
 async function stopWorkers(workers: readonly Worker[]): Promise<void> {
@@ -104,23 +123,27 @@ async function drainOnce(admin: AnyDb, sampler: DbSampler, engine: EngineName, f
   await recreateTable(admin, engine, form);
   await insertJobs(admin, form, n);
   const ledger = new IdLedger(n);
-  const workers = await forkWorkers(p, engine, form, s, (ids, w) => {
+  const { workers, failed } = await forkWorkers(p, engine, form, s, (ids, w) => {
     w.handled += ids.length;
     for (const i of ids) ledger.record(i);
   });
   let emptyAt: number;
+  let sampling = false;
   try {
     await sampler.start();
+    sampling = true;
     for (const w of workers) w.child.send({ go: true } satisfies ScaleParentMessage);
-    await withTimeout(ledger.complete, 120_000 + n * 10, `scale ${engine}/${form} p${p}: ${n} jobs`);
+    await withTimeout(Promise.race([ledger.complete, failed]), 120_000 + n * 10, `scale ${engine}/${form} p${p}: ${n} jobs`);
     const deadline = Date.now() + 60_000;
     while ((await countRows(admin, form)) > 0) {
       if (Date.now() > deadline) throw new Error(`scale ${engine}/${form} p${p}: rows left in the table 60 s after every job was handled`);
       await sleep(5);
     }
     emptyAt = wallNow();
+    sampling = false;
     await sampler.end();
   } finally {
+    if (sampling) await sampler.end().catch(() => {}); // a failed drain: stop the sampler's timer too
     await stopWorkers(workers);
   }
   const sample = await sampler.result();
