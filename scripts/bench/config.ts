@@ -1,6 +1,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { FormName } from "./db.js";
 
 /** Where the peers run: the same local servers the tests use. */
 export const PG_URL = process.env.SQLINBOX_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -32,6 +33,18 @@ export interface BenchSettings {
   readonly latencyRatePerSec: number;
   /** W4: jobs, sleep per job, workers, lease. */
   readonly longJobs: { readonly n: number; readonly sleepMs: number; readonly workers: number; readonly leaseMs: number };
+  /**
+   * Scale-out: P worker processes (each one App, `batch(b).workers(w)`) drain one table of `n` rows (`nHeld` for
+   * the row-lock and advisory forms, which hold a connection per job and run far slower), on Postgres and MariaDB.
+   */
+  readonly scale: {
+    readonly n: number;
+    readonly nHeld: number;
+    readonly processes: readonly number[];
+    readonly forms: readonly FormName[];
+    readonly batch: number;
+    readonly workers: number;
+  };
   /** Only cases whose id contains one of these substrings (empty: all). */
   readonly only: readonly string[];
   readonly workloads: readonly string[];
@@ -53,7 +66,15 @@ export function settingsFromArgs(argv: readonly string[]): BenchSettings {
     latencySamples: num("latency-n", smoke ? 5 : 200),
     latencyRatePerSec: num("latency-rate", 100),
     longJobs: smoke ? { n: 64, sleepMs: 20, workers: 64, leaseMs: 1_000 } : { n: num("long-n", 3_200), sleepMs: 20, workers: 64, leaseMs: 1_000 },
+    scale: {
+      n: num("scale-n", smoke ? 200 : 50_000),
+      nHeld: num("scale-n-held", smoke ? 100 : 10_000),
+      processes: list("scale-processes", smoke ? ["1", "2"] : ["1", "2", "4"]).map(Number),
+      forms: list("scale-forms", ["lease", "rowLock"]) as FormName[],
+      batch: num("scale-batch", 64),
+      workers: num("scale-workers", 8),
+    },
     only: list("only", []),
-    workloads: list("workloads", ["drain", "enqueue", "latency", "long"]),
+    workloads: list("workloads", ["drain", "enqueue", "latency", "long", "scale"]),
   };
 }

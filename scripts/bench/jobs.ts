@@ -46,6 +46,37 @@ export class JobTracker {
   }
 }
 
+/**
+ * Indexes 0…n-1 reported by other processes: counts each once, a second report of an index as a duplicate (a
+ * double delivery), and an index outside the range as foreign; `complete` resolves once every index was seen.
+ */
+export class IdLedger {
+  readonly #times: Uint16Array;
+  unique = 0;
+  duplicates = 0;
+  foreign = 0;
+  readonly complete: Promise<void>;
+  #resolve!: () => void;
+
+  constructor(readonly n: number) {
+    this.#times = new Uint16Array(n);
+    this.complete = new Promise((resolve) => (this.#resolve = resolve));
+    if (n === 0) this.#resolve();
+  }
+
+  record(i: number): void {
+    if (!(Number.isInteger(i) && i >= 0 && i < this.n)) this.foreign++;
+    else if (this.#times[i]!++ === 0) {
+      if (++this.unique === this.n) this.#resolve();
+    } else this.duplicates++;
+  }
+
+  /** How many times index `i` was reported. */
+  timesSeen(i: number): number {
+    return this.#times[i] ?? 0;
+  }
+}
+
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Polls `pending()` until it reports zero, at most `timeoutMs`. */

@@ -1,7 +1,9 @@
 /**
  * The benchmark harness: `npm run bench` (full) and `npm run bench:smoke` (tiny N, one round,
  * correctness only; exits non-zero when a system does not process all its jobs).
- * Flags: --rounds=3 --only=substr,… --workloads=drain,enqueue,latency,long(,otel: opt-in) --max-n=… --out=dir
+ * Flags: --rounds=3 --only=substr,… --workloads=drain,enqueue,latency,long,scale(,otel: opt-in) --max-n=… --out=dir
+ * Scale-out: --scale-n=50000 (lease) --scale-n-held=10000 (row lock, advisory) --scale-processes=1,2,4
+ * --scale-forms=lease,rowLock(,advisory) --scale-batch=64 --scale-workers=8
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -16,6 +18,7 @@ import { runDrain } from "./workloads/drain.js";
 import { runEnqueue, enqueueTable } from "./workloads/enqueue.js";
 import { runLatency, latencyTable } from "./workloads/latency.js";
 import { runLongJobs, longJobsTable } from "./workloads/long-jobs.js";
+import { runScaleOut, scaleTable } from "./workloads/scale-out.js";
 
 const argv = process.argv.slice(2);
 const s = settingsFromArgs(argv);
@@ -63,6 +66,12 @@ if (s.workloads.includes("long")) {
   results.longJobs = r;
   failures += r.filter((x) => x.error).length;
   console.log(`\n${longJobsTable(r)}\n`);
+}
+if (s.workloads.includes("scale")) {
+  const r = await runScaleOut(s, selected);
+  results.scale = r;
+  failures += r.filter((x) => x.error).length;
+  console.log(`\n${scaleTable(r)}\n`);
 }
 
 const finished = new Date();
