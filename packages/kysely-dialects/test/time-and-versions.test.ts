@@ -43,6 +43,11 @@ describe("server versions", () => {
     expect(() => checkServerVersion(engine, found)).toThrow(new RegExp(`${found.replace(/\./g, "\\.")} is older than ${required.replace(/\./g, "\\.")}`));
   });
 
+  test("TiDB is refused by name: it reports MySQL 8.0.11 but runs SKIP LOCKED without locking", () => {
+    expect(() => checkServerVersion("mysql", "8.0.11-TiDB-v7.5.1")).toThrow(expect.objectContaining({ code: "UnsupportedForm" }));
+    expect(() => checkServerVersion("mysql", "8.0.11-TiDB-v7.5.1")).toThrow(/TiDB \(8\.0\.11-TiDB-v7\.5\.1\) runs FOR UPDATE SKIP LOCKED without locking/);
+  });
+
   test.each([
     ["postgres", "15.20 (Debian 15.20-0+deb12u1)", "PostgreSQL 15.20"],
     ["postgres", "11.0", "PostgreSQL 11.0"],

@@ -40,6 +40,14 @@ function compare(a: readonly number[], b: readonly number[]): number {
 export function checkServerVersion(engine: Engine, version: string): string {
   // Some MariaDB clients report "5.5.5-10.11.2-MariaDB" (a replication-protocol prefix).
   const cleaned = version.replace(/^5\.5\.5-/, "");
+  // TiDB speaks MySQL and reports a MySQL 8 version, but runs `FOR UPDATE SKIP LOCKED` as a read
+  // that locks nothing: two processes would claim the same rows. Refused by name, never let through.
+  if (engine === "mysql" && /tidb/i.test(cleaned)) {
+    throw new SqlInboxError(
+      "UnsupportedForm",
+      `TiDB (${version}) runs FOR UPDATE SKIP LOCKED without locking, so two processes could claim the same row; sqlinbox does not run on it (see docs/scaling.md for the MySQL-compatible engines it does run on)`,
+    );
+  }
   const floor: Floor = engine === "mysql" ? (/mariadb/i.test(cleaned) ? VERSION_FLOORS.mariadb : VERSION_FLOORS.mysql) : VERSION_FLOORS[engine];
   const found = parseNumbers(cleaned);
   const label = `${floor.product} ${found.join(".") || version}`;
