@@ -114,7 +114,8 @@ export class Subscription {
       oneRowClaims: setup.strategy.form === "rowLock" && sharedTransaction !== true && !batchHandler,
       wholeBatches: batchHandler,
     });
-    this.#measures = setup.strategy.claimsAhead === true && !batchHandler;
+    // A single-writer engine (SQLite) runs one statement at a time: claims side by side hide no latency there.
+    this.#measures = setup.strategy.claimsAhead === true && !batchHandler && setup.strategy.claimsSideBySide === true;
     this.#batchRun =
       setup.subscriber.kind === "batch"
         ? {

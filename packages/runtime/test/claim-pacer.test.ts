@@ -132,11 +132,15 @@ describe("claimsToCover: claims in flight from claim latency and handler time", 
     ["no latency measured yet: the minimum", 0, 1, 8, 64, MIN_CLAIMS_AHEAD],
     ["slow handlers: one batch lasts longer than a claim, the minimum", 3, 20, 8, 64, MIN_CLAIMS_AHEAD],
     ["3 ms claims, 0.05 ms handlers, 8 workers, batch 64: 480 rows while claiming → 8 batches + 1, capped", 3, 0.05, 8, 64, MAX_CLAIMS_AHEAD],
+    ["MAX_CLAIMS_AHEAD is 4", 3, 0.05, 8, 64, 4],
     ["3 ms claims, 0.2 ms handlers, 8 workers, batch 64: 120 rows → 2 batches + 1", 3, 0.2, 8, 64, 3],
-    ["2 ms claims, 0.1 ms handlers, 4 workers, batch 16: 80 rows → 5 batches + 1", 2, 0.1, 4, 16, 6],
+    ["2 ms claims, 0.1 ms handlers, 4 workers, batch 16: 80 rows → 5 batches + 1, capped at 4", 2, 0.1, 4, 16, 4],
+    ["2 ms claims, 0.5 ms handlers, 4 workers, batch 16: 16 rows → 1 batch + 1", 2, 0.5, 4, 16, 2],
+    ["1 ms claims, 0.1 ms handlers, 4 workers, batch 16: 40 rows → 3 batches + 1 = 4", 1, 0.1, 4, 16, 4],
+    ["1 ms claims, 0.15 ms handlers, 4 workers, batch 16: 27 rows → 2 batches + 1 = 3", 1, 0.15, 4, 16, 3],
     ["a no-op handler counts as the floor (0.002 ms): 1 ms claims, 1 worker, batch 500 → 500 rows, 1 batch + 1", 1, 0, 1, 500, 2],
     ["batch 500, 3 ms claims, 0.01 ms handlers, 8 workers: 2,400 rows → 5 + 1, but 500-row claims past MAX_ROWS_AHEAD: the minimum", 3, 0.01, 8, 500, MIN_CLAIMS_AHEAD],
-    ["batch 128, fast handlers: MAX_ROWS_AHEAD / 128 = 4 claims", 3, 0.01, 8, 128, 4],
+    ["batch 256, fast handlers: MAX_ROWS_AHEAD / 256 = 2 claims", 3, 0.01, 8, 256, 2],
   ])("%s", (_name, claimMs, handlerMs, workers, batch, claims) => {
     expect(claimsToCover(claimMs, handlerMs, workers, batch)).toBe(claims);
   });

@@ -25,7 +25,9 @@ export type ShapeValue = unknown;
 /** Where one value goes in a compiled statement's parameters. */
 interface SlotUse {
   readonly index: number;
+  /** The value's name; for an element of an array value, the array's name and `element` its place. */
   readonly name: string;
+  readonly element: number;
   /** Set for a time: the precision the builder encoded it with. */
   readonly precision: number | undefined;
 }
@@ -104,7 +106,8 @@ export class StatementShapes {
     const parameters = shape.template.slice();
     const encode = this.#ctx.time.encode;
     for (const slot of shape.slots) {
-      const value = valueAt(values, slot.name);
+      const whole = values[slot.name];
+      const value = slot.element >= 0 ? (whole as readonly unknown[])[slot.element] : whole instanceof Whole ? whole.value : whole;
       parameters[slot.index] = slot.precision === undefined ? value : encode(value as Date, slot.precision);
     }
     return { sql: shape.sql, parameters, query: shape.query, queryId: shape.queryId } as CompiledQuery<R>;
@@ -116,8 +119,8 @@ export class StatementShapes {
     const template: unknown[] = [];
     const slots: SlotUse[] = [];
     compiled.parameters.forEach((parameter, index) => {
-      if (parameter instanceof TimeSlot) slots.push({ index, name: parameter.name, precision: parameter.precision });
-      else if (parameter instanceof Slot) slots.push({ index, name: parameter.name, precision: undefined });
+      if (parameter instanceof TimeSlot) slots.push({ index, ...slotName(values, parameter.name), precision: parameter.precision });
+      else if (parameter instanceof Slot) slots.push({ index, ...slotName(values, parameter.name), precision: undefined });
       else if (parameter instanceof MarkedDate) throw new Error(`statement shape: the time ${parameter.slotName} became a parameter without its codec`);
       template.push(parameter instanceof Slot || parameter instanceof TimeSlot ? undefined : parameter);
     });
@@ -144,14 +147,11 @@ function standInsFor(values: Record<string, ShapeValue>): Record<string, unknown
   return out;
 }
 
-/** The value a slot names: `name`, or `name.i` for an element of an array value. */
-function valueAt(values: Record<string, ShapeValue>, name: string): unknown {
+/** Where a slot's value is: `name`, or element `i` of the array value `name` for a slot named `name.i`. */
+function slotName(values: Record<string, ShapeValue>, name: string): { name: string; element: number } {
   const dot = name.lastIndexOf(".");
-  if (dot < 0 || name in values) {
-    const value = values[name];
-    return value instanceof Whole ? value.value : value;
-  }
-  return (values[name.slice(0, dot)] as readonly unknown[])[Number(name.slice(dot + 1))];
+  if (dot < 0 || name in values) return { name, element: -1 };
+  return { name: name.slice(0, dot), element: Number(name.slice(dot + 1)) };
 }
 
 /** An array passed as one parameter (Postgres `= ANY($1)`), not spread into a list of parameters. */

@@ -51,6 +51,8 @@ export interface ClaimStrategy {
    * buffered), at once and without spending their attempt. Only where `claimsAhead`.
    */
   releaseUnstarted?(deliveries: readonly ClaimedDelivery[]): Promise<void>;
+  /** Claims can run side by side on the database (not a single writer such as SQLite): more claims in flight can hide latency. */
+  readonly claimsSideBySide?: boolean;
   /** A publish in this process: forget what was read ahead of claims (the advisory form's candidate window). */
   invalidate?(): void;
   /** Starts what keeps held rows held (the lease keeper). */

@@ -26,6 +26,7 @@ export class LeaseClaim implements ClaimStrategy {
   readonly abandonedFate = "its row returns when its lease expires";
   /** Rows wait in the subscription's buffer at no cost: the keeper extends their leases too. */
   readonly claimsAhead = true;
+  readonly claimsSideBySide: boolean;
   readonly #setup: ClaimSetup;
   readonly #keeper: LeaseKeeper;
   readonly #acks: LeaseAcks;
@@ -33,6 +34,8 @@ export class LeaseClaim implements ClaimStrategy {
   constructor(setup: ClaimSetup) {
     this.#setup = setup;
     this.connectionsPerDelivery = setup.transactional === true ? 1 : 0;
+    // Row locks mean concurrent writers; without them (SQLite) one writer runs at a time.
+    this.claimsSideBySide = setup.database.dialect.capabilities.rowLock;
     this.#keeper = new LeaseKeeper(setup);
     this.#acks = new LeaseAcks(setup, this.#keeper);
   }
