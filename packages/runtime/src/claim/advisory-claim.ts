@@ -203,12 +203,17 @@ export class AdvisoryClaim implements ClaimStrategy {
     let spare: HeldConnection | undefined;
     // Rows passed over (a later row of a key in work): back to the window's front when the round ends.
     let passed: PassedRow[] = [];
+    // The lock names' database is read (once) before a connection is held for lock tries.
+    if (this.#sessionLocks) await this.#database();
     try {
       for (let pass = 0; pass < 2 && claimed.length < limit; pass++) {
         const read = pass > 0 || !this.#windowFresh();
         if (read) {
           this.#giveBack(passed);
           passed = [];
+          // No connection is held while the window is read: the pool budget counts one per worker, plus one.
+          spare?.release();
+          spare = undefined;
           await this.#readWindow(size);
         }
         while (claimed.length < limit && this.#windowAt < this.#window.length) {
