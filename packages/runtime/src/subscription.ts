@@ -67,14 +67,6 @@ export class Subscription {
   /** Claimed ahead, not started yet. */
   #buffer: ClaimedDelivery[] = [];
   #bufferAt = 0;
-  /**
-   * Claims side by side may come back in any order; their rows join the buffer in the order the
-   * claims started, so the rows of an earlier claim (earlier in claim order) are handed out first.
-   * `#arrived` holds a claim's rows until every claim started before it has come back.
-   */
-  #claimsStarted = 0;
-  #nextToBuffer = 0;
-  readonly #arrived = new Map<number, ClaimedDelivery[]>();
   /** What `rowsToClaim` reads: the shape, the claiming/settling counters, drained; the rest is copied in before each ask. */
   readonly #pace: ClaimPace;
   readonly #place: { readonly subscription: string; readonly table: string };
@@ -182,9 +174,7 @@ export class Subscription {
         claims.then(() => true),
         waitMs,
       )) === true;
-    // Rows of claims that came back while an earlier one still ran (a stop that timed out) are unstarted too.
-    const unstarted = [...this.#buffer.slice(this.#bufferAt), ...[...this.#arrived.values()].flat()];
-    this.#arrived.clear();
+    const unstarted = this.#buffer.slice(this.#bufferAt);
     this.#buffer = [];
     this.#bufferAt = 0;
     let givenBack = true;
@@ -248,7 +238,7 @@ export class Subscription {
       const limit = rowsToClaim(pace);
       if (limit === 0) return;
       pace.claiming += limit;
-      const claim = this.#claim(limit, this.#claimsStarted++).finally(() => {
+      const claim = this.#claim(limit).finally(() => {
         this.#claims.delete(claim);
         pace.claiming -= limit;
         this.#claimMore();
@@ -257,7 +247,7 @@ export class Subscription {
     }
   }
 
-  async #claim(limit: number, seq: number): Promise<void> {
+  async #claim(limit: number): Promise<void> {
     const { strategy, logger } = this.#s;
     const wakes = this.#wakes;
     const telemetry = this.#s.telemetry;
@@ -268,16 +258,20 @@ export class Subscription {
       telemetry?.claimed(claimStartedAt, claimed.length);
       if (this.#measures) this.#measuredClaim(performance.now() - claimStartedAt);
     } catch (error) {
-      this.#arrive(seq, []);
       logger.error({ ...errorFields(error) }, "claim failed; trying again after the poll interval");
       this.#pollWait();
       return;
     }
     if (claimed.length > 0 && this.#batchRun !== undefined) {
-      this.#arrive(seq, []);
       this.#startBatch(this.#batchRun, claimed);
-    } else {
-      this.#arrive(seq, claimed);
+    } else if (claimed.length > 0) {
+      if (this.#buffered === 0) {
+        this.#buffer = claimed;
+        this.#bufferAt = 0;
+      } else {
+        for (const delivery of claimed) this.#buffer.push(delivery);
+      }
+      this.#pump();
     }
     // Short: the queue looks empty; wait for the poll interval unless a publish woke us meanwhile.
     const drained = claimed.length < limit;
@@ -289,41 +283,6 @@ export class Subscription {
   #measuredClaim(ms: number): void {
     this.#claimMs = movingAverage(this.#claimMs, ms);
     if (this.#handlerMs > 0) this.#pace.aheadClaims = claimsToCover(this.#claimMs, this.#handlerMs, this.#pace.workers, this.#pace.batch);
-  }
-
-  #toBuffer(rows: ClaimedDelivery[]): void {
-    if (rows.length === 0) return;
-    if (this.#buffered === 0) {
-      this.#buffer = rows;
-      this.#bufferAt = 0;
-    } else {
-      for (const delivery of rows) this.#buffer.push(delivery);
-    }
-  }
-
-  /** A claim came back: its rows join the buffer once every claim started before it has (in claim order). */
-  #arrive(seq: number, claimed: ClaimedDelivery[]): void {
-    // Forms that hold a connection per row start it at once: a row kept waiting would hold its connection unseen by the pacer.
-    if (!this.#pace.claimsAhead) {
-      this.#nextToBuffer++;
-      this.#toBuffer(claimed);
-      if (claimed.length > 0) this.#pump();
-      return;
-    }
-    if (seq !== this.#nextToBuffer) {
-      this.#arrived.set(seq, claimed);
-      return;
-    }
-    let rows: ClaimedDelivery[] | undefined = claimed;
-    let added = false;
-    while (rows !== undefined) {
-      if (rows.length > 0) added = true;
-      this.#toBuffer(rows);
-      this.#nextToBuffer++;
-      rows = this.#arrived.get(this.#nextToBuffer);
-      this.#arrived.delete(this.#nextToBuffer);
-    }
-    if (added) this.#pump();
   }
 
   #pollWait(): void {
