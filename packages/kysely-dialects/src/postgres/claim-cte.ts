@@ -1,11 +1,11 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow } from "../types.js";
-import { stampValues, type LeaseStamp } from "../statements/claim-stamp.js";
-import { claimOrder, col, selectClaimableQuery } from "../statements/claimable.js";
+import type { LeaseStamp } from "../statements/claim-stamp.js";
+import { col, selectClaimableQuery } from "../statements/claimable.js";
+import { claimPicked } from "./claim-picked.js";
 import { fifoClaimWithCte } from "./fifo-claim-cte.js";
-import { compiled, type Eb, type StatementContext } from "../statements/query-db.js";
-import { tableRef } from "../statements/table-ref.js";
+import type { StatementContext } from "../statements/query-db.js";
 
 /**
  * The one-statement claim of Postgres: a CTE picks the claimable ids `FOR UPDATE SKIP LOCKED`,
@@ -32,16 +32,10 @@ export function claimWithCte(ctx: StatementContext, spec: InboxDescription, opti
   if (spec.fifo) return fifoClaimWithCte(ctx, spec, options, lease);
   const id = spec.id.name;
   const picked = selectClaimableQuery(ctx, spec, options, { lock: "skip locked", columns: [col(spec, id)] });
-  const query = ctx.db
-    .with("picked", () => picked)
-    .with("claimed", (db) =>
-      db
-        .updateTable(tableRef(spec))
-        .set(stampValues(ctx, spec, lease))
-        .where(id, "in", (eb: Eb) => eb.selectFrom("picked").select(id))
-        .returning(spec.columns.map((c) => c.name)),
-    )
-    .selectFrom("claimed")
-    .selectAll();
-  return compiled(claimOrder(ctx, spec, query, { qualified: false }));
+  return claimPicked(
+    ctx,
+    spec,
+    lease,
+    ctx.db.with("picked", () => picked),
+  );
 }

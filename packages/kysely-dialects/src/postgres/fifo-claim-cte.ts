@@ -1,8 +1,9 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow } from "../types.js";
-import { stampValues, type LeaseStamp } from "../statements/claim-stamp.js";
-import { claimOrder, col, describedColumns } from "../statements/claimable.js";
+import type { LeaseStamp } from "../statements/claim-stamp.js";
+import { col, describedColumns } from "../statements/claimable.js";
+import { claimPicked } from "./claim-picked.js";
 import { fifoHeadId, fifoScope, fifoSeenCount, notHeld } from "../statements/fifo-head.js";
 import { compiled, type Eb, type StatementContext } from "../statements/query-db.js";
 import { tableRef } from "../statements/table-ref.js";
@@ -68,15 +69,5 @@ export function fifoClaimWithCte(ctx: StatementContext, spec: InboxDescription, 
       .where(col(spec, id), "in", (eb: Eb) => eb.selectFrom("picked").select(id));
     return compiled(query.forUpdate());
   }
-  const query = picked
-    .with("claimed", (db) =>
-      db
-        .updateTable(tableRef(spec))
-        .set(stampValues(ctx, spec, lease))
-        .where(id, "in", (eb: Eb) => eb.selectFrom("picked").select(id))
-        .returning(spec.columns.map((c) => c.name)),
-    )
-    .selectFrom("claimed")
-    .selectAll();
-  return compiled(claimOrder(ctx, spec, query, { qualified: false }));
+  return claimPicked(ctx, spec, lease, picked);
 }
