@@ -5,11 +5,10 @@
  */
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import ts from "typescript";
 import { describe, expect, test } from "vitest";
+import { compileSnippets, MARK, marks } from "./snippet-compiler.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const MARK = "/*@*/";
 
 const prelude = `import { defineInbox, field } from "../src/index.js";
 interface Database {
@@ -87,68 +86,9 @@ const rules: readonly Rule[] = [
 const valid = `defineInbox({ table: "t", columns: { id: field.id(), attempt: field.attempt(), queue: field.group() }, fifo: true });
 defineReportInbox({ table: "report_jobs", columns: { id: field.id(), attempt: field.attempt(), locked_until: field.lease(), payload: field.payload() } });`;
 
-interface Place {
-  readonly line: number;
-  readonly column: number;
-}
-interface Found extends Place {
-  readonly firstLine: string;
-}
-
-/** Compiles every snippet in one program (files beside this one, in memory) and returns each file's diagnostics. */
-function compile(files: ReadonlyMap<string, string>): Map<string, Found[]> {
-  const options: ts.CompilerOptions = {
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.NodeNext,
-    moduleResolution: ts.ModuleResolutionKind.NodeNext,
-    strict: true,
-    noEmit: true,
-    skipLibCheck: true,
-    types: [],
-    lib: ["lib.es2023.d.ts"],
-  };
-  const host = ts.createCompilerHost(options);
-  const readFile = host.readFile.bind(host);
-  const getSourceFile = host.getSourceFile.bind(host);
-  host.readFile = (file) => files.get(file) ?? readFile(file);
-  host.fileExists = (file) => files.has(file) || ts.sys.fileExists(file);
-  host.getSourceFile = (file, version, onError, create) => {
-    const text = files.get(file);
-    return text !== undefined ? ts.createSourceFile(file, text, version, true) : getSourceFile(file, version, onError, create);
-  };
-  const program = ts.createProgram([...files.keys()], options, host);
-  const out = new Map<string, Found[]>();
-  for (const file of files.keys()) {
-    const source = program.getSourceFile(file);
-    if (source === undefined) throw new Error(`${file} was not compiled`);
-    out.set(
-      file,
-      [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)].map((d) => {
-        const { line, character } = source.getLineAndCharacterOfPosition(d.start ?? 0);
-        return { line: line + 1, column: character + 1, firstLine: ts.flattenDiagnosticMessageText(d.messageText, "\n").split("\n")[0] ?? "" };
-      }),
-    );
-  }
-  return out;
-}
-
-/** The line and column (1-based) of each MARK in `text`, as they are once the marks are removed. */
-function marks(text: string): { readonly code: string; readonly places: Place[] } {
-  const places: Place[] = [];
-  let code = "";
-  let rest = text;
-  for (let at = rest.indexOf(MARK); at >= 0; at = rest.indexOf(MARK)) {
-    code += rest.slice(0, at);
-    rest = rest.slice(at + MARK.length);
-    const lines = code.split("\n");
-    places.push({ line: lines.length, column: (lines.at(-1) ?? "").length + 1 });
-  }
-  return { code: code + rest, places };
-}
-
 const fileOf = (i: number) => join(here, `rule-snippet-${i}.ts`);
 const snippets = rules.map((rule) => marks(`${prelude + rule.snippet}\n`));
-const results = compile(new Map([...snippets.map((s, i) => [fileOf(i), s.code] as const), [fileOf(-1), `${prelude + valid}\n`]]));
+const results = compileSnippets(new Map([...snippets.map((s, i) => [fileOf(i), s.code] as const), [fileOf(-1), `${prelude + valid}\n`]]));
 
 describe("declarative rules: each error underlines the offending property, its sentence in the first line", () => {
   test("a valid definition compiles without a diagnostic (the harness adds no noise)", () => {
@@ -160,6 +100,6 @@ describe("declarative rules: each error underlines the offending property, its s
     const { places } = snippets[i]!;
     expect(places.length).toBeGreaterThan(0);
     expect(found.map(({ line, column }) => ({ line, column }))).toEqual(places);
-    for (const diagnostic of found) expect(diagnostic.firstLine).toContain(`SpecError<"${rule.sentence}">`);
+    for (const diagnostic of found) expect(diagnostic.text.split("\n")[0]).toContain(`SpecError<"${rule.sentence}">`);
   });
 });

@@ -7,11 +7,10 @@
  */
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import ts from "typescript";
 import { describe, expect, test } from "vitest";
+import { compileSnippets, MARK, marks } from "../../core/test/snippet-compiler.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const MARK = "/*@*/";
 
 const prelude = `import { InboxSpec, column, defineInbox, field, payloadOf } from "@sqlinbox/core";
 import { HandlerOutcome, InboxQueue, subscriber, type Handler } from "../src/index.js";
@@ -82,61 +81,12 @@ export class Render implements Handler<typeof Advisory> {
   }
 }`;
 
-interface Found {
-  readonly line: number;
-  readonly column: number;
-  /** Every line of the diagnostic's message chain. */
-  readonly text: string;
-}
-
-/** Compiles every snippet in one program (files beside this one, in memory) and returns each file's diagnostics. */
-function compile(files: ReadonlyMap<string, string>): Map<string, Found[]> {
-  const options: ts.CompilerOptions = {
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.NodeNext,
-    moduleResolution: ts.ModuleResolutionKind.NodeNext,
-    customConditions: ["@sqlinbox/source"],
-    strict: true,
-    noEmit: true,
-    skipLibCheck: true,
-    types: ["node"],
-    lib: ["lib.es2023.d.ts"],
-  };
-  const host = ts.createCompilerHost(options);
-  const readFile = host.readFile.bind(host);
-  const getSourceFile = host.getSourceFile.bind(host);
-  host.readFile = (file) => files.get(file) ?? readFile(file);
-  host.fileExists = (file) => files.has(file) || ts.sys.fileExists(file);
-  host.getSourceFile = (file, version, onError, create) => {
-    const text = files.get(file);
-    return text !== undefined ? ts.createSourceFile(file, text, version, true) : getSourceFile(file, version, onError, create);
-  };
-  const program = ts.createProgram([...files.keys()], options, host);
-  const out = new Map<string, Found[]>();
-  for (const file of files.keys()) {
-    const source = program.getSourceFile(file);
-    if (source === undefined) throw new Error(`${file} was not compiled`);
-    out.set(
-      file,
-      [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)].map((d) => {
-        const { line, character } = source.getLineAndCharacterOfPosition(d.start ?? 0);
-        return { line: line + 1, column: character + 1, text: ts.flattenDiagnosticMessageText(d.messageText, "\n") };
-      }),
-    );
-  }
-  return out;
-}
-
-/** The line and column (1-based) of the MARK in `text`, as they are once it is removed. */
-function mark(text: string): { readonly code: string; readonly line: number; readonly column: number } {
-  const at = text.indexOf(MARK);
-  const before = text.slice(0, at).split("\n");
-  return { code: text.slice(0, at) + text.slice(at + MARK.length), line: before.length, column: (before.at(-1) ?? "").length + 1 };
-}
-
 const fileOf = (i: number) => join(here, `delay-rule-snippet-${i}.ts`);
-const snippets = cases.map((c) => mark(`${prelude + c.snippet}\n`));
-const results = compile(new Map([...snippets.map((s, i) => [fileOf(i), s.code] as const), [fileOf(-1), `${prelude + valid}\n`]]));
+const snippets = cases.map((c) => marks(`${prelude + c.snippet}\n`));
+const results = compileSnippets(new Map([...snippets.map((s, i) => [fileOf(i), s.code] as const), [fileOf(-1), `${prelude + valid}\n`]]), {
+  customConditions: ["@sqlinbox/source"],
+  types: ["node"],
+});
 
 describe("a retryAfter on a table with nowhere to store a time: the error lands on the handler and names the column to add", () => {
   test("retryAfter compiles where a column stores it, and every other outcome everywhere (the harness adds no noise)", () => {
@@ -145,8 +95,9 @@ describe("a retryAfter on a table with nowhere to store a time: the error lands 
 
   test.each(cases.map((c, i) => [c.name, c, i] as const))("%s", (_, c, i) => {
     const found = results.get(fileOf(i)) ?? [];
-    const { line, column } = snippets[i]!;
-    expect(found.map((d) => ({ line: d.line, column: d.column }))).toEqual([{ line, column }]);
+    const { places } = snippets[i]!;
+    expect(places).toHaveLength(1);
+    expect(found.map((d) => ({ line: d.line, column: d.column }))).toEqual(places);
     expect(found[0]?.text).toContain(`SpecError<"${sentence(c.form)}">`);
   });
 });
