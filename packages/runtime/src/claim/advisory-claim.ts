@@ -125,7 +125,7 @@ export class AdvisoryClaim implements ClaimStrategy {
 
   start(): void {}
   stop(): void {
-    this.#window = [];
+    this.invalidate();
   }
 
   /** A delivery claimed but never started (the app stopped first) unlocks its key: the row is back at once (its attempt was counted by the take). */
