@@ -40,8 +40,11 @@ export async function decodePayload(spec: InboxDescription, row: RawRow, place: 
   return result.value;
 }
 
-/** The decoding without the Standard Schema step: synchronous, for descriptions without a schema. */
-export function decodePayloadNow(spec: InboxDescription, row: RawRow, place: ErrorPlace): unknown {
+/**
+ * The decoding without the Standard Schema step: synchronous, for descriptions without a schema.
+ * `place` may be a function of the row's id, called only when the payload cannot be decoded (a delivery's hot path builds no place).
+ */
+export function decodePayloadNow(spec: InboxDescription, row: RawRow, place: ErrorPlace | ((id: unknown) => ErrorPlace), id?: unknown): unknown {
   if (spec.payload === undefined) {
     return Object.freeze(Object.fromEntries(spec.columns.map((c) => [c.key, row[c.name]])));
   }
@@ -53,7 +56,7 @@ export function decodePayloadNow(spec: InboxDescription, row: RawRow, place: Err
     else if (raw === null || raw === undefined) throw new Error("the payload is NULL");
     else value = raw;
   } catch (error) {
-    throw notUtf8Json(error, place);
+    throw notUtf8Json(error, typeof place === "function" ? place(id) : place);
   }
   return value;
 }

@@ -93,6 +93,10 @@ export class Subscription {
   readonly #measures: boolean;
   #claimMs = 0;
   #handlerMs = 0;
+  /** A delivery's place, for an error (built only then). */
+  readonly #placeOf = (id: unknown) => ({ ...this.#place, id });
+  /** `#pump` is handing rows out (a synchronous handler's end pumps again: the running loop takes it). */
+  #pumping = false;
 
   constructor(setup: SubscriptionSetup) {
     this.#s = setup;
@@ -217,14 +221,21 @@ export class Subscription {
 
   /** Hands buffered rows to free workers. */
   #pump(): void {
-    const workers = this.#s.options.workers;
-    while (!this.#stopped && this.#inFlight.size < workers && this.#bufferAt < this.#buffer.length) {
-      const delivery = this.#buffer[this.#bufferAt++] as ClaimedDelivery;
-      this.#start(delivery);
-    }
-    if (this.#bufferAt === this.#buffer.length && this.#bufferAt > 0) {
-      this.#buffer = [];
-      this.#bufferAt = 0;
+    // A handler that returns without a promise finishes inside `#start`, which pumps again: the loop below goes on instead.
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      const workers = this.#s.options.workers;
+      while (!this.#stopped && this.#inFlight.size < workers && this.#bufferAt < this.#buffer.length) {
+        const delivery = this.#buffer[this.#bufferAt++] as ClaimedDelivery;
+        this.#start(delivery);
+      }
+      if (this.#bufferAt === this.#buffer.length && this.#bufferAt > 0) {
+        this.#buffer = [];
+        this.#bufferAt = 0;
+      }
+    } finally {
+      this.#pumping = false;
     }
   }
 
@@ -293,12 +304,45 @@ export class Subscription {
     });
   }
 
+  /**
+   * Runs one delivery. A handler that returns without a promise, on a form whose settlement frees
+   * the worker at once (the lease form), runs here to its end with no promise made: the worker is
+   * free again when this returns. Anything asynchronous (a promise returned, a schema that may
+   * validate later, a transaction to open, a settlement that holds the worker) goes on in `#finish`.
+   */
   #start(delivery: ClaimedDelivery): void {
     this.#inFlight.add(delivery);
     this.#s.activity.touch();
-    void this.#deliver(delivery);
+    let running: Promise<void> | undefined;
+    try {
+      running = this.#handle(delivery);
+    } catch (error) {
+      this.#unexpected(delivery, error);
+    }
+    if (running === undefined) this.#finish(delivery);
+    else
+      running.then(
+        () => this.#finish(delivery),
+        (error: unknown) => {
+          this.#unexpected(delivery, error);
+          this.#finish(delivery);
+        },
+      );
   }
 
+  #unexpected(delivery: ClaimedDelivery, error: unknown): void {
+    this.#s.logger.error({ ...errorFields(error), ...this.#place, id: delivery.id }, "delivery failed unexpectedly; the row returns when its hold ends");
+  }
+
+  /** A delivery's worker is free again. */
+  #finish(delivery: ClaimedDelivery): void {
+    this.#inFlight.delete(delivery);
+    this.#s.activity.touch();
+    // Claim first, while this worker counts as free; then hand it the next buffered row.
+    this.#claimMore();
+    this.#pump();
+    this.#checkIdle();
+  }
   /** Runs a batch handler on the rows of one claim; they count in work until every one settled. */
   #startBatch(run: BatchRun, deliveries: readonly ClaimedDelivery[]): void {
     this.#batches++;
@@ -315,66 +359,99 @@ export class Subscription {
       });
   }
 
-  /** Runs one delivery's handler and settles it; never rejects. */
-  async #deliver(delivery: ClaimedDelivery): Promise<void> {
+  /** Decodes, runs the handler and settles; `undefined` when all of it ran now (nothing left that holds the worker). */
+  #handle(delivery: ClaimedDelivery): Promise<void> | undefined {
+    const trace = this.#s.telemetry?.begin(delivery);
+    if (this.#decodesAsync || this.#s.options.transactional === true) return this.#handleLater(delivery, trace);
+    let payload: unknown;
     try {
-      await this.#handle(delivery);
+      payload = decodePayloadNow(this.#s.spec, delivery.row, this.#placeOf, delivery.id);
     } catch (error) {
-      this.#s.logger.error({ ...errorFields(error), ...this.#place, id: delivery.id }, "delivery failed unexpectedly; the row returns when its hold ends");
-    } finally {
-      this.#inFlight.delete(delivery);
-      this.#s.activity.touch();
-      // Claim first, while this worker counts as free; then hand it the next buffered row.
-      this.#claimMore();
-      this.#pump();
-      this.#checkIdle();
+      return this.#undecodable(delivery, error, trace);
     }
+    this.#s.observer?.delivered({ subscription: this.name, id: delivery.id, attempt: delivery.attempt, payload });
+    return this.#invoke(delivery, payload, undefined, trace);
   }
 
-  async #handle(delivery: ClaimedDelivery): Promise<void> {
-    const { spec, subscriber, clock, logger, observer } = this.#s;
-    // A delivery that holds a connection keeps its worker until the settlement released it (the pool budget counts on it).
-    const holdsConnection = this.#s.strategy.connectionsPerDelivery > 0;
-    const trace = this.#s.telemetry?.begin(delivery);
+  /** `#handle` where decoding may be asynchronous (a Standard Schema) or a handler's transaction opens first. */
+  async #handleLater(delivery: ClaimedDelivery, trace: DeliveryTrace | undefined): Promise<void> {
+    const { spec, logger } = this.#s;
     let payload: unknown;
     try {
       payload = this.#decodesAsync
         ? await decodePayload(spec, delivery.row, { ...this.#place, id: delivery.id })
         : decodePayloadNow(spec, delivery.row, { ...this.#place, id: delivery.id });
     } catch (error) {
-      const parked = this.#apart(this.#parkUndecodable(delivery, error, trace));
-      if (holdsConnection) await parked;
+      await this.#undecodable(delivery, error, trace);
       return;
     }
-    observer?.delivered({ subscription: this.name, id: delivery.id, attempt: delivery.attempt, payload });
+    this.#s.observer?.delivered({ subscription: this.name, id: delivery.id, attempt: delivery.attempt, payload });
     let tx: AnyTransaction | undefined;
     if (this.#s.options.transactional === true) {
       try {
         tx = await delivery.openHandlerTransaction();
       } catch (error) {
         logger.error({ ...errorFields(error), ...this.#place, id: delivery.id }, "could not open the handler's transaction; the row is released for another attempt");
-        const released = this.#apart(this.#settle(delivery, HandlerOutcome.retry(), payload, trace));
-        if (holdsConnection) await released;
+        await this.#settleApart(delivery, HandlerOutcome.retry(), payload, trace);
         return;
       }
     }
+    await this.#invoke(delivery, payload, tx, trace);
+  }
+
+  /** Parks an undecodable row; the worker waits for it only where the delivery holds a connection. */
+  #undecodable(delivery: ClaimedDelivery, error: unknown, trace: DeliveryTrace | undefined): Promise<void> | undefined {
+    const parked = this.#apart(this.#parkUndecodable(delivery, error, trace));
+    return this.#s.strategy.connectionsPerDelivery > 0 ? parked : undefined;
+  }
+
+  /** Calls the handler (the observer saw the delivery); a returned promise is awaited, anything else settles now. */
+  #invoke(delivery: ClaimedDelivery, payload: unknown, tx: AnyTransaction | undefined, trace: DeliveryTrace | undefined): Promise<void> | undefined {
+    const { subscriber, clock } = this.#s;
     const ctx = deliveryContext<readonly RoleMarker[]>(this.#contextPlace, delivery, clock, tx);
-    let outcome: HandlerOutcome;
-    const handlerStartedAt = trace === undefined && !this.#measures ? 0 : performance.now();
+    const startedAt = trace === undefined && !this.#measures ? 0 : performance.now();
+    let result: unknown;
     try {
       if (subscriber.kind !== "row") throw new Error("a batch subscriber's rows go through deliverBatch");
-      const result =
+      result =
         trace === undefined
           ? subscriber.invoke(payload as never, this.#s.outputs, ctx as never)
           : trace.run(subscriber.invoke, subscriber, payload as never, this.#s.outputs, ctx as never);
-      // A handler that returns without a promise costs no extra turn of the microtask queue.
-      outcome = this.#storable(toOutcome(isPromiseLike(result) ? await result : result), "the handler", delivery);
-      trace?.handled(handlerStartedAt, false);
-      if (this.#measures) this.#handlerMs = movingAverage(this.#handlerMs, Math.max(1e-6, performance.now() - handlerStartedAt));
     } catch (error) {
-      trace?.handled(handlerStartedAt, true, error);
+      return this.#handled(delivery, payload, trace, startedAt, undefined, true, error);
+    }
+    if (!isPromiseLike(result)) return this.#handled(delivery, payload, trace, startedAt, result, false, undefined);
+    return Promise.resolve(result).then(
+      (value) => this.#handled(delivery, payload, trace, startedAt, value, false, undefined),
+      (error: unknown) => this.#handled(delivery, payload, trace, startedAt, undefined, true, error),
+    );
+  }
+
+  /** What the handler returned (or threw) becomes an outcome, which settles apart from the worker. */
+  #handled(
+    delivery: ClaimedDelivery,
+    payload: unknown,
+    trace: DeliveryTrace | undefined,
+    startedAt: number,
+    returned: unknown,
+    threw: boolean,
+    thrown: unknown,
+  ): Promise<void> | undefined {
+    let outcome: HandlerOutcome | undefined;
+    let error = thrown;
+    if (!threw) {
+      try {
+        outcome = this.#storable(toOutcome(returned), "the handler", delivery);
+        trace?.handled(startedAt, false);
+        if (this.#measures) this.#handlerMs = movingAverage(this.#handlerMs, Math.max(1e-6, performance.now() - startedAt));
+      } catch (notAnOutcome) {
+        error = notAnOutcome;
+      }
+    }
+    if (outcome === undefined) {
+      trace?.handled(startedAt, true, error);
       outcome = this.#failed(this.#onError, "handler", delivery, error);
-      logger.error(
+      this.#s.logger.error(
         {
           ...errorFields(error),
           ...this.#place,
@@ -386,8 +463,30 @@ export class Subscription {
         outcome.kind === "deadLetter" ? "handler failed; the row goes to the dead letter" : "handler failed; the row is released for another attempt",
       );
     }
-    const settled = this.#apart(this.#settle(delivery, outcome, payload, trace));
-    if (holdsConnection) await settled;
+    return this.#settleApart(delivery, outcome, payload, trace);
+  }
+
+  /**
+   * Counts a settlement until it is written, apart from the worker: `undefined` (the worker is free
+   * now), or, where the delivery holds a connection, a promise the worker waits for.
+   */
+  #settleApart(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined): Promise<void> | undefined {
+    this.#pace.settling++;
+    const apart = () => {
+      this.#pace.settling--;
+      this.#claimMore();
+      this.#checkIdle();
+    };
+    if (this.#s.strategy.connectionsPerDelivery === 0) {
+      this.#settleThen(delivery, outcome, payload, trace, apart);
+      return undefined;
+    }
+    return new Promise<void>((resolve) =>
+      this.#settleThen(delivery, outcome, payload, trace, () => {
+        apart();
+        resolve();
+      }),
+    );
   }
 
   /** Counts a settlement until it is written, apart from the worker (free again unless it holds a connection). */
@@ -456,28 +555,58 @@ export class Subscription {
     return HandlerOutcome.retryAfter(this.#s.decodeRetryMs);
   }
 
-  /** Writes the outcome; never throws (a failure is logged and shown to the observer). */
-  async #settle(delivery: ClaimedDelivery, chosen: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined): Promise<void> {
-    const { logger, observer } = this.#s;
+  /** Writes the outcome; never rejects (a failure is logged and shown to the observer). */
+  #settle(delivery: ClaimedDelivery, chosen: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined): Promise<void> {
+    return new Promise<void>((resolve) => this.#settleThen(delivery, chosen, payload, trace, resolve));
+  }
+
+  /** Writes the outcome, then calls `after`, whatever happened (a failure is logged and shown to the observer). */
+  #settleThen(delivery: ClaimedDelivery, chosen: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined, after: () => void): void {
     const outcome = this.#keepWithoutDeadLetter(delivery, chosen);
-    let settleError: unknown;
+    const done = (ok: boolean, error?: unknown) => {
+      try {
+        this.#settled(delivery, outcome, payload, trace, ok, error);
+      } catch (unexpected) {
+        this.#unexpected(delivery, unexpected);
+      } finally {
+        after();
+      }
+    };
+    if (delivery.settleThen !== undefined) {
+      delivery.settleThen(outcome, done);
+      return;
+    }
+    let settling: Promise<void>;
     try {
-      await delivery.settle(outcome);
+      settling = delivery.settle(outcome);
+    } catch (error) {
+      done(false, error);
+      return;
+    }
+    settling.then(
+      () => done(true),
+      (error: unknown) => done(false, error),
+    );
+  }
+
+  /** A settlement's end: counted, logged, traced and shown to the observer. */
+  #settled(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined, ok: boolean, settleError: unknown): void {
+    const { logger, observer } = this.#s;
+    if (ok) {
       this.#countFinished();
       if (outcome.kind === "drop") logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery dropped by its handler");
-    } catch (error) {
-      settleError = error;
-      const code = isSqlInboxError(error) ? error.code : undefined;
-      logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, outcome: outcome.kind, code }, "settlement failed");
+    } else {
+      const code = isSqlInboxError(settleError) ? settleError.code : undefined;
+      logger.error({ ...errorFields(settleError), ...this.#place, id: delivery.id, outcome: outcome.kind, code }, "settlement failed");
     }
-    trace?.end(outcome.kind, settleError, delivery.signal);
+    trace?.end(outcome.kind, ok ? undefined : settleError, delivery.signal);
     observer?.settled({
       subscription: this.name,
       id: delivery.id,
       attempt: delivery.attempt,
       payload,
       outcome,
-      ...(settleError !== undefined ? { error: settleError } : {}),
+      ...(ok ? {} : { error: settleError }),
       signalAborted: delivery.signal.aborted,
     });
   }

@@ -30,6 +30,8 @@ const isDeadlock = (e: unknown) => (e as { errno?: number } | null)?.errno === 1
  * runtime does for a batch handler or `.sharedTransaction()`); otherwise one row per transaction.
  */
 export function rawDrainCase(engine: EngineName, form: FormName, batch: number, workers: number, shared = false): DrainCase {
+  /** The bench's own connection (table, inserts, counts); `db` is the loop's, opened per drain as sqlinbox's is. */
+  let admin: AnyDb | undefined;
   let db: AnyDb | undefined;
   let dialect: EngineDialect | undefined;
   let spec: InboxDescription | undefined;
@@ -169,29 +171,37 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
       return null;
     },
     async setup() {
-      db = connect(engine, workers + 2);
+      admin = connect(engine, 2);
       spec = benchSpec(form).description;
-      const r = await db.executeQuery(dialect!.schema.currentDatabase());
+      const r = await admin.executeQuery(dialect!.schema.currentDatabase());
       database = String(r.rows[0]?.name ?? "");
     },
     async reset() {
-      await recreateTable(db!, engine, form);
+      await recreateTable(admin!, engine, form);
     },
     async insert(n) {
-      await insertJobs(db!, form, n);
+      await insertJobs(admin!, form, n);
     },
     async drain(tracker) {
       statements = 0;
-      const loops = Array.from({ length: workers }, () =>
-        form === "lease" ? leaseLoop(tracker) : form === "rowLock" ? rowLockLoop(tracker) : db!.connection().execute((conn) => advisoryLoop(tracker, conn as AnyDb)),
-      );
-      await Promise.all(loops);
-      const left = await countRows(db!, form);
+      // A pool of its own, opened inside the timed drain as sqlinbox's is (same size): neither side drains on
+      // a connection that inserted the rows (SQLite: a page cache already warm with the table).
+      db = connect(engine, workers + 4);
+      try {
+        const loops = Array.from({ length: workers }, () =>
+          form === "lease" ? leaseLoop(tracker) : form === "rowLock" ? rowLockLoop(tracker) : db!.connection().execute((conn) => advisoryLoop(tracker, conn as AnyDb)),
+        );
+        await Promise.all(loops);
+      } finally {
+        await db.destroy();
+        db = undefined;
+      }
+      const left = await countRows(admin!, form);
       if (left !== 0) throw new Error(`raw loop: ${left} rows left after the drain`);
       return { processed: tracker.count, statements };
     },
     async teardown() {
-      await db?.destroy();
+      await admin?.destroy();
     },
   };
 }

@@ -19,6 +19,11 @@ export interface ClaimedDelivery {
   leaseDeadline(): Date | undefined;
   /** Settles while the row is still held; throws `LeaseLost` (nothing changed) or `Closed`. */
   settle(outcome: HandlerOutcome): Promise<void>;
+  /**
+   * `settle` reporting to a callback instead of a promise (`ok`, or the error `settle` would
+   * reject with), where a form can settle without one: the lease form's batched acks.
+   */
+  settleThen?(outcome: HandlerOutcome, done: (ok: boolean, error?: unknown) => void): void;
   /** Gives the delivery up unsettled (the shutdown grace is over): aborts its signal, lets its hold lapse. */
   abandon(reason: unknown): void;
   /**

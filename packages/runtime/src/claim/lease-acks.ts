@@ -7,6 +7,8 @@ import type { ClaimSetup } from "./claim-strategy.js";
 
 /** Acks written by one statement at most: 2 parameters each, far below every engine's limit (SQLite 3.32+: 32,766). */
 export const MAX_ACKS_PER_STATEMENT = 512;
+/** Every ack of a statement took. */
+const ALL = Symbol("all acked");
 /**
  * Batched acks written at once at most: a second statement runs while the first waits for its
  * commit. Where an ack is a transaction of two statements (MySQL/MariaDB), one at a time: the
@@ -14,12 +16,13 @@ export const MAX_ACKS_PER_STATEMENT = 512;
  */
 const ACK_STATEMENTS_IN_FLIGHT = { oneStatement: 2, transaction: 1 } as const;
 
+/** Told once an ack is written (`ok`), or why not. Called synchronously from the statement's end: it must not throw. */
+export type AckDone = (ok: boolean, error?: unknown) => void;
+
 interface PendingAck {
   readonly lease: KeptLease;
-  readonly place: ErrorPlace;
   readonly kind: "ack" | "drop";
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
+  readonly done: AckDone;
 }
 
 /**
@@ -43,6 +46,8 @@ export class LeaseAcks {
   #flights = 0;
   readonly #maxFlights: number;
   #scheduled = false;
+  /** The statements running, for `writtenBeforeClaim`. */
+  readonly #writes = new Set<Promise<void>>();
 
   constructor(setup: ClaimSetup, keeper: LeaseKeeper) {
     this.#setup = setup;
@@ -51,13 +56,44 @@ export class LeaseAcks {
   }
 
   /** Queues the ack of `lease`; resolves once written, rejects with `LeaseLost` or the statement's error. */
-  ack(lease: KeptLease, kind: "ack" | "drop", place: ErrorPlace): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      lease.settling = true; // no new extension of a lease about to be acked (one running now is awaited before the write)
-      this.#pending.push({ lease, place, kind, resolve, reject });
-      this.#setup.database.activity.touch();
-      this.#schedule();
-    });
+  ack(lease: KeptLease, kind: "ack" | "drop"): Promise<void> {
+    return new Promise<void>((resolve, reject) => this.ackThen(lease, kind, (ok, error) => (ok ? resolve() : reject(error))));
+  }
+
+  /**
+   * `ack` without a promise: `done` is called once the statement settled it. A delivery's hot
+   * path settles through this, so an ack costs one queued entry, not a chain of promises.
+   */
+  ackThen(lease: KeptLease, kind: "ack" | "drop", done: AckDone): void {
+    lease.settling = true; // no new extension of a lease about to be acked (one running now is awaited before the write)
+    this.#pending.push({ lease, kind, done });
+    this.#setup.database.activity.touch();
+    this.#schedule();
+  }
+
+  /**
+   * Writes the acks waiting now without waiting for the turn, and resolves once the statements
+   * running now ended. A single writer's claim (SQLite) waits for this: the rows just handled are
+   * gone before it scans, as in a loop of claim, handle, ack, instead of being stepped over as
+   * leased rows; and there is no round trip that claiming first would hide.
+   */
+  writtenBeforeClaim(): Promise<void> | undefined {
+    if (this.#pending.length > 0 && this.#flights < this.#maxFlights) this.#flush();
+    if (this.#writes.size === 0) return undefined;
+    return Promise.all(this.#writes).then(() => undefined);
+  }
+
+  #place(id: unknown): ErrorPlace {
+    return { subscription: this.#setup.subscription, table: this.#setup.spec.table, id };
+  }
+
+  /** Tells one ack's owner; a callback that throws is a bug in the caller, logged, never a reason to leave the others untold. */
+  #tell(a: PendingAck, ok: boolean, error?: unknown): void {
+    try {
+      a.done(ok, error);
+    } catch (thrown) {
+      this.#setup.logger.error({ ...errorFields(thrown), id: a.lease.id }, "an ack's completion callback threw");
+    }
   }
 
   #schedule(): void {
@@ -75,11 +111,13 @@ export class LeaseAcks {
     const batch = this.#pending.length <= MAX_ACKS_PER_STATEMENT ? this.#pending : this.#pending.slice(0, MAX_ACKS_PER_STATEMENT);
     this.#pending = batch === this.#pending ? [] : this.#pending.slice(MAX_ACKS_PER_STATEMENT);
     this.#flights++;
-    void this.#write(batch).finally(() => {
+    const write: Promise<void> = this.#write(batch).finally(() => {
+      this.#writes.delete(write);
       this.#flights--;
       // What gathered while the statement ran goes at once: no extra turn.
       if (this.#pending.length > 0 && this.#flights < this.#maxFlights) this.#flush();
     });
+    this.#writes.add(write);
     if (this.#pending.length > 0) this.#schedule();
   }
 
@@ -88,11 +126,11 @@ export class LeaseAcks {
     if (isClosed()) {
       for (const a of batch) {
         this.#keeper.release(a.lease);
-        a.reject(closedBeforeLeaseSettlement(a.place));
+        this.#tell(a, false, closedBeforeLeaseSettlement(this.#place(a.lease.id)));
       }
       return;
     }
-    let acked: Set<string>;
+    let acked: Set<string> | typeof ALL;
     try {
       // A running extension may move the tokens: wait for it, so each ack carries the current one.
       await this.#keeper.beginSettleMany(batch.map((a) => a.lease));
@@ -103,7 +141,7 @@ export class LeaseAcks {
       for (const a of batch) {
         if (retry.includes(a)) continue;
         this.#keeper.release(a.lease);
-        a.reject(error);
+        this.#tell(a, false, error);
       }
       if (retry.length > 0) {
         this.#setup.logger.warn({ ...errorFields(error), acks: retry.length }, "ack statement failed; retrying on a fresh connection while the leases hold");
@@ -116,28 +154,29 @@ export class LeaseAcks {
     }
     for (const a of batch) {
       this.#keeper.release(a.lease);
-      if (acked.has(a.lease.key)) a.resolve();
-      else {
-        a.reject(leaseNotHeld(a.kind, a.lease.held, a.place));
-      }
+      if (acked === ALL || acked.has(a.lease.key)) this.#tell(a, true);
+      else this.#tell(a, false, leaseNotHeld(a.kind, a.lease.held, this.#place(a.lease.id)));
     }
   }
 
-  /** Runs the batched ack; returns the keys of the ids it acked. */
-  async #run(held: readonly HeldLease[]): Promise<Set<string>> {
+  /** Runs the batched ack; returns the keys of the ids it acked, or `ALL` (the usual case: no lease was lost). */
+  async #run(held: readonly HeldLease[]): Promise<Set<string> | typeof ALL> {
     const { database, spec, clock, precision } = this.#setup;
     const { lease: statements, capabilities } = database.dialect;
     const idName = spec.id.name;
     const now = clock.now();
     if (capabilities.updateReturning) {
       const result = await database.execute("settle", statements.settleAckMany(spec, held, now, precision));
+      // Each row matches its own token once: as many rows as leases means every one took.
+      if (result.rows.length === held.length) return ALL;
       return new Set(result.rows.map((r) => keyOf(r[idName])));
     }
     // No RETURNING (MySQL/MariaDB): lock the rows that still hold their tokens, then delete exactly those.
     return database.transaction("settle", async (trx) => {
       const found = await database.execute("settle", statements.selectHeld(spec, held, precision), trx);
-      const keys = new Set(found.rows.map((r) => keyOf(r[idName])));
-      const mine = held.filter((h) => keys.has(keyOf(h.id)));
+      const all = found.rows.length === held.length;
+      const keys = all ? ALL : new Set(found.rows.map((r) => keyOf(r[idName])));
+      const mine = keys === ALL ? held : held.filter((h) => keys.has(keyOf(h.id)));
       if (mine.length === 0) return keys;
       const result = await database.execute("settle", statements.settleAckMany(spec, mine, now, precision), trx);
       const written = Number(result.numAffectedRows ?? 0n);

@@ -7,7 +7,7 @@ import { errorFields } from "../logger.js";
 import type { DeadLetterOutcome, HandlerOutcome } from "../outcome.js";
 import { asClaimed, deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import type { HandlerTransaction } from "./held-delivery.js";
-import { LeaseAcks, MAX_ACKS_PER_STATEMENT } from "./lease-acks.js";
+import { LeaseAcks, MAX_ACKS_PER_STATEMENT, type AckDone } from "./lease-acks.js";
 
 /**
  * The lease form: a claim writes `now + lease` into the lease column and counts an attempt,
@@ -49,6 +49,13 @@ export class LeaseClaim implements ClaimStrategy {
   }
 
   async claim(limit: number): Promise<ClaimedDelivery[]> {
+    if (!this.claimsSideBySide) {
+      // A single writer (SQLite): the claim runs after the deliveries of this turn and their acks, as a loop of
+      // claim, handle, ack would: then it scans no row that is only waiting for its ack. No round trip is lost.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const acks = this.#acks.writtenBeforeClaim();
+      if (acks !== undefined) await acks;
+    }
     const { database, spec, clock, leaseMs, precision } = this.#setup;
     const { lease: statements, time } = database.dialect;
     const now = clock.now();
@@ -99,9 +106,24 @@ export class LeaseClaim implements ClaimStrategy {
       this.#keeper.release(lease);
       return Promise.reject(closedBeforeLeaseSettlement(this.#place(delivery.id)));
     }
-    if (outcome.kind === "ack" || outcome.kind === "drop") return this.#acks.ack(lease, outcome.kind, this.#place(delivery.id));
+    if (outcome.kind === "ack" || outcome.kind === "drop") return this.#acks.ack(lease, outcome.kind);
     if (outcome.kind === "deadLetter") return this.#settleDeadLetter(lease, outcome, delivery.attempt);
     return this.#settleRetry(lease, outcome);
+  }
+
+  /**
+   * @internal `settle` with a callback: a plain ack (the hot path) joins the next batched statement
+   * with no promise made; every other settlement runs as `settle` does and reports to `done`.
+   */
+  settleThen(delivery: LeaseDelivery, outcome: HandlerOutcome, abandoned: boolean, done: AckDone): void {
+    if ((outcome.kind === "ack" || outcome.kind === "drop") && delivery.handlerTransaction === undefined && !abandoned && !this.#setup.isClosed()) {
+      this.#acks.ackThen(delivery.lease, outcome.kind, done);
+      return;
+    }
+    this.settle(delivery, outcome, abandoned).then(
+      () => done(true),
+      (error: unknown) => done(false, error),
+    );
   }
 
   /** @internal Transactional mode: a transaction of the handler's own, on a connection it holds until the settlement. */
@@ -267,6 +289,10 @@ class LeaseDelivery implements ClaimedDelivery {
 
   settle(outcome: HandlerOutcome): Promise<void> {
     return this.#claim.settle(this, outcome, this.#abandoned);
+  }
+
+  settleThen(outcome: HandlerOutcome, done: AckDone): void {
+    this.#claim.settleThen(this, outcome, this.#abandoned, done);
   }
 
   openHandlerTransaction(): Promise<AnyTransaction> {
