@@ -65,6 +65,12 @@ export class LeaseClaim implements ClaimStrategy {
     let rows: readonly RawRow[];
     if (single !== null) {
       rows = (await database.execute("claim", single)).rows;
+      // Postgres returns every column but the deadline it wrote (parsing it per row costs more than the rest of a delivery's bookkeeping).
+      const leaseName = spec.lease?.name;
+      if (leaseName !== undefined && rows.length > 0 && !(leaseName in (rows[0] as RawRow))) {
+        const stamped = time.encode(until, precision);
+        for (const row of rows) row[leaseName] = stamped instanceof Date ? new Date(stamped.getTime()) : stamped;
+      }
     } else {
       // MySQL/MariaDB: SELECT … FOR UPDATE SKIP LOCKED, then stamp the rows, in one short transaction.
       rows = await database.transaction("claim", async (trx) => {
