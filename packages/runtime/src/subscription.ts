@@ -1,19 +1,15 @@
-import { isSqlInboxError, isStandardSchema, type InboxDescription, type RoleMarker } from "@sqlinbox/core/internal";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { ClaimedDelivery, ClaimStrategy } from "./claim/claim-strategy.js";
 import type { Clock, Timer } from "./clock.js";
-import { deliveryContext, type ContextPlace } from "./context.js";
 import { errorFields, type Logger } from "./logger.js";
-import { delayWithoutColumn, noDeadLetter } from "./errors.js";
-import { defaultOnDecodeError, defaultOnError, type FailureContext, type FailurePolicy } from "./failure-policy.js";
-import { HandlerOutcome, toOutcome } from "./outcome.js";
-import { decodePayload, decodePayloadNow } from "./payload.js";
+import type { HandlerOutcome } from "./outcome.js";
 import type { QueueOptions } from "./queue.js";
 import type { Outputs, Subscriber } from "./subscriber.js";
 import type { Activity } from "./activity.js";
 import { claimPaceFor, claimsToCover, rowsToClaim, type ClaimPace } from "./claim-pacer.js";
 import { deliverBatch, type BatchRun } from "./batch-delivery.js";
-import type { AnyTransaction } from "./database.js";
-import type { DeliveryTrace, SubscriptionTelemetry } from "./telemetry/telemetry.js";
+import { DeliveryRun, movingAverage } from "./delivery-run.js";
+import type { SubscriptionTelemetry } from "./telemetry/telemetry.js";
 import { within, type SubscriptionStop } from "./stop-report.js";
 
 /** What a test sees of each delivery (`TestApp` call records). */
@@ -38,9 +34,6 @@ export interface SubscriptionSetup {
   readonly telemetry?: SubscriptionTelemetry | undefined;
 }
 
-const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
-  value !== null && (typeof value === "object" || typeof value === "function") && typeof (value as { then?: unknown }).then === "function";
-
 /**
  * One subscriber consuming its queue: claims while claims come back full, otherwise waits
  * the poll interval (or a wake from a publish in this process); runs up to `workers`
@@ -60,8 +53,6 @@ export class Subscription {
   readonly #inFlight = new Set<ClaimedDelivery>();
   /** Waiting for no delivery in work and no settlement. */
   readonly #idle: Array<() => void> = [];
-  /** The payload has a Standard Schema, which may validate asynchronously. */
-  readonly #decodesAsync: boolean;
   /** Claim statements running. */
   readonly #claims = new Set<Promise<void>>();
   /** Claimed ahead, not started yet. */
@@ -70,13 +61,8 @@ export class Subscription {
   /** What `rowsToClaim` reads: the shape, the claiming/settling counters, drained; the rest is copied in before each ask. */
   readonly #pace: ClaimPace;
   readonly #place: { readonly subscription: string; readonly table: string };
-  /** The place and the headers column, for delivery contexts (kept apart from `#place`, which logs spread). */
-  readonly #contextPlace: ContextPlace;
-  /** What a throw and an undecodable payload become. */
-  readonly #onError: FailurePolicy;
-  readonly #onDecodeError: FailurePolicy;
-  /** The table stores a delay (a retryAfter column, or the lease column): else a `retryAfter` is parked in this process. */
-  readonly #storesDelay: boolean;
+  /** Each delivery from its row to its settlement. */
+  readonly #run: DeliveryRun;
   #started = false;
   #stopped = false;
   /** The stop began: deliveries finishing from now on count in its report. */
@@ -92,9 +78,6 @@ export class Subscription {
   /** Claims ahead (the lease form, per-row handlers): claim latency and handler time, moving averages in ms, which size the claims kept in flight. */
   readonly #measures: boolean;
   #claimMs = 0;
-  #handlerMs = 0;
-  /** A delivery's place, for an error (built only then). */
-  readonly #placeOf = (id: unknown) => ({ ...this.#place, id });
   /** `#pump` is handing rows out (a synchronous handler's end pumps again: the running loop takes it). */
   #pumping = false;
 
@@ -103,11 +86,6 @@ export class Subscription {
     this.name = setup.subscriber.name;
     this.table = setup.spec.table;
     this.#place = Object.freeze({ subscription: this.name, table: this.table });
-    this.#contextPlace = Object.freeze({ ...this.#place, headersColumn: setup.spec.headers?.name });
-    this.#decodesAsync = isStandardSchema(setup.spec.payloadType);
-    this.#onError = setup.options.onError ?? defaultOnError();
-    this.#onDecodeError = setup.options.onDecodeError ?? defaultOnDecodeError;
-    this.#storesDelay = setup.spec.retryAfter !== undefined || setup.spec.form === "lease";
     const { batch, workers, sharedTransaction } = setup.options;
     const batchHandler = setup.subscriber.kind === "batch";
     this.#pace = claimPaceFor({
@@ -121,6 +99,17 @@ export class Subscription {
     // A single-writer engine (SQLite) runs one statement at a time: claims side by side hide no latency there.
     // One worker keeps one claim at a time, so its rows run in claim order (claims side by side may take rows out of order).
     this.#measures = setup.strategy.claimsAhead === true && !batchHandler && setup.strategy.claimsSideBySide === true && workers > 1;
+    this.#run = new DeliveryRun(
+      setup,
+      {
+        settling: () => void this.#pace.settling++,
+        settled: () => this.#settlementEnded(),
+        finished: () => {
+          if (this.#stopStarted) this.#finishedAfterStop++;
+        },
+      },
+      this.#measures,
+    );
     this.#batchRun =
       setup.subscriber.kind === "batch"
         ? {
@@ -130,10 +119,10 @@ export class Subscription {
             clock: setup.clock,
             logger: setup.logger,
             observer: setup.observer,
-            settle: (d, outcome, payload) => this.#settle(d, outcome, payload, undefined),
-            park: (d, error) => this.#parkUndecodable(d, error, undefined),
-            onError: (d, error) => this.#failed(this.#onError, "handler", d, error),
-            returned: (d, outcome) => this.#storable(outcome, "the batch handler", d),
+            settle: (d, outcome, payload) => this.#run.settle(d, outcome, payload, undefined),
+            park: (d, error) => this.#run.parkUndecodable(d, error, undefined),
+            onError: (d, error) => this.#run.onError(d, error),
+            returned: (d, outcome) => this.#run.storable(outcome, "the batch handler", d),
           }
         : undefined;
   }
@@ -293,7 +282,7 @@ export class Subscription {
   /** A claim's latency: the claims kept in flight follow it (once a handler's time is known too). */
   #measuredClaim(ms: number): void {
     this.#claimMs = movingAverage(this.#claimMs, ms);
-    if (this.#handlerMs > 0) this.#pace.aheadClaims = claimsToCover(this.#claimMs, this.#handlerMs, this.#pace.workers, this.#pace.batch);
+    if (this.#run.handlerMs > 0) this.#pace.aheadClaims = claimsToCover(this.#claimMs, this.#run.handlerMs, this.#pace.workers, this.#pace.batch);
   }
 
   #pollWait(): void {
@@ -315,23 +304,19 @@ export class Subscription {
     this.#s.activity.touch();
     let running: Promise<void> | undefined;
     try {
-      running = this.#handle(delivery);
+      running = this.#run.handle(delivery);
     } catch (error) {
-      this.#unexpected(delivery, error);
+      this.#run.unexpected(delivery, error);
     }
     if (running === undefined) this.#finish(delivery);
     else
       running.then(
         () => this.#finish(delivery),
         (error: unknown) => {
-          this.#unexpected(delivery, error);
+          this.#run.unexpected(delivery, error);
           this.#finish(delivery);
         },
       );
-  }
-
-  #unexpected(delivery: ClaimedDelivery, error: unknown): void {
-    this.#s.logger.error({ ...errorFields(error), ...this.#place, id: delivery.id }, "delivery failed unexpectedly; the row returns when its hold ends");
   }
 
   /** A delivery's worker is free again. */
@@ -359,295 +344,20 @@ export class Subscription {
       });
   }
 
-  /** Decodes, runs the handler and settles; `undefined` when all of it ran now (nothing left that holds the worker). */
-  #handle(delivery: ClaimedDelivery): Promise<void> | undefined {
-    const trace = this.#s.telemetry?.begin(delivery);
-    if (this.#decodesAsync || this.#s.options.transactional === true) return this.#handleLater(delivery, trace);
-    let payload: unknown;
-    try {
-      payload = decodePayloadNow(this.#s.spec, delivery.row, this.#placeOf, delivery.id);
-    } catch (error) {
-      return this.#undecodable(delivery, error, trace);
-    }
-    this.#s.observer?.delivered({ subscription: this.name, id: delivery.id, attempt: delivery.attempt, payload });
-    return this.#invoke(delivery, payload, undefined, trace);
-  }
-
-  /** `#handle` where decoding may be asynchronous (a Standard Schema) or a handler's transaction opens first. */
-  async #handleLater(delivery: ClaimedDelivery, trace: DeliveryTrace | undefined): Promise<void> {
-    const { spec, logger } = this.#s;
-    let payload: unknown;
-    try {
-      payload = this.#decodesAsync
-        ? await decodePayload(spec, delivery.row, { ...this.#place, id: delivery.id })
-        : decodePayloadNow(spec, delivery.row, { ...this.#place, id: delivery.id });
-    } catch (error) {
-      await this.#undecodable(delivery, error, trace);
-      return;
-    }
-    this.#s.observer?.delivered({ subscription: this.name, id: delivery.id, attempt: delivery.attempt, payload });
-    let tx: AnyTransaction | undefined;
-    if (this.#s.options.transactional === true) {
-      try {
-        tx = await delivery.openHandlerTransaction();
-      } catch (error) {
-        logger.error({ ...errorFields(error), ...this.#place, id: delivery.id }, "could not open the handler's transaction; the row is released for another attempt");
-        await this.#settleApart(delivery, HandlerOutcome.retry(), payload, trace);
-        return;
-      }
-    }
-    await this.#invoke(delivery, payload, tx, trace);
-  }
-
-  /** Parks an undecodable row; the worker waits for it only where the delivery holds a connection. */
-  #undecodable(delivery: ClaimedDelivery, error: unknown, trace: DeliveryTrace | undefined): Promise<void> | undefined {
-    const parked = this.#apart(this.#parkUndecodable(delivery, error, trace));
-    return this.#s.strategy.connectionsPerDelivery > 0 ? parked : undefined;
-  }
-
-  /** Calls the handler (the observer saw the delivery); a returned promise is awaited, anything else settles now. */
-  #invoke(delivery: ClaimedDelivery, payload: unknown, tx: AnyTransaction | undefined, trace: DeliveryTrace | undefined): Promise<void> | undefined {
-    const { subscriber, clock } = this.#s;
-    const ctx = deliveryContext<readonly RoleMarker[]>(this.#contextPlace, delivery, clock, tx);
-    const startedAt = trace === undefined && !this.#measures ? 0 : performance.now();
-    let result: unknown;
-    try {
-      if (subscriber.kind !== "row") throw new Error("a batch subscriber's rows go through deliverBatch");
-      result =
-        trace === undefined
-          ? subscriber.invoke(payload as never, this.#s.outputs, ctx as never)
-          : trace.run(subscriber.invoke, subscriber, payload as never, this.#s.outputs, ctx as never);
-    } catch (error) {
-      return this.#handled(delivery, payload, trace, startedAt, undefined, true, error);
-    }
-    if (!isPromiseLike(result)) return this.#handled(delivery, payload, trace, startedAt, result, false, undefined);
-    return Promise.resolve(result).then(
-      (value) => this.#handled(delivery, payload, trace, startedAt, value, false, undefined),
-      (error: unknown) => this.#handled(delivery, payload, trace, startedAt, undefined, true, error),
-    );
-  }
-
-  /** What the handler returned (or threw) becomes an outcome, which settles apart from the worker. */
-  #handled(
-    delivery: ClaimedDelivery,
-    payload: unknown,
-    trace: DeliveryTrace | undefined,
-    startedAt: number,
-    returned: unknown,
-    threw: boolean,
-    thrown: unknown,
-  ): Promise<void> | undefined {
-    let outcome: HandlerOutcome | undefined;
-    let error = thrown;
-    if (!threw) {
-      try {
-        outcome = this.#storable(toOutcome(returned), "the handler", delivery);
-        trace?.handled(startedAt, false);
-        if (this.#measures) this.#handlerMs = movingAverage(this.#handlerMs, Math.max(1e-6, performance.now() - startedAt));
-      } catch (notAnOutcome) {
-        error = notAnOutcome;
-      }
-    }
-    if (outcome === undefined) {
-      trace?.handled(startedAt, true, error);
-      outcome = this.#failed(this.#onError, "handler", delivery, error);
-      this.#s.logger.error(
-        {
-          ...errorFields(error),
-          ...this.#place,
-          id: delivery.id,
-          attempt: delivery.attempt,
-          outcome: outcome.kind,
-          ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}),
-        },
-        outcome.kind === "deadLetter" ? "handler failed; the row goes to the dead letter" : "handler failed; the row is released for another attempt",
-      );
-    }
-    return this.#settleApart(delivery, outcome, payload, trace);
-  }
-
-  /**
-   * Counts a settlement until it is written, apart from the worker: `undefined` (the worker is free
-   * now), or, where the delivery holds a connection, a promise the worker waits for.
-   */
-  #settleApart(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined): Promise<void> | undefined {
-    this.#pace.settling++;
-    const apart = () => {
-      this.#pace.settling--;
-      this.#claimMore();
-      this.#checkIdle();
-    };
-    if (this.#s.strategy.connectionsPerDelivery === 0) {
-      this.#settleThen(delivery, outcome, payload, trace, apart);
-      return undefined;
-    }
-    return new Promise<void>((resolve) =>
-      this.#settleThen(delivery, outcome, payload, trace, () => {
-        apart();
-        resolve();
-      }),
-    );
-  }
-
   /** Counts a settlement until it is written, apart from the worker (free again unless it holds a connection). */
   #apart(settlement: Promise<void>): Promise<void> {
     this.#pace.settling++;
-    return settlement.finally(() => {
-      this.#pace.settling--;
-      this.#claimMore();
-      this.#checkIdle();
-    });
+    return settlement.finally(() => this.#settlementEnded());
   }
 
-  #countFinished(): void {
-    if (this.#stopStarted) this.#finishedAfterStop++;
+  /** A settlement counted apart from its worker ended: a claim may start, or the subscription be idle. */
+  #settlementEnded(): void {
+    this.#pace.settling--;
+    this.#claimMore();
+    this.#checkIdle();
   }
 
   #checkIdle(): void {
     if (this.#inFlight.size === 0 && this.#pace.settling === 0 && this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
   }
-
-  /**
-   * What a failure becomes under `policy`. A policy that throws, or returns no outcome, falls back
-   * to the default; a dead letter on a queue without one keeps the row (never loses it).
-   */
-  #failed(policy: FailurePolicy, what: "handler" | "decode", delivery: ClaimedDelivery, error: unknown): HandlerOutcome {
-    const { options, logger, decodeRetryMs } = this.#s;
-    const ctx: FailureContext = {
-      ...this.#place,
-      id: delivery.id,
-      deadLetter: options.deadLetter !== undefined,
-      maxAttempts: options.deadLetter?.maxAttempts,
-      keepMs: decodeRetryMs,
-    };
-    const fallback = what === "handler" ? defaultOnError() : defaultOnDecodeError;
-    // The defaults may park a row on a table with no column for a time; a policy of the app's own may not (it does not compile).
-    const own = policy === options.onError || policy === options.onDecodeError;
-    try {
-      const outcome = toOutcome(policy(error, delivery.attempt, ctx));
-      return own ? this.#storable(outcome, what === "handler" ? "the onError policy" : "the onDecodeError policy", delivery) : outcome;
-    } catch (policyError) {
-      logger.error({ ...errorFields(policyError), ...this.#place, id: delivery.id }, `the ${what === "handler" ? "onError" : "onDecodeError"} policy failed; the default decides`);
-      return fallback(error, delivery.attempt, ctx);
-    }
-  }
-
-  /**
-   * A `retryAfter` from the app's own code on a table with no column for a time does not compile;
-   * one that arrives untyped is logged as a `Declaration` error naming the column to add, and
-   * served without holding anything: the row is released now and parked in this process.
-   */
-  #storable(outcome: HandlerOutcome, source: string, delivery: ClaimedDelivery): HandlerOutcome {
-    if (outcome.kind !== "retryAfter" || this.#storesDelay) return outcome;
-    const form = this.#s.spec.form === "advisory" ? "advisory" : "rowLock";
-    const place = { ...this.#place, id: delivery.id };
-    this.#s.logger.error(
-      { ...errorFields(delayWithoutColumn(outcome.ms, form, source, place)), ...place },
-      "retryAfter on a table with no retryAfter column: row released and parked in this process",
-    );
-    return outcome;
-  }
-
-  /** A dead letter needs a destination: without one the row is kept, hidden for the decode delay, and the mistake logged. */
-  #keepWithoutDeadLetter(delivery: ClaimedDelivery, outcome: HandlerOutcome): HandlerOutcome {
-    if (outcome.kind !== "deadLetter" || this.#s.options.deadLetter !== undefined) return outcome;
-    this.#s.logger.error({ ...errorFields(noDeadLetter({ ...this.#place, id: delivery.id })), ...this.#place, id: delivery.id }, "no dead-letter destination: row kept");
-    return HandlerOutcome.retryAfter(this.#s.decodeRetryMs);
-  }
-
-  /** Writes the outcome; never rejects (a failure is logged and shown to the observer). */
-  #settle(delivery: ClaimedDelivery, chosen: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined): Promise<void> {
-    return new Promise<void>((resolve) => this.#settleThen(delivery, chosen, payload, trace, resolve));
-  }
-
-  /** Writes the outcome, then calls `after`, whatever happened (a failure is logged and shown to the observer). */
-  #settleThen(delivery: ClaimedDelivery, chosen: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined, after: () => void): void {
-    const outcome = this.#keepWithoutDeadLetter(delivery, chosen);
-    const done = (ok: boolean, error?: unknown) => {
-      try {
-        this.#settled(delivery, outcome, payload, trace, ok, error);
-      } catch (unexpected) {
-        this.#unexpected(delivery, unexpected);
-      } finally {
-        after();
-      }
-    };
-    if (delivery.settleThen !== undefined) {
-      delivery.settleThen(outcome, done);
-      return;
-    }
-    let settling: Promise<void>;
-    try {
-      settling = delivery.settle(outcome);
-    } catch (error) {
-      done(false, error);
-      return;
-    }
-    settling.then(
-      () => done(true),
-      (error: unknown) => done(false, error),
-    );
-  }
-
-  /** A settlement's end: counted, logged, traced and shown to the observer. */
-  #settled(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined, ok: boolean, settleError: unknown): void {
-    const { logger, observer } = this.#s;
-    if (ok) {
-      this.#countFinished();
-      if (outcome.kind === "drop") logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery dropped by its handler");
-    } else {
-      const code = isSqlInboxError(settleError) ? settleError.code : undefined;
-      logger.error({ ...errorFields(settleError), ...this.#place, id: delivery.id, outcome: outcome.kind, code }, "settlement failed");
-    }
-    trace?.end(outcome.kind, ok ? undefined : settleError, delivery.signal);
-    observer?.settled({
-      subscription: this.name,
-      id: delivery.id,
-      attempt: delivery.attempt,
-      payload,
-      outcome,
-      ...(ok ? {} : { error: settleError }),
-      signalAborted: delivery.signal.aborted,
-    });
-  }
-
-  /**
-   * A payload that cannot be decoded never reaches the handler: the onDecodeError policy decides
-   * (by default the row is kept, logged with subscription, table and id, and kept out of claims
-   * for `decodeRetryMs`; or moved to the dead letter where one is declared).
-   */
-  async #parkUndecodable(delivery: ClaimedDelivery, error: unknown, trace: DeliveryTrace | undefined): Promise<void> {
-    const { logger } = this.#s;
-    const outcome = this.#keepWithoutDeadLetter(delivery, this.#failed(this.#onDecodeError, "decode", delivery, error));
-    logger.error(
-      {
-        ...errorFields(error),
-        ...this.#place,
-        id: delivery.id,
-        attempt: delivery.attempt,
-        outcome: outcome.kind,
-        ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}),
-      },
-      undecodableMessage(outcome),
-    );
-    try {
-      await delivery.settle(outcome);
-      trace?.end("undecodable", undefined, delivery.signal);
-    } catch (settleError) {
-      trace?.end("undecodable", settleError, delivery.signal);
-      logger.error({ ...errorFields(settleError), ...this.#place, id: delivery.id, outcome: outcome.kind }, "could not settle an undecodable row; it returns when its hold ends");
-    }
-  }
-}
-
-/** An exponential moving average (weight 1/5 on the new sample); the first sample stands alone. */
-function movingAverage(average: number, sample: number): number {
-  return average === 0 ? sample : average + (sample - average) / 5;
-}
-
-/** The log line of an undecodable payload, by what the onDecodeError policy made of it. */
-function undecodableMessage(outcome: HandlerOutcome): string {
-  if (outcome.kind === "deadLetter") return "payload cannot be decoded: row moved to the dead letter";
-  if (outcome.kind === "ack" || outcome.kind === "drop") return `payload cannot be decoded: row finished (${outcome.kind}) by the onDecodeError policy`;
-  return "payload cannot be decoded: row kept, not delivered; fix the row or the code";
 }
