@@ -200,8 +200,12 @@ export interface SchemaStatements {
    * in `schema` (a Postgres schema, a MySQL/MariaDB database) when given, else the connection's own.
    */
   describeTable(table: string, schema?: string): CompiledQuery<RawRow>;
-  /** One row with `version`: the server's version string. */
-  serverVersion(): CompiledQuery<{ version: string }>;
+  /**
+   * One row with `version`: the server's version string. MySQL/MariaDB add `time_probe`, a
+   * `DATETIME` as the driver reads one (text with `dateStrings`, else a `Date`), so a value the
+   * runtime writes into a row it hands over (a claim's deadline) takes the same form.
+   */
+  serverVersion(): CompiledQuery<{ version: string; time_probe?: unknown }>;
   /** One row with `name`: the current database (MySQL) or schema (Postgres); SQLite: `main`. */
   currentDatabase(): CompiledQuery<{ name: string }>;
 }

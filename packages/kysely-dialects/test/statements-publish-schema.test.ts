@@ -127,7 +127,7 @@ describe("schema", () => {
         "serverVersion": {
           "mysql": {
             "parameters": [],
-            "sql": "select version() as \`version\`",
+            "sql": "select version() as \`version\`, cast('2000-01-01 00:00:00' as datetime) as \`time_probe\`",
           },
           "postgres": {
             "parameters": [

@@ -76,6 +76,7 @@ export class BrokerState {
     }
     try {
       this.serverLabel = database.dialect.checkServerVersion(String(versionRow?.version ?? ""));
+      if (versionRow !== undefined && "time_probe" in versionRow) database.readsTimeAsDate = versionRow["time_probe"] instanceof Date;
     } catch (error) {
       if (this.#owned) await opened.db.destroy();
       throw error;

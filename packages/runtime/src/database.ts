@@ -32,6 +32,11 @@ export class Database {
   readonly activity: Activity;
   readonly #logger: Logger;
   fault: StatementFault | undefined;
+  /**
+   * The driver reads a time column back as a `Date` (`pg`; `mysql2` without `dateStrings`), not
+   * as text (`better-sqlite3`; `mysql2` with it). MySQL/MariaDB: set from the server check's probe.
+   */
+  readsTimeAsDate: boolean;
   #deadlocks = 0;
   #pending = 0;
   #idle: Array<() => void> = [];
@@ -41,6 +46,12 @@ export class Database {
     this.dialect = dialect;
     this.#logger = logger;
     this.activity = activity;
+    this.readsTimeAsDate = dialect.capabilities.engine === "postgres";
+  }
+
+  /** A time as the driver would read it back from a column: what a claim writes into a row it hands over. */
+  timeAsRead(date: Date, precision: number): unknown {
+    return this.readsTimeAsDate ? this.dialect.time.truncate(date, precision) : this.dialect.time.encode(date, precision);
   }
 
   /** Deadlocks retried so far. */

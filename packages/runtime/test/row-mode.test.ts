@@ -4,7 +4,8 @@
  * the attempt as counted and the lease as stamped, even where the claim read the row before
  * stamping it (MySQL/MariaDB's locking select, an advisory candidate).
  */
-import { sql } from "kysely";
+import { Kysely, MysqlDialect, sql } from "kysely";
+import { createPool } from "mysql2";
 import { afterAll, describe, expect, test } from "vitest";
 import { defineInbox, field } from "@sqlinbox/core";
 import type { ClaimForm } from "@sqlinbox/core/internal";
@@ -100,6 +101,43 @@ describe.each(matrix)("row mode on $engine.name × $form", ({ engine, form }) =>
       }
     } finally {
       await engine.dropTable(db, table).catch(() => {});
+      await db.destroy();
+    }
+  });
+});
+
+describe("row mode on MariaDB through fromKysely, a mysql2 pool without dateStrings", () => {
+  const mariadb = engines.find((e) => e.engine === "mysql") as TestEngine;
+
+  test("the lease as stamped arrives as a Date, as that pool reads DATETIME, equal to the stored deadline", async () => {
+    const url = mariadb.url();
+    const db = await mariadb.connect(url);
+    const table = unique("row_mode_dates");
+    // timezone "Z", no dateStrings: mysql2 hands DATETIME back as a Date (the app's own pool, not one sqlinbox made).
+    const own = new Kysely<unknown>({ dialect: new MysqlDialect({ pool: createPool({ uri: url.replace(/^mariadb:/, "mysql:"), connectionLimit: 4, timezone: "Z" }) }) });
+    try {
+      await createExports(mariadb, db, table);
+      const Exports = exportsOf(table, "lease");
+      const received = deferred<ReceivedRow>();
+      const broker = SqlBroker.fromKysely(own);
+      const sub = subscriber(InboxQueue.of(Exports, "exports").pollInterval(50), async (row, ctx) => {
+        const stored = (await sql<Record<string, unknown>>`SELECT attempt, locked_until FROM ${sql.id(table)} WHERE id = ${row.id}`.execute(own)).rows[0];
+        received.resolve({ row, ctxAttempt: ctx.get(keys.attempt), stored });
+      });
+      const app = await new App({ name: "row-mode", version: "0", logger: silentLogger }).withBroker(broker.route(Exports, "exports"), (b) => b.include(sub)).start();
+      try {
+        await broker.publish("exports", { customer_id: "c-7", amount: 10 });
+        const { row, stored } = await received.promise;
+        expect(row["lockedUntil"]).toBeInstanceOf(Date);
+        expect(stored?.["locked_until"]).toBeInstanceOf(Date);
+        expect(row["lockedUntil"]).toEqual(stored?.["locked_until"]);
+        expect(row["attempt"]).toBe(2);
+      } finally {
+        await app.stop();
+      }
+    } finally {
+      await mariadb.dropTable(db, table).catch(() => {});
+      await own.destroy();
       await db.destroy();
     }
   });

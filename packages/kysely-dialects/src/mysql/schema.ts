@@ -1,4 +1,4 @@
-import type { CompiledQuery } from "kysely";
+import { sql, type CompiledQuery } from "kysely";
 import type { RawRow, SchemaStatements } from "../types.js";
 import type { SchemaRules } from "../shared/schema-check.js";
 import { compiled, type Eb } from "../statements/query-db.js";
@@ -24,9 +24,12 @@ export function describeTable(table: string, schema?: string): CompiledQuery<Raw
   );
 }
 
-/** The server's `version()`, e.g. `8.0.36` or `10.11.19-MariaDB-0+deb12u1`. */
-export function serverVersion(): CompiledQuery<{ version: string }> {
-  return compiled(db.selectNoFrom((eb) => eb.fn<string>("version", []).as("version")));
+/**
+ * The server's `version()`, e.g. `8.0.36` or `10.11.19-MariaDB-0+deb12u1`, and a `DATETIME` as
+ * the pool reads one back: text (`dateStrings: true`) or a `Date`.
+ */
+export function serverVersion(): CompiledQuery<{ version: string; time_probe: unknown }> {
+  return compiled(db.selectNoFrom((eb) => [eb.fn<string>("version", []).as("version"), sql<unknown>`cast('2000-01-01 00:00:00' as datetime)`.as("time_probe")]));
 }
 
 /** The current `database()`: the prefix of lock names. */

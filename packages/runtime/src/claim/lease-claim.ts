@@ -68,8 +68,7 @@ export class LeaseClaim implements ClaimStrategy {
       // Postgres returns every column but the deadline it wrote (parsing it per row costs more than the rest of a delivery's bookkeeping).
       const leaseName = spec.lease?.name;
       if (leaseName !== undefined && rows.length > 0 && !(leaseName in (rows[0] as RawRow))) {
-        const stamped = time.encode(until, precision);
-        for (const row of rows) row[leaseName] = stamped instanceof Date ? new Date(stamped.getTime()) : stamped;
+        for (const row of rows) row[leaseName] = database.timeAsRead(until, precision);
       }
     } else {
       // MySQL/MariaDB: SELECT … FOR UPDATE SKIP LOCKED, then stamp the rows, in one short transaction.
@@ -83,8 +82,7 @@ export class LeaseClaim implements ClaimStrategy {
         const ids = selected.map((r) => r[spec.id.name]);
         await database.execute("claim", statements.stampClaimed(spec, ids, until, precision), trx);
         // Read before the stamp: the rows handed over carry the attempt and the deadline it wrote, as the driver reads them back.
-        const stamped = time.encode(until, precision);
-        for (const row of selected) asClaimed(spec, row, stamped);
+        for (const row of selected) asClaimed(spec, row, database.timeAsRead(until, precision));
         return selected;
       });
     }
