@@ -112,7 +112,7 @@ describe("schema-qualified, side by side", () => {
             5,
             2026-01-01T00:01:00.000Z,
           ],
-          "sql": "with "picked" as (select "jobs"."report_jobs"."id" from "jobs"."report_jobs" where ("jobs"."report_jobs"."locked_until" is null or "jobs"."report_jobs"."locked_until" <= $1) order by "jobs"."report_jobs"."id" asc limit $2 for update skip locked), "claimed" as (update "jobs"."report_jobs" set "locked_until" = $3, "attempt" = "attempt" + 1 where "id" in (select "id" from "picked") returning "id", "attempt", "payload") select * from "claimed" order by "id" asc",
+          "sql": "with "picked" as (select "jobs"."report_jobs"."id" from "jobs"."report_jobs" where ("jobs"."report_jobs"."locked_until" is null or "jobs"."report_jobs"."locked_until" <= $1) order by "jobs"."report_jobs"."id" asc limit $2 for update skip locked), "claimed" as (update "jobs"."report_jobs" set "locked_until" = $3, "attempt" = "attempt" + 1 where "id" in (select "id" from "picked") returning "id", "attempt", null::timestamptz as "locked_until", "payload") select * from "claimed" order by "id" asc",
         },
         "sqlite": {
           "parameters": [

@@ -24,7 +24,7 @@ import type { StatementContext } from "../statements/query-db.js";
  *   where ("report_jobs"."locked_until" is null or "report_jobs"."locked_until" <= $1)
  *   order by "report_jobs"."id" asc limit $2 for update skip locked),
  * "claimed" as (update "report_jobs" set "locked_until" = $3, "attempt" = "attempt" + 1
- *   where "id" in (select "id" from "picked") returning "id", "attempt", "payload")
+ *   where "id" in (select "id" from "picked") returning "id", "attempt", null::timestamptz as "locked_until", "payload")
  * select * from "claimed" order by "id" asc
  * ```
  */

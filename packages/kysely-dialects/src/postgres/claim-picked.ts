@@ -1,5 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import type { CompiledQuery, QueryCreator } from "kysely";
+import { sql, type CompiledQuery, type QueryCreator } from "kysely";
 import type { RawRow } from "../types.js";
 import { stampValues, type LeaseStamp } from "../statements/claim-stamp.js";
 import { claimOrder } from "../statements/claimable.js";
@@ -10,8 +10,9 @@ import { tableRef } from "../statements/table-ref.js";
  * The second half of every Postgres claim: a `claimed` CTE that stamps the rows a `picked` CTE
  * names (deadline when `lease` is given, attempt + 1) and returns the described columns, then
  * the outer select that puts them back in claim order (`RETURNING` does not keep it).
- * A lease claim leaves its lease column out: the deadline it wrote is the one the caller gave,
- * and `pg` would parse a timestamp per row (about a microsecond each) only to hand it back.
+ * A lease claim returns its lease column as a typed NULL: the deadline it wrote is the one the
+ * caller gave, and `pg` would parse a timestamp per row (about a microsecond each) only to hand it
+ * back. The column stays in the row (the caller fills it in without changing the row's shape).
  */
 export function claimPicked(
   ctx: StatementContext,
@@ -27,7 +28,7 @@ export function claimPicked(
         .updateTable(tableRef(spec))
         .set(stampValues(ctx, spec, lease))
         .where(id, "in", (eb: Eb) => eb.selectFrom("picked").select(id))
-        .returning(spec.columns.filter((c) => lease === null || c.name !== spec.lease?.name).map((c) => c.name)),
+        .returning(spec.columns.map((c) => (lease !== null && c.name === spec.lease?.name ? sql<null>`null::timestamptz`.as(c.name) : c.name))),
     )
     .selectFrom("claimed")
     .selectAll();

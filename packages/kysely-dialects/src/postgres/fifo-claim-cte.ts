@@ -30,7 +30,7 @@ import { tableRef } from "../statements/table-ref.js";
  *     and ("fifo_group"."locked_until" is null or "fifo_group"."locked_until" <= $4)
  *     and (select count(*) as "locked" from "fifo_group") = (select count(*) as "seen" from "fifo_jobs" as "fifo_seen" where "fifo_seen"."grp" = $5))),
  * "claimed" as (update "fifo_jobs" set "locked_until" = $6, "attempt" = "attempt" + 1
- *   where "id" in (select "id" from "picked") returning "id", "attempt", "grp")
+ *   where "id" in (select "id" from "picked") returning "id", "attempt", null::timestamptz as "locked_until", "grp")
  * select * from "claimed" order by "id" asc
  * ```
  */

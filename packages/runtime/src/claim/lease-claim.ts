@@ -65,10 +65,12 @@ export class LeaseClaim implements ClaimStrategy {
     let rows: readonly RawRow[];
     if (single !== null) {
       rows = (await database.execute("claim", single)).rows;
-      // Postgres returns every column but the deadline it wrote (parsing it per row costs more than the rest of a delivery's bookkeeping).
+      // Postgres returns the deadline it wrote as NULL (a claimed row's lease is never NULL): parsing it per row
+      // would cost more than the rest of a delivery's bookkeeping. It is written in here, as the driver reads time.
       const leaseName = spec.lease?.name;
-      if (leaseName !== undefined && rows.length > 0 && !(leaseName in (rows[0] as RawRow))) {
-        for (const row of rows) row[leaseName] = database.timeAsRead(until, precision);
+      if (leaseName !== undefined && rows.length > 0 && (rows[0] as RawRow)[leaseName] === null) {
+        const stamped = database.timeAsRead(until, precision);
+        for (const row of rows) row[leaseName] = stamped instanceof Date ? new Date(stamped.getTime()) : stamped;
       }
     } else {
       // MySQL/MariaDB: SELECT … FOR UPDATE SKIP LOCKED, then stamp the rows, in one short transaction.
@@ -82,7 +84,8 @@ export class LeaseClaim implements ClaimStrategy {
         const ids = selected.map((r) => r[spec.id.name]);
         await database.execute("claim", statements.stampClaimed(spec, ids, until, precision), trx);
         // Read before the stamp: the rows handed over carry the attempt and the deadline it wrote, as the driver reads them back.
-        for (const row of selected) asClaimed(spec, row, database.timeAsRead(until, precision));
+        const stamped = database.timeAsRead(until, precision);
+        for (const row of selected) asClaimed(spec, row, stamped instanceof Date ? new Date(stamped.getTime()) : stamped);
         return selected;
       });
     }
