@@ -19,8 +19,11 @@ export interface ClaimedDelivery {
   leaseDeadline(): Date | undefined;
   /** Settles while the row is still held; throws `LeaseLost` (nothing changed) or `Closed`. */
   settle(outcome: HandlerOutcome): Promise<void>;
-  /** Gives the delivery up unsettled (the shutdown grace is over): aborts its signal, lets its hold lapse. */
-  abandon(reason: unknown): void;
+  /**
+   * Gives the delivery up unsettled (the shutdown grace is over): aborts its signal, lets its hold lapse.
+   * `started: false`: claimed ahead and never started (a stop with rows still buffered).
+   */
+  abandon(reason: unknown, started?: boolean): void;
   /**
    * Transactional mode: opens the transaction the handler writes through (`ctx.tx`). The
    * settlement then commits it with an ack and rolls it back for any other outcome.
@@ -51,6 +54,11 @@ export interface ClaimStrategy {
    * buffered), at once and without spending their attempt. Only where `claimsAhead`.
    */
   releaseUnstarted?(deliveries: readonly ClaimedDelivery[]): Promise<void>;
+  /**
+   * Row lock with `.sharedTransaction()`: transactions that claimed rows and are still open, one
+   * connection each (the pacer keeps them within `workers`, what the pool budget counts).
+   */
+  readonly heldTransactions?: number;
   /** Claims can run side by side on the database (not a single writer such as SQLite): more claims in flight can hide latency. */
   readonly claimsSideBySide?: boolean;
   /** A publish in this process: forget what was read ahead of claims (the advisory form's candidate window). */

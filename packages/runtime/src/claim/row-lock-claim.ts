@@ -56,6 +56,8 @@ export class RowLockClaim implements ClaimStrategy {
   /** How a delivery's transaction is given back or settled: the delivery holds its transaction. */
   readonly #holding: HoldingForm<RowHold>;
   readonly #shared: boolean;
+  /** Shared claims' transactions still open (claimed, not yet committed or rolled back). */
+  #heldShared = 0;
 
   constructor(setup: ClaimSetup) {
     const statements = setup.database.dialect.rowLock;
@@ -72,7 +74,9 @@ export class RowLockClaim implements ClaimStrategy {
       parked: setup.parked,
       isClosed: setup.isClosed,
       closedBeforeSettle: (d) => this.#giveBack(d.hold, "the broker closed"),
-      abandon: (d) => void this.#giveBack(d.hold, "the shutdown grace period is over", true),
+      // A row never started leaves its share of a shared transaction, which rolls back once its rows in work arrived (now, when none is).
+      abandon: (d, started) =>
+        void (started ? this.#giveBack(d.hold, "the shutdown grace period is over", true) : this.#giveBack(d.hold, "the app stopped before the delivery started")),
       settle: (d, outcome) => (d.hold.shared === undefined ? this.#settle(d, outcome) : this.#settleShared(d, d.hold.shared, outcome)),
       openHandlerTransaction: (d) => d.hold.trx.savepoint(HANDLER_SAVEPOINT).execute(),
     };
@@ -81,8 +85,26 @@ export class RowLockClaim implements ClaimStrategy {
   start(): void {}
   stop(): void {}
 
-  /** A delivery claimed but never started (the app stopped first) rolls its transaction back: the row is back at once, its attempt not spent. */
-  readonly releaseUnstarted = abandonUnstarted;
+  /**
+   * Rows claimed ahead but never started (the app stopped first; only shared claims buffer rows):
+   * their transaction rolls back, so they are back with their attempt not spent. One none of whose
+   * rows is in work rolls back now, and this waits for it; one with rows in work rolls back once
+   * those arrived (their settlements fail with `BatchRolledBack`), which the drain waits for.
+   */
+  async releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void> {
+    await abandonUnstarted(deliveries);
+    const ended = new Set<Promise<void>>();
+    for (const delivery of deliveries) {
+      const shared = (delivery as HeldDelivery<RowHold>).hold.shared;
+      if (shared !== undefined && shared.waiting === 0) ended.add(shared.ended);
+    }
+    await Promise.all(ended);
+  }
+
+  /** Shared claims' transactions open now, each holding a connection until its last row settled. */
+  get heldTransactions(): number {
+    return this.#heldShared;
+  }
 
   /** Transactions open now (one per delivery in work). */
   get openTransactions(): number {
@@ -142,10 +164,16 @@ export class RowLockClaim implements ClaimStrategy {
           rows.map((row) => row[spec.id.name]),
         );
         if (count !== null) await this.#run(trx, "claim", count);
+        this.#heldShared++;
+        let held = true;
+        const release = () => {
+          if (held) this.#heldShared--;
+          held = false;
+        };
         const shared = new SharedTransaction(
           rows.length,
-          () => this.#commit(trx),
-          () => this.#rollback(trx),
+          () => this.#commit(trx).then(release),
+          () => this.#rollback(trx).finally(release),
         );
         return rows.map((row) => this.#delivery({ trx, shared }, row, count !== null));
       } catch (error) {

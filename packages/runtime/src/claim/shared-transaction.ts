@@ -28,6 +28,16 @@ export class SharedTransaction {
     this.#done.catch(() => undefined); // each settlement reads the failure itself
   }
 
+  /** Deliveries not yet arrived (settled or given back). */
+  get waiting(): number {
+    return this.#waiting;
+  }
+
+  /** Settles once the transaction committed or rolled back; never rejects. */
+  get ended(): Promise<void> {
+    return this.#done.catch(() => undefined);
+  }
+
   /** True once a write failed or a delivery was given back: what is still written rolls back anyway. */
   get failed(): boolean {
     return this.#failure !== undefined;
