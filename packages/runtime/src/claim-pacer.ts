@@ -90,7 +90,9 @@ export function claimPaceFor(shape: PaceShape): ClaimPace {
     maxClaims:
       oneRowClaims || wholeBatches ? workers : sharedClaims ? Math.min(workers, MIN_CLAIMS_AHEAD) : Math.max(claimsAhead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch)),
     aheadClaims: MIN_CLAIMS_AHEAD,
-    maxSettling: 4 * Math.max(batch, workers),
+    // Shared claims: the open transactions (at most `workers`) bound the rows settling; each writes its rows' settlements
+    // one after another on its connection, so up to `workers` of them write side by side, as `workers` raw loops do.
+    maxSettling: Math.max(4 * Math.max(batch, workers), sharedClaims ? workers * batch : 0),
     inFlight: 0,
     buffered: 0,
     claims: 0,

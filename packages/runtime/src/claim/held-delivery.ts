@@ -48,7 +48,8 @@ export class HeldDelivery<H> implements ClaimedDelivery {
   /** The transaction or lock this delivery holds. */
   readonly hold: H;
   readonly #form: HoldingForm<H>;
-  readonly #controller = new AbortController();
+  /** Made when the signal is first read or aborted: most deliveries never need one, and one costs enough to matter per row. */
+  #controller: AbortController | undefined;
   /** Transactional mode: the transaction the handler writes through, until the settlement ends it. */
   handlerTransaction: HandlerTransaction | undefined;
   #state: "held" | "settling" | "done" | "abandoned" = "held";
@@ -63,6 +64,7 @@ export class HeldDelivery<H> implements ClaimedDelivery {
   }
 
   get signal(): AbortSignal {
+    this.#controller ??= new AbortController();
     return this.#controller.signal;
   }
 
@@ -119,6 +121,7 @@ export class HeldDelivery<H> implements ClaimedDelivery {
   abandon(reason: unknown, started = true): void {
     if (this.#state !== "held") return;
     this.#state = "abandoned";
+    this.#controller ??= new AbortController();
     this.#controller.abort(reason);
     // The grace period is over: the hold ends now, so the row returns at once.
     if (this.handlerTransaction === undefined) this.#form.abandon(this, started);

@@ -267,10 +267,17 @@ export class RowLockClaim implements ClaimStrategy {
   /** Writes one row's settlement into the transaction its claim shares; the last row commits for all. */
   #settleShared(delivery: HeldDelivery<RowHold>, shared: SharedTransaction, outcome: HandlerOutcome): Promise<void> {
     const { trx } = delivery.hold;
-    return shared.settle(outcome.kind, delivery.place, async () => {
-      if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
-      for (const query of this.#settlement(delivery.id, outcome, delivery.place, delivery.attempt)) await this.#run(trx, "settle", query);
+    return shared.settle(outcome.kind, delivery.place, () => {
+      if (trx.isRolledBack) return Promise.reject(new Error("the transaction was rolled back at shutdown"));
+      const queries = this.#settlement(delivery.id, outcome, delivery.place, delivery.attempt);
+      // An ack is one statement: no loop, no extra promise per row.
+      if (queries.length === 1) return this.#run(trx, "settle", queries[0] as CompiledQuery);
+      return this.#runAll(trx, queries);
     });
+  }
+
+  async #runAll(trx: HeldTransaction, queries: readonly CompiledQuery[]): Promise<void> {
+    for (const query of queries) await this.#run(trx, "settle", query);
   }
 
   #settlement(id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): CompiledQuery[] {

@@ -47,7 +47,7 @@ export class SharedTransaction {
    * Writes one delivery's settlement (unless the transaction already failed) and waits for the
    * shared commit; rejects with `BatchRolledBack` when the transaction did not commit.
    */
-  async settle(kind: string, place: ErrorPlace, write: () => Promise<void>): Promise<void> {
+  async settle(kind: string, place: ErrorPlace, write: () => Promise<unknown>): Promise<void> {
     if (this.#failure === undefined) {
       try {
         await write();
