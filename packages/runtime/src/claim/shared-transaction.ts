@@ -1,6 +1,8 @@
 import type { ErrorPlace } from "@sqlinbox/core/internal";
 import { batchRolledBack } from "../errors.js";
 
+const ignore = (): void => undefined;
+
 /**
  * One row-lock transaction that several deliveries share (`.sharedTransaction()`, or a batch
  * handler): each delivery writes its settlement into it as it finishes; the last one to arrive
@@ -13,6 +15,8 @@ export class SharedTransaction {
   readonly #commit: () => Promise<void>;
   readonly #rollback: () => Promise<void>;
   #waiting: number;
+  /** The last settlement written or being written: the next one starts after it. */
+  #writes: Promise<void> = Promise.resolve();
   #failure: { readonly cause: unknown } | undefined;
   readonly #done: Promise<void>;
   #finish!: (failure: { readonly cause: unknown } | undefined) => void;
@@ -49,8 +53,12 @@ export class SharedTransaction {
    */
   async settle(kind: string, place: ErrorPlace, write: () => Promise<unknown>): Promise<void> {
     if (this.#failure === undefined) {
+      // One write at a time, each after the last: the transaction's one connection runs them in turn anyway, and
+      // Kysely's single-connection provider wakes every waiting query at each one's end (k waiting: k² wakes).
+      const written = this.#writes.then(() => (this.#failure === undefined ? write() : undefined));
+      this.#writes = written.then(ignore, ignore);
       try {
-        await write();
+        await written;
       } catch (cause) {
         this.#failure ??= { cause };
       }
