@@ -51,7 +51,8 @@ export interface ClaimStrategy {
   readonly claimsAhead?: boolean;
   /**
    * Gives back rows that were claimed ahead but never started (a stop with rows still
-   * buffered), at once and without spending their attempt. Only where `claimsAhead`.
+   * buffered), at once and without spending their attempt. Only where rows are buffered: `claimsAhead`,
+   * and row lock with `.sharedTransaction()`, whose claim takes a whole batch.
    */
   releaseUnstarted?(deliveries: readonly ClaimedDelivery[]): Promise<void>;
   /**

@@ -175,7 +175,8 @@ export class RowLockClaim implements ClaimStrategy {
           () => this.#commit(trx).then(release),
           () => this.#rollback(trx).finally(release),
         );
-        return rows.map((row) => this.#delivery({ trx, shared }, row, count !== null));
+        const hold: RowHold = { trx, shared };
+        return rows.map((row) => this.#delivery(hold, row, count !== null));
       } catch (error) {
         await this.#rollback(trx);
         if (isDeadlock(error) && database.retryDeadlock("claim", retry)) continue;
