@@ -117,6 +117,12 @@ export interface RowLockStatements {
   claim(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow>;
   /** Counts an attempt for claimed rows, in the claim's transaction; `null` when `claim` already did. */
   countAttempts(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery | null;
+  /**
+   * Takes the counted attempt back for claimed rows never handed to a handler, in the claim's
+   * transaction, which then commits with the other rows' settlements (a shared claim stopped with
+   * rows still buffered). `null` without an attempt column, or without ids.
+   */
+  uncountAttempts(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery | null;
   /** Ack: delete the row, or mark `processedAt`. */
   settleAck(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
   /** Retry: keep the row (its attempt stays counted), hidden until `retryAt` when the table has `retryAfter`. */

@@ -141,6 +141,28 @@ describe("row lock (SQLite: NOT_SUPPORTED)", () => {
     `);
   });
 
+  test("uncountAttempts: a stopped shared claim's unstarted rows leave as they came", () => {
+    expect(perEngine((d) => d.rowLock?.uncountAttempts(simpleRowLock(), [1, 2]))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            1,
+            2,
+          ],
+          "sql": "update \`jobs\` set \`attempt\` = \`attempt\` - 1 where \`id\` in (?, ?)",
+        },
+        "postgres": {
+          "parameters": [
+            1,
+            2,
+          ],
+          "sql": "update "jobs" set "attempt" = "attempt" - 1 where "id" in ($1, $2)",
+        },
+        "sqlite": "NOT_SUPPORTED",
+      }
+    `);
+  });
+
   test("settleAck: delete, or mark processedAt", () => {
     expect({
       delete: perEngine((d) => d.rowLock?.settleAck(simpleRowLock(), 7, now)),

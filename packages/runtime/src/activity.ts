@@ -14,15 +14,32 @@ export class Activity {
     return this.#version;
   }
 
-  async track<T>(work: () => Promise<T>): Promise<T> {
+  /** Counts `work` in progress until it settles. Not an async function: one promise per statement, not two. */
+  track<T>(work: () => Promise<T>): Promise<T> {
     this.#pending++;
     this.#version++;
+    let started: Promise<T>;
     try {
-      return await work();
-    } finally {
-      this.#pending--;
-      this.#version++;
+      started = work();
+    } catch (error) {
+      this.#ended();
+      return Promise.reject(error);
     }
+    return started.then(
+      (value) => {
+        this.#ended();
+        return value;
+      },
+      (error: unknown) => {
+        this.#ended();
+        throw error;
+      },
+    );
+  }
+
+  #ended(): void {
+    this.#pending--;
+    this.#version++;
   }
 
   /** Marks something happening that is not database work (a wake, a delivery start). */

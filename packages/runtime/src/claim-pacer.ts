@@ -36,6 +36,13 @@ export interface ClaimPace {
   readonly oneRowClaims: boolean;
   /** A batch handler: each claim is one handler call; `workers` and `inFlight` count batches, not rows. */
   readonly wholeBatches: boolean;
+  /**
+   * Per-row handlers whose claim shares one transaction (row lock, `.sharedTransaction()`): a claim takes
+   * a whole batch on one connection and its rows wait in the buffer; the transactions open stay within `workers`.
+   */
+  readonly sharedClaims: boolean;
+  /** Shared claims: transactions that claimed rows and are still open (each holds a connection until its last row settled). */
+  heldTransactions: number;
   /** Deliveries (batches, for a batch handler) whose handler runs (or, holding a connection, whose settlement runs). */
   inFlight: number;
   /** Claimed ahead, not started yet. */
@@ -58,31 +65,40 @@ export interface PaceShape {
   readonly oneRowClaims: boolean;
   /** A batch handler (`subscriber.batch`); unset: one handler call per row. */
   readonly wholeBatches?: boolean;
+  /** Per-row handlers whose claim shares one transaction (`.sharedTransaction()`). */
+  readonly sharedClaims?: boolean;
 }
 
 /** A subscription's pacing state at start: drained (one claim first), nothing in flight. */
 export function claimPaceFor(shape: PaceShape): ClaimPace {
   const { workers, batch, claimsAhead, oneRowClaims } = shape;
   const wholeBatches = shape.wholeBatches === true;
+  const sharedClaims = shape.sharedClaims === true && !wholeBatches;
   return {
     workers,
     batch,
     claimsAhead,
     oneRowClaims,
     wholeBatches,
+    sharedClaims,
     // batch(1).workers(8) claims in up to 8 statements at once, as 8 separate consumers would.
     // A row-lock claim opens one transaction per row, one after another: with several free workers, claims of
     // one row each run side by side instead of making the last worker wait for the others. (An advisory claim
     // shares one candidate select among its rows, and claims side by side would contend for the same keys.)
     // A batch handler: one claim per free worker, each a whole batch.
-    maxClaims: oneRowClaims || wholeBatches ? workers : Math.max(claimsAhead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch)),
+    // Shared claims: the next batch is claimed while the last one runs, as claims ahead do (one connection each).
+    maxClaims:
+      oneRowClaims || wholeBatches ? workers : sharedClaims ? Math.min(workers, MIN_CLAIMS_AHEAD) : Math.max(claimsAhead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch)),
     aheadClaims: MIN_CLAIMS_AHEAD,
-    maxSettling: 4 * Math.max(batch, workers),
+    // Shared claims: the open transactions (at most `workers`) bound the rows settling; each writes its rows' settlements
+    // one after another on its connection, so up to `workers` of them write side by side, as `workers` raw loops do.
+    maxSettling: Math.max(4 * Math.max(batch, workers), sharedClaims ? workers * batch : 0),
     inFlight: 0,
     buffered: 0,
     claims: 0,
     claiming: 0,
     settling: 0,
+    heldTransactions: 0,
     drained: true,
   };
 }
@@ -104,6 +120,15 @@ export function rowsToClaim(pace: ClaimPace): number {
     // so the next batch arrives while the buffer's last rows run, instead of after them.
     const uncovered = workers - inFlight - pace.buffered - pace.claims;
     const refill = inFlight < workers && pace.buffered + pace.claiming < batch * Math.max(1, pace.aheadClaims - 1);
+    return uncovered <= 0 && !refill ? 0 : batch;
+  }
+  if (pace.sharedClaims) {
+    // One connection per open transaction, and the pool budget counts one per worker: a claim (its own
+    // transaction) starts only below that. Then a whole batch, when a worker is free that neither the
+    // buffer nor a running claim will feed, or when less than a batch is on hand or coming.
+    if (pace.heldTransactions + pace.claims >= workers) return 0;
+    const uncovered = workers - inFlight - pace.buffered - pace.claiming;
+    const refill = inFlight < workers && pace.buffered + pace.claiming < batch;
     return uncovered <= 0 && !refill ? 0 : batch;
   }
   // A claimed row holds a connection at once: never claim more than there are free workers.

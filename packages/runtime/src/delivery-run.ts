@@ -50,11 +50,14 @@ export class DeliveryRun {
   /** The table stores a delay (a retryAfter column, or the lease column): else a `retryAfter` is parked in this process. */
   readonly #storesDelay: boolean;
   readonly #measures: boolean;
+  /** The worker waits for the settlement (a delivery that holds a connection of its own). */
+  readonly #holdsWorker: boolean;
 
-  constructor(setup: SubscriptionSetup, hooks: RunHooks, measures: boolean) {
+  constructor(setup: SubscriptionSetup, hooks: RunHooks, options: { readonly measures: boolean; readonly holdsWorker: boolean }) {
     this.#s = setup;
     this.#hooks = hooks;
-    this.#measures = measures;
+    this.#measures = options.measures;
+    this.#holdsWorker = options.holdsWorker;
     this.#name = setup.subscriber.name;
     const place = Object.freeze({ subscription: this.#name, table: setup.spec.table });
     this.#place = place;
@@ -125,7 +128,7 @@ export class DeliveryRun {
   /** Parks an undecodable row; the worker waits for it only where the delivery holds a connection. */
   #undecodable(delivery: ClaimedDelivery, error: unknown, trace: DeliveryTrace | undefined): Promise<void> | undefined {
     const parked = this.#apart(this.parkUndecodable(delivery, error, trace));
-    return this.#s.strategy.connectionsPerDelivery > 0 ? parked : undefined;
+    return this.#holdsWorker ? parked : undefined;
   }
 
   /** Calls the handler (the observer saw the delivery); a returned promise is awaited, anything else settles now. */
@@ -196,7 +199,7 @@ export class DeliveryRun {
   #settleApart(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined): Promise<void> | undefined {
     this.#hooks.settling();
     const apart = () => this.#hooks.settled();
-    if (this.#s.strategy.connectionsPerDelivery === 0) {
+    if (!this.#holdsWorker) {
       this.#settleThen(delivery, outcome, payload, trace, apart);
       return undefined;
     }

@@ -95,6 +95,8 @@ export class Subscription {
       // Row lock claims one row per transaction, unless the rows of a claim share one.
       oneRowClaims: setup.strategy.form === "rowLock" && sharedTransaction !== true && !batchHandler,
       wholeBatches: batchHandler,
+      // Rows of a shared claim wait in the buffer: their transaction holds one connection for all of them.
+      sharedClaims: setup.strategy.form === "rowLock" && sharedTransaction === true && !batchHandler,
     });
     // A single-writer engine (SQLite) runs one statement at a time: claims side by side hide no latency there.
     // One worker keeps one claim at a time, so its rows run in claim order (claims side by side may take rows out of order).
@@ -108,7 +110,13 @@ export class Subscription {
           if (this.#stopStarted) this.#finishedAfterStop++;
         },
       },
-      this.#measures,
+      {
+        measures: this.#measures,
+        // A delivery that holds a connection keeps its worker until the settlement released it (the pool budget counts on it).
+        // A shared claim's row holds none of its own: its transaction's connection is counted by the pacer, and a worker that
+        // waited for the shared commit would wait for rows still in the buffer.
+        holdsWorker: setup.strategy.connectionsPerDelivery > 0 && !this.#pace.sharedClaims,
+      },
     );
     this.#batchRun =
       setup.subscriber.kind === "batch"
@@ -235,6 +243,7 @@ export class Subscription {
       pace.inFlight = this.#batchRun === undefined ? this.#inFlight.size : this.#batches;
       pace.buffered = this.#buffered;
       pace.claims = this.#claims.size;
+      if (pace.sharedClaims) pace.heldTransactions = this.#s.strategy.heldTransactions ?? 0;
       const limit = rowsToClaim(pace);
       if (limit === 0) return;
       pace.claiming += limit;

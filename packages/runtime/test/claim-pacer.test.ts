@@ -4,12 +4,12 @@ import { claimPaceFor, claimsToCover, MAX_CLAIMS_AHEAD, MIN_CLAIMS_AHEAD, rowsTo
 const lease = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: true, oneRowClaims: false });
 const advisory = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: false });
 const rowLock = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: true });
-/** Row lock with `.sharedTransaction()`: one transaction claims up to `batch` rows. */
-const sharedRowLock = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: false });
+/** Row lock with `.sharedTransaction()`: one transaction claims up to `batch` rows, which wait in the buffer. */
+const sharedRowLock = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: false, sharedClaims: true });
 /** A batch handler: `workers` batches in work, a whole batch per claim (any form). */
 const batchHandler = (workers: number, batch: number, claimsAhead = false): PaceShape => ({ workers, batch, claimsAhead, oneRowClaims: false, wholeBatches: true });
 
-type Counters = Partial<Pick<ClaimPace, "inFlight" | "buffered" | "claims" | "claiming" | "settling" | "drained" | "aheadClaims">>;
+type Counters = Partial<Pick<ClaimPace, "inFlight" | "buffered" | "claims" | "claiming" | "settling" | "drained" | "aheadClaims" | "heldTransactions">>;
 
 /** Not drained unless a row says so: most rows test the steady state. */
 function ask(shape: PaceShape, counters: Counters): number {
@@ -30,8 +30,9 @@ describe("claimPaceFor: the shape", () => {
     ["advisory w8 b2", advisory(8, 2), 4, 32],
     ["row lock w8 b1: one claim per worker", rowLock(8, 1), 8, 32],
     ["row lock w3 b10", rowLock(3, 10), 3, 40],
-    ["shared row lock w8 b64: one claim", sharedRowLock(8, 64), 1, 256],
-    ["shared row lock w8 b2", sharedRowLock(8, 2), 4, 32],
+    ["shared row lock w8 b64: the next claim while the last one runs; every open transaction writing", sharedRowLock(8, 64), 2, 512],
+    ["shared row lock w8 b2", sharedRowLock(8, 2), 2, 32],
+    ["shared row lock w1 b64: one claim (one connection)", sharedRowLock(1, 64), 1, 256],
     ["batch handler w8 b64: a claim per worker", batchHandler(8, 64), 8, 256],
     ["batch handler on a lease table w2 b16", batchHandler(2, 16, true), 2, 64],
   ] as const)("%s", (_name, shape, maxClaims, maxSettling) => {
@@ -88,9 +89,20 @@ describe("rowsToClaim", () => {
     ["row lock, free workers left: one row", rowLock(4, 16), { inFlight: 1, claims: 2, claiming: 2 }, 1],
     ["row lock, free workers spoken for: none", rowLock(4, 16), { inFlight: 2, claims: 2, claiming: 2 }, 0],
     ["row lock, every worker busy: none", rowLock(4, 1), { inFlight: 4 }, 0],
-    // Shared row lock: min(batch, free) rows in one transaction.
-    ["shared row lock idle: a batch of free workers", sharedRowLock(8, 64), {}, 8],
-    ["shared row lock, two workers free: two rows", sharedRowLock(8, 4), { inFlight: 6 }, 2],
+    // Shared row lock: a whole batch in one transaction (one connection), buffered; open transactions within workers.
+    ["shared row lock idle: a whole batch, more rows than workers", sharedRowLock(8, 64), {}, 64],
+    ["shared row lock, two workers free: a whole batch", sharedRowLock(8, 4), { inFlight: 6 }, 4],
+    ["shared row lock, buffer holds a batch: none", sharedRowLock(8, 64), { inFlight: 8, buffered: 64, heldTransactions: 1 }, 0],
+    ["shared row lock refill: less than a batch on hand, a worker free", sharedRowLock(8, 64), { inFlight: 7, buffered: 40, heldTransactions: 1 }, 64],
+    ["shared row lock refill counts the running claim", sharedRowLock(8, 64), { inFlight: 7, buffered: 40, claims: 1, claiming: 64, heldTransactions: 1 }, 0],
+    ["shared row lock, every worker busy, empty buffer: none", sharedRowLock(8, 64), { inFlight: 8, heldTransactions: 3 }, 0],
+    ["shared row lock, settlings of 4 batches: still a claim (the open transactions bound them)", sharedRowLock(8, 64), { inFlight: 2, heldTransactions: 4, settling: 256 }, 64],
+    ["shared row lock, open transactions at workers: none though workers are free", sharedRowLock(8, 64), { inFlight: 2, heldTransactions: 8 }, 0],
+    ["shared row lock, open transactions and a claim at workers: none", sharedRowLock(8, 64), { heldTransactions: 7, claims: 1, claiming: 64 }, 0],
+    ["shared row lock, one connection left: a claim", sharedRowLock(8, 64), { inFlight: 2, heldTransactions: 7 }, 64],
+    ["shared row lock w1: one transaction at a time", sharedRowLock(1, 64), { heldTransactions: 1 }, 0],
+    ["shared row lock at maxClaims: none", sharedRowLock(8, 64), { claims: 2, claiming: 128 }, 0],
+    ["shared row lock drained, one claim running: none", sharedRowLock(8, 64), { drained: true, claims: 1, claiming: 64 }, 0],
     // A batch handler: inFlight counts batches; a free worker takes a whole batch, never buffered.
     ["batch handler idle: a batch", batchHandler(8, 64), {}, 64],
     ["batch handler, one batch slot free: a batch", batchHandler(8, 64), { inFlight: 7 }, 64],

@@ -52,8 +52,10 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
   async function transaction<T>(work: (trx: AnyDb) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        statements += 2; // BEGIN, COMMIT
         const iso = dialect!.capabilities.claimIsolation;
+        // BEGIN and COMMIT; with an isolation level (MySQL/MariaDB), Kysely's driver sends `SET TRANSACTION
+        // ISOLATION LEVEL …` first, a round trip of its own, which sqlinbox's logged count includes too.
+        statements += iso ? 3 : 2;
         const b = db!.transaction();
         return await (iso ? b.setIsolationLevel(iso) : b).execute((trx) => work(trx as AnyDb));
       } catch (e) {

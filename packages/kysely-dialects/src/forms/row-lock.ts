@@ -1,7 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow, RowLockStatements } from "../types.js";
-import { stampPickedQuery } from "../statements/claim-stamp.js";
+import { stampPickedQuery, uncountPickedQuery } from "../statements/claim-stamp.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
 import { lockFifoGroupQuery } from "../statements/fifo-head.js";
 import { compiled } from "../statements/query-db.js";
@@ -38,6 +38,7 @@ export function rowLockStatements(engine: EngineTraits): RowLockStatements | nul
       if (oneStatement !== null || spec.attempt === undefined) return null;
       return shapes.fill(spec, `count|${ids.length}`, { ids }, (c, v) => stampPickedQuery(c, spec, v.ids, null));
     },
+    uncountAttempts: (spec: InboxDescription, ids: readonly unknown[]) => (ids.length === 0 ? null : uncountPickedQuery(ctx, spec, ids)),
     settleAck: (spec: InboxDescription, id: unknown, now: Date) => shapes.fill(spec, "ack", { id, now }, (c, v) => ackQuery(c, spec, v.id, v.now)),
     settleRetry: (spec: InboxDescription, id: unknown, retryAt: Date | null) =>
       retryAt === null ? null : shapes.fill(spec, "retry", { id, retryAt }, (c, v) => lockedRetryQuery(c, spec, v.id, v.retryAt) as CompiledQuery),

@@ -41,3 +41,18 @@ export function stampPickedQuery(ctx: StatementContext, spec: InboxDescription, 
       .where(idIn(spec, ids)),
   );
 }
+
+/**
+ * Takes back the attempt a claim counted for rows it never handed to a handler, in the claim's
+ * transaction (a shared row-lock claim stopped with rows still buffered): they leave as they came.
+ */
+export function uncountPickedQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[]): CompiledQuery | null {
+  const attempt = spec.attempt?.name;
+  if (attempt === undefined) return null;
+  return compiled(
+    ctx.db
+      .updateTable(tableRef(spec))
+      .set((eb: Eb) => ({ [attempt]: eb(attempt, "-", eb.lit(1)) }))
+      .where(idIn(spec, ids)),
+  );
+}

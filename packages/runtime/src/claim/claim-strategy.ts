@@ -24,8 +24,11 @@ export interface ClaimedDelivery {
    * reject with), where a form can settle without one: the lease form's batched acks.
    */
   settleThen?(outcome: HandlerOutcome, done: (ok: boolean, error?: unknown) => void): void;
-  /** Gives the delivery up unsettled (the shutdown grace is over): aborts its signal, lets its hold lapse. */
-  abandon(reason: unknown): void;
+  /**
+   * Gives the delivery up unsettled (the shutdown grace is over): aborts its signal, lets its hold lapse.
+   * `started: false`: claimed ahead and never started (a stop with rows still buffered).
+   */
+  abandon(reason: unknown, started?: boolean): void;
   /**
    * Transactional mode: opens the transaction the handler writes through (`ctx.tx`). The
    * settlement then commits it with an ack and rolls it back for any other outcome.
@@ -53,9 +56,15 @@ export interface ClaimStrategy {
   readonly claimsAhead?: boolean;
   /**
    * Gives back rows that were claimed ahead but never started (a stop with rows still
-   * buffered), at once and without spending their attempt. Only where `claimsAhead`.
+   * buffered), at once and without spending their attempt. Only where rows are buffered: `claimsAhead`,
+   * and row lock with `.sharedTransaction()`, whose claim takes a whole batch.
    */
   releaseUnstarted?(deliveries: readonly ClaimedDelivery[]): Promise<void>;
+  /**
+   * Row lock with `.sharedTransaction()`: transactions that claimed rows and are still open, one
+   * connection each (the pacer keeps them within `workers`, what the pool budget counts).
+   */
+  readonly heldTransactions?: number;
   /** Claims can run side by side on the database (not a single writer such as SQLite): more claims in flight can hide latency. */
   readonly claimsSideBySide?: boolean;
   /** A publish in this process: forget what was read ahead of claims (the advisory form's candidate window). */

@@ -24,8 +24,8 @@ export interface HoldingForm<H> {
   isClosed(): boolean;
   /** The settlement came after the broker closed or the delivery was abandoned: what is left to give back. */
   closedBeforeSettle(delivery: HeldDelivery<H>): Promise<void>;
-  /** Gives the hold back at once, not waiting (the shutdown grace is over); never rejects. */
-  abandon(delivery: HeldDelivery<H>): void;
+  /** Gives the hold back at once, not waiting (the shutdown grace is over; `started: false`: never started); never rejects. */
+  abandon(delivery: HeldDelivery<H>, started: boolean): void;
   /** Writes the outcome on the hold and ends it (committing the handler's writes on an ack); throws when the hold was lost. */
   settle(delivery: HeldDelivery<H>, outcome: HandlerOutcome): Promise<void>;
   /** Transactional mode: opens the handler's transaction on the hold (a savepoint, or a transaction on the lock's session). */
@@ -48,7 +48,8 @@ export class HeldDelivery<H> implements ClaimedDelivery {
   /** The transaction or lock this delivery holds. */
   readonly hold: H;
   readonly #form: HoldingForm<H>;
-  readonly #controller = new AbortController();
+  /** Made when the signal is first read or aborted: most deliveries never need one, and one costs enough to matter per row. */
+  #controller: AbortController | undefined;
   /** Transactional mode: the transaction the handler writes through, until the settlement ends it. */
   handlerTransaction: HandlerTransaction | undefined;
   #state: "held" | "settling" | "done" | "abandoned" = "held";
@@ -63,6 +64,7 @@ export class HeldDelivery<H> implements ClaimedDelivery {
   }
 
   get signal(): AbortSignal {
+    this.#controller ??= new AbortController();
     return this.#controller.signal;
   }
 
@@ -116,19 +118,20 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     }
   }
 
-  abandon(reason: unknown): void {
+  abandon(reason: unknown, started = true): void {
     if (this.#state !== "held") return;
     this.#state = "abandoned";
+    this.#controller ??= new AbortController();
     this.#controller.abort(reason);
     // The grace period is over: the hold ends now, so the row returns at once.
-    if (this.handlerTransaction === undefined) this.#form.abandon(this);
-    else void this.dropHandlerTransaction().then(() => this.#form.abandon(this));
+    if (this.handlerTransaction === undefined) this.#form.abandon(this, started);
+    else void this.dropHandlerTransaction().then(() => this.#form.abandon(this, started));
   }
 }
 
 /** Deliveries claimed but never started (the app stopped first) give their hold back at once. */
 export async function abandonUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void> {
-  for (const delivery of deliveries) delivery.abandon(new Error("the app stopped before the delivery started"));
+  for (const delivery of deliveries) delivery.abandon(new Error("the app stopped before the delivery started"), false);
 }
 
 /** The settlement statements both held forms share the shape of. */

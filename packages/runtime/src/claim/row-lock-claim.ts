@@ -56,6 +56,8 @@ export class RowLockClaim implements ClaimStrategy {
   /** How a delivery's transaction is given back or settled: the delivery holds its transaction. */
   readonly #holding: HoldingForm<RowHold>;
   readonly #shared: boolean;
+  /** Shared claims' transactions still open (claimed, not yet committed or rolled back). */
+  #heldShared = 0;
 
   constructor(setup: ClaimSetup) {
     const statements = setup.database.dialect.rowLock;
@@ -72,7 +74,13 @@ export class RowLockClaim implements ClaimStrategy {
       parked: setup.parked,
       isClosed: setup.isClosed,
       closedBeforeSettle: (d) => this.#giveBack(d.hold, "the broker closed"),
-      abandon: (d) => void this.#giveBack(d.hold, "the shutdown grace period is over", true),
+      // A row never started leaves its share of a shared transaction, which rolls back once its rows in work arrived (now, when none is).
+      // A row never started leaves its share of a shared transaction, which takes its attempt back and commits the others.
+      abandon: (d, started) => {
+        if (started) void this.#giveBack(d.hold, "the shutdown grace period is over", true);
+        else if (d.hold.shared !== undefined) void d.hold.shared.leave(d.id);
+        else void this.#giveBack(d.hold, "the app stopped before the delivery started");
+      },
       settle: (d, outcome) => (d.hold.shared === undefined ? this.#settle(d, outcome) : this.#settleShared(d, d.hold.shared, outcome)),
       openHandlerTransaction: (d) => d.hold.trx.savepoint(HANDLER_SAVEPOINT).execute(),
     };
@@ -81,8 +89,26 @@ export class RowLockClaim implements ClaimStrategy {
   start(): void {}
   stop(): void {}
 
-  /** A delivery claimed but never started (the app stopped first) rolls its transaction back: the row is back at once, its attempt not spent. */
-  readonly releaseUnstarted = abandonUnstarted;
+  /**
+   * Rows claimed ahead but never started (the app stopped first; only shared claims buffer rows)
+   * leave their transaction with their attempt taken back. One none of whose rows reached a handler
+   * rolls back now, and this waits for it; one with rows in work commits their settlements once
+   * they arrived, with the attempts of the rows that left taken back, which the drain waits for.
+   */
+  async releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void> {
+    await abandonUnstarted(deliveries);
+    const ended = new Set<Promise<void>>();
+    for (const delivery of deliveries) {
+      const shared = (delivery as HeldDelivery<RowHold>).hold.shared;
+      if (shared !== undefined && shared.waiting === 0) ended.add(shared.ended);
+    }
+    await Promise.all(ended);
+  }
+
+  /** Shared claims' transactions open now, each holding a connection until its last row settled. */
+  get heldTransactions(): number {
+    return this.#heldShared;
+  }
 
   /** Transactions open now (one per delivery in work). */
   get openTransactions(): number {
@@ -142,12 +168,23 @@ export class RowLockClaim implements ClaimStrategy {
           rows.map((row) => row[spec.id.name]),
         );
         if (count !== null) await this.#run(trx, "claim", count);
+        this.#heldShared++;
+        let held = true;
+        const release = () => {
+          if (held) this.#heldShared--;
+          held = false;
+        };
         const shared = new SharedTransaction(
           rows.length,
-          () => this.#commit(trx),
-          () => this.#rollback(trx),
+          () => this.#commit(trx).then(release),
+          () => this.#rollback(trx).finally(release),
+          (ids) => {
+            const uncount = this.#statements.uncountAttempts(spec, ids);
+            return uncount === null ? Promise.resolve() : this.#run(trx, "settle", uncount);
+          },
         );
-        return rows.map((row) => this.#delivery({ trx, shared }, row, count !== null));
+        const hold: RowHold = { trx, shared };
+        return rows.map((row) => this.#delivery(hold, row, count !== null));
       } catch (error) {
         await this.#rollback(trx);
         if (isDeadlock(error) && database.retryDeadlock("claim", retry)) continue;
@@ -239,10 +276,17 @@ export class RowLockClaim implements ClaimStrategy {
   /** Writes one row's settlement into the transaction its claim shares; the last row commits for all. */
   #settleShared(delivery: HeldDelivery<RowHold>, shared: SharedTransaction, outcome: HandlerOutcome): Promise<void> {
     const { trx } = delivery.hold;
-    return shared.settle(outcome.kind, delivery.place, async () => {
-      if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
-      for (const query of this.#settlement(delivery.id, outcome, delivery.place, delivery.attempt)) await this.#run(trx, "settle", query);
+    return shared.settle(outcome.kind, delivery.place, () => {
+      if (trx.isRolledBack) return Promise.reject(new Error("the transaction was rolled back at shutdown"));
+      const queries = this.#settlement(delivery.id, outcome, delivery.place, delivery.attempt);
+      // An ack is one statement: no loop, no extra promise per row.
+      if (queries.length === 1) return this.#run(trx, "settle", queries[0] as CompiledQuery);
+      return this.#runAll(trx, queries);
     });
+  }
+
+  async #runAll(trx: HeldTransaction, queries: readonly CompiledQuery[]): Promise<void> {
+    for (const query of queries) await this.#run(trx, "settle", query);
   }
 
   #settlement(id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): CompiledQuery[] {

@@ -1,31 +1,51 @@
 import type { ErrorPlace } from "@sqlinbox/core/internal";
 import { batchRolledBack } from "../errors.js";
 
+const ignore = (): void => undefined;
+
 /**
  * One row-lock transaction that several deliveries share (`.sharedTransaction()`, or a batch
  * handler): each delivery writes its settlement into it as it finishes; the last one to arrive
  * commits for all. A write or the commit that fails, or a delivery given back unsettled, rolls
  * the whole transaction back: every row comes back, its attempt not spent, and each settlement
- * fails with `BatchRolledBack`.
+ * fails with `BatchRolledBack`. A row that never reached a handler (a stop with rows still
+ * buffered) leaves instead: its attempt is taken back in the transaction, which commits the
+ * others' settlements as usual (or rolls back, when no row of it reached a handler).
  */
 export class SharedTransaction {
   readonly rows: number;
   readonly #commit: () => Promise<void>;
   readonly #rollback: () => Promise<void>;
+  readonly #uncount: (ids: readonly unknown[]) => Promise<unknown>;
+  /** Rows that left without reaching a handler. */
+  readonly #left: unknown[] = [];
   #waiting: number;
+  /** The last settlement written or being written: the next one starts after it. */
+  #writes: Promise<void> = Promise.resolve();
   #failure: { readonly cause: unknown } | undefined;
   readonly #done: Promise<void>;
   #finish!: (failure: { readonly cause: unknown } | undefined) => void;
 
-  constructor(rows: number, commit: () => Promise<void>, rollback: () => Promise<void>) {
+  constructor(rows: number, commit: () => Promise<void>, rollback: () => Promise<void>, uncount: (ids: readonly unknown[]) => Promise<unknown> = () => Promise.resolve()) {
     this.rows = rows;
     this.#waiting = rows;
     this.#commit = commit;
     this.#rollback = rollback;
+    this.#uncount = uncount;
     this.#done = new Promise<{ readonly cause: unknown } | undefined>((resolve) => (this.#finish = resolve)).then((failure) => {
       if (failure !== undefined) throw failure.cause;
     });
     this.#done.catch(() => undefined); // each settlement reads the failure itself
+  }
+
+  /** Deliveries not yet arrived (settled or given back). */
+  get waiting(): number {
+    return this.#waiting;
+  }
+
+  /** Settles once the transaction committed or rolled back; never rejects. */
+  get ended(): Promise<void> {
+    return this.#done.catch(() => undefined);
   }
 
   /** True once a write failed or a delivery was given back: what is still written rolls back anyway. */
@@ -37,10 +57,14 @@ export class SharedTransaction {
    * Writes one delivery's settlement (unless the transaction already failed) and waits for the
    * shared commit; rejects with `BatchRolledBack` when the transaction did not commit.
    */
-  async settle(kind: string, place: ErrorPlace, write: () => Promise<void>): Promise<void> {
+  async settle(kind: string, place: ErrorPlace, write: () => Promise<unknown>): Promise<void> {
     if (this.#failure === undefined) {
+      // One write at a time, each after the last: the transaction's one connection runs them in turn anyway, and
+      // Kysely's single-connection provider wakes every waiting query at each one's end (k waiting: k² wakes).
+      const written = this.#writes.then(() => (this.#failure === undefined ? write() : undefined));
+      this.#writes = written.then(ignore, ignore);
       try {
-        await write();
+        await written;
       } catch (cause) {
         this.#failure ??= { cause };
       }
@@ -61,14 +85,27 @@ export class SharedTransaction {
     return this.#done.catch(() => undefined);
   }
 
+  /** A row never handed to a handler leaves: its attempt is taken back before the commit. */
+  leave(id: unknown): Promise<void> {
+    this.#left.push(id);
+    this.#arrived();
+    return this.#done.catch(() => undefined);
+  }
+
   #arrived(): void {
     if (--this.#waiting > 0) return;
     void this.#end();
   }
 
   async #end(): Promise<void> {
+    // No row reached a handler: nothing to keep, the rollback takes every attempt back.
+    if (this.#left.length === this.rows) this.#failure ??= { cause: new Error("no row of the claim reached a handler") };
     if (this.#failure === undefined) {
       try {
+        if (this.#left.length > 0) {
+          const left = this.#left;
+          await this.#writes.then(() => this.#uncount(left));
+        }
         await this.#commit();
       } catch (cause) {
         this.#failure = { cause };
