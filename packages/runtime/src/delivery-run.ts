@@ -79,6 +79,18 @@ export class DeliveryRun {
     return this.#failed(this.#onError, "handler", delivery, error);
   }
 
+  /** What a failure's log line carries: the error, where, which attempt, and what became of the row. */
+  #failureFields(delivery: ClaimedDelivery, error: unknown, outcome: HandlerOutcome) {
+    return {
+      ...errorFields(error),
+      ...this.#place,
+      id: delivery.id,
+      attempt: delivery.attempt,
+      outcome: outcome.kind,
+      ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}),
+    };
+  }
+
   /** Counts a settlement until it is written, apart from the worker. */
   #apart(settlement: Promise<void>): Promise<void> {
     this.#hooks.settling();
@@ -178,14 +190,7 @@ export class DeliveryRun {
       trace?.handled(startedAt, true, error);
       outcome = this.#failed(this.#onError, "handler", delivery, error);
       this.#s.logger.error(
-        {
-          ...errorFields(error),
-          ...this.#place,
-          id: delivery.id,
-          attempt: delivery.attempt,
-          outcome: outcome.kind,
-          ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}),
-        },
+        this.#failureFields(delivery, error, outcome),
         outcome.kind === "deadLetter" ? "handler failed; the row goes to the dead letter" : "handler failed; the row is released for another attempt",
       );
     }
@@ -323,17 +328,7 @@ export class DeliveryRun {
   async parkUndecodable(delivery: ClaimedDelivery, error: unknown, trace: DeliveryTrace | undefined): Promise<void> {
     const { logger } = this.#s;
     const outcome = this.#keepWithoutDeadLetter(delivery, this.#failed(this.#onDecodeError, "decode", delivery, error));
-    logger.error(
-      {
-        ...errorFields(error),
-        ...this.#place,
-        id: delivery.id,
-        attempt: delivery.attempt,
-        outcome: outcome.kind,
-        ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}),
-      },
-      undecodableMessage(outcome),
-    );
+    logger.error(this.#failureFields(delivery, error, outcome), undecodableMessage(outcome));
     try {
       await delivery.settle(outcome);
       trace?.end("undecodable", undefined, delivery.signal);
