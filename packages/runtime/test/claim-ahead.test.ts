@@ -65,6 +65,34 @@ describe.each(engines)("claims ahead and batched acks on $name", (engine: TestEn
     expect(t.logs.find("settlement failed")).toHaveLength(1);
   });
 
+  test("handlers that return at once run a whole batch in one turn; a stop called from one of them starts no further row and gives the rest back", async () => {
+    const seen: number[] = [];
+    let stopping: Promise<void> | undefined;
+    let t: TestApp | undefined;
+    const { app } = jobsApp(
+      url,
+      table,
+      (job) => {
+        seen.push(job.n);
+        if (seen.length === 10) stopping = t?.stop(); // the synchronous path checks the stop before each next row
+      },
+      (q) => q.batch(64).workers(1).pollInterval(20),
+    );
+    t = await TestApp.startLive(app);
+    // One statement: the next poll claims all 64 in one batch.
+    await db
+      .insertInto(table)
+      .values(Array.from({ length: 64 }, (_, n) => ({ payload: json({ n }) })))
+      .execute();
+    await t.waitFor(() => stopping !== undefined, 5_000, "the tenth delivery");
+    await stopping;
+    expect(seen).toEqual(Array.from({ length: 10 }, (_, n) => n));
+    // The ten are acked; the other 54 were given back as they were: no lease, the attempt not spent.
+    const left = await readRows(engine, db, table);
+    expect(left).toHaveLength(54);
+    expect(left.every((r) => r.locked_until === null && Number(r.attempt) === 1)).toBe(true);
+  });
+
   test("a stop gives back the rows claimed ahead and never started, their attempt not spent; the row in work settles", async () => {
     for (let n = 0; n < 5; n++) await insertRaw(db, table, { payload: json({ n }) });
     const before = await readRows(engine, db, table);
