@@ -3,7 +3,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { advisoryKeyOf } from "../src/internal.js";
 import { operatorFor, type DeadLetterPlace } from "../src/operator/index.js";
-import { claimLease, jobsTable, publish, readRows } from "./live/helpers.js";
+import { claimLease, claimRowLocked, jobsTable, publish, readRows } from "./live/helpers.js";
 import { connectMariadb, connectPostgres, connectSqlite, run, type Db, type LiveEngine } from "./live/servers.js";
 
 const grouped = (table: string) =>
@@ -24,6 +24,8 @@ const fifo = (table: string) =>
     .group(column("grp"))
     .priority(column("priority"))
     .fifo().description;
+const fifoRowLocked = (table: string) =>
+  InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")).group(column("grp")).fifo().description;
 const rowLocked = (table: string) =>
   InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")).group(column("grp")).description;
 const advisory = (table: string) =>
@@ -191,6 +193,36 @@ function inWorkScenarios(get: () => LiveEngine): void {
     } finally {
       release();
       await holder;
+    }
+  });
+
+  test("fifo row lock: a group a claim holds has its head ready by state but not lockable (in work); the rows behind it wait", async () => {
+    const engine = get();
+    const spec = fifoRowLocked(await jobsTable(engine, "op_fifo_rl"));
+    const [g1, g2, g3, h1, h2] = await publish(engine, spec, [
+      { payload: "g1", grp: "g" },
+      { payload: "g2", grp: "g" },
+      { payload: "g3", grp: "g" },
+      { payload: "h1", grp: "h" },
+      { payload: "h2", grp: "h" },
+    ]);
+    const now = new Date();
+    // The real claim: it locks group g's rows and takes its head.
+    const claim = await claimRowLocked(engine, spec, { limit: 1, now, group: "g" });
+    try {
+      expect(claim.ids).toEqual([g1]);
+      const counts = (await run(engine.db, ops().countByState({ spec }, now))).rows;
+      expect(counts.map((r) => [String(r.grp), num(r.claimable), num(r.waiting)])).toEqual([
+        ["g", 1, 2],
+        ["h", 1, 1],
+      ]);
+      const waiting = (await run(engine.db, ops().peek({ spec }, { state: "waiting", now, limit: 10 }))).rows.map((r) => num(r.id));
+      expect(waiting).toEqual([g2, g3, h2]);
+      // The probe sees only the heads, and cannot take g's: g has one row in work, h none.
+      const lockable = await engine.db.transaction().execute(async (trx) => (await run(trx, ops().lockableProbe(spec, now)!)).rows);
+      expect(lockable.map((r) => num(r.id))).toEqual([h1]);
+    } finally {
+      await claim.tx.rollback().execute();
     }
   });
 
