@@ -27,7 +27,7 @@ export const groupAs = (spec: InboxDescription) => (eb: Eb) => (spec.group === u
  * the due rows behind their group's head (`rowStateIs`); other tables have no `waiting` column.
  * `max_id` lets a sampler tell how many rows were written between two reads. A state the
  * description cannot have is a constant 0, a missing column a constant NULL, so every table
- * returns the same columns.
+ * returns the same columns (a fifo table one more, `waiting`).
  */
 export function countByStateQuery(ctx: StatementContext, table: OperatorTable, now: Date): CompiledQuery<RawRow> {
   const { spec } = table;
