@@ -22,9 +22,10 @@ export const CREATED_AT_NAMES: readonly string[] = Object.freeze(["created_at", 
 /**
  * Describes a table from its real columns by the conventions above. The id is taken as generated
  * (an identity or auto-increment), so a retried dead letter gets a new one. An advisory key
- * template cannot be read from a schema: give it (`--advisory-key "report-{customer_id}"`).
+ * template cannot be read from a schema: give it (`--advisory-key "report-{customer_id}"`); nor can
+ * fifo (`--fifo`: the group column's rows are claimed one at a time, in order).
  */
-export function inferDescription(table: string, found: readonly FoundColumn[], advisoryKey?: string): InboxDescription {
+export function inferDescription(table: string, found: readonly FoundColumn[], advisoryKey?: string, fifo = false): InboxDescription {
   const names = found.map((c) => c.name);
   const lower = new Map(names.map((n) => [n.toLowerCase(), n]));
   const taken = new Map<string, ColumnRole>();
@@ -38,7 +39,7 @@ export function inferDescription(table: string, found: readonly FoundColumn[], a
       const role = taken.get(name) ?? "data";
       return { name, key: name, role, generated: role === "id" };
     });
-  return buildDescription({ table, columns, advisoryLock: advisoryKey });
+  return buildDescription({ table, columns, advisoryLock: advisoryKey, fifo });
 }
 
 /** The created-at column a table has, if any. */

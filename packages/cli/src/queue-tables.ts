@@ -22,6 +22,8 @@ export interface TableSelection {
   readonly module?: string | undefined;
   readonly tables: readonly string[];
   readonly advisoryKey?: string | undefined;
+  /** With `tables`: the group column is fifo. */
+  readonly fifo?: boolean | undefined;
   readonly deadLetterTable?: string | undefined;
   /** `group=deadGroup`. */
   readonly deadLetterGroup?: string | undefined;
@@ -51,7 +53,10 @@ export async function resolveTables(opened: OpenedDatabase, selection: TableSele
   } else {
     if (selection.tables.length === 0) usage("name the tables: --module ./inbox.ts (their descriptions) or --table <name> (read from the schema)");
     sources = [];
-    for (const table of selection.tables) sources.push(inferDescription(table, await read(table), selection.advisoryKey));
+    for (const table of selection.tables) {
+      const found = await read(table);
+      sources.push(described(() => inferDescription(table, found, selection.advisoryKey, selection.fifo === true)));
+    }
   }
   if ((selection.deadLetterTable !== undefined || selection.deadLetterGroup !== undefined) && sources.length !== 1) {
     usage("--dead-letter-table and --dead-letter-group apply to one source table: name it with --table");
@@ -103,6 +108,16 @@ function check(spec: InboxDescription, found: readonly FoundColumn[], opened: Op
     checkSchema(spec, found, opened.engine);
   } catch (error) {
     if (isSqlInboxError(error)) throw new CliError(ExitCode.cannotConnect, `schema mismatch: ${error.message}`, { cause: error });
+    throw error;
+  }
+}
+
+/** A description built from the command line; what it cannot be (fifo without a group column, …) is a usage error. */
+function described(build: () => InboxDescription): InboxDescription {
+  try {
+    return build();
+  } catch (error) {
+    if (isSqlInboxError(error)) usage(error.message);
     throw error;
   }
 }

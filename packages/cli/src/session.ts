@@ -10,6 +10,7 @@ export interface TableOptions {
   readonly module?: string;
   readonly table?: string[];
   readonly advisoryKey?: string;
+  readonly fifo?: boolean;
   readonly deadLetterTable?: string;
   readonly deadLetterGroup?: string;
   readonly json?: boolean;
@@ -24,6 +25,7 @@ export function withTableOptions(command: Command): Command {
     .option("--module <path>", "a module whose exports are the table descriptions (InboxSpec / defineInbox values) and, optionally, deadLetters")
     .option("--table <name>", "a table to work on; without --module its roles are read from the column names (repeatable)", collect)
     .option("--advisory-key <template>", 'with --table: the advisory key template, such as "report-{customer_id}"')
+    .option("--fifo", "with --table: the group column is fifo (only each group's head is ready; the due rows behind it are waiting)")
     .option("--dead-letter-table <name>", "the table the source's dead letters are moved to")
     .option("--dead-letter-group <group=deadGroup>", "dead letters kept in a group of the same table, such as reports=reports.dead")
     .option("--json", "print JSON for machines instead of tables");
@@ -40,6 +42,7 @@ export async function withConsole<T>(options: TableOptions, work: (console: Oper
       module: options.module,
       tables: options.table ?? [],
       advisoryKey: options.advisoryKey,
+      fifo: options.fifo,
       deadLetterTable: options.deadLetterTable,
       deadLetterGroup: options.deadLetterGroup,
     });

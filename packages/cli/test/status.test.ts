@@ -1,4 +1,5 @@
 import type { StatusReport } from "@sqlinbox/dashboard";
+import type { PeekedRow } from "@sqlinbox/dashboard";
 import { dialectFor } from "@sqlinbox/kysely-dialects";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -56,6 +57,52 @@ describe.each(ENGINES)("sqlinbox status on %s", (_name, open) => {
     expect(human.stdout).toMatch(/GROUP\s+READY\s+IN WORK\s+DELAYED\s+DEAD\s+DONE\s+OLDEST/);
     expect(human.stdout).toMatch(/\ba\s+4\s+1\s+0\s+—\s+0\s+5m/);
     expect(human.stdout).toContain("Leases running out in the next 1m 00s:");
+  });
+
+  test("fifo groups (--fifo): ready is each group's head; the due rows behind it are waiting, and peek and purge select them", async () => {
+    const jobs = await table("st_fifo", { lease: true, delay: true });
+    const { now } = t.types;
+    await insertRows(t, jobs, [
+      // a: the head is in work, two rows wait behind it.
+      { payload: '{"n":1}', grp: "a", locked_until: now(30_000), retry_after: null },
+      { payload: '{"n":2}', grp: "a", locked_until: null, retry_after: null },
+      { payload: '{"n":3}', grp: "a", locked_until: null, retry_after: null },
+      // b: a head ready, two rows behind it, one delayed.
+      { payload: '{"n":4}', grp: "b", locked_until: null, retry_after: null },
+      { payload: '{"n":5}', grp: "b", locked_until: null, retry_after: null },
+      { payload: '{"n":6}', grp: "b", locked_until: null, retry_after: now(-30_000) },
+      { payload: '{"n":7}', grp: "b", locked_until: null, retry_after: now(600_000) },
+    ]);
+    const args = ["--url", t.url, "--table", jobs, "--fifo"];
+    const status = (await sqlinboxJson<StatusReport>(["status", ...args])).tables[0]!;
+    expect(status.groups.map((g) => [g.group, g.ready, g.waiting, g.inWork, g.delayed])).toEqual([
+      ["a", 0, 2, 1, 0],
+      ["b", 1, 2, 0, 1],
+    ]);
+    expect(status.totals).toMatchObject({ ready: 1, waiting: 4, inWork: 1, delayed: 1 });
+    // Without --fifo the same table counts every due row as ready, and has no waiting column.
+    const plain = (await sqlinboxJson<StatusReport>(["status", "--url", t.url, "--table", jobs])).tables[0]!;
+    expect(plain.totals).toMatchObject({ ready: 5, waiting: null });
+
+    const human = await sqlinbox(["status", ...args]);
+    expect(human.stdout).toMatch(/GROUP\s+READY\s+WAITING\s+IN WORK\s+DELAYED/);
+    expect(human.stdout).toMatch(/\bb\s+1\s+2\s+0\s+1\b/);
+    expect((await sqlinbox(["status", "--url", t.url, "--table", jobs])).stdout).not.toContain("WAITING");
+
+    const payloads = async (state: string) => (await sqlinboxJson<PeekedRow[]>(["peek", ...args, "--state", state])).map((r) => r.payload);
+    expect(await payloads("ready")).toEqual([{ n: 4 }]);
+    expect(await payloads("waiting")).toEqual([{ n: 2 }, { n: 3 }, { n: 5 }, { n: 6 }]);
+    const purged = await sqlinbox(["purge", ...args, "--state", "waiting", "--group", "a", "--yes"]);
+    expect([purged.code, purged.stderr]).toEqual([0, ""]);
+    expect(await payloads("waiting")).toEqual([{ n: 5 }, { n: 6 }]);
+  });
+
+  test("--fifo on a table without a group column is a usage error", async () => {
+    const jobs = await table("st_fifo_nogrp", {});
+    await sql.raw(`alter table ${jobs} drop column grp`).execute(t.db);
+    const result = await sqlinbox(["status", "--url", t.url, "--table", jobs, "--fifo"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("fifo needs a group column");
   });
 
   test("row lock form: rows another transaction holds FOR UPDATE are in work", async () => {

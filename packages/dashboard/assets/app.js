@@ -51,11 +51,13 @@ function histogram(buckets) {
 
 function groupsTable(t) {
   const grouped = t.groups.some((g) => g.group !== null);
+  // Only a fifo table has rows waiting behind their group's head.
+  const fifo = t.totals.waiting !== null;
   const head = h(
     "tr",
     {},
     grouped ? h("th", {}, "Group") : null,
-    ["Ready", "In work", "Delayed", "Dead", "Done", "Oldest"].map((c) => h("th", { class: "num" }, c)),
+    ["Ready", ...(fifo ? ["Waiting"] : []), "In work", "Delayed", "Dead", "Done", "Oldest"].map((c) => h("th", { class: "num" }, c)),
     h("th", {}, "Attempts"),
   );
   const rows = t.groups.map((g) =>
@@ -64,6 +66,7 @@ function groupsTable(t) {
       { "data-testid": `group-${t.table}-${g.group ?? ""}` },
       grouped ? h("td", {}, g.group) : null,
       h("td", { class: "num" }, count(g.ready)),
+      fifo ? h("td", { class: "num", "data-testid": `waiting-${t.table}-${g.group ?? ""}` }, count(g.waiting)) : null,
       h("td", { class: "num" }, count(g.inWork)),
       h("td", { class: "num" }, count(g.delayed)),
       h("td", { class: "num" }, count(g.dead)),
@@ -200,6 +203,7 @@ function chartCell(table, kind, title) {
 const SERIES = {
   depth: [
     ["Ready", "#2f7cf6", (s) => s.ready],
+    ["Waiting (fifo)", "#74c0fc", (s) => s.waiting],
     ["In work", "#f59f00", (s) => s.inWork],
     ["Delayed", "#8e67e6", (s) => s.delayed],
   ],
@@ -275,6 +279,7 @@ async function refresh() {
             "div",
             { class: "kpis" },
             kpi("ready", "Ready", count(totals.ready), `ready-${t.table}`),
+            totals.waiting === null ? null : kpi("waiting", "Waiting (fifo)", count(totals.waiting), `waiting-${t.table}`),
             kpi("work", "In work", count(totals.inWork), `in-work-${t.table}`),
             kpi("delayed", "Delayed", count(totals.delayed), `delayed-${t.table}`),
             kpi("dead", "Dead letters", count(totals.dead), `dead-count-${t.table}`),

@@ -3,6 +3,8 @@ import type { DashboardSource, StatusReport, TableStatus } from "./source.js";
 /** One table at one moment, as the charts plot it. */
 export interface TableSample {
   readonly ready: number;
+  /** Fifo tables: due rows behind their group's head; `null` on other tables. */
+  readonly waiting: number | null;
   readonly inWork: number | null;
   readonly delayed: number;
   readonly dead: number | null;
@@ -18,7 +20,7 @@ export interface Sample {
   readonly tables: Readonly<Record<string, TableSample>>;
 }
 
-const backlog = (t: TableStatus): number => t.totals.ready + (t.totals.inWork ?? 0) + t.totals.delayed;
+const backlog = (t: TableStatus): number => t.totals.ready + (t.totals.waiting ?? 0) + (t.totals.inWork ?? 0) + t.totals.delayed;
 
 /**
  * One sample from a status read and the one before it. Finished rows are estimated: rows written
@@ -43,6 +45,7 @@ export function sampleOf(report: StatusReport, previous: StatusReport | null): S
     }
     tables[table.table] = {
       ready: table.totals.ready,
+      waiting: table.totals.waiting,
       inWork: table.totals.inWork,
       delayed: table.totals.delayed,
       dead: table.totals.dead,

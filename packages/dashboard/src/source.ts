@@ -16,8 +16,10 @@ export interface AttemptBucket {
 export interface GroupStatus {
   /** The group's value, or `null` for a table without a group column. */
   readonly group: string | null;
-  /** Rows a claim could take now. */
+  /** Rows a claim could take now (on a fifo table, only each group's head). */
   readonly ready: number;
+  /** Fifo tables: due rows behind their group's head, which no claim takes before the head settles; `null` on other tables. */
+  readonly waiting: number | null;
   /** Rows a worker holds now; `null` when it cannot be known from outside (advisory on SQLite). */
   readonly inWork: number | null;
   /** Rows hidden until their retryAfter time. */

@@ -52,6 +52,39 @@ describe("the dashboard's numbers on the other engines and forms", () => {
     }
   });
 
+  test("SQLite, lease with fifo groups: ready is each group's head, the due rows behind it are waiting", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sqlinbox-dash-"));
+    const file = join(dir, "app.db");
+    const db = new Database(file);
+    const at = (ms: number) => new Date(Date.now() + ms).toISOString();
+    db.exec("create table orders (id integer primary key, attempt integer not null default 1, locked_until text, retry_after text, payload text, grp text)");
+    const insert = db.prepare("insert into orders (payload, grp, locked_until, retry_after) values (?, ?, ?, ?)");
+    // Customer a: its head is in work, two rows wait behind it. Customer b: a head ready, one row behind it, one delayed.
+    insert.run("{}", "a", at(600_000), null);
+    insert.run("{}", "a", null, null);
+    insert.run("{}", "a", null, null);
+    insert.run("{}", "b", null, null);
+    insert.run("{}", "b", null, null);
+    insert.run("{}", "b", null, at(600_000));
+    db.close();
+    const dashboard = await startDashboardProcess(["--url", `sqlite:${file}`, "--table", "orders", "--fifo"]);
+    try {
+      const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+      await page.goto(dashboard.url);
+      await expect.poll(() => page.getByTestId("ready-orders").textContent(), { timeout: 15_000 }).toBe("1");
+      expect(await page.getByTestId("waiting-orders").textContent()).toBe("3");
+      expect(await page.getByTestId("in-work-orders").textContent()).toBe("1");
+      expect(await page.getByTestId("delayed-orders").textContent()).toBe("1");
+      expect(await page.getByTestId("waiting-orders-a").textContent()).toBe("2");
+      expect(await page.getByTestId("waiting-orders-b").textContent()).toBe("1");
+      if (process.env.SQLINBOX_SCREENSHOT !== undefined) await page.screenshot({ path: process.env.SQLINBOX_SCREENSHOT, fullPage: true });
+      await page.close();
+    } finally {
+      await dashboard.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test("SQLite, advisory: in work is unknown from outside, and the page says so", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sqlinbox-dash-"));
     const file = join(dir, "app.db");

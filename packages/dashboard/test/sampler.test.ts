@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import { sampleOf } from "../src/sampler.js";
 import type { StatusReport, TableStatus } from "../src/source.js";
 
-function report(at: string, t: { ready: number; inWork: number | null; delayed?: number; dead: number | null; newestId: number | null }): StatusReport {
+function report(at: string, t: { ready: number; waiting?: number; inWork: number | null; delayed?: number; dead: number | null; newestId: number | null }): StatusReport {
   const table: TableStatus = {
     table: "jobs",
     form: "lease",
@@ -11,7 +11,7 @@ function report(at: string, t: { ready: number; inWork: number | null; delayed?:
     deadLetters: [],
     notes: [],
     newestId: t.newestId,
-    totals: { ready: t.ready, inWork: t.inWork, delayed: t.delayed ?? 0, dead: t.dead, done: null, oldestAgeMs: null },
+    totals: { ready: t.ready, waiting: t.waiting ?? null, inWork: t.inWork, delayed: t.delayed ?? 0, dead: t.dead, done: null, oldestAgeMs: null },
   };
   return { at, engine: "postgres", tables: [table] };
 }
@@ -20,6 +20,7 @@ describe("a sample from two status reads", () => {
   test("the first read has depth but no rates", () => {
     expect(sampleOf(report("2026-01-01T00:00:00Z", { ready: 5, inWork: 1, dead: 0, newestId: 10 }), null).tables.jobs).toEqual({
       ready: 5,
+      waiting: null,
       inWork: 1,
       delayed: 0,
       dead: 0,
@@ -32,6 +33,7 @@ describe("a sample from two status reads", () => {
     ["nothing written, backlog -6: 6 finished", { ready: 0, inWork: 0, dead: 0, newestId: 10 }, 3, 0],
     ["2 dead-lettered from the backlog: failures, not finished", { ready: 3, inWork: 1, dead: 2, newestId: 10 }, 0, 1],
     ["ids that are not numbers: no throughput", { ready: 3, inWork: 1, dead: 0, newestId: null }, null, 0],
+    ["fifo: rows waiting behind a head are backlog, not finished", { ready: 2, waiting: 4, inWork: 1, dead: 0, newestId: 11 }, 0, 0],
   ] as const)("%s", (_what, now, finished, failed) => {
     const before = report("2026-01-01T00:00:00Z", { ready: 5, inWork: 1, dead: 0, newestId: 10 });
     const sample = sampleOf(report("2026-01-01T00:00:02Z", now), before).tables.jobs!;

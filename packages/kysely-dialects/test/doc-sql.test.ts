@@ -37,6 +37,8 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "mysql:schema.describeTable": () => mysqlDialect.schema.describeTable("report_jobs"),
   "sqlite:schema.describeTable": () => sqliteDialect.schema.describeTable("report_jobs"),
   "postgres:operator.countByState(rich lease)": () => postgresOperator.countByState({ spec: richLease(), createdAt: "created_at" }, now),
+  "postgres:operator.peek(fifo, ready)": () => postgresOperator.peek({ spec: fifoLease() }, { state: "ready", now, limit: 20 }),
+  "mysql:operator.purge(fifo, waiting)": () => operatorFor("mysql").purge({ spec: fifoLease() }, { state: "waiting", now }),
   "postgres:operator.heldAdvisoryKeys": () => postgresOperator.heldAdvisoryKeys(["report_jobs:7"], "app"),
 };
 

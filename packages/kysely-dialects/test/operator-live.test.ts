@@ -3,7 +3,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { advisoryKeyOf } from "../src/internal.js";
 import { operatorFor, type DeadLetterPlace } from "../src/operator/index.js";
-import { jobsTable, publish, readRows } from "./live/helpers.js";
+import { claimLease, claimRowLocked, jobsTable, publish, readRows } from "./live/helpers.js";
 import { connectMariadb, connectPostgres, connectSqlite, run, type Db, type LiveEngine } from "./live/servers.js";
 
 const grouped = (table: string) =>
@@ -14,12 +14,25 @@ const grouped = (table: string) =>
     .retryAfter(column("retry_after"))
     .processedAt(column("processed_at"))
     .group(column("grp")).description;
+const fifo = (table: string) =>
+  InboxSpec.table(table, column("id").generated())
+    .attempt(column("attempt").generated())
+    .lease(column("locked_until"))
+    .payload(column("payload"))
+    .retryAfter(column("retry_after"))
+    .processedAt(column("processed_at"))
+    .group(column("grp"))
+    .priority(column("priority"))
+    .fifo().description;
+const fifoRowLocked = (table: string) =>
+  InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")).group(column("grp")).fifo().description;
 const rowLocked = (table: string) =>
   InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")).group(column("grp")).description;
 const advisory = (table: string) =>
   InboxSpec.table(table, column("id").generated()).payload(column("payload")).data(column("customer_id")).advisoryLock("c-{customer_id}").description;
 
 const num = (v: unknown): number => Number(v);
+const affectedRows = (result: { numAffectedRows?: bigint }): number => Number(result.numAffectedRows ?? 0n);
 
 /** Runs the operator statements of the engine against a real server. */
 function operatorScenarios(get: () => LiveEngine): void {
@@ -48,6 +61,61 @@ function operatorScenarios(get: () => LiveEngine): void {
       ["a", 1, 4],
       ["b", 1, 1],
     ]);
+  });
+
+  test("fifo: ready is each group's head, exactly the rows the claim takes next; the due rows behind it are waiting", async () => {
+    const engine = get();
+    const spec = fifo(await jobsTable(engine, "op_fifo"));
+    const now = new Date();
+    const enc = (ms: number) => engine.dialect.time.encode(new Date(now.getTime() + ms), 3);
+    const ids = await publish(engine, spec, [
+      // a: the head is in work (a live lease); a better priority published after it waits behind it.
+      { payload: "a leased head", grp: "a", priority: 5, locked_until: enc(60_000) },
+      { payload: "a better priority", grp: "a", priority: 0 },
+      { payload: "a due", grp: "a", priority: 5 },
+      { payload: "a delayed", grp: "a", priority: 0, retry_after: enc(60_000) },
+      // b: the head is due (priority 1 before 5; never delayed before a past retry_after); a delayed priority 0 row does not block it.
+      { payload: "b due", grp: "b", priority: 5 },
+      { payload: "b head", grp: "b", priority: 1 },
+      { payload: "b delayed", grp: "b", priority: 0, retry_after: enc(60_000) },
+      { payload: "b expired lease", grp: "b", priority: 5, locked_until: enc(-60_000) },
+      { payload: "b was delayed", grp: "b", priority: 1, retry_after: enc(-60_000) },
+      { payload: "b done", grp: "b", priority: 0, processed_at: enc(-1000) },
+      // c: only a delayed row; d: one due row, its own head.
+      { payload: "c delayed", grp: "c", priority: 0, retry_after: enc(60_000) },
+      { payload: "d alone", grp: "d", priority: 0 },
+    ]);
+    const payloads = [
+      "a leased head",
+      "a better priority",
+      "a due",
+      "a delayed",
+      "b due",
+      "b head",
+      "b delayed",
+      "b expired lease",
+      "b was delayed",
+      "b done",
+      "c delayed",
+      "d alone",
+    ];
+    const id = (payload: string) => ids[payloads.indexOf(payload)] as number;
+    const rows = (await run(engine.db, ops().countByState({ spec }, now))).rows;
+    const byGroup = Object.fromEntries(rows.map((r) => [String(r.grp), [r.total, r.done, r.leased, r.delayed, r.claimable, r.waiting].map(num)]));
+    expect(byGroup).toEqual({ a: [4, 0, 1, 1, 0, 2], b: [6, 1, 0, 1, 1, 3], c: [1, 0, 0, 1, 0, 0], d: [1, 0, 0, 0, 1, 0] });
+    const peek = async (state: "ready" | "waiting") => (await run(engine.db, ops().peek({ spec }, { state, now, limit: 100 }))).rows.map((r) => num(r.id));
+    const ready = await peek("ready");
+    expect(ready).toEqual([id("b head"), id("d alone")]);
+    expect(await peek("waiting")).toEqual(["a better priority", "a due", "b due", "b expired lease", "b was delayed"].map(id));
+    // The claim's own statement, on the same rows at the same now, takes exactly the ready rows.
+    const until = new Date(now.getTime() + 30_000);
+    const claimed: number[] = [];
+    for (const group of ["a", "b", "c", "d"]) claimed.push(...(await claimLease(engine, spec, { limit: 10, now, until, precision: engine.precision, group })));
+    expect(claimed).toEqual(ready);
+    // The heads are in work now: nothing is ready, the rows behind them still wait; a purge of them deletes those five.
+    expect(await peek("ready")).toEqual([]);
+    expect(affectedRows(await run(engine.db, ops().purge({ spec }, { state: "waiting", now })))).toBe(5);
+    expect(await peek("waiting")).toEqual([]);
   });
 
   test("dead letters in a group: retry sets the group back and resets attempt, lease and delay in one statement", async () => {
@@ -125,6 +193,36 @@ function inWorkScenarios(get: () => LiveEngine): void {
     } finally {
       release();
       await holder;
+    }
+  });
+
+  test("fifo row lock: a group a claim holds has its head ready by state but not lockable (in work); the rows behind it wait", async () => {
+    const engine = get();
+    const spec = fifoRowLocked(await jobsTable(engine, "op_fifo_rl"));
+    const [g1, g2, g3, h1, h2] = await publish(engine, spec, [
+      { payload: "g1", grp: "g" },
+      { payload: "g2", grp: "g" },
+      { payload: "g3", grp: "g" },
+      { payload: "h1", grp: "h" },
+      { payload: "h2", grp: "h" },
+    ]);
+    const now = new Date();
+    // The real claim: it locks group g's rows and takes its head.
+    const claim = await claimRowLocked(engine, spec, { limit: 1, now, group: "g" });
+    try {
+      expect(claim.ids).toEqual([g1]);
+      const counts = (await run(engine.db, ops().countByState({ spec }, now))).rows;
+      expect(counts.map((r) => [String(r.grp), num(r.claimable), num(r.waiting)])).toEqual([
+        ["g", 1, 2],
+        ["h", 1, 1],
+      ]);
+      const waiting = (await run(engine.db, ops().peek({ spec }, { state: "waiting", now, limit: 10 }))).rows.map((r) => num(r.id));
+      expect(waiting).toEqual([g2, g3, h2]);
+      // The probe sees only the heads, and cannot take g's: g has one row in work, h none.
+      const lockable = await engine.db.transaction().execute(async (trx) => (await run(trx, ops().lockableProbe(spec, now)!)).rows);
+      expect(lockable.map((r) => num(r.id))).toEqual([h1]);
+    } finally {
+      await claim.tx.rollback().execute();
     }
   });
 

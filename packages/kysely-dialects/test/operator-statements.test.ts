@@ -3,7 +3,7 @@ import type { CompiledQuery } from "kysely";
 import { describe, expect, test } from "vitest";
 import { operatorFor, type DeadLetterPlace, type OperatorStatements } from "../src/operator/index.js";
 import { NOT_SUPPORTED } from "./render.js";
-import { richAdvisory, richLease, richRowLock, seedByHand } from "./specs.js";
+import { fifoBareRowLock, fifoRichLease, fifoRowLock, richAdvisory, richLease, richRowLock, seedByHand } from "./specs.js";
 
 const now = new Date("2024-05-01T12:00:00.123Z");
 
@@ -291,6 +291,180 @@ describe("operator: rows", () => {
         },
       }
     `);
+  });
+});
+
+describe("operator: fifo groups (ready is the head only, waiting is behind it)", () => {
+  test("countByState: claimable counts each group's head by the claim's own rule, waiting the due rows behind it", () => {
+    expect(perEngine((o) => o.countByState({ spec: fifoRichLease() }, now))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            1,
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            1,
+          ],
+          "sql": "select \`grp\` as \`grp\`, count(*) as \`total\`, count(case when \`processed_at\` is not null then 1 end) as \`done\`, count(case when (\`processed_at\` is null and \`locked_until\` > ?) then 1 end) as \`leased\`, count(case when (\`processed_at\` is null and (\`locked_until\` is null or \`locked_until\` <= ?) and \`retry_after\` > ?) then 1 end) as \`delayed\`, count(case when (\`processed_at\` is null and (\`locked_until\` is null or \`locked_until\` <= ?) and (\`retry_after\` is null or \`retry_after\` <= ?) and \`fifo_jobs\`.\`id\` = (select \`fifo_head\`.\`id\` from \`fifo_jobs\` as \`fifo_head\` where (\`fifo_head\`.\`grp\` = \`fifo_jobs\`.\`grp\` and \`fifo_head\`.\`processed_at\` is null and (\`fifo_head\`.\`retry_after\` is null or \`fifo_head\`.\`retry_after\` <= ? or \`fifo_head\`.\`locked_until\` > ?)) order by case when \`fifo_head\`.\`locked_until\` > ? then 0 else 1 end asc, \`fifo_head\`.\`priority\` asc, \`fifo_head\`.\`retry_after\` asc, \`fifo_head\`.\`id\` asc limit ?)) then 1 end) as \`claimable\`, count(case when (\`processed_at\` is null and (\`locked_until\` is null or \`locked_until\` <= ?) and (\`retry_after\` is null or \`retry_after\` <= ?) and case when \`fifo_jobs\`.\`id\` = (select \`fifo_head\`.\`id\` from \`fifo_jobs\` as \`fifo_head\` where (\`fifo_head\`.\`grp\` = \`fifo_jobs\`.\`grp\` and \`fifo_head\`.\`processed_at\` is null and (\`fifo_head\`.\`retry_after\` is null or \`fifo_head\`.\`retry_after\` <= ? or \`fifo_head\`.\`locked_until\` > ?)) order by case when \`fifo_head\`.\`locked_until\` > ? then 0 else 1 end asc, \`fifo_head\`.\`priority\` asc, \`fifo_head\`.\`retry_after\` asc, \`fifo_head\`.\`id\` asc limit ?) then 0 else 1 end = 1) then 1 end) as \`waiting\`, null as \`oldest\`, max(\`attempt\`) as \`max_attempt\`, max(\`id\`) as \`max_id\` from \`fifo_jobs\` group by \`grp\` order by \`grp\`",
+        },
+        "postgres": {
+          "parameters": [
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            1,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            1,
+          ],
+          "sql": "select "grp" as "grp", count(*) as "total", count(case when "processed_at" is not null then 1 end) as "done", count(case when ("processed_at" is null and "locked_until" > $1) then 1 end) as "leased", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= $2) and "retry_after" > $3) then 1 end) as "delayed", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= $4) and ("retry_after" is null or "retry_after" <= $5) and "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where ("fifo_head"."grp" = "fifo_jobs"."grp" and "fifo_head"."processed_at" is null and ("fifo_head"."retry_after" is null or "fifo_head"."retry_after" <= $6 or "fifo_head"."locked_until" > $7)) order by case when "fifo_head"."locked_until" > $8 then 0 else 1 end asc, "fifo_head"."priority" asc, "fifo_head"."retry_after" asc nulls first, "fifo_head"."id" asc limit $9)) then 1 end) as "claimable", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= $10) and ("retry_after" is null or "retry_after" <= $11) and case when "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where ("fifo_head"."grp" = "fifo_jobs"."grp" and "fifo_head"."processed_at" is null and ("fifo_head"."retry_after" is null or "fifo_head"."retry_after" <= $12 or "fifo_head"."locked_until" > $13)) order by case when "fifo_head"."locked_until" > $14 then 0 else 1 end asc, "fifo_head"."priority" asc, "fifo_head"."retry_after" asc nulls first, "fifo_head"."id" asc limit $15) then 0 else 1 end = 1) then 1 end) as "waiting", null as "oldest", max("attempt") as "max_attempt", max("id") as "max_id" from "fifo_jobs" group by "grp" order by "grp"",
+        },
+        "sqlite": {
+          "parameters": [
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            1,
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            1,
+          ],
+          "sql": "select "grp" as "grp", count(*) as "total", count(case when "processed_at" is not null then 1 end) as "done", count(case when ("processed_at" is null and "locked_until" > ?) then 1 end) as "leased", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= ?) and "retry_after" > ?) then 1 end) as "delayed", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= ?) and ("retry_after" is null or "retry_after" <= ?) and "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where ("fifo_head"."grp" = "fifo_jobs"."grp" and "fifo_head"."processed_at" is null and ("fifo_head"."retry_after" is null or "fifo_head"."retry_after" <= ? or "fifo_head"."locked_until" > ?)) order by case when "fifo_head"."locked_until" > ? then 0 else 1 end asc, "fifo_head"."priority" asc, "fifo_head"."retry_after" asc, "fifo_head"."id" asc limit ?)) then 1 end) as "claimable", count(case when ("processed_at" is null and ("locked_until" is null or "locked_until" <= ?) and ("retry_after" is null or "retry_after" <= ?) and case when "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where ("fifo_head"."grp" = "fifo_jobs"."grp" and "fifo_head"."processed_at" is null and ("fifo_head"."retry_after" is null or "fifo_head"."retry_after" <= ? or "fifo_head"."locked_until" > ?)) order by case when "fifo_head"."locked_until" > ? then 0 else 1 end asc, "fifo_head"."priority" asc, "fifo_head"."retry_after" asc, "fifo_head"."id" asc limit ?) then 0 else 1 end = 1) then 1 end) as "waiting", null as "oldest", max("attempt") as "max_attempt", max("id") as "max_id" from "fifo_jobs" group by "grp" order by "grp"",
+        },
+      }
+    `);
+  });
+  test("peek of waiting rows in the row-lock form (no lease: claim order alone picks the head)", () => {
+    expect(perEngine((o) => o.peek({ spec: fifoRowLock() }, { state: "waiting", now, group: "reports", limit: 20 }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            1,
+            "reports",
+            20,
+          ],
+          "sql": "select * from \`fifo_jobs\` where (\`processed_at\` is null and (\`retry_after\` is null or \`retry_after\` <= ?) and case when \`fifo_jobs\`.\`id\` = (select \`fifo_head\`.\`id\` from \`fifo_jobs\` as \`fifo_head\` where (\`fifo_head\`.\`grp\` = \`fifo_jobs\`.\`grp\` and \`fifo_head\`.\`processed_at\` is null and (\`fifo_head\`.\`retry_after\` is null or \`fifo_head\`.\`retry_after\` <= ?)) order by \`fifo_head\`.\`priority\` asc, \`fifo_head\`.\`retry_after\` asc, \`fifo_head\`.\`id\` asc limit ?) then 0 else 1 end = 1) and \`grp\` = ? order by \`id\` limit ?",
+        },
+        "postgres": {
+          "parameters": [
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            1,
+            "reports",
+            20,
+          ],
+          "sql": "select * from "fifo_jobs" where ("processed_at" is null and ("retry_after" is null or "retry_after" <= $1) and case when "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where ("fifo_head"."grp" = "fifo_jobs"."grp" and "fifo_head"."processed_at" is null and ("fifo_head"."retry_after" is null or "fifo_head"."retry_after" <= $2)) order by "fifo_head"."priority" asc, "fifo_head"."retry_after" asc nulls first, "fifo_head"."id" asc limit $3) then 0 else 1 end = 1) and "grp" = $4 order by "id" limit $5",
+        },
+        "sqlite": {
+          "parameters": [
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            1,
+            "reports",
+            20,
+          ],
+          "sql": "select * from "fifo_jobs" where ("processed_at" is null and ("retry_after" is null or "retry_after" <= ?) and case when "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where ("fifo_head"."grp" = "fifo_jobs"."grp" and "fifo_head"."processed_at" is null and ("fifo_head"."retry_after" is null or "fifo_head"."retry_after" <= ?)) order by "fifo_head"."priority" asc, "fifo_head"."retry_after" asc, "fifo_head"."id" asc limit ?) then 0 else 1 end = 1) and "grp" = ? order by "id" limit ?",
+        },
+      }
+    `);
+  });
+  test("ready on a fifo table with no state column is still narrowed to the heads", () => {
+    expect(perEngine((o) => o.peek({ spec: fifoBareRowLock() }, { state: "ready", now, limit: 20 }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            1,
+            20,
+          ],
+          "sql": "select * from \`fifo_jobs\` where \`fifo_jobs\`.\`id\` = (select \`fifo_head\`.\`id\` from \`fifo_jobs\` as \`fifo_head\` where \`fifo_head\`.\`grp\` = \`fifo_jobs\`.\`grp\` order by \`fifo_head\`.\`priority\` asc, \`fifo_head\`.\`id\` asc limit ?) order by \`id\` limit ?",
+        },
+        "postgres": {
+          "parameters": [
+            1,
+            20,
+          ],
+          "sql": "select * from "fifo_jobs" where "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where "fifo_head"."grp" = "fifo_jobs"."grp" order by "fifo_head"."priority" asc, "fifo_head"."id" asc limit $1) order by "id" limit $2",
+        },
+        "sqlite": {
+          "parameters": [
+            1,
+            20,
+          ],
+          "sql": "select * from "fifo_jobs" where "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where "fifo_head"."grp" = "fifo_jobs"."grp" order by "fifo_head"."priority" asc, "fifo_head"."id" asc limit ?) order by "id" limit ?",
+        },
+      }
+    `);
+  });
+  test("purge of waiting rows chooses the ids in a derived table (MySQL refuses a DELETE whose subquery reads its target)", () => {
+    expect(perEngine((o) => o.purge({ spec: fifoRichLease() }, { state: "waiting", now }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            1,
+          ],
+          "sql": "delete from \`fifo_jobs\` where \`id\` in (select \`fifo_rows\`.\`id\` from (select \`id\` from \`fifo_jobs\` where (\`processed_at\` is null and (\`locked_until\` is null or \`locked_until\` <= ?) and (\`retry_after\` is null or \`retry_after\` <= ?) and case when \`fifo_jobs\`.\`id\` = (select \`fifo_head\`.\`id\` from \`fifo_jobs\` as \`fifo_head\` where (\`fifo_head\`.\`grp\` = \`fifo_jobs\`.\`grp\` and \`fifo_head\`.\`processed_at\` is null and (\`fifo_head\`.\`retry_after\` is null or \`fifo_head\`.\`retry_after\` <= ? or \`fifo_head\`.\`locked_until\` > ?)) order by case when \`fifo_head\`.\`locked_until\` > ? then 0 else 1 end asc, \`fifo_head\`.\`priority\` asc, \`fifo_head\`.\`retry_after\` asc, \`fifo_head\`.\`id\` asc limit ?) then 0 else 1 end = 1)) as \`fifo_rows\`)",
+        },
+        "postgres": {
+          "parameters": [
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            1,
+          ],
+          "sql": "delete from "fifo_jobs" where "id" in (select "fifo_rows"."id" from (select "id" from "fifo_jobs" where ("processed_at" is null and ("locked_until" is null or "locked_until" <= $1) and ("retry_after" is null or "retry_after" <= $2) and case when "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where ("fifo_head"."grp" = "fifo_jobs"."grp" and "fifo_head"."processed_at" is null and ("fifo_head"."retry_after" is null or "fifo_head"."retry_after" <= $3 or "fifo_head"."locked_until" > $4)) order by case when "fifo_head"."locked_until" > $5 then 0 else 1 end asc, "fifo_head"."priority" asc, "fifo_head"."retry_after" asc nulls first, "fifo_head"."id" asc limit $6) then 0 else 1 end = 1)) as "fifo_rows")",
+        },
+        "sqlite": {
+          "parameters": [
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            1,
+          ],
+          "sql": "delete from "fifo_jobs" where "id" in (select "fifo_rows"."id" from (select "id" from "fifo_jobs" where ("processed_at" is null and ("locked_until" is null or "locked_until" <= ?) and ("retry_after" is null or "retry_after" <= ?) and case when "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head" where ("fifo_head"."grp" = "fifo_jobs"."grp" and "fifo_head"."processed_at" is null and ("fifo_head"."retry_after" is null or "fifo_head"."retry_after" <= ? or "fifo_head"."locked_until" > ?)) order by case when "fifo_head"."locked_until" > ? then 0 else 1 end asc, "fifo_head"."priority" asc, "fifo_head"."retry_after" asc, "fifo_head"."id" asc limit ?) then 0 else 1 end = 1)) as "fifo_rows")",
+        },
+      }
+    `);
+  });
+  test("waiting does not exist on a table without fifo", () => {
+    expect(operatorFor("postgres").peek({ spec: richLease() }, { state: "waiting", now, limit: 20 }).sql).toBe('select * from "jobs" where 1 = 0 order by "id" limit $1');
   });
 });
 

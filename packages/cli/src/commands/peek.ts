@@ -5,7 +5,7 @@ import { oneTable } from "../queue-tables.js";
 import { textTable } from "../render/text-table.js";
 import { positiveInt, printJson, withConsole, withTableOptions, type TableOptions } from "../session.js";
 
-export const ROW_SELECTIONS: readonly RowSelection[] = ["ready", "delayed", "leased", "done", "dead", "all"];
+export const ROW_SELECTIONS: readonly RowSelection[] = ["ready", "waiting", "delayed", "leased", "done", "dead", "all"];
 
 const cell = (value: unknown): string => {
   const text = typeof value === "string" ? value : (JSON.stringify(value) ?? "");

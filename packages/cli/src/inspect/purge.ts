@@ -12,7 +12,7 @@ export interface PurgeRequest {
   readonly now: Date;
 }
 
-const STATE_COLUMN = { ready: "claimable", delayed: "delayed", leased: "leased", done: "done", all: "total" } as const;
+const STATE_COLUMN = { ready: "claimable", waiting: "waiting", delayed: "delayed", leased: "leased", done: "done", all: "total" } as const;
 
 /** How many rows a purge would delete (what the prompt asks about); the named ids count as given. */
 export async function countPurge(opened: OpenedDatabase, table: QueueTable, request: PurgeRequest): Promise<number> {

@@ -19,9 +19,12 @@ export function statusText(report: StatusReport, expiringWithinMs: number): stri
   for (const table of report.tables) {
     parts.push(`${table.table}  (${FORM_LABEL[table.form]} on ${report.engine}; ${deadLetterText(table)})`);
     const grouped = table.groups.some((g) => g.group !== null);
+    // Only a fifo table has rows waiting behind their group's head: other tables keep their columns.
+    const fifo = table.totals.waiting !== null;
     const rows = table.groups.map((g) => [
       ...(grouped ? [g.group ?? ""] : []),
       count(g.ready),
+      ...(fifo ? [count(g.waiting)] : []),
       count(g.inWork),
       count(g.delayed),
       count(g.dead),
@@ -31,10 +34,10 @@ export function statusText(report: StatusReport, expiringWithinMs: number): stri
     ]);
     if (grouped && table.groups.length > 1) {
       const t = table.totals;
-      rows.push(["(all)", count(t.ready), count(t.inWork), count(t.delayed), count(t.dead), count(t.done), duration(t.oldestAgeMs), ""]);
+      rows.push(["(all)", count(t.ready), ...(fifo ? [count(t.waiting)] : []), count(t.inWork), count(t.delayed), count(t.dead), count(t.done), duration(t.oldestAgeMs), ""]);
     }
-    if (rows.length === 0) rows.push([...(grouped ? [""] : []), "0", "0", "0", count(table.totals.dead), count(table.totals.done), "—", "—"]);
-    parts.push(textTable([...(grouped ? ["GROUP"] : []), "READY", "IN WORK", "DELAYED", "DEAD", "DONE", "OLDEST", "ATTEMPTS (attempt:rows)"], rows));
+    if (rows.length === 0) rows.push([...(grouped ? [""] : []), "0", ...(fifo ? ["0"] : []), "0", "0", count(table.totals.dead), count(table.totals.done), "—", "—"]);
+    parts.push(textTable([...(grouped ? ["GROUP"] : []), "READY", ...(fifo ? ["WAITING"] : []), "IN WORK", "DELAYED", "DEAD", "DONE", "OLDEST", "ATTEMPTS (attempt:rows)"], rows));
     if (table.form === "lease") {
       if (table.expiringLeases.length === 0) parts.push(`No lease runs out in the next ${duration(expiringWithinMs)}.`);
       else {

@@ -1,12 +1,16 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import { sql, type Expression, type SqlBool } from "kysely";
+import { isOwnGroupHead } from "../statements/fifo-head.js";
 import { COMPARE_PRECISION, type Eb, type StatementContext } from "../statements/query-db.js";
 import type { RowState } from "./types.js";
 
 /**
- * What state a row is in at `now`, from its role columns alone. A row is in exactly one:
- * `done` (processedAt set) › `leased` (a live lease) › `delayed` (retryAfter in the future) ›
- * `ready`. Row-lock and advisory rows in work read as `ready` here: only a probe tells them apart.
+ * What state a row is in at `now`. A row is in exactly one: `done` (processedAt set) › `leased`
+ * (a live lease) › `delayed` (retryAfter in the future) › `ready`, or, on a fifo table, `ready`
+ * only for its group's head (`isOwnGroupHead`, the claim's own rule) and `waiting` for the other
+ * due rows, which no claim takes before the head settles. Row-lock and advisory rows in work read
+ * as `ready` here: only a probe tells them apart. Column names are unqualified: the statement
+ * reads `spec.table` without an alias.
  */
 export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state: RowState, now: Date) {
   const at = ctx.time.encode(now, COMPARE_PRECISION);
@@ -19,6 +23,19 @@ export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state:
     const notLeased = (): Expression<SqlBool>[] => (spec.lease === undefined ? [] : [eb.or([eb(spec.lease.name, "is", null), eb(spec.lease.name, "<=", at)])]);
     const delayed = (): Expression<SqlBool> => (spec.retryAfter === undefined ? never() : eb(spec.retryAfter.name, ">", at));
     const notDelayed = (): Expression<SqlBool>[] => (spec.retryAfter === undefined ? [] : [eb.or([eb(spec.retryAfter.name, "is", null), eb(spec.retryAfter.name, "<=", at)])]);
+    const due = (): Expression<SqlBool>[] => [...notDone(), ...notLeased(), ...notDelayed()];
+    // NULL (a row without a group has no head) reads as not the head: `case` takes the else branch.
+    const notHead = (): Expression<SqlBool> =>
+      eb(
+        eb
+          .case()
+          .when(isOwnGroupHead(ctx, spec, now, spec.table)(eb))
+          .then(eb.lit(0))
+          .else(eb.lit(1))
+          .end(),
+        "=",
+        eb.lit(1),
+      );
     switch (state) {
       case "all":
         return sql<SqlBool>`1 = 1`;
@@ -29,7 +46,9 @@ export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state:
       case "delayed":
         return eb.and([...notDone(), ...notLeased(), delayed()]);
       case "ready":
-        return eb.and([...notDone(), ...notLeased(), ...notDelayed()]);
+        return eb.and(spec.fifo ? [...due(), isOwnGroupHead(ctx, spec, now, spec.table)(eb)] : due());
+      case "waiting":
+        return spec.fifo ? eb.and([...due(), notHead()]) : never();
     }
   };
 }
@@ -37,7 +56,7 @@ export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state:
 /** True when the state is the whole table: no condition is needed. */
 export function isWholeTable(spec: InboxDescription, state: RowState): boolean {
   if (state === "all") return true;
-  return state === "ready" && spec.processedAt === undefined && spec.lease === undefined && spec.retryAfter === undefined;
+  return state === "ready" && !spec.fifo && spec.processedAt === undefined && spec.lease === undefined && spec.retryAfter === undefined;
 }
 
 /** True when a description can have rows in the state at all (no `done` without processedAt, …). */
@@ -49,6 +68,8 @@ export function stateExists(spec: InboxDescription, state: RowState): boolean {
       return spec.lease !== undefined;
     case "delayed":
       return spec.retryAfter !== undefined;
+    case "waiting":
+      return spec.fifo;
     default:
       return true;
   }

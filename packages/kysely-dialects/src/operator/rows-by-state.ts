@@ -1,6 +1,6 @@
 import type { CompiledQuery } from "kysely";
 import type { RawRow } from "../types.js";
-import { compiled, type StatementContext } from "../statements/query-db.js";
+import { compiled, type Eb, type StatementContext } from "../statements/query-db.js";
 import { isWholeTable, rowStateIs } from "./row-state.js";
 import type { OperatorTable, PeekOptions } from "./types.js";
 
@@ -18,11 +18,28 @@ export function peekQuery(ctx: StatementContext, table: OperatorTable, options: 
   return compiled(query.orderBy(spec.id.name).limit(options.limit));
 }
 
-/** Deletes the rows in a state, narrowed to a group and to given ids when asked. */
+/**
+ * Deletes the rows in a state, narrowed to a group and to given ids when asked. On a fifo table,
+ * `ready` and `waiting` read the table again (the head subquery): MySQL refuses a DELETE whose
+ * subquery reads its target (error 1093), so the ids are chosen in a derived table first, which
+ * it materializes. The waiting rows of a lease table with fifo and no other role, on MySQL:
+ * ```sql mysql:operator.purge(fifo, waiting)
+ * delete from `fifo_jobs` where `id` in (select `fifo_rows`.`id` from (select `id` from `fifo_jobs`
+ *   where ((`locked_until` is null or `locked_until` <= ?)
+ *     and case when `fifo_jobs`.`id` = (select `fifo_head`.`id` from `fifo_jobs` as `fifo_head`
+ *       where `fifo_head`.`grp` = `fifo_jobs`.`grp`
+ *       order by case when `fifo_head`.`locked_until` > ? then 0 else 1 end asc, `fifo_head`.`id` asc limit ?)
+ *     then 0 else 1 end = 1)) as `fifo_rows`)
+ * ```
+ */
 export function purgeQuery(ctx: StatementContext, table: OperatorTable, options: Omit<PeekOptions, "limit">): CompiledQuery {
   const { spec } = table;
   let query = ctx.db.deleteFrom(spec.table);
-  if (!isWholeTable(spec, options.state)) query = query.where(rowStateIs(ctx, spec, options.state, options.now));
+  if (spec.fifo && (options.state === "ready" || options.state === "waiting")) {
+    const state = rowStateIs(ctx, spec, options.state, options.now);
+    const id = spec.id.name;
+    query = query.where(id, "in", (eb: Eb) => eb.selectFrom((d: Eb) => d.selectFrom(spec.table).select(id).where(state).as("fifo_rows")).select(`fifo_rows.${id}`));
+  } else if (!isWholeTable(spec, options.state)) query = query.where(rowStateIs(ctx, spec, options.state, options.now));
   if (options.group !== undefined && spec.group !== undefined) query = query.where(spec.group.name, "=", options.group);
   if (options.ids !== undefined) query = query.where(spec.id.name, "in", [...options.ids]);
   return compiled(query);

@@ -23,14 +23,16 @@ export const groupAs = (spec: InboxDescription) => (eb: Eb) => (spec.group === u
  *   max("attempt") as "max_attempt", max("id") as "max_id"
  * from "jobs" group by "grp" order by "grp"
  * ```
+ * On a fifo table `claimable` counts only each group's head and a `waiting` column follows it:
+ * the due rows behind their group's head (`rowStateIs`); other tables have no `waiting` column.
  * `max_id` lets a sampler tell how many rows were written between two reads. A state the
  * description cannot have is a constant 0, a missing column a constant NULL, so every table
- * returns the same columns.
+ * returns the same columns (a fifo table one more, `waiting`).
  */
 export function countByStateQuery(ctx: StatementContext, table: OperatorTable, now: Date): CompiledQuery<RawRow> {
   const { spec } = table;
   // A state the description cannot have (no processedAt: nothing is done) is a constant 0.
-  const counted = (eb: Eb, state: "done" | "leased" | "delayed" | "ready", alias: string) =>
+  const counted = (eb: Eb, state: "done" | "leased" | "delayed" | "ready" | "waiting", alias: string) =>
     stateExists(spec, state)
       ? eb.fn
           .count(
@@ -42,21 +44,21 @@ export function countByStateQuery(ctx: StatementContext, table: OperatorTable, n
           )
           .as(alias)
       : eb.lit(0).as(alias);
-  let query = ctx.db
-    .selectFrom(spec.table)
-    .select((eb: Eb) => [
-      groupAs(spec)(eb),
-      eb.fn.countAll().as("total"),
-      counted(eb, "done", "done"),
-      counted(eb, "leased", "leased"),
-      counted(eb, "delayed", "delayed"),
-      counted(eb, "ready", "claimable"),
-      table.createdAt === undefined
-        ? eb.lit(null).as("oldest")
-        : eb.fn.min(spec.processedAt === undefined ? eb.ref(table.createdAt) : eb.case().when(spec.processedAt.name, "is", null).then(eb.ref(table.createdAt)).end()).as("oldest"),
-      spec.attempt === undefined ? eb.lit(null).as("max_attempt") : eb.fn.max(spec.attempt.name).as("max_attempt"),
-      eb.fn.max(spec.id.name).as("max_id"),
-    ]);
+  let query = ctx.db.selectFrom(spec.table).select((eb: Eb) => [
+    groupAs(spec)(eb),
+    eb.fn.countAll().as("total"),
+    counted(eb, "done", "done"),
+    counted(eb, "leased", "leased"),
+    counted(eb, "delayed", "delayed"),
+    counted(eb, "ready", "claimable"),
+    // Only a fifo table has rows behind a head: other tables keep their statement as it was.
+    ...(spec.fifo ? [counted(eb, "waiting", "waiting")] : []),
+    table.createdAt === undefined
+      ? eb.lit(null).as("oldest")
+      : eb.fn.min(spec.processedAt === undefined ? eb.ref(table.createdAt) : eb.case().when(spec.processedAt.name, "is", null).then(eb.ref(table.createdAt)).end()).as("oldest"),
+    spec.attempt === undefined ? eb.lit(null).as("max_attempt") : eb.fn.max(spec.attempt.name).as("max_attempt"),
+    eb.fn.max(spec.id.name).as("max_id"),
+  ]);
   if (spec.group !== undefined) query = query.groupBy(spec.group.name).orderBy(spec.group.name);
   return compiled(query);
 }

@@ -18,8 +18,12 @@ export interface OperatorTable {
  */
 export type DeadLetterPlace = { readonly kind: "table"; readonly destination: InboxDescription } | { readonly kind: "group"; readonly group: string; readonly deadGroup: string };
 
-/** The row states an operator asks about; `dead` reads the dead-letter place. */
-export type RowState = "ready" | "delayed" | "leased" | "done" | "all";
+/**
+ * The row states an operator asks about. `ready`: a claim could take the row now (on a fifo table,
+ * only its group's head); `waiting`: due, but behind its fifo group's head (fifo tables only);
+ * `delayed`, `leased`, `done`; `all` is every row.
+ */
+export type RowState = "ready" | "waiting" | "delayed" | "leased" | "done" | "all";
 
 export interface PeekOptions {
   readonly state: RowState;
@@ -38,8 +42,9 @@ export interface PeekOptions {
 export interface OperatorStatements {
   /**
    * One row per group (one row in all without a group column): `grp`, `total`, `done`,
-   * `leased`, `delayed`, `claimable` (not done, not delayed, no live lease), `oldest`
-   * (the smallest created-at of rows not done, or NULL), `max_attempt`, `max_id`.
+   * `leased`, `delayed`, `claimable` (not done, not delayed, no live lease; on a fifo table only
+   * the group's head), on a fifo table `waiting` (due rows behind the head), `oldest` (the
+   * smallest created-at of rows not done, or NULL), `max_attempt`, `max_id`.
    */
   countByState(table: OperatorTable, now: Date): CompiledQuery<RawRow>;
   /** `grp`, `attempt`, `rows` of rows not done: the attempts histogram. `null` without an attempt column. */

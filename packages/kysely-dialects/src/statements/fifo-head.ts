@@ -54,25 +54,32 @@ function held(ctx: StatementContext, spec: InboxDescription, now: Date, name: (c
   return (eb: Eb): Expression<SqlBool> | null => (spec.lease === undefined ? null : eb(name(spec.lease.name), ">", ctx.time.encode(now, COMPARE_PRECISION)));
 }
 
+/** How the group's rows are matched: the claim's named group, or the group of the row an outer query reads. */
+type SameGroup = (eb: Eb, groupColumn: string) => Expression<SqlBool>;
+
 /**
  * The group's rows that hold its head or may take it: unprocessed, of the group, not parked by
  * this process, and due — or held by a live lease (a row in work stays in the group's rows).
  * `alias` names the table (its own name when undefined).
  */
 export function fifoScope(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "now" | "group" | "exclude">, alias?: string) {
-  const name = named(spec, alias);
   const group = fifoGroup(spec, options);
-  const now = ctx.time.encode(options.now, COMPARE_PRECISION);
+  return scopeOf(ctx, spec, options.now, options.exclude, (eb, column) => eb(column, "=", group.value), alias);
+}
+
+function scopeOf(ctx: StatementContext, spec: InboxDescription, at: Date, exclude: readonly unknown[] | undefined, sameGroup: SameGroup, alias?: string) {
+  const name = named(spec, alias);
+  const now = ctx.time.encode(at, COMPARE_PRECISION);
   return (eb: Eb): Expression<SqlBool> => {
-    const conditions: Expression<SqlBool>[] = [eb(name(group.column), "=", group.value)];
+    const conditions: Expression<SqlBool>[] = [sameGroup(eb, name(spec.group?.name ?? ""))];
     if (spec.processedAt !== undefined) conditions.push(eb(name(spec.processedAt.name), "is", null));
     if (spec.retryAfter !== undefined) {
       const ref = name(spec.retryAfter.name);
       const due = [eb(ref, "is", null), eb(ref, "<=", now)];
-      const inWork = held(ctx, spec, options.now, name)(eb);
+      const inWork = held(ctx, spec, at, name)(eb);
       conditions.push(eb.or(inWork === null ? due : [...due, inWork]));
     }
-    if (options.exclude !== undefined && options.exclude.length > 0) conditions.push(eb(name(spec.id.name), "not in", options.exclude));
+    if (exclude !== undefined && exclude.length > 0) conditions.push(eb(name(spec.id.name), "not in", exclude));
     return eb.and(conditions);
   };
 }
@@ -111,11 +118,39 @@ export function fifoOrder<Q extends { orderBy(...args: any[]): Q }>(ctx: Stateme
  * alias `fifo_head`; `scoped` adds the group's rows condition where the source is the table.
  */
 export function fifoHeadId(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "now" | "group" | "exclude">, source: string, scoped: boolean) {
+  return headId(ctx, spec, options.now, source, scoped ? fifoScope(ctx, spec, options, FIFO_HEAD) : null);
+}
+
+function headId(ctx: StatementContext, spec: InboxDescription, now: Date, source: string, scope: ((eb: Eb) => Expression<SqlBool>) | null) {
   return (eb: Eb) => {
     let head = eb.selectFrom(`${source} as ${FIFO_HEAD}`).select(`${FIFO_HEAD}.${spec.id.name}`);
-    if (scoped) head = head.where(fifoScope(ctx, spec, options, FIFO_HEAD));
-    return fifoOrder(ctx, spec, options.now, head, FIFO_HEAD).limit(1);
+    if (scope !== null) head = head.where(scope);
+    return fifoOrder(ctx, spec, now, head, FIFO_HEAD).limit(1);
   };
+}
+
+/**
+ * The head rule as the operator views read it: is the row that an outer query reads from `table`
+ * its own group's head? The same scope and order as a claim's head (`fifoHeadId`), with the group
+ * taken from the outer row instead of a claim's named group, so a status and a claim never
+ * disagree about which row runs next. A row whose group is NULL has no head (a claim always
+ * names a group): the comparison is NULL, so the caller reads such a row as not the head.
+ * The ready rows of a lease table with fifo and no other role, on PostgreSQL:
+ * ```sql postgres:operator.peek(fifo, ready)
+ * select * from "fifo_jobs" where (("locked_until" is null or "locked_until" <= $1)
+ *   and "fifo_jobs"."id" = (select "fifo_head"."id" from "fifo_jobs" as "fifo_head"
+ *     where "fifo_head"."grp" = "fifo_jobs"."grp"
+ *     order by case when "fifo_head"."locked_until" > $2 then 0 else 1 end asc, "fifo_head"."id" asc limit $3))
+ * order by "id" limit $4
+ * ```
+ * One subquery per row it is asked about: a status of a fifo table costs O(rows × rows of a group)
+ * without an index on the group column.
+ */
+export function isOwnGroupHead(ctx: StatementContext, spec: InboxDescription, now: Date, table: string) {
+  const group = spec.group;
+  if (group === undefined) throw new SqlInboxError("Declaration", "fifo needs a group column", { table: spec.table });
+  const scope = scopeOf(ctx, spec, now, undefined, (eb, column) => eb(column, "=", eb.ref(`${table}.${group.name}`)), FIFO_HEAD);
+  return (eb: Eb): Expression<SqlBool> => eb(`${table}.${spec.id.name}`, "=", headId(ctx, spec, now, table, scope)(eb));
 }
 
 /** A plain count of the group's rows (no lock): what a claim compares with the rows it locked. */
