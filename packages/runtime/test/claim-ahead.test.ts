@@ -4,14 +4,13 @@
  * statement, each still token-checked and failing on its own; a stop gives back the rows that
  * were claimed ahead and never started, without spending their attempt.
  */
-import BetterSqlite3 from "better-sqlite3";
-import { Kysely, SqliteDialect, sql } from "kysely";
+import { sql } from "kysely";
 import { describe, expect, test } from "vitest";
-import { App, InboxQueue, SqlBroker, silentLogger, subscriber, type SqlInboxError } from "../src/index.js";
+import type { SqlInboxError } from "../src/index.js";
 import { TestApp } from "../src/testing/index.js";
 import type { AnyKysely } from "../src/database.js";
 import { engines, insertRaw, readRows, type TestEngine } from "./engines.js";
-import { deferred, jobsApp, jobsSpec, useLeaseTable } from "./fixtures.js";
+import { deferred, jobsApp, useLeaseTable } from "./fixtures.js";
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
 
@@ -120,42 +119,5 @@ describe.each(engines)("claims ahead and batched acks on $name", (engine: TestEn
     // Given back as they were before the claim: no lease, the attempt it had.
     expect(after.map((r) => [r.id, r.attempt, r.locked_until])).toEqual(before.filter((r) => r.id !== Number(started)).map((r) => [r.id, r.attempt, null]));
     expect(t.logs.find("rows claimed ahead but not started were given back")[0]?.fields).toMatchObject({ released: 4, unstarted: 4 });
-  });
-});
-
-describe("a single writer (SQLite): a claim runs after the acks of the rows handled before it", () => {
-  const sqlite = engines.find((e) => e.name === "sqlite") as TestEngine;
-  let url: string;
-  let db: AnyKysely;
-  let table: string;
-  const track = useLeaseTable(sqlite, "rt_ahead_order", (scope) => ({ url, db, table } = scope));
-
-  test("batch(16).workers(1), handlers that return at once: claim and ack alternate, each ack takes the whole batch before the next claim scans", async () => {
-    for (let n = 0; n < 64; n++) await insertRaw(db, table, { payload: json({ n }) });
-    // A Kysely of the app's own on the same file, logging what runs on it, in order.
-    const statements: string[] = [];
-    const logged = new Kysely({
-      dialect: new SqliteDialect({ database: new BetterSqlite3(url.slice("sqlite:".length)) }),
-      log: (event) => {
-        const text = event.query.sql;
-        if (text.startsWith("update")) statements.push("claim");
-        else if (text.startsWith("delete")) statements.push(`ack ${event.query.parameters.length - 1}`);
-      },
-    });
-    try {
-      const spec = jobsSpec(table);
-      const seen: number[] = [];
-      const sub = subscriber(InboxQueue.of(spec, "jobs").lease(2000).batch(16).workers(1), (job) => void seen.push(job.n));
-      const app = new App({ name: "test", version: "0", logger: silentLogger }).withBroker(SqlBroker.fromKysely(logged).route(spec, "jobs"), (b) => b.include(sub));
-      const t = track(await TestApp.startLive(app));
-      await t.waitFor(async () => (await readRows(sqlite, db, table)).length === 0, 10_000, "the table to drain");
-      await t.stop();
-      expect([...seen].sort((a, b) => a - b)).toEqual(Array.from({ length: 64 }, (_, n) => n));
-      // Claiming ahead would scan past the rows waiting for their ack (a claim before the last batch's ack);
-      // one writer hides no round trip, so the claim waits for the ack instead.
-      expect(statements.slice(0, 8)).toEqual(["claim", "ack 16", "claim", "ack 16", "claim", "ack 16", "claim", "ack 16"]);
-    } finally {
-      await logged.destroy();
-    }
   });
 });

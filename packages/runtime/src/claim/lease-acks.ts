@@ -46,8 +46,6 @@ export class LeaseAcks {
   #flights = 0;
   readonly #maxFlights: number;
   #scheduled = false;
-  /** The statements running, for `writtenBeforeClaim`. */
-  readonly #writes = new Set<Promise<void>>();
 
   constructor(setup: ClaimSetup, keeper: LeaseKeeper) {
     this.#setup = setup;
@@ -69,18 +67,6 @@ export class LeaseAcks {
     this.#pending.push({ lease, kind, done });
     this.#setup.database.activity.touch();
     this.#schedule();
-  }
-
-  /**
-   * Writes the acks waiting now without waiting for the turn, and resolves once the statements
-   * running now ended. A single writer's claim (SQLite) waits for this: the rows just handled are
-   * gone before it scans, as in a loop of claim, handle, ack, instead of being stepped over as
-   * leased rows; and there is no round trip that claiming first would hide.
-   */
-  writtenBeforeClaim(): Promise<void> | undefined {
-    if (this.#pending.length > 0 && this.#flights < this.#maxFlights) this.#flush();
-    if (this.#writes.size === 0) return undefined;
-    return Promise.all(this.#writes).then(() => undefined);
   }
 
   #place(id: unknown): ErrorPlace {
@@ -111,13 +97,11 @@ export class LeaseAcks {
     const batch = this.#pending.length <= MAX_ACKS_PER_STATEMENT ? this.#pending : this.#pending.slice(0, MAX_ACKS_PER_STATEMENT);
     this.#pending = batch === this.#pending ? [] : this.#pending.slice(MAX_ACKS_PER_STATEMENT);
     this.#flights++;
-    const write: Promise<void> = this.#write(batch).finally(() => {
-      this.#writes.delete(write);
+    void this.#write(batch).finally(() => {
       this.#flights--;
       // What gathered while the statement ran goes at once: no extra turn.
       if (this.#pending.length > 0 && this.#flights < this.#maxFlights) this.#flush();
     });
-    this.#writes.add(write);
     if (this.#pending.length > 0) this.#schedule();
   }
 

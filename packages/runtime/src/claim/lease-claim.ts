@@ -10,13 +10,6 @@ import type { HandlerTransaction } from "./held-delivery.js";
 import { LeaseAcks, MAX_ACKS_PER_STATEMENT, type AckDone } from "./lease-acks.js";
 
 /**
- * On a single writer, a claim of at least this many rows waits for the acks of the rows handled before
- * it: it would otherwise scan past a batch of rows only waiting for their ack. Smaller claims go at once,
- * and their acks gather across claims (SQLite lease b1: 1.25 statements per job, against 2 when each waited).
- */
-const SINGLE_WRITER_WAITS_FROM = 16;
-
-/**
  * The lease form: a claim writes `now + lease` into the lease column and counts an attempt,
  * then commits, so a delivery in work holds no connection. The deadline is the token:
  * every extension and settlement carries it, and one that finds another deadline changes
@@ -56,13 +49,6 @@ export class LeaseClaim implements ClaimStrategy {
   }
 
   async claim(limit: number): Promise<ClaimedDelivery[]> {
-    if (!this.claimsSideBySide && limit >= SINGLE_WRITER_WAITS_FROM) {
-      // A single writer (SQLite): a batch claim runs after the deliveries of this turn and their acks, as a loop of
-      // claim, handle, ack would: then it scans no row that is only waiting for its ack. No round trip is lost.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      const acks = this.#acks.writtenBeforeClaim();
-      if (acks !== undefined) await acks;
-    }
     const { database, spec, clock, leaseMs, precision } = this.#setup;
     const { lease: statements, time } = database.dialect;
     const now = clock.now();
