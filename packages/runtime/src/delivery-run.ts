@@ -1,5 +1,4 @@
-import { isSqlInboxError, type RoleMarker } from "@sqlinbox/core/internal";
-import { isStandardSchema } from "@sqlinbox/core/internal";
+import { isSqlInboxError, isStandardSchema, type RoleMarker } from "@sqlinbox/core/internal";
 import type { ClaimedDelivery } from "./claim/claim-strategy.js";
 import { deliveryContext, type ContextPlace } from "./context.js";
 import type { AnyTransaction } from "./database.js";
@@ -11,14 +10,14 @@ import { decodePayload, decodePayloadNow } from "./payload.js";
 import type { SubscriptionSetup } from "./subscription.js";
 import type { DeliveryTrace } from "./telemetry/telemetry.js";
 
-/** What a run tells its subscription. */
+/** What a run tells its subscription. Functions, not methods: `settled` is passed on as a callback, unbound. */
 export interface RunHooks {
   /** A settlement began, apart from its worker. */
-  settling(): void;
+  readonly settling: () => void;
   /** That settlement ended (written or failed): the subscription may claim again, or be idle. */
-  settled(): void;
+  readonly settled: () => void;
   /** A settlement was written: a stop under way counts it in its report. */
-  finished(): void;
+  readonly finished: () => void;
 }
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
@@ -91,8 +90,8 @@ export class DeliveryRun {
     };
   }
 
-  /** Counts a settlement until it is written, apart from the worker. */
-  #apart(settlement: Promise<void>): Promise<void> {
+  /** Counts a settlement (or a batch's) until it is written, apart from the worker. */
+  apart(settlement: Promise<void>): Promise<void> {
     this.#hooks.settling();
     return settlement.finally(() => this.#hooks.settled());
   }
@@ -116,9 +115,7 @@ export class DeliveryRun {
     const { spec, logger } = this.#s;
     let payload: unknown;
     try {
-      payload = this.#decodesAsync
-        ? await decodePayload(spec, delivery.row, { ...this.#place, id: delivery.id })
-        : decodePayloadNow(spec, delivery.row, { ...this.#place, id: delivery.id });
+      payload = this.#decodesAsync ? await decodePayload(spec, delivery.row, this.#placeOf(delivery.id)) : decodePayloadNow(spec, delivery.row, this.#placeOf, delivery.id);
     } catch (error) {
       await this.#undecodable(delivery, error, trace);
       return;
@@ -139,7 +136,7 @@ export class DeliveryRun {
 
   /** Parks an undecodable row; the worker waits for it only where the delivery holds a connection. */
   #undecodable(delivery: ClaimedDelivery, error: unknown, trace: DeliveryTrace | undefined): Promise<void> | undefined {
-    const parked = this.#apart(this.parkUndecodable(delivery, error, trace));
+    const parked = this.apart(this.parkUndecodable(delivery, error, trace));
     return this.#holdsWorker ? parked : undefined;
   }
 
@@ -203,7 +200,7 @@ export class DeliveryRun {
    */
   #settleApart(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined): Promise<void> | undefined {
     this.#hooks.settling();
-    const apart = () => this.#hooks.settled();
+    const apart = this.#hooks.settled; // no closure per delivery
     if (!this.#holdsWorker) {
       this.#settleThen(delivery, outcome, payload, trace, apart);
       return undefined;
@@ -249,7 +246,7 @@ export class DeliveryRun {
   storable(outcome: HandlerOutcome, source: string, delivery: ClaimedDelivery): HandlerOutcome {
     if (outcome.kind !== "retryAfter" || this.#storesDelay) return outcome;
     const form = this.#s.spec.form === "advisory" ? "advisory" : "rowLock";
-    const place = { ...this.#place, id: delivery.id };
+    const place = this.#placeOf(delivery.id);
     this.#s.logger.error(
       { ...errorFields(delayWithoutColumn(outcome.ms, form, source, place)), ...place },
       "retryAfter on a table with no retryAfter column: row released and parked in this process",
@@ -260,7 +257,7 @@ export class DeliveryRun {
   /** A dead letter needs a destination: without one the row is kept, hidden for the decode delay, and the mistake logged. */
   #keepWithoutDeadLetter(delivery: ClaimedDelivery, outcome: HandlerOutcome): HandlerOutcome {
     if (outcome.kind !== "deadLetter" || this.#s.options.deadLetter !== undefined) return outcome;
-    this.#s.logger.error({ ...errorFields(noDeadLetter({ ...this.#place, id: delivery.id })), ...this.#place, id: delivery.id }, "no dead-letter destination: row kept");
+    this.#s.logger.error({ ...errorFields(noDeadLetter(this.#placeOf(delivery.id))), ...this.#place, id: delivery.id }, "no dead-letter destination: row kept");
     return HandlerOutcome.retryAfter(this.#s.decodeRetryMs);
   }
 

@@ -337,12 +337,14 @@ export class Subscription {
     this.#pump();
     this.#checkIdle();
   }
+
   /** Runs a batch handler on the rows of one claim; they count in work until every one settled. */
   #startBatch(run: BatchRun, deliveries: readonly ClaimedDelivery[]): void {
     this.#batches++;
     for (const delivery of deliveries) this.#inFlight.add(delivery);
     this.#s.activity.touch();
-    void this.#apart(deliverBatch(run, deliveries))
+    void this.#run
+      .apart(deliverBatch(run, deliveries))
       .catch((error: unknown) => this.#s.logger.error({ ...errorFields(error), ...this.#place }, "batch delivery failed unexpectedly; its rows return when their holds end"))
       .finally(() => {
         this.#batches--;
@@ -351,12 +353,6 @@ export class Subscription {
         this.#claimMore();
         this.#checkIdle();
       });
-  }
-
-  /** Counts a settlement until it is written, apart from the worker (free again unless it holds a connection). */
-  #apart(settlement: Promise<void>): Promise<void> {
-    this.#pace.settling++;
-    return settlement.finally(() => this.#settlementEnded());
   }
 
   /** A settlement counted apart from its worker ended: a claim may start, or the subscription be idle. */

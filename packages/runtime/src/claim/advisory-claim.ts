@@ -3,7 +3,7 @@ import type { CompiledQuery } from "kysely";
 import { lockSessionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { asClaimed, deliveredAttempt, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { asClaimed, deliveredAttempt, deliveryPlace, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 
@@ -320,11 +320,11 @@ export class AdvisoryClaim implements ClaimStrategy {
   }
 
   #delivery(row: RawRow, key: string, registered: string, connection: HeldConnection | undefined): ClaimedDelivery {
-    const { spec, subscription } = this.#setup;
+    const { spec } = this.#setup;
     const id = row[spec.id.name];
     // The candidate was read before the take counted its attempt: the row handed over reads as taken.
     const attempt = deliveredAttempt(spec, asClaimed(spec, row));
-    return new HeldDelivery(this.#holding, row, id, attempt, { subscription, table: spec.table, id }, { key, registered, connection });
+    return new HeldDelivery(this.#holding, row, id, attempt, deliveryPlace(this.#setup, id), { key, registered, connection });
   }
 
   /** Unlocks the delivery's key and forgets it in this process; true when the session still held the lock. */

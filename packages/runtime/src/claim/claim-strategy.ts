@@ -1,4 +1,4 @@
-import type { ClaimForm, InboxDescription } from "@sqlinbox/core/internal";
+import type { ClaimForm, ErrorPlace, InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import type { Clock } from "../clock.js";
 import type { AnyTransaction, Database } from "../database.js";
@@ -130,6 +130,11 @@ function counted(value: unknown): unknown {
   if (typeof value === "bigint") return value + 1n;
   if (typeof value === "string") return String(Number(value) + 1);
   return Number(value) + 1;
+}
+
+/** Where a claimed row is, for its errors and log lines: subscription, table and id. */
+export function deliveryPlace(setup: Pick<ClaimSetup, "spec" | "subscription">, id: unknown): ErrorPlace {
+  return { subscription: setup.subscription, table: setup.spec.table, id };
 }
 
 /** On a table with a group column, a subscription claims only its group: the route name selects it. */

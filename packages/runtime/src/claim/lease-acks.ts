@@ -1,9 +1,9 @@
-import { isSqlInboxError, type ErrorPlace } from "@sqlinbox/core/internal";
+import { isSqlInboxError } from "@sqlinbox/core/internal";
 import type { HeldLease } from "@sqlinbox/kysely-dialects";
 import { batchedAckShort, closedBeforeLeaseSettlement, leaseNotHeld } from "../errors.js";
 import { keyOf, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease, type LeaseKeeper } from "../lease-keeper.js";
 import { errorFields } from "../logger.js";
-import type { ClaimSetup } from "./claim-strategy.js";
+import { deliveryPlace, type ClaimSetup } from "./claim-strategy.js";
 
 /** Acks written by one statement at most: 2 parameters each, far below every engine's limit (SQLite 3.32+: 32,766). */
 export const MAX_ACKS_PER_STATEMENT = 512;
@@ -69,10 +69,6 @@ export class LeaseAcks {
     this.#schedule();
   }
 
-  #place(id: unknown): ErrorPlace {
-    return { subscription: this.#setup.subscription, table: this.#setup.spec.table, id };
-  }
-
   /** Tells one ack's owner; a callback that throws is a bug in the caller, logged, never a reason to leave the others untold. */
   #tell(a: PendingAck, ok: boolean, error?: unknown): void {
     try {
@@ -110,7 +106,7 @@ export class LeaseAcks {
     if (isClosed()) {
       for (const a of batch) {
         this.#keeper.release(a.lease);
-        this.#tell(a, false, closedBeforeLeaseSettlement(this.#place(a.lease.id)));
+        this.#tell(a, false, closedBeforeLeaseSettlement(deliveryPlace(this.#setup, a.lease.id)));
       }
       return;
     }
@@ -139,7 +135,7 @@ export class LeaseAcks {
     for (const a of batch) {
       this.#keeper.release(a.lease);
       if (acked === ALL || acked.has(a.lease.key)) this.#tell(a, true);
-      else this.#tell(a, false, leaseNotHeld(a.kind, a.lease.held, this.#place(a.lease.id)));
+      else this.#tell(a, false, leaseNotHeld(a.kind, a.lease.held, deliveryPlace(this.#setup, a.lease.id)));
     }
   }
 

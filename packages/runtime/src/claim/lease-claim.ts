@@ -5,7 +5,7 @@ import type { AnyTransaction } from "../database.js";
 import { LeaseKeeper, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease } from "../lease-keeper.js";
 import { errorFields } from "../logger.js";
 import type { DeadLetterOutcome, HandlerOutcome } from "../outcome.js";
-import { asClaimed, deliveredAttempt, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { asClaimed, deliveredAttempt, deliveryPlace, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import type { HandlerTransaction } from "./held-delivery.js";
 import { LeaseAcks, MAX_ACKS_PER_STATEMENT, type AckDone } from "./lease-acks.js";
 
@@ -63,7 +63,7 @@ export class LeaseClaim implements ClaimStrategy {
       const leaseName = spec.lease?.name;
       if (leaseName !== undefined && rows.length > 0 && (rows[0] as RawRow)[leaseName] === null) {
         const stamped = database.timeAsRead(until, precision);
-        for (const row of rows) row[leaseName] = stamped instanceof Date ? new Date(stamped.getTime()) : stamped;
+        for (const row of rows) row[leaseName] = ownCopy(stamped);
       }
     } else {
       // MySQL/MariaDB: SELECT … FOR UPDATE SKIP LOCKED, then stamp the rows, in one short transaction.
@@ -78,7 +78,7 @@ export class LeaseClaim implements ClaimStrategy {
         await database.execute("claim", statements.stampClaimed(spec, ids, until, precision), trx);
         // Read before the stamp: the rows handed over carry the attempt and the deadline it wrote, as the driver reads them back.
         const stamped = database.timeAsRead(until, precision);
-        for (const row of selected) asClaimed(spec, row, stamped instanceof Date ? new Date(stamped.getTime()) : stamped);
+        for (const row of selected) asClaimed(spec, row, ownCopy(stamped));
         return selected;
       });
     }
@@ -98,13 +98,13 @@ export class LeaseClaim implements ClaimStrategy {
     const tx = delivery.handlerTransaction;
     if (tx !== undefined) {
       delivery.handlerTransaction = undefined;
-      if (outcome.kind === "ack" && !abandoned && !this.#setup.isClosed()) return this.#ackWithin(tx, lease, this.#place(delivery.id));
+      if (outcome.kind === "ack" && !abandoned && !this.#setup.isClosed()) return this.#ackWithin(tx, lease, deliveryPlace(this.#setup, delivery.id));
       // Any other outcome: the handler's writes roll back, then the row settles as usual.
       return rollbackQuietly(tx).then(() => this.settle(delivery, outcome, abandoned));
     }
     if (this.#setup.isClosed() || abandoned) {
       this.#keeper.release(lease);
-      return Promise.reject(closedBeforeLeaseSettlement(this.#place(delivery.id)));
+      return Promise.reject(closedBeforeLeaseSettlement(deliveryPlace(this.#setup, delivery.id)));
     }
     if (outcome.kind === "ack" || outcome.kind === "drop") return this.#acks.ack(lease, outcome.kind);
     if (outcome.kind === "deadLetter") return this.#settleDeadLetter(lease, outcome, delivery.attempt);
@@ -189,14 +189,10 @@ export class LeaseClaim implements ClaimStrategy {
     }
   }
 
-  #place(id: unknown): ErrorPlace {
-    return { subscription: this.#setup.subscription, table: this.#setup.spec.table, id };
-  }
-
   async #settleDeadLetter(lease: KeptLease, outcome: DeadLetterOutcome, attempt: number | undefined): Promise<void> {
     await this.#keeper.beginSettle(lease);
     try {
-      await moveHeld({ setup: this.#setup, place: (id) => this.#place(id) }, lease, outcome, attempt);
+      await moveHeld(this.#setup, lease, outcome, attempt);
     } finally {
       this.#keeper.release(lease);
     }
@@ -220,7 +216,7 @@ export class LeaseClaim implements ClaimStrategy {
           continue;
         }
         if (Number(result.numAffectedRows ?? 0n) === 0) {
-          throw leaseNotHeld(outcome.kind, lease.held, this.#place(lease.id));
+          throw leaseNotHeld(outcome.kind, lease.held, deliveryPlace(this.#setup, lease.id));
         }
         return;
       }
@@ -230,14 +226,19 @@ export class LeaseClaim implements ClaimStrategy {
   }
 }
 
+/** A value for one row: a `Date` is copied (a handler may change its row's), text is shared. */
+function ownCopy(value: unknown): unknown {
+  return value instanceof Date ? new Date(value.getTime()) : value;
+}
+
 /**
  * The dead-letter move while the lease is held, in one transaction: the insert from a select
  * of the row holding the token, then the delete with the same token (or the group update alone).
  * Zero rows from either: the lease was lost; the transaction rolls back, nothing is inserted.
  */
-async function moveHeld(claim: LeaseClaimParts, lease: KeptLease, outcome: DeadLetterOutcome, attempt: number | undefined): Promise<void> {
-  const { database, spec, precision, deadLetter } = claim.setup;
-  const place = claim.place(lease.id);
+async function moveHeld(setup: ClaimSetup, lease: KeptLease, outcome: DeadLetterOutcome, attempt: number | undefined): Promise<void> {
+  const { database, spec, precision, deadLetter } = setup;
+  const place = deliveryPlace(setup, lease.id);
   if (deadLetter === undefined) throw noDeadLetter(place);
   const statements = database.dialect.deadLetter;
   const token = { id: lease.id, held: lease.held };
@@ -252,12 +253,6 @@ async function moveHeld(claim: LeaseClaimParts, lease: KeptLease, outcome: DeadL
       if (Number(result.numAffectedRows ?? 0n) === 0) throw leaseNotHeld(outcome.kind, lease.held, place);
     }
   });
-}
-
-/** What `moveHeld` reads of a lease claim. */
-interface LeaseClaimParts {
-  readonly setup: ClaimSetup;
-  place(id: unknown): ErrorPlace;
 }
 
 /** One claimed row of the lease form; its signal exists once something asks for it. */

@@ -5,7 +5,7 @@ import { isDeadlock } from "../database.js";
 import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
-import { asClaimed, deliveredAttempt, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { asClaimed, deliveredAttempt, deliveryPlace, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 import { SharedTransaction } from "./shared-transaction.js";
 
@@ -74,7 +74,6 @@ export class RowLockClaim implements ClaimStrategy {
       parked: setup.parked,
       isClosed: setup.isClosed,
       closedBeforeSettle: (d) => this.#giveBack(d.hold, "the broker closed"),
-      // A row never started leaves its share of a shared transaction, which rolls back once its rows in work arrived (now, when none is).
       // A row never started leaves its share of a shared transaction, which takes its attempt back and commits the others.
       abandon: (d, started) => {
         if (started) void this.#giveBack(d.hold, "the shutdown grace period is over", true);
@@ -243,12 +242,12 @@ export class RowLockClaim implements ClaimStrategy {
   }
 
   #delivery(hold: RowHold, row: RawRow, countedAfterSelect: boolean): ClaimedDelivery {
-    const { spec, subscription } = this.#setup;
+    const { spec } = this.#setup;
     const id = row[spec.id.name];
     // Postgres returns the counted attempt; MySQL/MariaDB read the row before `countAttempts`.
     if (countedAfterSelect) asClaimed(spec, row);
     const attempt = deliveredAttempt(spec, row);
-    return new HeldDelivery(this.#holding, row, id, attempt, { subscription, table: spec.table, id }, hold);
+    return new HeldDelivery(this.#holding, row, id, attempt, deliveryPlace(this.#setup, id), hold);
   }
 
   async #settle(delivery: HeldDelivery<RowHold>, outcome: HandlerOutcome): Promise<void> {
@@ -259,7 +258,7 @@ export class RowLockClaim implements ClaimStrategy {
       if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
       // Any outcome but an ack undoes the handler's writes; the settlement still commits the attempt.
       if (handlerTx !== undefined && outcome.kind !== "ack") await handlerTx.rollbackToSavepoint(HANDLER_SAVEPOINT).execute();
-      for (const query of this.#settlement(id, outcome, place, attempt)) await this.#run(trx, "settle", query);
+      await this.#runAll(trx, this.#settlement(id, outcome, place, attempt));
       await this.#setup.database.activity.track(() => trx.commit().execute());
       this.#open.delete(trx);
     } catch (error) {
@@ -285,6 +284,7 @@ export class RowLockClaim implements ClaimStrategy {
     });
   }
 
+  /** Runs one settlement's statements in turn, in its transaction. */
   async #runAll(trx: HeldTransaction, queries: readonly CompiledQuery[]): Promise<void> {
     for (const query of queries) await this.#run(trx, "settle", query);
   }
@@ -310,7 +310,7 @@ export class RowLockClaim implements ClaimStrategy {
       try {
         const count = this.#statements.countAttempts(spec, [id]);
         if (count !== null) await this.#run(trx, "settle", count);
-        for (const query of this.#settlement(id, outcome, place, attempt)) await this.#run(trx, "settle", query);
+        await this.#runAll(trx, this.#settlement(id, outcome, place, attempt));
         await database.activity.track(() => trx.commit().execute());
         this.#open.delete(trx);
         return;

@@ -45,7 +45,7 @@ export class SharedTransaction {
 
   /** Settles once the transaction committed or rolled back; never rejects. */
   get ended(): Promise<void> {
-    return this.#done.catch(() => undefined);
+    return this.#done.catch(ignore);
   }
 
   /** True once a write failed or a delivery was given back: what is still written rolls back anyway. */
@@ -82,14 +82,14 @@ export class SharedTransaction {
     this.#failure ??= { cause: reason };
     if (now) void this.#rollback();
     this.#arrived();
-    return this.#done.catch(() => undefined);
+    return this.ended;
   }
 
   /** A row never handed to a handler leaves: its attempt is taken back before the commit. */
   leave(id: unknown): Promise<void> {
     this.#left.push(id);
     this.#arrived();
-    return this.#done.catch(() => undefined);
+    return this.ended;
   }
 
   #arrived(): void {
