@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { advisoryKeyOf } from "../src/internal.js";
 import { operatorFor, type DeadLetterPlace } from "../src/operator/index.js";
 import { claimLease, claimRowLocked, jobsTable, publish, readRows } from "./live/helpers.js";
+import { fifoRichLease } from "./specs.js";
 import { connectMariadb, connectPostgres, connectSqlite, run, type Db, type LiveEngine } from "./live/servers.js";
 
 const grouped = (table: string) =>
@@ -14,16 +15,6 @@ const grouped = (table: string) =>
     .retryAfter(column("retry_after"))
     .processedAt(column("processed_at"))
     .group(column("grp")).description;
-const fifo = (table: string) =>
-  InboxSpec.table(table, column("id").generated())
-    .attempt(column("attempt").generated())
-    .lease(column("locked_until"))
-    .payload(column("payload"))
-    .retryAfter(column("retry_after"))
-    .processedAt(column("processed_at"))
-    .group(column("grp"))
-    .priority(column("priority"))
-    .fifo().description;
 const fifoRowLocked = (table: string) =>
   InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")).group(column("grp")).fifo().description;
 const rowLocked = (table: string) =>
@@ -65,7 +56,7 @@ function operatorScenarios(get: () => LiveEngine): void {
 
   test("fifo: ready is each group's head, exactly the rows the claim takes next; the due rows behind it are waiting", async () => {
     const engine = get();
-    const spec = fifo(await jobsTable(engine, "op_fifo"));
+    const spec = fifoRichLease(await jobsTable(engine, "op_fifo"));
     const now = new Date();
     const enc = (ms: number) => engine.dialect.time.encode(new Date(now.getTime() + ms), 3);
     const ids = await publish(engine, spec, [
