@@ -61,7 +61,7 @@ export function settingsFromArgs(argv: readonly string[]): BenchSettings {
     warmupN: num("warmup-n", smoke ? 0 : 300),
     drainTargetMs: num("drain-ms", 2_000),
     minN: num("min-n", smoke ? 50 : 500),
-    maxN: num("max-n", smoke ? 50 : 50_000),
+    maxN: num("max-n", smoke ? 50 : 200_000),
     enqueueN: num("enqueue-n", smoke ? 20 : 1_000),
     latencySamples: num("latency-n", smoke ? 5 : 200),
     latencyRatePerSec: num("latency-rate", 100),

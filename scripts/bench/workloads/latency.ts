@@ -187,7 +187,8 @@ function sqlinboxSecondProcess(engine: EngineName): LatencyCase {
       broker = built.broker;
       running = await startApp(built.app);
       if (typeof broker!.publish !== "function") throw new Error("the broker has no publish(route, payload) yet");
-      child = fork(CHILD, [engine], { execArgv: ["--import", "tsx", "--conditions=@sqlinbox/source"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+      // The child runs what this process runs (fork passes on its flags): the built packages, or the sources under `--conditions`.
+      child = fork(CHILD, [engine], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
       await withTimeout(
         new Promise<void>((resolve, reject) => {
           child!.on("message", (m: { ready?: boolean; how?: string; i?: number; latency?: number; error?: string }) => {

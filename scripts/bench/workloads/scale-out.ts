@@ -71,10 +71,8 @@ async function forkWorkers(
   const failed = new Promise<never>((_, reject) => (fail = reject));
   failed.catch(() => {}); // observed by the drain; a failure after it ended is reported by the missing `done`
   for (let k = 0; k < p; k++) {
-    const child = fork(CHILD, [engine, form, String(s.scale.batch), String(s.scale.workers)], {
-      execArgv: ["--import", "tsx", "--conditions=@sqlinbox/source"],
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
-    });
+    // The child runs what this process runs (fork passes on its flags): the built packages, or the sources under `--conditions`.
+    const child = fork(CHILD, [engine, form, String(s.scale.batch), String(s.scale.workers)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
     const w: Worker = { child, handled: 0 };
     workers.push(w);
     ready.push(
