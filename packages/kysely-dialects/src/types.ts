@@ -104,6 +104,14 @@ export interface LeaseClaimOptions extends ClaimOptions {
  */
 export interface RowLockStatements {
   /**
+   * Opens a claim's transaction on a connection the caller holds: `begin`, after `set transaction
+   * isolation level read committed` on MySQL/MariaDB (`capabilities.claimIsolation`). The same
+   * statements as Kysely's `startTransaction()` sends; then `commit` or `rollback`.
+   */
+  readonly begin: readonly CompiledQuery[];
+  readonly commit: CompiledQuery;
+  readonly rollback: CompiledQuery;
+  /**
    * Select claimable rows `FOR UPDATE SKIP LOCKED`; on engines with `updateReturning` it also counts the attempt and returns the new value.
    * A fifo table: the group's head only — Postgres locks the group in this statement; MySQL/MariaDB
    * read the head without a lock after `lockFifoGroup`, whose row count goes in `fifoLocked`.

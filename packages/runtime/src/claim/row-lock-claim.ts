@@ -1,16 +1,16 @@
 import type { ErrorPlace } from "@sqlinbox/core/internal";
 import type { ClaimOptions, RawRow, RowLockStatements } from "@sqlinbox/kysely-dialects";
-import type { CompiledQuery, ControlledTransaction, QueryResult } from "kysely";
+import type { CompiledQuery, QueryResult } from "kysely";
 import { isDeadlock } from "../database.js";
 import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
 import { asClaimed, deliveredAttempt, deliveryPlace, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { KyselyClaimTransaction, SessionTransaction, type ClaimTransaction } from "./claim-transaction.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 import { SharedTransaction } from "./shared-transaction.js";
 
-// biome-ignore lint/suspicious/noExplicitAny: compiled queries run on any database interface
-type HeldTransaction = ControlledTransaction<any>;
+type HeldTransaction = ClaimTransaction;
 
 /** What a row-lock delivery holds: the claim's transaction, alone or shared with the other rows of its claim. */
 interface RowHold {
@@ -81,7 +81,12 @@ export class RowLockClaim implements ClaimStrategy {
         else void this.#giveBack(d.hold, "the app stopped before the delivery started");
       },
       settle: (d, outcome) => (d.hold.shared === undefined ? this.#settle(d, outcome) : this.#settleShared(d, d.hold.shared, outcome)),
-      openHandlerTransaction: (d) => d.hold.trx.savepoint(HANDLER_SAVEPOINT).execute(),
+      openHandlerTransaction: (d) => {
+        // A transactional queue's claims open Kysely's own transaction (`#begin`): the handler's `ctx.tx` is a savepoint in it.
+        const trx = d.hold.trx.kysely;
+        if (trx === undefined) return Promise.reject(new Error("a row-lock claim without a Kysely transaction cannot open a handler's transaction"));
+        return trx.savepoint(HANDLER_SAVEPOINT).execute();
+      },
     };
   }
 
@@ -134,7 +139,7 @@ export class RowLockClaim implements ClaimStrategy {
         const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
         const row = rows[0];
         if (row === undefined) {
-          await trx.rollback().execute();
+          await trx.rollback();
           this.#open.delete(trx);
           return undefined;
         }
@@ -158,7 +163,7 @@ export class RowLockClaim implements ClaimStrategy {
         const options = await this.#lockFifoGroup(trx, { limit, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) });
         const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
         if (rows.length === 0) {
-          await trx.rollback().execute();
+          await trx.rollback();
           this.#open.delete(trx);
           return [];
         }
@@ -206,7 +211,7 @@ export class RowLockClaim implements ClaimStrategy {
   async #commit(trx: HeldTransaction): Promise<void> {
     const injected = this.#setup.database.fault?.("settle");
     if (injected) throw injected;
-    await this.#setup.database.activity.track(() => trx.commit().execute());
+    await this.#setup.database.activity.track(() => trx.commit());
     this.#open.delete(trx);
   }
 
@@ -216,11 +221,12 @@ export class RowLockClaim implements ClaimStrategy {
     return hold.shared.giveBack(new Error(reason), now);
   }
 
+  /** Opens a claim's transaction: Kysely's own where a transactional handler needs one for its savepoint, else statements on a held connection. */
   async #begin(): Promise<HeldTransaction> {
-    const { database } = this.#setup;
-    const isolation = database.dialect.capabilities.claimIsolation;
-    const builder = database.db.startTransaction();
-    const trx = await database.activity.track(() => (isolation ? builder.setIsolationLevel(isolation) : builder).execute());
+    const { database, transactional } = this.#setup;
+    const trx = await database.activity.track<HeldTransaction>(() =>
+      transactional === true ? KyselyClaimTransaction.begin(database.db, database.dialect.capabilities.claimIsolation) : SessionTransaction.begin(database.db, this.#statements),
+    );
     this.#open.add(trx);
     return trx;
   }
@@ -235,9 +241,9 @@ export class RowLockClaim implements ClaimStrategy {
   async #rollback(trx: HeldTransaction): Promise<void> {
     this.#open.delete(trx);
     try {
-      await trx.rollback().execute();
+      await trx.rollback();
     } catch {
-      // The connection is released by Kysely even when the rollback fails.
+      // The connection is given back even when the rollback fails.
     }
   }
 
@@ -259,7 +265,7 @@ export class RowLockClaim implements ClaimStrategy {
       // Any outcome but an ack undoes the handler's writes; the settlement still commits the attempt.
       if (handlerTx !== undefined && outcome.kind !== "ack") await handlerTx.rollbackToSavepoint(HANDLER_SAVEPOINT).execute();
       await this.#runAll(trx, this.#settlement(id, outcome, place, attempt));
-      await this.#setup.database.activity.track(() => trx.commit().execute());
+      await this.#setup.database.activity.track(() => trx.commit());
       this.#open.delete(trx);
     } catch (error) {
       await this.#rollback(trx);
@@ -311,7 +317,7 @@ export class RowLockClaim implements ClaimStrategy {
         const count = this.#statements.countAttempts(spec, [id]);
         if (count !== null) await this.#run(trx, "settle", count);
         await this.#runAll(trx, this.#settlement(id, outcome, place, attempt));
-        await database.activity.track(() => trx.commit().execute());
+        await database.activity.track(() => trx.commit());
         this.#open.delete(trx);
         return;
       } catch (error) {
