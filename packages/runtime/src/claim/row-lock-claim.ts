@@ -1,7 +1,7 @@
 import type { ErrorPlace } from "@sqlinbox/core/internal";
 import type { ClaimOptions, RawRow, RowLockStatements } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, ControlledTransaction, QueryResult } from "kysely";
-import { isDeadlock } from "../database.js";
+import { isDeadlock, ownStatementsOn } from "../database.js";
 import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
@@ -219,7 +219,7 @@ export class RowLockClaim implements ClaimStrategy {
   async #begin(): Promise<HeldTransaction> {
     const { database } = this.#setup;
     const isolation = database.dialect.capabilities.claimIsolation;
-    const builder = database.db.startTransaction();
+    const builder = database.appDb.startTransaction();
     const trx = await database.activity.track(() => (isolation ? builder.setIsolationLevel(isolation) : builder).execute());
     this.#open.add(trx);
     return trx;
@@ -228,7 +228,7 @@ export class RowLockClaim implements ClaimStrategy {
   #run<R>(trx: HeldTransaction, kind: "claim" | "settle", query: CompiledQuery<R>): Promise<QueryResult<R>> {
     const injected = this.#setup.database.fault?.(kind);
     if (injected) return Promise.reject(injected);
-    return this.#setup.database.activity.track(() => trx.executeQuery(query));
+    return this.#setup.database.activity.track(() => ownStatementsOn(trx).executeQuery(query));
   }
 
   /** Rolls back and gives the connection back; a dead session (killed, crashed) already rolled back. */
