@@ -6,7 +6,18 @@
  * Kysely as built: camelCase keys in, camelCase keys out.
  */
 import { defineInbox, field, type ClaimForm } from "@sqlinbox/core/internal";
-import { CamelCasePlugin, ParseJSONResultsPlugin, sql, type Kysely } from "kysely";
+import {
+  CamelCasePlugin,
+  ParseJSONResultsPlugin,
+  sql,
+  type Kysely,
+  type KyselyPlugin,
+  type PluginTransformQueryArgs,
+  type PluginTransformResultArgs,
+  type QueryResult,
+  type RootOperationNode,
+  type UnknownRow,
+} from "kysely";
 import { describe, expect, test } from "vitest";
 import type { AnyKysely } from "../src/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber, type LogFields, type Logger } from "../src/index.js";
@@ -67,9 +78,26 @@ function deadSpecOf(table: string) {
   });
 }
 
-/** The app's Kysely: the test's own pool, seen through the plugins an application commonly installs. */
-function withPlugins(db: AnyKysely): AnyKysely {
-  return db.withPlugin(new CamelCasePlugin()).withPlugin(new ParseJSONResultsPlugin());
+/**
+ * A plugin that notes every result it is given of a statement it never saw built: a statement of
+ * sqlinbox's own (compiled by the dialect) that ran through the app's plugins.
+ */
+class ForeignResults implements KyselyPlugin {
+  readonly #built = new Set<string>();
+  readonly foreign: string[] = [];
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    this.#built.add(args.queryId.queryId);
+    return args.node;
+  }
+  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    if (!this.#built.has(args.queryId.queryId)) this.foreign.push(JSON.stringify(args.result.rows[0] ?? null));
+    return args.result;
+  }
+}
+
+/** The app's Kysely: the test's own pool, seen through the plugins an application commonly installs (and the spy). */
+function withPlugins(db: AnyKysely, spy: ForeignResults): AnyKysely {
+  return db.withPlugin(new CamelCasePlugin()).withPlugin(new ParseJSONResultsPlugin()).withPlugin(spy);
 }
 
 function recordingLogger(errors: string[]): Logger {
@@ -100,7 +128,8 @@ describe.each(matrix)("a broker on a Kysely with CamelCasePlugin and ParseJSONRe
     const jobs = unique(`pl_${form.toLowerCase()}`);
     const dead = unique(`pl_dead_${form.toLowerCase()}`);
     await createTables(engine, db, jobs, dead);
-    const appDb = withPlugins(db);
+    const spy = new ForeignResults();
+    const appDb = withPlugins(db, spy);
     const errors: string[] = [];
     const seen: Array<{ n: number; attempt: number | undefined; headers: unknown; at: number }> = [];
     const spec = specOf(jobs, form);
@@ -134,6 +163,7 @@ describe.each(matrix)("a broker on a Kysely with CamelCasePlugin and ParseJSONRe
     }
     try {
       expect(errors.filter((e) => !e.includes("boom"))).toEqual([]);
+      expect(spy.foreign).toEqual([]);
       const byN = (n: number) => seen.filter((s) => s.n === n).map((s) => s.attempt);
       expect([0, 1, 2, 3, 4].map(byN)).toEqual([[1], [1, 2], [1], [1, 2], [1]]);
       expect(seen.find((s) => s.n === 0)?.headers).toEqual({ traceparent });
@@ -156,7 +186,8 @@ describe.each(matrix)("a broker on a Kysely with CamelCasePlugin and ParseJSONRe
     await createTables(engine, db, jobs, dead);
     await sql`DROP TABLE IF EXISTS ${sql.id(effects)}`.execute(db);
     await sql`CREATE TABLE ${sql.id(effects)} (job_number INT NOT NULL, seen_attempt INT NOT NULL)`.execute(db);
-    const appDb = withPlugins(db) as Kysely<Record<string, { jobNumber: number; seenAttempt: number }>>;
+    const spy = new ForeignResults();
+    const appDb = withPlugins(db, spy) as Kysely<Record<string, { jobNumber: number; seenAttempt: number }>>;
     const errors: string[] = [];
     const readBack: unknown[] = [];
     const spec = specOf(jobs, form);
@@ -177,6 +208,8 @@ describe.each(matrix)("a broker on a Kysely with CamelCasePlugin and ParseJSONRe
     }
     try {
       expect(errors).toEqual([]);
+      // The ack ran in the handler's transaction, yet without the app's plugins.
+      expect(spy.foreign).toEqual([]);
       // The retry rolled the first attempt's write back: the second attempt read only its own.
       expect(readBack).toEqual([
         { jobNumber: 7, seenAttempt: 1 },
