@@ -23,11 +23,28 @@ export function isDeadlock(error: unknown): boolean {
 }
 
 /**
+ * Where sqlinbox's own statements run: `via` without the application's plugins. A statement is compiled
+ * already (no plugin rewrites it), but `executeQuery` would still run every plugin's `transformResult`
+ * on its rows (`CamelCasePlugin` renames `locked_until`, `ParseJSONResultsPlugin` parses a text payload),
+ * and the runtime reads raw column names. Same connection and transaction; no copy when there are no plugins.
+ */
+export function ownStatementsOn<K extends AnyKysely | AnyTransaction>(via: K): K {
+  return via.getExecutor().plugins.length === 0 ? via : (via.withoutPlugins() as K);
+}
+
+/**
  * Runs the dialect's compiled statements: tracks them for `TestApp.settle`, applies a test's
  * fault, and retries MySQL/MariaDB deadlocks transparently, counting them in the log.
  */
 export class Database {
+  /** The application's Kysely without its plugins: where sqlinbox's own statements and transactions run. */
   readonly db: AnyKysely;
+  /**
+   * The application's Kysely as it was given, plugins and all: what a transactional handler's `ctx.tx`
+   * (and the connection or transaction it is opened on) starts from. Statements of sqlinbox's own that
+   * run on it go through `ownStatementsOn`.
+   */
+  readonly appDb: AnyKysely;
   readonly dialect: EngineDialect;
   readonly activity: Activity;
   readonly #logger: Logger;
@@ -42,7 +59,8 @@ export class Database {
   #idle: Array<() => void> = [];
 
   constructor(db: AnyKysely, dialect: EngineDialect, logger: Logger, activity: Activity) {
-    this.db = db;
+    this.appDb = db;
+    this.db = ownStatementsOn(db);
     this.dialect = dialect;
     this.#logger = logger;
     this.activity = activity;
@@ -64,9 +82,9 @@ export class Database {
     return this.#pending;
   }
 
-  /** One statement on its own (autocommit). */
+  /** One statement on its own (autocommit), or on `via` (a connection or transaction), without the application's plugins. */
   execute<R>(kind: StatementKind, query: CompiledQuery<R>, via?: AnyKysely | AnyTransaction): Promise<QueryResult<R>> {
-    return this.#run(kind, () => (via ?? this.db).executeQuery(query));
+    return this.#run(kind, () => (via === undefined ? this.db : ownStatementsOn(via)).executeQuery(query));
   }
 
   /** A short transaction; MySQL/MariaDB claims open it READ COMMITTED. */

@@ -1,5 +1,6 @@
 import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { CompiledQuery } from "kysely";
+import { ownStatementsOn } from "../database.js";
 import { lockSessionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
@@ -119,7 +120,7 @@ export class AdvisoryClaim implements ClaimStrategy {
       },
       settle: (d, outcome) => this.#settle(d, outcome),
       // Where there are no session locks (SQLite) the pool's one connection carries it.
-      openHandlerTransaction: (d) => this.#setup.database.activity.track(() => (d.hold.connection?.db ?? this.#setup.database.db).startTransaction().execute()),
+      openHandlerTransaction: (d) => this.#setup.database.activity.track(() => (d.hold.connection?.db ?? this.#setup.database.appDb).startTransaction().execute()),
     };
   }
 
@@ -229,7 +230,7 @@ export class AdvisoryClaim implements ClaimStrategy {
           tried.add(key);
           keysInWork.add(registered);
           try {
-            if (this.#sessionLocks) spare ??= await holdConnection(database.db);
+            if (this.#sessionLocks) spare ??= await holdConnection(database.appDb);
             const taken = await this.#take(row, key, spare);
             if (taken === "held elsewhere") {
               // Another session works on this key: the row stays, first of its key, for a later round.
@@ -347,7 +348,7 @@ export class AdvisoryClaim implements ClaimStrategy {
       const queries = heldSettlement(this.#statements, spec, id, outcome, clock.now(), { deadLetters: database.dialect.deadLetter, target: deadLetter, attempt, place });
       if (handlerTx !== undefined && outcome.kind === "ack") {
         // In the handler's transaction, on the lock's session: its writes and the ack commit together.
-        for (const query of queries) await database.activity.track(() => handlerTx.executeQuery(query));
+        for (const query of queries) await database.activity.track(() => ownStatementsOn(handlerTx).executeQuery(query));
         await database.activity.track(() => handlerTx.commit().execute());
       } else {
         if (handlerTx !== undefined) await handlerTx.rollback().execute();

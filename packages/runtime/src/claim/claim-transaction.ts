@@ -1,5 +1,5 @@
 import type { CompiledQuery, ControlledTransaction, DatabaseConnection, QueryResult } from "kysely";
-import type { AnyKysely } from "../database.js";
+import { ownStatementsOn, type AnyKysely } from "../database.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: compiled queries run on any database interface
 export type KyselyTransaction = ControlledTransaction<any>;
@@ -113,12 +113,18 @@ export class SessionTransaction implements ClaimTransaction {
   }
 }
 
-/** A claim transaction that is Kysely's own (`startTransaction()`): a transactional handler's savepoint needs one. */
+/**
+ * A claim transaction that is Kysely's own (`startTransaction()`): a transactional handler's
+ * savepoint needs one. Begun on the app's Kysely, so the handler's `ctx.tx` keeps its plugins;
+ * the claim's own statements run without them.
+ */
 export class KyselyClaimTransaction implements ClaimTransaction {
   readonly kysely: KyselyTransaction;
+  readonly #own: KyselyTransaction;
 
   constructor(trx: KyselyTransaction) {
     this.kysely = trx;
+    this.#own = ownStatementsOn(trx);
   }
 
   static async begin(db: AnyKysely, isolation: "read committed" | undefined): Promise<KyselyClaimTransaction> {
@@ -135,7 +141,7 @@ export class KyselyClaimTransaction implements ClaimTransaction {
   }
 
   executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> {
-    return this.kysely.executeQuery(query);
+    return this.#own.executeQuery(query);
   }
 
   async commit(): Promise<void> {

@@ -1,7 +1,7 @@
 import { isSqlInboxError, type ErrorPlace } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import { closed, closedBeforeLeaseSettlement, leaseNotHeld, noDeadLetter } from "../errors.js";
-import type { AnyTransaction } from "../database.js";
+import { ownStatementsOn, type AnyTransaction } from "../database.js";
 import { LeaseKeeper, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease } from "../lease-keeper.js";
 import { errorFields } from "../logger.js";
 import type { DeadLetterOutcome, HandlerOutcome } from "../outcome.js";
@@ -129,7 +129,7 @@ export class LeaseClaim implements ClaimStrategy {
   /** @internal Transactional mode: a transaction of the handler's own, on a connection it holds until the settlement. */
   async openHandlerTransaction(delivery: LeaseDelivery): Promise<AnyTransaction> {
     const { database } = this.#setup;
-    delivery.handlerTransaction = await database.activity.track(() => database.db.startTransaction().execute());
+    delivery.handlerTransaction = await database.activity.track(() => database.appDb.startTransaction().execute());
     return delivery.handlerTransaction;
   }
 
@@ -147,7 +147,7 @@ export class LeaseClaim implements ClaimStrategy {
       else await this.#keeper.beginSettle(lease);
       const query = statements.settleAckMany(spec, [{ id: lease.id, held: lease.held }], clock.now(), precision);
       // Not `database.execute`: a deadlock retried statement by statement would ack without the handler's writes.
-      const result = await database.activity.track(() => tx.executeQuery(query));
+      const result = await database.activity.track(() => ownStatementsOn(tx).executeQuery(query));
       const written = capabilities.updateReturning ? result.rows.length : Number(result.numAffectedRows ?? 0n);
       if (written === 0) throw leaseNotHeld("ack", lease.held, place);
       await database.activity.track(() => tx.commit().execute());

@@ -224,8 +224,9 @@ export class RowLockClaim implements ClaimStrategy {
   /** Opens a claim's transaction: Kysely's own where a transactional handler needs one for its savepoint, else statements on a held connection. */
   async #begin(): Promise<HeldTransaction> {
     const { database, transactional } = this.#setup;
+    // The handler's savepoint is its `ctx.tx`: it starts from the app's Kysely, plugins and all.
     const trx = await database.activity.track<HeldTransaction>(() =>
-      transactional === true ? KyselyClaimTransaction.begin(database.db, database.dialect.capabilities.claimIsolation) : SessionTransaction.begin(database.db, this.#statements),
+      transactional === true ? KyselyClaimTransaction.begin(database.appDb, database.dialect.capabilities.claimIsolation) : SessionTransaction.begin(database.db, this.#statements),
     );
     this.#open.add(trx);
     return trx;
