@@ -97,6 +97,75 @@ describe.each(ENGINES)("sqlinbox status on %s", (_name, open) => {
     expect(await payloads("waiting")).toEqual([{ n: 5 }, { n: 6 }]);
   });
 
+  test("fifo row lock (--fifo): a head another transaction holds is in work, not ready; the rows behind it still wait, and a delayed row is no head", async () => {
+    const jobs = await table("st_fifo_rl", { delay: true });
+    const { now } = t.types;
+    await insertRows(t, jobs, [
+      // g: its head is held the way a fifo row-lock claim holds its group, two rows wait behind it.
+      { payload: '{"n":1}', grp: "g", retry_after: null },
+      { payload: '{"n":2}', grp: "g", retry_after: null },
+      { payload: '{"n":3}', grp: "g", retry_after: now(-30_000) },
+      // h: the first row is delayed, so the head is the next one; one row waits behind it.
+      { payload: '{"n":4}', grp: "h", retry_after: now(600_000) },
+      { payload: '{"n":5}', grp: "h", retry_after: null },
+      { payload: '{"n":6}', grp: "h", retry_after: null },
+      // k: only delayed rows: nothing ready, nothing waiting.
+      { payload: '{"n":7}', grp: "k", retry_after: now(600_000) },
+    ]);
+    const read = async () => (await sqlinboxJson<StatusReport>(["status", "--url", t.url, "--table", jobs, "--fifo"])).tables[0]!;
+    const rows = (status: StatusReport["tables"][number]) => status.groups.map((g) => [g.group, g.ready, g.waiting, g.inWork, g.delayed]);
+    // No answer: the prompt names how many rows a purge would delete, and nothing goes.
+    const purgePrompt = async () => {
+      const asked = await sqlinbox(["purge", "--url", t.url, "--table", jobs, "--fifo", "--state", "waiting"]);
+      expect(asked.code).toBe(4);
+      return asked.stderr;
+    };
+    if (t.name === "sqlite") {
+      const status = await read();
+      expect(status.form).toBe("rowLock");
+      expect(rows(status)).toEqual([
+        ["g", 1, 2, null, 0],
+        ["h", 1, 1, null, 1],
+        ["k", 0, 0, null, 1],
+      ]);
+      expect(status.totals).toMatchObject({ ready: 2, waiting: 3, inWork: null, delayed: 2 });
+      expect(await purgePrompt()).toContain(`Delete 3 waiting rows from ${jobs}? [y/N]`);
+      return;
+    }
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let holding!: () => void;
+    const held = new Promise<void>((r) => (holding = r));
+    const holder = t.db
+      .transaction()
+      .setIsolationLevel("read committed")
+      .execute(async (trx) => {
+        await sql.raw(`select id from ${jobs} where grp = 'g' for update skip locked`).execute(trx);
+        holding();
+        await released;
+      });
+    await held;
+    try {
+      const status = await read();
+      expect(status.form).toBe("rowLock");
+      expect(rows(status)).toEqual([
+        ["g", 0, 2, 1, 0],
+        ["h", 1, 1, 0, 1],
+        ["k", 0, 0, 0, 1],
+      ]);
+      expect(status.totals).toMatchObject({ ready: 1, waiting: 3, inWork: 1, delayed: 2 });
+      expect(await purgePrompt()).toContain(`Delete 3 waiting rows from ${jobs}? [y/N]`);
+    } finally {
+      release();
+      await holder;
+    }
+    expect(rows(await read())).toEqual([
+      ["g", 1, 2, 0, 0],
+      ["h", 1, 1, 0, 1],
+      ["k", 0, 0, 0, 1],
+    ]);
+  });
+
   test("--fifo on a table without a group column is a usage error", async () => {
     const jobs = await table("st_fifo_nogrp", {});
     await sql.raw(`alter table ${jobs} drop column grp`).execute(t.db);

@@ -1,4 +1,4 @@
-import { operatorFor } from "@sqlinbox/kysely-dialects/operator";
+import { operatorFor, waitingOf } from "@sqlinbox/kysely-dialects/operator";
 import type { OpenedDatabase } from "../connect.js";
 import type { QueueTable } from "../queue-tables.js";
 import { groupKey } from "./in-work.js";
@@ -12,15 +12,18 @@ export interface PurgeRequest {
   readonly now: Date;
 }
 
-const STATE_COLUMN = { ready: "claimable", waiting: "waiting", delayed: "delayed", leased: "leased", done: "done", all: "total" } as const;
+const STATE_COLUMN = { ready: "claimable", delayed: "delayed", leased: "leased", done: "done", all: "total" } as const;
 
 /** How many rows a purge would delete (what the prompt asks about); the named ids count as given. */
 export async function countPurge(opened: OpenedDatabase, table: QueueTable, request: PurgeRequest): Promise<number> {
   if (request.ids !== undefined) return request.ids.length;
   if (request.state === "dead") return countDeadLetters(opened, table, request.group);
   const rows = (await opened.db.executeQuery(operatorFor(opened.engine).countByState({ spec: table.spec }, request.now))).rows;
-  const column = STATE_COLUMN[request.state];
-  return rows.filter((r) => request.group === undefined || groupKey(r.grp) === request.group).reduce((sum, r) => sum + Number(r[column] ?? 0), 0);
+  const { state } = request;
+  // The statement counts the due rows and their heads; the waiting rows are the difference.
+  return rows
+    .filter((r) => request.group === undefined || groupKey(r.grp) === request.group)
+    .reduce((sum, r) => sum + (state === "waiting" ? (waitingOf(table.spec, r) ?? 0) : Number(r[STATE_COLUMN[state]] ?? 0)), 0);
 }
 
 /** Deletes the rows in one transaction and returns how many went. */

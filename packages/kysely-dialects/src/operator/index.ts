@@ -24,6 +24,7 @@ import type { OperatorEngine, OperatorStatements } from "./types.js";
 
 export type { OperatorStatements, OperatorTable, DeadLetterPlace, RowState, PeekOptions } from "./types.js";
 export { copiedColumns } from "./dead-letter.js";
+export { waitingOf } from "./status.js";
 
 function statements(ctx: StatementContext, engine: OperatorEngine): OperatorStatements {
   const built: OperatorStatements = {

@@ -9,10 +9,11 @@ import type { RowState } from "./types.js";
  * (a live lease) › `delayed` (retryAfter in the future) › `ready`, or, on a fifo table, `ready`
  * only for its group's head (`isOwnGroupHead`, the claim's own rule) and `waiting` for the other
  * due rows, which no claim takes before the head settles. Row-lock and advisory rows in work read
- * as `ready` here: only a probe tells them apart. Column names are unqualified: the statement
- * reads `spec.table` without an alias.
+ * as `ready` here: only a probe tells them apart. `due` is `ready` and `waiting` together, which
+ * a count reads without the head subquery. Column names are unqualified: the statement reads
+ * `spec.table` without an alias.
  */
-export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state: RowState, now: Date) {
+export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state: RowState | "due", now: Date) {
   const at = ctx.time.encode(now, COMPARE_PRECISION);
   return (eb: Eb): Expression<SqlBool> => {
     // A role the table lacks makes its state empty: `1 = 0` reads the same on every engine.
@@ -49,6 +50,9 @@ export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state:
         return eb.and(spec.fifo ? [...due(), isOwnGroupHead(ctx, spec, now, spec.table)(eb)] : due());
       case "waiting":
         return spec.fifo ? eb.and([...due(), notHead()]) : never();
+      // Not a state of its own: `ready` and `waiting` together, without the head subquery (`countByState` on a fifo table).
+      case "due":
+        return eb.and(due());
     }
   };
 }
@@ -60,7 +64,7 @@ export function isWholeTable(spec: InboxDescription, state: RowState): boolean {
 }
 
 /** True when a description can have rows in the state at all (no `done` without processedAt, …). */
-export function stateExists(spec: InboxDescription, state: RowState): boolean {
+export function stateExists(spec: InboxDescription, state: RowState | "due"): boolean {
   switch (state) {
     case "done":
       return spec.processedAt !== undefined;

@@ -23,16 +23,17 @@ export const groupAs = (spec: InboxDescription) => (eb: Eb) => (spec.group === u
  *   max("attempt") as "max_attempt", max("id") as "max_id"
  * from "jobs" group by "grp" order by "grp"
  * ```
- * On a fifo table `claimable` counts only each group's head and a `waiting` column follows it:
- * the due rows behind their group's head (`rowStateIs`); other tables have no `waiting` column.
- * `max_id` lets a sampler tell how many rows were written between two reads. A state the
- * description cannot have is a constant 0, a missing column a constant NULL, so every table
- * returns the same columns (a fifo table one more, `waiting`).
+ * On a fifo table `claimable` counts only each group's head and a `due` column follows it: the
+ * rows ready or waiting (not done, no live lease, not delayed), counted without the head subquery,
+ * so the subquery runs once per due row; the waiting rows are `due − claimable` (`waitingOf`).
+ * Other tables have no `due` column. `max_id` lets a sampler tell how many rows were written
+ * between two reads. A state the description cannot have is a constant 0, a missing column a
+ * constant NULL, so every table returns the same columns (a fifo table one more, `due`).
  */
 export function countByStateQuery(ctx: StatementContext, table: OperatorTable, now: Date): CompiledQuery<RawRow> {
   const { spec } = table;
   // A state the description cannot have (no processedAt: nothing is done) is a constant 0.
-  const counted = (eb: Eb, state: "done" | "leased" | "delayed" | "ready" | "waiting", alias: string) =>
+  const counted = (eb: Eb, state: "done" | "leased" | "delayed" | "ready" | "due", alias: string) =>
     stateExists(spec, state)
       ? eb.fn
           .count(
@@ -52,7 +53,7 @@ export function countByStateQuery(ctx: StatementContext, table: OperatorTable, n
     counted(eb, "delayed", "delayed"),
     counted(eb, "ready", "claimable"),
     // Only a fifo table has rows behind a head: other tables keep their statement as it was.
-    ...(spec.fifo ? [counted(eb, "waiting", "waiting")] : []),
+    ...(spec.fifo ? [counted(eb, "due", "due")] : []),
     table.createdAt === undefined
       ? eb.lit(null).as("oldest")
       : eb.fn.min(spec.processedAt === undefined ? eb.ref(table.createdAt) : eb.case().when(spec.processedAt.name, "is", null).then(eb.ref(table.createdAt)).end()).as("oldest"),
@@ -61,6 +62,20 @@ export function countByStateQuery(ctx: StatementContext, table: OperatorTable, n
   ]);
   if (spec.group !== undefined) query = query.groupBy(spec.group.name).orderBy(spec.group.name);
   return compiled(query);
+}
+
+/**
+ * The due rows behind their group's head in one row of `countByState`: `due − claimable` on a fifo
+ * table (the statement counts the heads once, not again for the rows behind them), `null` on a
+ * table without fifo, which has no such rows.
+ */
+export function waitingOf(spec: InboxDescription, row: Readonly<Record<string, unknown>>): number | null {
+  if (!spec.fifo) return null;
+  const { due, claimable } = row;
+  if (due === undefined || due === null || claimable === undefined || claimable === null) {
+    throw new TypeError(`waitingOf: a countByState row of the fifo table "${spec.table}" has due and claimable counts; this one has ${Object.keys(row).join(", ")}`);
+  }
+  return Number(due) - Number(claimable);
 }
 
 /**

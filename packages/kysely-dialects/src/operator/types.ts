@@ -43,8 +43,9 @@ export interface OperatorStatements {
   /**
    * One row per group (one row in all without a group column): `grp`, `total`, `done`,
    * `leased`, `delayed`, `claimable` (not done, not delayed, no live lease; on a fifo table only
-   * the group's head), on a fifo table `waiting` (due rows behind the head), `oldest` (the
-   * smallest created-at of rows not done, or NULL), `max_attempt`, `max_id`.
+   * the group's head), on a fifo table `due` (the rows ready or waiting; `waitingOf` reads the
+   * waiting ones as `due − claimable`), `oldest` (the smallest created-at of rows not done, or
+   * NULL), `max_attempt`, `max_id`.
    */
   countByState(table: OperatorTable, now: Date): CompiledQuery<RawRow>;
   /** `grp`, `attempt`, `rows` of rows not done: the attempts histogram. `null` without an attempt column. */
