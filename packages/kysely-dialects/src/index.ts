@@ -21,6 +21,7 @@ export type {
   ClaimOptions,
   LeaseClaimOptions,
   RowLockStatements,
+  TransactionStatements,
   LeaseStatements,
   AdvisoryStatements,
   PublishStatements,

@@ -102,15 +102,18 @@ export interface LeaseClaimOptions extends ClaimOptions {
  * the runtime opens it (`claimIsolation`), runs `claim` (and `countAttempts` where the
  * claim could not count them itself), hands the row to the handler, runs a settlement and commits.
  */
-export interface RowLockStatements {
-  /**
-   * Opens a claim's transaction on a connection the caller holds: `begin`, after `set transaction
-   * isolation level read committed` on MySQL/MariaDB (`capabilities.claimIsolation`). The same
-   * statements as Kysely's `startTransaction()` sends; then `commit` or `rollback`.
-   */
+/**
+ * Opening and ending a transaction on a connection the caller holds: the statements Kysely's
+ * `startTransaction()` sends. `begin` sets `capabilities.claimIsolation` first where there is one
+ * (MySQL/MariaDB: `set transaction isolation level read committed`, for the next transaction only).
+ */
+export interface TransactionStatements {
   readonly begin: readonly CompiledQuery[];
   readonly commit: CompiledQuery;
   readonly rollback: CompiledQuery;
+}
+
+export interface RowLockStatements {
   /**
    * Select claimable rows `FOR UPDATE SKIP LOCKED`; on engines with `updateReturning` it also counts the attempt and returns the new value.
    * A fifo table: the group's head only — Postgres locks the group in this statement; MySQL/MariaDB
@@ -264,6 +267,8 @@ export interface DeadLetterStatements {
 export interface EngineDialect {
   readonly capabilities: EngineCapabilities;
   readonly time: TimeCodec;
+  /** A transaction on a connection the runtime holds itself (a row-lock claim's, an advisory move's). */
+  readonly transaction: TransactionStatements;
   /** `null` where the engine has no row locks (SQLite): a row-lock table there is `UnsupportedForm`. */
   readonly rowLock: RowLockStatements | null;
   readonly lease: LeaseStatements;

@@ -7,25 +7,6 @@ const now = new Date("2024-05-01T12:00:00.123Z");
 const retryAt = new Date("2024-05-01T12:05:00.456Z");
 
 describe("row lock (SQLite: NOT_SUPPORTED)", () => {
-  test("begin, commit, rollback: what Kysely's startTransaction() sends, READ COMMITTED on MySQL/MariaDB (the runtime sends it on a connection it holds)", () => {
-    const ends = (engine: "postgres" | "mysql" | "sqlite") => {
-      const r = dialectFor(engine).rowLock;
-      return r === null ? null : { begin: r.begin.map((q) => [q.sql, q.parameters]), commit: r.commit.sql, rollback: r.rollback.sql };
-    };
-    expect({ postgres: ends("postgres"), mysql: ends("mysql"), sqlite: ends("sqlite") }).toEqual({
-      postgres: { begin: [["begin", []]], commit: "commit", rollback: "rollback" },
-      mysql: {
-        begin: [
-          ["set transaction isolation level read committed", []],
-          ["begin", []],
-        ],
-        commit: "commit",
-        rollback: "rollback",
-      },
-      sqlite: null,
-    });
-  });
-
   test("claim, simple spec", () => {
     expect(perEngine((d) => d.rowLock?.claim(simpleRowLock(), { limit: 5, now }))).toMatchInlineSnapshot(`
       {
@@ -260,5 +241,26 @@ describe("row lock (SQLite: NOT_SUPPORTED)", () => {
 
   test("a retry at a later time without a retryAfter column is refused", () => {
     expect(() => perEngine((d) => d.rowLock?.settleRetry(simpleRowLock(), 7, retryAt))).toThrow(/retryAfter column/);
+  });
+});
+
+describe("transactions on a held connection", () => {
+  test("begin, commit, rollback: what Kysely's startTransaction() sends, READ COMMITTED on MySQL/MariaDB (the runtime sends them on a connection it holds)", () => {
+    const ends = (engine: "postgres" | "mysql" | "sqlite") => {
+      const t = dialectFor(engine).transaction;
+      return { begin: t.begin.map((q) => [q.sql, q.parameters]), commit: t.commit.sql, rollback: t.rollback.sql };
+    };
+    expect({ postgres: ends("postgres"), mysql: ends("mysql"), sqlite: ends("sqlite") }).toEqual({
+      postgres: { begin: [["begin", []]], commit: "commit", rollback: "rollback" },
+      mysql: {
+        begin: [
+          ["set transaction isolation level read committed", []],
+          ["begin", []],
+        ],
+        commit: "commit",
+        rollback: "rollback",
+      },
+      sqlite: { begin: [["begin", []]], commit: "commit", rollback: "rollback" },
+    });
   });
 });

@@ -14,6 +14,11 @@ export type AnyKysely = Kysely<any>;
 // biome-ignore lint/suspicious/noExplicitAny: the runtime runs compiled queries on any database interface
 export type AnyTransaction = Transaction<any>;
 
+/** A session that runs sqlinbox's statements as they are, with no plugin of the app's (a held connection, a claim's transaction). */
+export interface OwnStatementSession {
+  executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>>;
+}
+
 const MAX_DEADLOCK_RETRIES = 20;
 
 /** MySQL/MariaDB deadlock (InnoDB 1213): the transaction was rolled back and can run again. */
@@ -83,8 +88,8 @@ export class Database {
   }
 
   /** One statement on its own (autocommit), or on `via` (a connection or transaction), without the application's plugins. */
-  execute<R>(kind: StatementKind, query: CompiledQuery<R>, via?: AnyKysely | AnyTransaction): Promise<QueryResult<R>> {
-    return this.#run(kind, () => (via === undefined ? this.db : ownStatementsOn(via)).executeQuery(query));
+  execute<R>(kind: StatementKind, query: CompiledQuery<R>, via?: AnyKysely | AnyTransaction | OwnStatementSession): Promise<QueryResult<R>> {
+    return this.#run(kind, () => (via === undefined ? this.db : "getExecutor" in via ? ownStatementsOn(via) : via).executeQuery(query));
   }
 
   /** A short transaction; MySQL/MariaDB claims open it READ COMMITTED. */

@@ -14,6 +14,7 @@ import { dialectFor } from "@sqlinbox/kysely-dialects";
 import { CompiledQuery, sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { SessionTransaction } from "../src/claim/claim-transaction.js";
+import { holdConnection } from "../src/claim/held-connection.js";
 import type { AnyKysely } from "../src/database.js";
 import { parseDatabaseUrl } from "../src/drivers/index.js";
 import { serverEngines } from "./claim-forms.js";
@@ -28,8 +29,7 @@ async function killSession(engine: (typeof serverEngines)[number], admin: AnyKys
 }
 
 describe.each(serverEngines)("claim transaction on a held connection, $name", (engine) => {
-  const statements = dialectFor(engine.engine).rowLock;
-  if (statements === null) throw new Error(`${engine.name} has row locks`);
+  const statements = dialectFor(engine.engine).transaction;
   const connectionIdQuery = CompiledQuery.raw(engine.engine === "postgres" ? "select pg_backend_pid() as id" : "select connection_id() as id");
   let admin: AnyKysely;
   let pool: AnyKysely;
@@ -97,6 +97,23 @@ describe.each(serverEngines)("claim transaction on a held connection, $name", (e
     const nextId = idOf(await next.executeQuery(connectionIdQuery));
     await next.commit();
     expect(nextId).not.toBe(id);
+  });
+
+  test("a held connection refuses statements once given back; a transaction on it leaves it held (an advisory move)", async () => {
+    await sql`delete from ${sql.table(table)}`.execute(admin);
+    const held = await holdConnection(pool);
+    expect(held.kysely).toBeUndefined();
+    const id = idOf(await held.executeQuery(connectionIdQuery));
+    const move = await SessionTransaction.on(held, statements);
+    await move.executeQuery(insert(1));
+    await move.commit();
+    // Still the same session, still out of the pool: the delivery unlocks its key on it afterwards.
+    expect(idOf(await held.executeQuery(connectionIdQuery))).toBe(id);
+    held.release();
+    await expect(held.executeQuery(insert(2))).rejects.toThrow("the connection was given back to the pool");
+    const next = await SessionTransaction.begin(pool, statements);
+    await next.commit();
+    expect(await count()).toBe(1);
   });
 
   if (engine.engine === "mysql")

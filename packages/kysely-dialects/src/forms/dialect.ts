@@ -8,6 +8,7 @@ import { leaseStatements } from "./lease.js";
 import { publishStatements } from "./publish.js";
 import { queueDepthQuery } from "../statements/queue-depth.js";
 import { rowLockStatements } from "./row-lock.js";
+import { transactionStatements } from "./transaction.js";
 
 /** A dialect whose `notify` group is known to be there (Postgres). */
 export type NotifyingDialect = EngineDialect & { readonly notify: NotifyStatements };
@@ -23,6 +24,7 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
   return Object.freeze({
     capabilities: engine.capabilities,
     time: engine.time,
+    transaction: transactionStatements(engine.capabilities),
     rowLock: rowLockStatements(engine),
     lease: leaseStatements(engine),
     advisory: advisoryStatements(engine),

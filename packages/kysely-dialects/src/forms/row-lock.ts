@@ -1,5 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import { CompiledQuery } from "kysely";
+import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow, RowLockStatements } from "../types.js";
 import { stampPickedQuery, uncountPickedQuery } from "../statements/claim-stamp.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
@@ -23,15 +23,7 @@ export function rowLockStatements(engine: EngineTraits): RowLockStatements | nul
   const oneStatement = engine.oneStatementClaim;
   // Compiled once per shape: a delivery runs a claim and a settlement.
   const shapes = new StatementShapes(ctx);
-  // What Kysely's drivers send for `startTransaction()` with the claim's isolation: on MySQL/MariaDB the level is set for the next transaction only.
-  const isolation = engine.capabilities.claimIsolation;
-  const begin = Object.freeze(
-    isolation === undefined ? [CompiledQuery.raw("begin")] : [CompiledQuery.raw(`set transaction isolation level ${isolation}`), CompiledQuery.raw("begin")],
-  );
   return Object.freeze({
-    begin,
-    commit: CompiledQuery.raw("commit"),
-    rollback: CompiledQuery.raw("rollback"),
     lockFifoGroup: (spec: InboxDescription, options: ClaimOptions) => lockFifoGroupQuery(ctx, spec, options, oneStatement !== null),
     claim(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> {
       // Without an attempt column there is nothing to write: the locking select is the claim

@@ -5,6 +5,7 @@ import { lockSessionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
 import { asClaimed, deliveredAttempt, deliveryPlace, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { SessionTransaction } from "./claim-transaction.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 
@@ -120,7 +121,13 @@ export class AdvisoryClaim implements ClaimStrategy {
       },
       settle: (d, outcome) => this.#settle(d, outcome),
       // Where there are no session locks (SQLite) the pool's one connection carries it.
-      openHandlerTransaction: (d) => this.#setup.database.activity.track(() => (d.hold.connection?.db ?? this.#setup.database.appDb).startTransaction().execute()),
+      openHandlerTransaction: (d) => {
+        const connection = d.hold.connection;
+        // A transactional queue's claims hold their session with a Kysely on it (`holdConnection(…, true)`).
+        const on = connection === undefined ? this.#setup.database.appDb : connection.kysely;
+        if (on === undefined) return Promise.reject(new Error("an advisory lock session held without a Kysely cannot open a handler's transaction"));
+        return this.#setup.database.activity.track(() => on.startTransaction().execute());
+      },
     };
   }
 
@@ -230,7 +237,8 @@ export class AdvisoryClaim implements ClaimStrategy {
           tried.add(key);
           keysInWork.add(registered);
           try {
-            if (this.#sessionLocks) spare ??= await holdConnection(database.appDb);
+            // A transactional handler's `ctx.tx` opens on this session, from the app's Kysely (plugins and all).
+            if (this.#sessionLocks) spare ??= await holdConnection(database.appDb, this.#setup.transactional === true);
             const taken = await this.#take(row, key, spare);
             if (taken === "held elsewhere") {
               // Another session works on this key: the row stays, first of its key, for a later round.
@@ -283,10 +291,10 @@ export class AdvisoryClaim implements ClaimStrategy {
     const { database, spec, clock } = this.#setup;
     if (connection !== undefined) {
       const lock = this.#statements.tryLock(key, await this.#database());
-      const locked = lock === null ? true : Number((await database.execute("claim", lock, connection.db)).rows[0]?.locked ?? 0) === 1;
+      const locked = lock === null ? true : Number((await database.execute("claim", lock, connection)).rows[0]?.locked ?? 0) === 1;
       if (!locked) return "held elsewhere";
     }
-    const taken = await database.execute("claim", this.#statements.take(spec, row[spec.id.name], clock.now()), connection?.db);
+    const taken = await database.execute("claim", this.#statements.take(spec, row[spec.id.name], clock.now()), connection);
     // Zero rows: finished by another session between the candidate read and the lock.
     return Number(taken.numAffectedRows ?? 0n) === 0 ? "gone" : "taken";
   }
@@ -312,7 +320,7 @@ export class AdvisoryClaim implements ClaimStrategy {
     try {
       const unlock = this.#statements.unlock(key, await this.#database());
       if (unlock === null) return true;
-      const result = await this.#setup.database.execute("settle", unlock as CompiledQuery<Record<string, unknown>>, connection.db);
+      const result = await this.#setup.database.execute("settle", unlock as CompiledQuery<Record<string, unknown>>, connection);
       const row = result.rows[0];
       return row !== undefined && Number(Object.values(row)[0]) === 1;
     } finally {
@@ -355,12 +363,20 @@ export class AdvisoryClaim implements ClaimStrategy {
         // On the delivery's own session: once that session is gone, so is the lock, and the
         // row may already be in another delivery — the settlement must fail, not land.
         // A move is two statements: one transaction on that session.
-        const session = connection?.db ?? database.db;
-        if (queries.length === 1) await database.execute("settle", queries[0] as CompiledQuery, session);
-        else if (queries.length > 1) {
-          await session.transaction().execute(async (trx) => {
+        if (queries.length === 1) await database.execute("settle", queries[0] as CompiledQuery, connection);
+        else if (queries.length > 1 && connection === undefined) {
+          await database.db.transaction().execute(async (trx) => {
             for (const query of queries) await database.execute("settle", query, trx);
           });
+        } else if (queries.length > 1 && connection !== undefined) {
+          const trx = await SessionTransaction.on(connection, database.dialect.transaction);
+          try {
+            for (const query of queries) await database.execute("settle", query, trx);
+            await trx.commit();
+          } catch (error) {
+            await trx.rollback().catch(() => undefined);
+            throw error;
+          }
         }
       }
       stillHeld = await this.#release(hold);

@@ -1,5 +1,7 @@
-import type { CompiledQuery, ControlledTransaction, DatabaseConnection, QueryResult } from "kysely";
+import type { TransactionStatements } from "@sqlinbox/kysely-dialects";
+import type { CompiledQuery, ControlledTransaction, QueryResult } from "kysely";
 import { ownStatementsOn, type AnyKysely } from "../database.js";
+import { holdConnection, type HeldConnection } from "./held-connection.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: compiled queries run on any database interface
 export type KyselyTransaction = ControlledTransaction<any>;
@@ -23,13 +25,6 @@ export interface ClaimTransaction {
 
 type State = "active" | "committed" | "rolled back";
 
-/** The statements that open and end a claim's transaction (the dialect's `rowLock.begin`, `commit`, `rollback`). */
-export interface TransactionStatements {
-  readonly begin: readonly CompiledQuery[];
-  readonly commit: CompiledQuery;
-  readonly rollback: CompiledQuery;
-}
-
 /**
  * A claim transaction run as statements on a pool connection: what a delivery whose handler
  * writes through no transaction of its own holds. Kysely's `startTransaction()` builds a
@@ -40,38 +35,37 @@ export interface TransactionStatements {
  */
 export class SessionTransaction implements ClaimTransaction {
   readonly kysely = undefined;
-  readonly #connection: DatabaseConnection;
+  readonly #connection: HeldConnection;
   readonly #statements: TransactionStatements;
-  readonly #release: () => void;
+  /** The transaction took its connection from the pool, and gives it back when it ends. */
+  readonly #givesBack: boolean;
   #state: State = "active";
 
-  private constructor(connection: DatabaseConnection, statements: TransactionStatements, release: () => void) {
+  private constructor(connection: HeldConnection, statements: TransactionStatements, givesBack: boolean) {
     this.#connection = connection;
     this.#statements = statements;
-    this.#release = release;
+    this.#givesBack = givesBack;
   }
 
   /**
-   * Takes a connection from the pool and runs `begin` on it. A failure gives the connection back
-   * (the pool's session guard closes one whose statement failed) and rejects.
+   * Takes a connection from the pool and runs `begin` on it; the connection goes back when the
+   * transaction ends. A failed `begin` gives it back (the pool's session guard closes one whose
+   * statement failed) and rejects.
    */
-  static begin(db: AnyKysely, statements: TransactionStatements): Promise<SessionTransaction> {
-    return new Promise((resolve, reject) => {
-      let begun = false;
-      db.getExecutor()
-        .provideConnection(async (connection) => {
-          for (const query of statements.begin) await connection.executeQuery(query);
-          let release!: () => void;
-          const released = new Promise<void>((r) => (release = r));
-          begun = true;
-          resolve(new SessionTransaction(connection, statements, release));
-          // The connection stays out of the pool until the transaction ends.
-          await released;
-        })
-        .catch((error: unknown) => {
-          if (!begun) reject(error);
-        });
-    });
+  static async begin(db: AnyKysely, statements: TransactionStatements): Promise<SessionTransaction> {
+    const connection = await holdConnection(db);
+    try {
+      return await SessionTransaction.on(connection, statements, true);
+    } catch (error) {
+      connection.release();
+      throw error;
+    }
+  }
+
+  /** Runs `begin` on a connection already held (an advisory delivery's session); `givesBack`: its end releases it. */
+  static async on(connection: HeldConnection, statements: TransactionStatements, givesBack = false): Promise<SessionTransaction> {
+    for (const query of statements.begin) await connection.executeQuery(query);
+    return new SessionTransaction(connection, statements, givesBack);
   }
 
   get isRolledBack(): boolean {
@@ -98,7 +92,7 @@ export class SessionTransaction implements ClaimTransaction {
       await this.#connection.executeQuery(this.#statements.rollback).catch(() => undefined);
       throw error;
     } finally {
-      this.#release();
+      if (this.#givesBack) this.#connection.release();
     }
   }
 
@@ -108,7 +102,7 @@ export class SessionTransaction implements ClaimTransaction {
     try {
       await this.#connection.executeQuery(this.#statements.rollback);
     } finally {
-      this.#release();
+      if (this.#givesBack) this.#connection.release();
     }
   }
 }

@@ -226,7 +226,9 @@ export class RowLockClaim implements ClaimStrategy {
     const { database, transactional } = this.#setup;
     // The handler's savepoint is its `ctx.tx`: it starts from the app's Kysely, plugins and all.
     const trx = await database.activity.track<HeldTransaction>(() =>
-      transactional === true ? KyselyClaimTransaction.begin(database.appDb, database.dialect.capabilities.claimIsolation) : SessionTransaction.begin(database.db, this.#statements),
+      transactional === true
+        ? KyselyClaimTransaction.begin(database.appDb, database.dialect.capabilities.claimIsolation)
+        : SessionTransaction.begin(database.db, database.dialect.transaction),
     );
     this.#open.add(trx);
     return trx;
