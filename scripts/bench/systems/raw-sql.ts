@@ -18,6 +18,9 @@ export const LEASE_MS = 30_000;
 
 const isDeadlock = (e: unknown) => (e as { errno?: number } | null)?.errno === 1213;
 
+/** Where the loop's statements run: the pool, a Kysely transaction, or a connection it holds. */
+type Session = { executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> };
+
 /**
  * A loop of exactly the statements sqlinbox runs, built by @sqlinbox/kysely-dialects and executed
  * directly with Kysely: `workers` loops, each claiming up to `batch` rows and handling them; the lease
@@ -27,7 +30,8 @@ const isDeadlock = (e: unknown) => (e as { errno?: number } | null)?.errno === 1
  */
 /**
  * `shared`: in the row-lock form one transaction claims and settles `batch` rows (what the
- * runtime does for a batch handler or `.sharedTransaction()`); otherwise one row per transaction.
+ * runtime does for a batch handler or `.sharedTransaction()`); otherwise one row per transaction. A row-lock
+ * transaction is BEGIN … COMMIT on a held connection, as the runtime's (`SessionTransaction`).
  */
 export function rawDrainCase(engine: EngineName, form: FormName, batch: number, workers: number, shared = false): DrainCase {
   /** The bench's own connection (table, inserts, counts); `db` is the loop's, opened per drain as sqlinbox's is. */
@@ -40,10 +44,7 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
   const precision = LEASE_PRECISION[engine];
   const heldKeys = new Set<string>(); // SQLite: advisory locks live in the process
 
-  const exec = async <R>(q: CompiledQuery<R>, via: AnyDb = db!): Promise<QueryResult<R>> => {
-    statements++;
-    return via.executeQuery(q);
-  };
+  const exec = <R>(q: CompiledQuery<R>, via: Session = db!): Promise<QueryResult<R>> => via.executeQuery(q);
   const one = (r: QueryResult<unknown>, what: string) => {
     if (Number(r.numAffectedRows ?? 0n) !== 1) throw new Error(`raw loop: ${what} affected ${r.numAffectedRows} rows`);
   };
@@ -52,10 +53,9 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
   async function transaction<T>(work: (trx: AnyDb) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
+        // With an isolation level (MySQL/MariaDB), Kysely's driver sends `SET TRANSACTION ISOLATION LEVEL …` before BEGIN,
+        // a round trip of its own; the log counts it, as it does for sqlinbox.
         const iso = dialect!.capabilities.claimIsolation;
-        // BEGIN and COMMIT; with an isolation level (MySQL/MariaDB), Kysely's driver sends `SET TRANSACTION
-        // ISOLATION LEVEL …` first, a round trip of its own, which sqlinbox's logged count includes too.
-        statements += iso ? 3 : 2;
         const b = db!.transaction();
         return await (iso ? b.setIsolationLevel(iso) : b).execute((trx) => work(trx as AnyDb));
       } catch (e) {
@@ -105,12 +105,37 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
     }
   }
 
+  /**
+   * A row-lock transaction as the runtime opens one: BEGIN (after SET TRANSACTION on MySQL/MariaDB), the work and
+   * COMMIT on a connection held from the pool, with Kysely's connection provider and nothing else; deadlocks retried.
+   */
+  async function sessionTransaction<T>(work: (conn: Session) => Promise<T>): Promise<T> {
+    const statements = dialect!.transaction;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await db!.getExecutor().provideConnection(async (conn) => {
+          for (const q of statements.begin) await conn.executeQuery(q);
+          try {
+            const result = await work(conn);
+            await conn.executeQuery(statements.commit);
+            return result;
+          } catch (e) {
+            await conn.executeQuery(statements.rollback).catch(() => undefined);
+            throw e;
+          }
+        });
+      } catch (e) {
+        if (!isDeadlock(e) || attempt > 20) throw e;
+      }
+    }
+  }
+
   async function rowLockLoop(tracker: JobTracker): Promise<void> {
     const R = dialect!.rowLock!;
     while (tracker.count < tracker.n) {
       // One row per transaction, as the runtime's row-lock form does by default: every delivery
       // commits on its own (a crash never takes a neighbour's work with it); `shared`: `batch` rows.
-      const got = await transaction(async (trx) => {
+      const got = await sessionTransaction(async (trx) => {
         const rows = (await exec(R.claim(spec!, { limit: shared ? batch : 1, now: new Date() }), trx)).rows;
         if (rows.length === 0) return 0;
         const count = R.countAttempts(
@@ -188,7 +213,9 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
       statements = 0;
       // A pool of its own, opened inside the timed drain as sqlinbox's is (same size): neither side drains on
       // a connection that inserted the rows (SQLite: a page cache already warm with the table).
-      db = connect(engine, workers + 4);
+      // Its statements are counted as sqlinbox's are, by the Kysely's `log` (BEGIN, COMMIT and MySQL's SET TRANSACTION included):
+      // both sides pay Kysely's per-statement logging wrapper, not sqlinbox alone.
+      db = connect(engine, workers + 4, () => void statements++);
       try {
         const loops = Array.from({ length: workers }, () =>
           form === "lease" ? leaseLoop(tracker) : form === "rowLock" ? rowLockLoop(tracker) : db!.connection().execute((conn) => advisoryLoop(tracker, conn as AnyDb)),
