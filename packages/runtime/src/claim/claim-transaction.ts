@@ -29,8 +29,8 @@ type State = "active" | "committed" | "rolled back";
  * A claim transaction run as statements on a pool connection: what a delivery whose handler
  * writes through no transaction of its own holds. Kysely's `startTransaction()` builds a
  * `Kysely` per transaction (executor, connection provider, a frozen copy of its settings) and
- * a command per commit: about 15 µs of client CPU per delivery on Postgres row lock `b1-w8`,
- * where a delivery costs 140 µs in all. The statements sent are the same as Kysely's drivers
+ * a command per commit: in a profile of Postgres row lock `b1-w8`, Kysely's frames took about 22 µs
+ * of client CPU per delivery, 6 with this, of about 260 in all (most of it socket writes). The statements sent are the same as Kysely's drivers
  * send (`begin` after a `set transaction isolation level` where the claim asks for one).
  */
 export class SessionTransaction implements ClaimTransaction {
