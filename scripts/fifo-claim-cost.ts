@@ -9,41 +9,18 @@
  * (SQLINBOX_PG_URL / SQLINBOX_MYSQL_URL, default the local `test` databases)
  */
 import { InboxSpec, column } from "@sqlinbox/core";
-import { mysqlDialect, postgresDialect, type EngineDialect, type RawRow } from "@sqlinbox/kysely-dialects";
-import { Kysely, MysqlDialect, PostgresDialect, sql, type CompiledQuery } from "kysely";
-import { createPool } from "mysql2";
-import pg from "pg";
+import type { RawRow } from "@sqlinbox/kysely-dialects";
+import { sql, type CompiledQuery } from "kysely";
+import { fillTable, median, openServers, type Server } from "./fifo-servers.js";
 
-// biome-ignore lint/suspicious/noExplicitAny: the table is created at run time
-type Db = Kysely<any>;
-
-const PG_URL = process.env["SQLINBOX_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
-const MYSQL_URL = process.env["SQLINBOX_MYSQL_URL"] ?? "mysql://root@127.0.0.1:3306/test";
 const SIZES = [10, 100, 1000, 10000];
 const CLAIMS = 30;
 const TABLE = "fifo_claim_cost";
 
-interface Server {
-  readonly name: string;
-  readonly dialect: EngineDialect;
-  readonly db: Db;
-  readonly ddl: string;
-}
-
-const servers = (): Server[] => [
-  {
-    name: "postgres",
-    dialect: postgresDialect,
-    db: new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: PG_URL, max: 2 }) }) }),
-    ddl: `create table ${TABLE} (id bigserial primary key, attempt int not null default 1, locked_until timestamptz, priority int not null default 0, grp text not null, payload text not null)`,
-  },
-  {
-    name: "mariadb",
-    dialect: mysqlDialect,
-    db: new Kysely({ dialect: new MysqlDialect({ pool: createPool({ uri: MYSQL_URL, timezone: "Z", dateStrings: true, connectionLimit: 2 }) }) }),
-    ddl: `create table ${TABLE} (id bigint auto_increment primary key, attempt int not null default 1, locked_until datetime(3) null, priority int not null default 0, grp varchar(64) not null, payload text not null, key (grp)) engine=InnoDB`,
-  },
-];
+const DDL: Record<Server["name"], string> = {
+  postgres: `create table ${TABLE} (id bigserial primary key, attempt int not null default 1, locked_until timestamptz, priority int not null default 0, grp text not null, payload text not null)`,
+  mariadb: `create table ${TABLE} (id bigint auto_increment primary key, attempt int not null default 1, locked_until datetime(3) null, priority int not null default 0, grp varchar(64) not null, payload text not null, key (grp)) engine=InnoDB`,
+};
 
 const spec = (fifo: boolean) => {
   const base = InboxSpec.table(TABLE, column("id").generated())
@@ -88,21 +65,12 @@ async function claimOnce(server: Server, fifo: boolean): Promise<number> {
   return ms;
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
-
 const lines: string[] = ["| engine | rows in the group | fifo claim ms (median) | non-fifo claim ms (median) |", "|---|---:|---:|---:|"];
-for (const server of servers()) {
+for (const server of openServers()) {
   try {
     for (const size of SIZES) {
-      await sql`drop table if exists ${sql.id(TABLE)}`.execute(server.db);
-      await sql.raw(server.ddl).execute(server.db);
       const rows = Array.from({ length: size * 2 }, (_, i) => ({ grp: i % 2 === 0 ? "g" : "h", priority: i % 4, payload: "{}" }));
-      for (let i = 0; i < rows.length; i += 1000)
-        await server.db
-          .insertInto(TABLE)
-          .values(rows.slice(i, i + 1000))
-          .execute();
-      await sql.raw(server.name === "postgres" ? `analyze ${TABLE}` : `analyze table ${TABLE}`).execute(server.db);
+      await fillTable(server, TABLE, [DDL[server.name]], rows);
       const fifo: number[] = [];
       const plain: number[] = [];
       for (let i = 0; i < CLAIMS; i++) {

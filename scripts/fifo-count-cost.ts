@@ -9,48 +9,24 @@
  * (SQLINBOX_PG_URL / SQLINBOX_MYSQL_URL, default the local `test` databases)
  */
 import { column, InboxSpec } from "@sqlinbox/core";
-import type { Engine } from "@sqlinbox/kysely-dialects";
 import { operatorFor, waitingOf } from "@sqlinbox/kysely-dialects/operator";
-import { Kysely, MysqlDialect, PostgresDialect, sql } from "kysely";
-import { createPool } from "mysql2";
-import pg from "pg";
+import { sql } from "kysely";
+import { fillTable, median, openServers, type Server } from "./fifo-servers.js";
 
-// biome-ignore lint/suspicious/noExplicitAny: the table is created at run time
-type Db = Kysely<any>;
-
-const PG_URL = process.env["SQLINBOX_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
-const MYSQL_URL = process.env["SQLINBOX_MYSQL_URL"] ?? "mysql://root@127.0.0.1:3306/test";
 const ROWS = 20_000;
 const GROUPS = 2_000;
 const RUNS = 10;
 const TABLE = "fifo_count_cost";
 
-interface Server {
-  readonly name: string;
-  readonly engine: Engine;
-  readonly db: Db;
-  readonly ddl: readonly string[];
-}
-
-const servers = (): Server[] => [
-  {
-    name: "postgres",
-    engine: "postgres",
-    db: new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: PG_URL, max: 2 }) }) }),
-    ddl: [
-      `create table ${TABLE} (id bigserial primary key, attempt int not null default 1, locked_until timestamptz, retry_after timestamptz, processed_at timestamptz, priority int not null default 0, grp text not null, payload text not null)`,
-      `create index ${TABLE}_grp on ${TABLE} (grp)`,
-    ],
-  },
-  {
-    name: "mariadb",
-    engine: "mysql",
-    db: new Kysely({ dialect: new MysqlDialect({ pool: createPool({ uri: MYSQL_URL, timezone: "Z", dateStrings: true, connectionLimit: 2 }) }) }),
-    ddl: [
-      `create table ${TABLE} (id bigint auto_increment primary key, attempt int not null default 1, locked_until datetime(3) null, retry_after datetime(3) null, processed_at datetime(3) null, priority int not null default 0, grp varchar(64) not null, payload text not null, key (grp)) engine=InnoDB`,
-    ],
-  },
-];
+const DDL: Record<Server["name"], readonly string[]> = {
+  postgres: [
+    `create table ${TABLE} (id bigserial primary key, attempt int not null default 1, locked_until timestamptz, retry_after timestamptz, processed_at timestamptz, priority int not null default 0, grp text not null, payload text not null)`,
+    `create index ${TABLE}_grp on ${TABLE} (grp)`,
+  ],
+  mariadb: [
+    `create table ${TABLE} (id bigint auto_increment primary key, attempt int not null default 1, locked_until datetime(3) null, retry_after datetime(3) null, processed_at datetime(3) null, priority int not null default 0, grp varchar(64) not null, payload text not null, key (grp)) engine=InnoDB`,
+  ],
+};
 
 const spec = {
   ...InboxSpec.table(TABLE, column("id").generated())
@@ -64,20 +40,11 @@ const spec = {
   fifo: true,
 };
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
-
 const lines: string[] = ["| engine | countByState ms (median of 10) | counts summed over the groups |", "|---|---:|---|"];
-for (const server of servers()) {
+for (const server of openServers()) {
   try {
-    await sql`drop table if exists ${sql.id(TABLE)}`.execute(server.db);
-    for (const ddl of server.ddl) await sql.raw(ddl).execute(server.db);
     const rows = Array.from({ length: ROWS }, (_, i) => ({ grp: `g${i % GROUPS}`, priority: i % 3, payload: "{}" }));
-    for (let i = 0; i < rows.length; i += 1000)
-      await server.db
-        .insertInto(TABLE)
-        .values(rows.slice(i, i + 1000))
-        .execute();
-    await sql.raw(server.name === "postgres" ? `analyze ${TABLE}` : `analyze table ${TABLE}`).execute(server.db);
+    await fillTable(server, TABLE, DDL[server.name], rows);
     const ops = operatorFor(server.engine);
     const ms: number[] = [];
     let counted: Record<string, unknown>[] = [];
