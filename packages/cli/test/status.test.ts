@@ -6,6 +6,30 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase } from "./databases.js";
 import { sqlinbox, sqlinboxJson } from "./run-bin.js";
 
+/**
+ * Locks the rows `lockSql` selects the way a row-lock claim holds them (READ COMMITTED, `FOR UPDATE
+ * SKIP LOCKED`) in a transaction of its own, and keeps them until the returned release is awaited.
+ */
+async function holdRows(db: TestDatabase["db"], lockSql: string): Promise<() => Promise<void>> {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let holding!: () => void;
+  const held = new Promise<void>((r) => (holding = r));
+  const holder = db
+    .transaction()
+    .setIsolationLevel("read committed")
+    .execute(async (trx) => {
+      await sql.raw(lockSql).execute(trx);
+      holding();
+      await released;
+    });
+  await held;
+  return async () => {
+    release();
+    await holder;
+  };
+}
+
 describe.each(ENGINES)("sqlinbox status on %s", (_name, open) => {
   let t: TestDatabase;
   const tables: string[] = [];
@@ -132,19 +156,7 @@ describe.each(ENGINES)("sqlinbox status on %s", (_name, open) => {
       expect(await purgePrompt()).toContain(`Delete 3 waiting rows from ${jobs}? [y/N]`);
       return;
     }
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    let holding!: () => void;
-    const held = new Promise<void>((r) => (holding = r));
-    const holder = t.db
-      .transaction()
-      .setIsolationLevel("read committed")
-      .execute(async (trx) => {
-        await sql.raw(`select id from ${jobs} where grp = 'g' for update skip locked`).execute(trx);
-        holding();
-        await released;
-      });
-    await held;
+    const release = await holdRows(t.db, `select id from ${jobs} where grp = 'g' for update skip locked`);
     try {
       const status = await read();
       expect(status.form).toBe("rowLock");
@@ -156,8 +168,7 @@ describe.each(ENGINES)("sqlinbox status on %s", (_name, open) => {
       expect(status.totals).toMatchObject({ ready: 1, waiting: 3, inWork: 1, delayed: 2 });
       expect(await purgePrompt()).toContain(`Delete 3 waiting rows from ${jobs}? [y/N]`);
     } finally {
-      release();
-      await holder;
+      await release();
     }
     expect(rows(await read())).toEqual([
       ["g", 1, 2, 0, 0],
@@ -188,27 +199,13 @@ describe.each(ENGINES)("sqlinbox status on %s", (_name, open) => {
       expect(status.notes).toContain("in work: SQLite has no row locks");
       return;
     }
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    let holding!: () => void;
-    const held = new Promise<void>((r) => (holding = r));
-    // Held the way a row-lock claim holds rows: READ COMMITTED, the first rows FOR UPDATE SKIP LOCKED.
-    const holder = t.db
-      .transaction()
-      .setIsolationLevel("read committed")
-      .execute(async (trx) => {
-        await sql.raw(`select id from ${jobs} order by id limit 2 for update skip locked`).execute(trx);
-        holding();
-        await released;
-      });
-    await held;
+    const release = await holdRows(t.db, `select id from ${jobs} order by id limit 2 for update skip locked`);
     try {
       const status = await read();
       expect(status.form).toBe("rowLock");
       expect(status.groups.map((g) => [g.group, g.ready, g.inWork])).toEqual([["g", 2, 2]]);
     } finally {
-      release();
-      await holder;
+      await release();
     }
     expect((await read()).groups.map((g) => [g.ready, g.inWork])).toEqual([[4, 0]]);
   });
