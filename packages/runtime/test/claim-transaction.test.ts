@@ -104,9 +104,14 @@ describe.each(serverEngines)("claim transaction on a held connection, $name", (e
     const held = await holdConnection(pool);
     expect(held.kysely).toBeUndefined();
     const id = idOf(await held.executeQuery(connectionIdQuery));
-    const move = await SessionTransaction.on(held, statements);
-    await move.executeQuery(insert(1));
-    await move.commit();
+    await SessionTransaction.within(held, statements, (move) => move.executeQuery(insert(1)));
+    // A move that throws rolls back, and the connection stays held too.
+    await expect(
+      SessionTransaction.within(held, statements, async (move) => {
+        await move.executeQuery(insert(3));
+        throw new Error("the move failed");
+      }),
+    ).rejects.toThrow("the move failed");
     // Still the same session, still out of the pool: the delivery unlocks its key on it afterwards.
     expect(idOf(await held.executeQuery(connectionIdQuery))).toBe(id);
     held.release();

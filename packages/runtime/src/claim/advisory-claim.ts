@@ -1,6 +1,6 @@
 import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { CompiledQuery } from "kysely";
-import { ownStatementsOn } from "../database.js";
+import { ownStatementsOn, type AnyTransaction, type OwnStatementSession } from "../database.js";
 import { lockSessionLost } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { HandlerOutcome } from "../outcome.js";
@@ -364,19 +364,12 @@ export class AdvisoryClaim implements ClaimStrategy {
         // row may already be in another delivery — the settlement must fail, not land.
         // A move is two statements: one transaction on that session.
         if (queries.length === 1) await database.execute("settle", queries[0] as CompiledQuery, connection);
-        else if (queries.length > 1 && connection === undefined) {
-          await database.db.transaction().execute(async (trx) => {
+        else if (queries.length > 1) {
+          const move = async (trx: OwnStatementSession | AnyTransaction) => {
             for (const query of queries) await database.execute("settle", query, trx);
-          });
-        } else if (queries.length > 1 && connection !== undefined) {
-          const trx = await SessionTransaction.on(connection, database.dialect.transaction);
-          try {
-            for (const query of queries) await database.execute("settle", query, trx);
-            await trx.commit();
-          } catch (error) {
-            await trx.rollback().catch(() => undefined);
-            throw error;
-          }
+          };
+          // SQLite holds no session of its own: the pool's one connection carries the move.
+          await (connection === undefined ? database.db.transaction().execute(move) : SessionTransaction.within(connection, database.dialect.transaction, move));
         }
       }
       stillHeld = await this.#release(hold);

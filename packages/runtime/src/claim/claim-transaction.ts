@@ -29,9 +29,10 @@ type State = "active" | "committed" | "rolled back";
  * A claim transaction run as statements on a pool connection: what a delivery whose handler
  * writes through no transaction of its own holds. Kysely's `startTransaction()` builds a
  * `Kysely` per transaction (executor, connection provider, a frozen copy of its settings) and
- * a command per commit: in a profile of Postgres row lock `b1-w8`, Kysely's frames took about 22 µs
- * of client CPU per delivery, 6 with this, of about 260 in all (most of it socket writes). The statements sent are the same as Kysely's drivers
- * send (`begin` after a `set transaction isolation level` where the claim asks for one).
+ * a command per commit: in a profile of Postgres row lock `b1-w8`, Kysely's frames took about
+ * 22 µs of client CPU per delivery, 6 with this, of about 260 in all (most of it socket writes).
+ * The statements sent are the same as Kysely's drivers send (`begin` after a `set transaction
+ * isolation level` where the claim asks for one).
  */
 export class SessionTransaction implements ClaimTransaction {
   readonly kysely = undefined;
@@ -66,6 +67,22 @@ export class SessionTransaction implements ClaimTransaction {
   static async on(connection: HeldConnection, statements: TransactionStatements, givesBack = false): Promise<SessionTransaction> {
     for (const query of statements.begin) await connection.executeQuery(query);
     return new SessionTransaction(connection, statements, givesBack);
+  }
+
+  /**
+   * Runs `work` in a transaction on a connection already held (an advisory delivery's session):
+   * committed when it returns, rolled back (quietly) when it throws; the connection stays held.
+   */
+  static async within<T>(connection: HeldConnection, statements: TransactionStatements, work: (trx: SessionTransaction) => Promise<T>): Promise<T> {
+    const trx = await SessionTransaction.on(connection, statements);
+    try {
+      const result = await work(trx);
+      await trx.commit();
+      return result;
+    } catch (error) {
+      await trx.rollback().catch(() => undefined);
+      throw error;
+    }
   }
 
   get isRolledBack(): boolean {
