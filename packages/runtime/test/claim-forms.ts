@@ -74,8 +74,9 @@ export interface JobRow {
   readonly attempt: number;
   readonly k: string;
 }
-export async function readJobs(db: AnyKysely, table: string): Promise<JobRow[]> {
-  const { rows } = await sql<Record<string, unknown>>`SELECT id, attempt, k FROM ${sql.id(table)} ORDER BY id`.execute(db);
+/** The rows of `table`; `schema` names its database when `db` is connected to another one (MariaDB). */
+export async function readJobs(db: AnyKysely, table: string, schema?: string): Promise<JobRow[]> {
+  const { rows } = await sql<Record<string, unknown>>`SELECT id, attempt, k FROM ${schema === undefined ? sql.id(table) : sql.id(schema, table)} ORDER BY id`.execute(db);
   return rows.map((r) => ({ id: Number(r["id"]), attempt: Number(r["attempt"]), k: String(r["k"]) }));
 }
 
