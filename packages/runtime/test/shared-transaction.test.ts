@@ -4,13 +4,14 @@ import { SharedTransaction } from "../src/claim/shared-transaction.js";
 
 const place = { subscription: "jobs", table: "jobs" };
 
-function recording(rows: number): { shared: SharedTransaction; events: string[] } {
+function recording(rows: number, serial = true): { shared: SharedTransaction; events: string[] } {
   const events: string[] = [];
   const shared = new SharedTransaction(
     rows,
     async () => void events.push("commit"),
     async () => void events.push("rollback"),
     async (ids) => void events.push(`uncount ${ids.join(",")}`),
+    serial,
   );
   return { shared, events };
 }
@@ -69,5 +70,34 @@ describe("SharedTransaction", () => {
     await expect(shared.settle("ack", place, write(events, "a"))).rejects.toMatchObject({ code: "BatchRolledBack" });
     expect(events).toEqual(["rollback"]);
     await shared.ended;
+  });
+
+  // A transaction on a held session (not Kysely's): the driver runs the connection's statements in turn itself.
+  describe("on a held session (not serial)", () => {
+    it("hands each write to the connection at once, and commits only after the last one ended", async () => {
+      const { shared, events } = recording(3, false);
+      await Promise.all(["a", "b", "c"].map((name) => shared.settle("ack", place, write(events, name))));
+      expect(events.slice(0, 3)).toEqual(["start a", "start b", "start c"]);
+      expect(events.slice(3, 6).sort()).toEqual(["end a", "end b", "end c"]);
+      expect(events[6]).toBe("commit");
+      expect(events).toHaveLength(7);
+    });
+
+    it("a failed write: the transaction rolls back after every write ended, a write arriving after the failure is skipped, every settlement fails with BatchRolledBack", async () => {
+      const { shared, events } = recording(3, false);
+      const first = [shared.settle("ack", place, write(events, "a", true)), shared.settle("ack", place, write(events, "b"))];
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const late = shared.settle("ack", place, write(events, "c"));
+      const settled = await Promise.allSettled([...first, late]);
+      expect(events).toEqual(["start a", "start b", "end a", "end b", "rollback"]);
+      expect(settled.map((s) => (s.status === "rejected" ? (s.reason as { code?: string }).code : "ok"))).toEqual(["BatchRolledBack", "BatchRolledBack", "BatchRolledBack"]);
+    });
+
+    it("rows that leave unstarted: their attempts are taken back after the writes in work ended, then it commits", async () => {
+      const { shared, events } = recording(3, false);
+      void shared.leave(3);
+      await Promise.all([shared.settle("ack", place, write(events, "a")), shared.settle("ack", place, write(events, "b"))]);
+      expect(events).toEqual(["start a", "start b", "end a", "end b", "uncount 3", "commit"]);
+    });
   });
 });

@@ -186,6 +186,7 @@ export class RowLockClaim implements ClaimStrategy {
             const uncount = this.#statements.uncountAttempts(spec, ids);
             return uncount === null ? Promise.resolve() : this.#run(trx, "settle", uncount);
           },
+          trx.kysely !== undefined,
         );
         const hold: RowHold = { trx, shared };
         return rows.map((row) => this.#delivery(hold, row, count !== null));

@@ -20,14 +20,29 @@ export class SharedTransaction {
   /** Rows that left without reaching a handler. */
   readonly #left: unknown[] = [];
   #waiting: number;
-  /** The last settlement written or being written: the next one starts after it. */
+  /** Serial writes: the last settlement written or being written, the next one starts after it. */
   #writes: Promise<void> = Promise.resolve();
+  readonly #serial: boolean;
   #failure: { readonly cause: unknown } | undefined;
   readonly #done: Promise<void>;
   #finish!: (failure: { readonly cause: unknown } | undefined) => void;
 
-  constructor(rows: number, commit: () => Promise<void>, rollback: () => Promise<void>, uncount: (ids: readonly unknown[]) => Promise<unknown> = () => Promise.resolve()) {
+  /**
+   * `serial`: each write starts once the last one ended. A transaction on Kysely's
+   * single-connection provider needs it (that provider wakes every waiting query at each one's
+   * end: k waiting, k² wakes); statements on a held session do not, since the driver runs its
+   * connection's statements in turn, in the order they were sent, and the chain's promises
+   * would only delay each write by the hops between one statement's end and the next one's start.
+   */
+  constructor(
+    rows: number,
+    commit: () => Promise<void>,
+    rollback: () => Promise<void>,
+    uncount: (ids: readonly unknown[]) => Promise<unknown> = () => Promise.resolve(),
+    serial = true,
+  ) {
     this.rows = rows;
+    this.#serial = serial;
     this.#waiting = rows;
     this.#commit = commit;
     this.#rollback = rollback;
@@ -59,10 +74,11 @@ export class SharedTransaction {
    */
   async settle(kind: string, place: ErrorPlace, write: () => Promise<unknown>): Promise<void> {
     if (this.#failure === undefined) {
-      // One write at a time, each after the last: the transaction's one connection runs them in turn anyway, and
-      // Kysely's single-connection provider wakes every waiting query at each one's end (k waiting: k² wakes).
-      const written = this.#writes.then(() => (this.#failure === undefined ? write() : undefined));
-      this.#writes = written.then(ignore, ignore);
+      let written: Promise<unknown>;
+      if (this.#serial) {
+        written = this.#writes.then(() => (this.#failure === undefined ? write() : undefined));
+        this.#writes = written.then(ignore, ignore);
+      } else written = write();
       try {
         await written;
       } catch (cause) {
