@@ -12,8 +12,6 @@ import { errorFields, type Logger } from "./logger.js";
  */
 export class KeptLease {
   readonly id: unknown;
-  /** The map key of `id`. */
-  readonly key: string;
   /** The deadline written in the row now: the token every statement on it carries. */
   held: Date;
   /** Set while a settlement runs (or waits in a batch): the keeper leaves it alone. */
@@ -22,8 +20,12 @@ export class KeptLease {
 
   constructor(id: unknown, held: Date) {
     this.id = id;
-    this.key = keyOf(id);
     this.held = held;
+  }
+
+  /** `id` as a string, to match against the ids a statement returns (only a partial ack or an extension needs it). */
+  get key(): string {
+    return keyOf(this.id);
   }
 
   get signal(): AbortSignal {
@@ -49,7 +51,8 @@ export class KeptLease {
  * always carry the current token.
  */
 export class LeaseKeeper {
-  readonly #leases = new Map<string, KeptLease>();
+  /** Leases in work, by identity: a delivery's hold and release build no key. */
+  readonly #leases = new Set<KeptLease>();
   readonly #database: Database;
   readonly #spec: InboxDescription;
   readonly #subscription: string;
@@ -97,7 +100,7 @@ export class LeaseKeeper {
 
   hold(id: unknown, held: Date): KeptLease {
     const lease = new KeptLease(id, held);
-    this.#leases.set(lease.key, lease);
+    this.#leases.add(lease);
     return lease;
   }
 
@@ -114,7 +117,7 @@ export class LeaseKeeper {
   }
 
   release(lease: KeptLease): void {
-    if (this.#leases.get(lease.key) === lease) this.#leases.delete(lease.key);
+    this.#leases.delete(lease);
   }
 
   #schedule(ms: number): void {
@@ -129,7 +132,7 @@ export class LeaseKeeper {
   }
 
   async #extendAll(): Promise<void> {
-    const leases = [...this.#leases.values()].filter((l) => !l.settling && !l.aborted);
+    const leases = this.#onePerRow();
     if (leases.length === 0) {
       this.#schedule(this.#leaseMs / 2);
       return;
@@ -151,6 +154,29 @@ export class LeaseKeeper {
       this.#logger.warn({ ...errorFields(error), leases: leases.length }, "lease extension failed; trying again");
       this.#schedule(Math.max(100, Math.min(1000, this.#leaseMs / 8)));
     }
+  }
+
+  /**
+   * The leases to extend: not settling, not lost, one per row. A row held twice was claimed again
+   * after its first lease ran out unnoticed (an event loop blocked past the deadline): the older
+   * token is gone from the row, so that lease is lost now. The extension's result names rows, not
+   * tokens, and would otherwise count the older one as extended too.
+   */
+  #onePerRow(): KeptLease[] {
+    const byRow = new Map<string, KeptLease>();
+    for (const lease of this.#leases) {
+      if (lease.settling || lease.aborted) continue;
+      const key = lease.key;
+      const other = byRow.get(key);
+      if (other === undefined) {
+        byRow.set(key, lease);
+        continue;
+      }
+      const [older, newer] = other.held.getTime() <= lease.held.getTime() ? [other, lease] : [lease, other];
+      byRow.set(key, newer);
+      this.#lose(older, "another claim took the row");
+    }
+    return [...byRow.values()];
   }
 
   /** Runs the extension; where the engine cannot return the extended ids, reads the deadlines back. */

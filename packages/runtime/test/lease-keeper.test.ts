@@ -1,0 +1,89 @@
+/**
+ * The lease keeper on every engine: it extends the leases in work, and a lease whose row was
+ * claimed again (its token replaced) is lost, its delivery's signal aborted with `LeaseLost`,
+ * even when this process holds the newer lease of the same row.
+ */
+import { dialectFor } from "@sqlinbox/kysely-dialects";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Activity } from "../src/activity.js";
+import { systemClock } from "../src/clock.js";
+import { Database, type AnyKysely } from "../src/database.js";
+import { LeaseKeeper } from "../src/lease-keeper.js";
+import { MemoryLogger } from "../src/testing/index.js";
+import { until } from "./claim-forms.js";
+import { engines, unique } from "./engines.js";
+import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
+
+const LEASE_MS = 400;
+
+describe.each(engines)("lease keeper on $name", (engine) => {
+  let db: AnyKysely;
+  const table = unique("rt_keeper");
+  beforeAll(async () => {
+    db = await engine.connect(engine.url());
+    await engine.createLeaseTable(db, table);
+  });
+  afterAll(async () => {
+    await engine.dropTable(db, table);
+    await db.destroy();
+    engine.cleanup();
+  });
+
+  async function rowWithToken(token: Date): Promise<number> {
+    await sql`DELETE FROM ${sql.id(table)}`.execute(db);
+    await sql`INSERT INTO ${sql.id(table)} (id, locked_until, payload) VALUES (1, ${engine.time(token)}, ${Buffer.from("{}")})`.execute(db);
+    return 1;
+  }
+
+  function keeperOn(logger: MemoryLogger): LeaseKeeper {
+    const dialect = dialectFor(engine.engine);
+    const database = new Database(db, dialect, logger, new Activity());
+    database.readsTimeAsDate = engine.engine === "postgres";
+    const spec = InboxSpec.table(table, column("id").generated())
+      .attempt(column("attempt").generated())
+      .lease(column("locked_until"))
+      .payload(column("payload"), payloadOf<unknown>()).description;
+    return new LeaseKeeper({ database, spec, subscription: "jobs", leaseMs: LEASE_MS, precision: 3, clock: systemClock, logger });
+  }
+
+  test("a lease in work is extended: its token and the row's deadline move on together", async () => {
+    const token = new Date(Math.floor(Date.now() / 1000) * 1000 + 60_000);
+    const id = await rowWithToken(token);
+    const keeper = keeperOn(new MemoryLogger());
+    const lease = keeper.hold(id, token);
+    keeper.start();
+    try {
+      await until(() => lease.held.getTime() !== token.getTime(), 3_000, "the extension");
+    } finally {
+      keeper.stop();
+    }
+    expect(lease.aborted).toBe(false);
+    const { rows } = await sql<{ locked_until: unknown }>`SELECT locked_until FROM ${sql.id(table)}`.execute(db);
+    expect(dialectFor(engine.engine).time.decode(rows[0]?.locked_until)?.getTime()).toBe(lease.held.getTime());
+  });
+
+  test("a row held twice (claimed again after its first lease ran out unnoticed): the older lease is lost, the newer one is extended", async () => {
+    const base = Math.floor(Date.now() / 1000) * 1000;
+    const stale = new Date(base - 5_000);
+    const current = new Date(base + 60_000);
+    const id = await rowWithToken(current);
+    const logger = new MemoryLogger();
+    const keeper = keeperOn(logger);
+    const older = keeper.hold(id, stale);
+    const newer = keeper.hold(id, current);
+    expect(keeper.size).toBe(2);
+    keeper.start();
+    try {
+      await until(() => newer.held.getTime() !== current.getTime(), 3_000, "the extension");
+    } finally {
+      keeper.stop();
+    }
+    expect(older.aborted).toBe(true);
+    expect(older.signal.reason).toMatchObject({ code: "LeaseLost" });
+    expect(older.held.getTime()).toBe(stale.getTime());
+    expect(newer.aborted).toBe(false);
+    expect(keeper.size).toBe(1);
+    expect(logger.find("lease lost")).toHaveLength(1);
+  });
+});
