@@ -32,6 +32,12 @@ export interface EngineCapabilities {
    * whatever the list's length (Postgres); elsewhere a list is `IN (?, ?, …)`, one text per length.
    */
   readonly arrayParameters: boolean;
+  /**
+   * One statement may ack many rows a row-lock transaction holds (`rowLock.settleAckMany`): it touches
+   * only those rows, never waiting on rows other transactions hold. False where a multi-row DELETE may
+   * scan and lock rows it does not match (InnoDB has no semi-consistent read for DELETE), and on SQLite.
+   */
+  readonly heldRowsAckTogether: boolean;
   /** Bound parameters one statement may carry: a bulk publish splits its rows into inserts that fit. */
   readonly maxParameters: number;
   /** A table can live in a named schema (Postgres) or another database (MySQL/MariaDB); not on SQLite. */
@@ -136,6 +142,13 @@ export interface RowLockStatements {
   uncountAttempts(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery | null;
   /** Ack: delete the row, or mark `processedAt`. */
   settleAck(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
+  /**
+   * Ack of many rows the transaction holds (a shared claim's), in one statement: delete them, or mark
+   * `processedAt`. At least one id; the caller keeps each statement within the engine's parameter limit.
+   * `null` where such a statement could wait on rows other transactions hold (MySQL/MariaDB: a DELETE
+   * that scans locks what it scans): ack each row with `settleAck` there.
+   */
+  settleAckMany(spec: InboxDescription, ids: readonly unknown[], now: Date): CompiledQuery | null;
   /** Retry: keep the row (its attempt stays counted), hidden until `retryAt` when the table has `retryAfter`. */
   settleRetry(spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery | null;
 }

@@ -23,6 +23,7 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:lease.settleAck(seed)": () => postgresDialect.lease.settleAck(seedByHand, held, now, 3),
   "mysql:lease.settleRetry(seed, later)": () => mysqlDialect.lease.settleRetry(seedByHand, held, until, 3),
   "postgres:lease.settleAckMany(two tokens)": () => postgresDialect.lease.settleAckMany(seedByHand, [held, { id: 8, held: held.held }, { id: 9, held: otherHeld }], now, 3),
+  "postgres:rowLock.settleAckMany(seed, three ids)": () => postgresDialect.rowLock?.settleAckMany(seedByHand, [7, 8, 9], now) ?? null,
   "postgres:deadLetter.toTable(seed, dead, held)": () => postgresDialect.deadLetter.toTable(seedByHand, deadJobs, 7, { lastError: "boom", attempts: 3 }, held, 3),
   "mysql:deadLetter.removeMoved(seed, held)": () => mysqlDialect.deadLetter.removeMoved(seedByHand, 7, held, 3),
   "sqlite:deadLetter.toGroup(grouped, held)": () => sqliteDialect.deadLetter.toGroup(groupedLease, 7, "dead", { lastError: "boom", attempts: 3 }, held, 3),

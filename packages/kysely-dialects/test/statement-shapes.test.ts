@@ -11,7 +11,7 @@ import { stampPickedQuery } from "../src/statements/claim-stamp.js";
 import { selectClaimableQuery } from "../src/statements/claimable.js";
 import { ackManyQuery, releaseUnstartedQuery, selectHeldQuery, tokenGroups } from "../src/statements/held-leases.js";
 import { compiled } from "../src/statements/query-db.js";
-import { ackQuery, lockedRetryQuery } from "../src/statements/settle.js";
+import { ackQuery, lockedAckManyQuery, lockedRetryQuery } from "../src/statements/settle.js";
 import { StatementShapes, Whole } from "../src/statements/shapes.js";
 import type { ClaimOptions, HeldLease } from "../src/types.js";
 import { fifoLease, groupedLease, richAdvisory, richLease, richRowLock, seedByHand, simpleRowLock } from "./specs.js";
@@ -108,6 +108,10 @@ describe.each(engines)("%s: a statement compiled once per shape equals a fresh b
         const count = rowLock.countAttempts(spec, ids);
         expect(plain(count)).toEqual(count === null ? null : plain(stampPickedQuery(ctx, spec, ids, null)));
         expect(plain(rowLock.settleAck(spec, 40 + i, at(i)))).toEqual(plain(ackQuery(ctx, spec, 40 + i, at(i))));
+        // Lists of 1, 3, 1 and 3 ids: a shape built for one list is filled with another's values (Postgres: any length).
+        const many = Array.from({ length: 1 + (i % 2) * 2 }, (_, k) => 60 + i * 10 + k);
+        const manyIds = engine.capabilities.arrayParameters ? new Whole(many) : many;
+        expect(plain(rowLock.settleAckMany(spec, many, at(i)))).toEqual(engine.capabilities.heldRowsAckTogether ? plain(lockedAckManyQuery(ctx, spec, manyIds, at(i))) : null);
         if (spec.retryAfter !== undefined) expect(plain(rowLock.settleRetry(spec, 40 + i, at(7 + i)))).toEqual(plain(lockedRetryQuery(ctx, spec, 40 + i, at(7 + i))));
         expect(rowLock.settleRetry(spec, 40 + i, null)).toBeNull();
       }

@@ -206,6 +206,63 @@ describe("row lock (SQLite: NOT_SUPPORTED)", () => {
     `);
   });
 
+  test("settleAckMany: the rows of a shared claim in one statement, delete or mark processedAt, on Postgres with one array parameter for any number of ids; null on MySQL/MariaDB", () => {
+    expect({
+      delete: perEngine((d) => d.rowLock?.settleAckMany(simpleRowLock(), [7, 8, 9], now)),
+      processedAt: perEngine((d) => d.rowLock?.settleAckMany(richRowLock(), [7, 8], now)),
+    }).toMatchInlineSnapshot(`
+      {
+        "delete": {
+          "mysql": {
+            "parameters": [
+              7,
+              8,
+              9,
+            ],
+            "sql": "delete from \`jobs\` where \`id\` in (?, ?, ?)",
+          },
+          "postgres": {
+            "parameters": [
+              [
+                7,
+                8,
+                9,
+              ],
+            ],
+            "sql": "delete from "jobs" where "id" = any($1)",
+          },
+          "sqlite": "NOT_SUPPORTED",
+        },
+        "processedAt": {
+          "mysql": {
+            "parameters": [
+              "2024-05-01 12:00:00.123",
+              7,
+              8,
+            ],
+            "sql": "update \`jobs\` set \`processed_at\` = ? where \`id\` in (?, ?)",
+          },
+          "postgres": {
+            "parameters": [
+              2024-05-01T12:00:00.123Z,
+              [
+                7,
+                8,
+              ],
+            ],
+            "sql": "update "jobs" set "processed_at" = $1 where "id" = any($2)",
+          },
+          "sqlite": "NOT_SUPPORTED",
+        },
+      }
+    `);
+    const pg = perEngine((d) => d.rowLock?.settleAckMany(simpleRowLock(), [1, 2, 3, 4, 5], now)) as Record<string, { sql: string }>;
+    const pgThree = perEngine((d) => d.rowLock?.settleAckMany(simpleRowLock(), [7, 8, 9], now)) as Record<string, { sql: string }>;
+    expect(pg["postgres"]?.sql).toBe(pgThree["postgres"]?.sql);
+    expect(() => dialectFor("postgres").rowLock?.settleAckMany(simpleRowLock(), [], now)).toThrow(/no ids/);
+    expect(dialectFor("mysql").rowLock?.settleAckMany(simpleRowLock(), [7, 8, 9], now)).toBeNull();
+  });
+
   test("settleRetry: nothing to write, or hidden until retryAt", () => {
     expect({
       atOnce: perEngine((d) => d.rowLock?.settleRetry(richRowLock(), 7, null), "null (commit as is)"),

@@ -5,8 +5,8 @@ import { stampPickedQuery, uncountPickedQuery } from "../statements/claim-stamp.
 import { selectClaimableQuery } from "../statements/claimable.js";
 import { lockFifoGroupQuery } from "../statements/fifo-head.js";
 import { compiled } from "../statements/query-db.js";
-import { ackQuery, lockedRetryQuery } from "../statements/settle.js";
-import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes } from "../statements/shapes.js";
+import { ackQuery, lockedAckManyQuery, lockedRetryQuery } from "../statements/settle.js";
+import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes, Whole } from "../statements/shapes.js";
 import type { EngineTraits } from "./engine-traits.js";
 
 /**
@@ -40,6 +40,12 @@ export function rowLockStatements(engine: EngineTraits): RowLockStatements | nul
     },
     uncountAttempts: (spec: InboxDescription, ids: readonly unknown[]) => (ids.length === 0 ? null : uncountPickedQuery(ctx, spec, ids)),
     settleAck: (spec: InboxDescription, id: unknown, now: Date) => shapes.fill(spec, "ack", { id, now }, (c, v) => ackQuery(c, spec, v.id, v.now)),
+    settleAckMany(spec: InboxDescription, ids: readonly unknown[], now: Date): CompiledQuery | null {
+      if (!engine.capabilities.heldRowsAckTogether) return null;
+      if (ids.length === 0) throw new Error("settleAckMany: no ids to ack");
+      const whole = engine.capabilities.arrayParameters;
+      return shapes.fill(spec, whole ? "ackMany" : `ackMany|${ids.length}`, { ids: whole ? new Whole(ids) : ids, now }, (c, v) => lockedAckManyQuery(c, spec, v.ids, v.now));
+    },
     settleRetry: (spec: InboxDescription, id: unknown, retryAt: Date | null) =>
       retryAt === null ? null : shapes.fill(spec, "retry", { id, retryAt }, (c, v) => lockedRetryQuery(c, spec, v.id, v.retryAt) as CompiledQuery),
   });

@@ -31,6 +31,8 @@ const capabilities: EngineCapabilities = Object.freeze({
   tableSchemas: true,
   // LISTEN/NOTIFY, sent at commit.
   listenNotify: true,
+  // A DELETE or UPDATE locks only the rows it matches; rows other transactions hold are read, not waited on.
+  heldRowsAckTogether: true,
 });
 
 const statements = Object.freeze({ db: postgresDb, time: postgresTime, capabilities });

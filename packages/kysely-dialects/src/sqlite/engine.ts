@@ -28,6 +28,8 @@ const capabilities: EngineCapabilities = Object.freeze({
   tableSchemas: false,
   // No server to relay notifications.
   listenNotify: false,
+  // No row locks (no row-lock form): nothing is held for an ack to wait on.
+  heldRowsAckTogether: false,
 });
 
 const statements = Object.freeze({ db: sqliteDb, time: sqliteTime, capabilities });

@@ -1,7 +1,8 @@
 import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { HeldLease } from "../types.js";
-import { COMPARE_PRECISION, compiled, type StatementContext } from "./query-db.js";
+import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
+import { Whole } from "./shapes.js";
 import { tableRef } from "./table-ref.js";
 
 /** The token every lease settlement matches: the deadline the claim wrote. */
@@ -42,6 +43,32 @@ export function ackQuery(ctx: StatementContext, spec: InboxDescription, id: unkn
     return compiled(guard(update));
   }
   return compiled(guard(ctx.db.deleteFrom(tableRef(spec)).where(spec.id.name, "=", id)));
+}
+
+/**
+ * Ack of many rows a row-lock transaction holds (the rows of a shared claim), in that transaction:
+ * deletes them, or marks them processed where the table has a processedAt column. No token: the
+ * transaction's locks are the hold. Where the engine takes array parameters the ids are one
+ * (`= any($1)`), so the text is the same for every number of rows.
+ *
+ * @example
+ * ```sql postgres:rowLock.settleAckMany(seed, three ids)
+ * delete from "report_jobs" where "id" = any($1)
+ * ```
+ */
+export function lockedAckManyQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[] | Whole<unknown>, now: Date): CompiledQuery {
+  // While a shape is built, a whole list stands in as one value (not an array): one parameter.
+  const where = (eb: Eb) =>
+    ids instanceof Whole || !Array.isArray(ids) ? eb(spec.id.name, "=", eb.fn("any", [eb.val(ids instanceof Whole ? ids.value : ids)])) : eb(spec.id.name, "in", [...ids]);
+  if (spec.processedAt !== undefined) {
+    return compiled(
+      ctx.db
+        .updateTable(tableRef(spec))
+        .set({ [spec.processedAt.name]: ctx.time.encode(now, COMPARE_PRECISION) })
+        .where(where),
+    );
+  }
+  return compiled(ctx.db.deleteFrom(tableRef(spec)).where(where));
 }
 
 /**
