@@ -2,13 +2,16 @@
  * Row lock with `.sharedTransaction()` on PostgreSQL and MariaDB: one claim takes a whole batch
  * in one transaction (one connection for all its rows), more rows than there are workers, and
  * the rows wait in the buffer; a stop with rows still buffered lets them leave with their attempt
- * taken back, and the transaction commits the settlements of the rows in work.
+ * taken back, and the transaction commits the settlements of the rows in work. On Postgres the acks
+ * of a claim go in one statement before its commit; MySQL/MariaDB write them row by row.
  */
 import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
-import { sql } from "kysely";
+import { Kysely, MysqlDialect, PostgresDialect, sql, type LogEvent } from "kysely";
+import { createPool } from "mysql2";
+import pg from "pg";
 import { describe, expect, test } from "vitest";
 import type { AnyKysely } from "../src/database.js";
-import { App, HandlerOutcome, InboxQueue, SqlBroker, silentLogger, subscriber, type LogFields, type Logger } from "../src/index.js";
+import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, silentLogger, subscriber, type LogFields, type Logger } from "../src/index.js";
 import { createJobsTable, insertJobs, readJobs, serverEngines, until, type Job } from "./claim-forms.js";
 import { unique } from "./engines.js";
 import { deferred, useEngineConnection } from "./fixtures.js";
@@ -100,6 +103,69 @@ describe.each(serverEngines)("shared row-lock claims on $name", (engine) => {
       expect([...seen].sort((a, b) => a - b)).toEqual(Array.from({ length: 300 }, (_, n) => n));
     } finally {
       await engine.dropTable(db, table);
+    }
+  });
+
+  test("a claim's acks and drops go in one statement before its commit; processedAt rows are marked, a retried row comes back", async () => {
+    const table = unique("shared_acks");
+    const t = sql.id(table);
+    if (engine.engine === "postgres")
+      await sql`CREATE TABLE ${t} (id BIGSERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, processed_at TIMESTAMPTZ, k TEXT NOT NULL, payload BYTEA NOT NULL)`.execute(db);
+    else
+      await sql`CREATE TABLE ${t} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, processed_at DATETIME(6) NULL, k VARCHAR(64) NOT NULL, payload LONGBLOB NOT NULL) ENGINE=InnoDB`.execute(
+        db,
+      );
+    const spec = InboxSpec.table(table, column("id").generated())
+      .attempt(column("attempt").generated())
+      .processedAt(column("processed_at"))
+      .data(column("k"))
+      .payload(column("payload"), payloadOf<Job>());
+    // The app's own Kysely, whose log sees every statement sqlinbox runs on it.
+    const statements: string[] = [];
+    const log = (event: LogEvent) => void statements.push(event.query.sql);
+    const own: AnyKysely =
+      engine.engine === "postgres"
+        ? new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 9 }) }), log })
+        : new Kysely({ dialect: new MysqlDialect({ pool: createPool({ uri: url.replace(/^mariadb:/, "mysql:"), connectionLimit: 9, dateStrings: true }) }), log });
+    const attempts = new Map<number, number[]>();
+    // Rows 0…59, claims of 20: n % 3 = 0 acks, 1 drops, 2 retries once, then acks.
+    const sub = subscriber(InboxQueue.of(spec, "jobs").batch(20).workers(4).sharedTransaction().pollInterval(50), async (job, ctx) => {
+      const seen = attempts.get(job.n) ?? [];
+      seen.push(ctx.get(keys.attempt));
+      attempts.set(job.n, seen);
+      if (job.n % 3 === 1) return HandlerOutcome.drop();
+      if (job.n % 3 === 2 && seen.length === 1) return HandlerOutcome.retry();
+      return HandlerOutcome.ack();
+    });
+    try {
+      await insertJobs(db, table, 60);
+      const app = await new App({ name: "shared", version: "0", logger: silentLogger }).withBroker(SqlBroker.fromKysely(own).route(spec, "jobs"), (b) => b.include(sub)).start();
+      try {
+        await until(
+          async () => Number((await sql<{ n: number }>`SELECT count(*) AS n FROM ${t} WHERE processed_at IS NULL`.execute(db)).rows[0]?.n) === 0,
+          10_000,
+          "every row processed",
+        );
+      } finally {
+        await app.stop();
+      }
+      // Every row stays, marked processed; the retried ones were delivered twice, at attempts 1 and 2.
+      expect(Number((await sql<{ n: number }>`SELECT count(*) AS n FROM ${t}`.execute(db)).rows[0]?.n)).toBe(60);
+      for (let n = 0; n < 60; n++) expect(attempts.get(n)).toEqual(n % 3 === 2 ? [1, 2] : [1]);
+      const acks = statements.filter((q) => /^update .{1,3}shared_acks\S* set .processed_at. = /.test(q));
+      if (engine.engine === "postgres") {
+        // One ack statement per claim that acked anything, never one per row: 60 acks and drops in a few statements.
+        expect(acks.length).toBeGreaterThan(0);
+        expect(acks.length).toBeLessThanOrEqual(10);
+        expect(acks.every((q) => q.endsWith(` = any($2)`))).toBe(true);
+      } else {
+        // MySQL/MariaDB ack held rows one by one (a multi-row DELETE may lock rows other claims hold).
+        expect(acks).toHaveLength(60);
+        expect(acks.every((q) => q.endsWith("`id` = ?"))).toBe(true);
+      }
+    } finally {
+      await engine.dropTable(db, table);
+      await own.destroy();
     }
   });
 });

@@ -4,15 +4,17 @@ import { SharedTransaction } from "../src/claim/shared-transaction.js";
 
 const place = { subscription: "jobs", table: "jobs" };
 
-function recording(rows: number, serial = true): { shared: SharedTransaction; events: string[] } {
+function recording(rows: number, options: { ackFails?: boolean } = {}): { shared: SharedTransaction; events: string[] } {
   const events: string[] = [];
-  const shared = new SharedTransaction(
-    rows,
-    async () => void events.push("commit"),
-    async () => void events.push("rollback"),
-    async (ids) => void events.push(`uncount ${ids.join(",")}`),
-    serial,
-  );
+  const shared = new SharedTransaction(rows, {
+    commit: async () => void events.push("commit"),
+    rollback: async () => void events.push("rollback"),
+    uncount: async (ids) => void events.push(`uncount ${ids.join(",")}`),
+    ackMany: async (ids) => {
+      events.push(`ack ${ids.join(",")}`);
+      if (options.ackFails === true) throw new Error("ack failed");
+    },
+  });
   return { shared, events };
 }
 
@@ -72,32 +74,29 @@ describe("SharedTransaction", () => {
     await shared.ended;
   });
 
-  // A transaction on a held session (not Kysely's): the driver runs the connection's statements in turn itself.
-  describe("on a held session (not serial)", () => {
-    it("hands each write to the connection at once, and commits only after the last one ended", async () => {
-      const { shared, events } = recording(3, false);
-      await Promise.all(["a", "b", "c"].map((name) => shared.settle("ack", place, write(events, name))));
-      expect(events.slice(0, 3)).toEqual(["start a", "start b", "start c"]);
-      expect(events.slice(3, 6).sort()).toEqual(["end a", "end b", "end c"]);
-      expect(events[6]).toBe("commit");
-      expect(events).toHaveLength(7);
+  describe("acks", () => {
+    it("acks are written together after every row arrived and the other writes ended, then the rows that left are uncounted, then it commits", async () => {
+      const { shared, events } = recording(4);
+      void shared.leave(4);
+      const settled = Promise.all([shared.ack(1, "ack", place), shared.settle("retry", place, write(events, "retry 2")), shared.ack(3, "drop", place)]);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(events).toEqual(["start retry 2"]); // the acks wait for the last row
+      await settled;
+      expect(events).toEqual(["start retry 2", "end retry 2", "ack 1,3", "uncount 4", "commit"]);
     });
 
-    it("a failed write: the transaction rolls back after every write ended, a write arriving after the failure is skipped, every settlement fails with BatchRolledBack", async () => {
-      const { shared, events } = recording(3, false);
-      const first = [shared.settle("ack", place, write(events, "a", true)), shared.settle("ack", place, write(events, "b"))];
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      const late = shared.settle("ack", place, write(events, "c"));
-      const settled = await Promise.allSettled([...first, late]);
-      expect(events).toEqual(["start a", "start b", "end a", "end b", "rollback"]);
-      expect(settled.map((s) => (s.status === "rejected" ? (s.reason as { code?: string }).code : "ok"))).toEqual(["BatchRolledBack", "BatchRolledBack", "BatchRolledBack"]);
+    it("an ack statement that fails rolls the transaction back: every settlement fails with BatchRolledBack", async () => {
+      const { shared, events } = recording(2, { ackFails: true });
+      const settled = await Promise.allSettled([shared.ack(1, "ack", place), shared.ack(2, "ack", place)]);
+      expect(events).toEqual(["ack 1,2", "rollback"]);
+      expect(settled.map((s) => (s.status === "rejected" ? (s.reason as { code?: string }).code : "ok"))).toEqual(["BatchRolledBack", "BatchRolledBack"]);
     });
 
-    it("rows that leave unstarted: their attempts are taken back after the writes in work ended, then it commits", async () => {
-      const { shared, events } = recording(3, false);
-      void shared.leave(3);
-      await Promise.all([shared.settle("ack", place, write(events, "a")), shared.settle("ack", place, write(events, "b"))]);
-      expect(events).toEqual(["start a", "start b", "end a", "end b", "uncount 3", "commit"]);
+    it("after a failed write, no ack statement runs: the transaction rolls back", async () => {
+      const { shared, events } = recording(2);
+      const settled = await Promise.allSettled([shared.settle("retry", place, write(events, "retry 1", true)), shared.ack(2, "ack", place)]);
+      expect(events).toEqual(["start retry 1", "end retry 1", "rollback"]);
+      expect(settled.every((s) => s.status === "rejected")).toBe(true);
     });
   });
 });

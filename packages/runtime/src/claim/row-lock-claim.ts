@@ -8,6 +8,7 @@ import type { HandlerOutcome } from "../outcome.js";
 import { asClaimed, deliveredAttempt, deliveryPlace, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
 import { KyselyClaimTransaction, SessionTransaction, type ClaimTransaction } from "./claim-transaction.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
+import { MAX_ACKS_PER_STATEMENT } from "./lease-acks.js";
 import { SharedTransaction } from "./shared-transaction.js";
 
 type HeldTransaction = ClaimTransaction;
@@ -56,6 +57,8 @@ export class RowLockClaim implements ClaimStrategy {
   /** How a delivery's transaction is given back or settled: the delivery holds its transaction. */
   readonly #holding: HoldingForm<RowHold>;
   readonly #shared: boolean;
+  /** A shared claim's acks go in one statement before its commit (where the engine's multi-row ack waits on nothing). */
+  readonly #acksTogether: boolean;
   /** Shared claims' transactions still open (claimed, not yet committed or rolled back). */
   #heldShared = 0;
 
@@ -67,6 +70,7 @@ export class RowLockClaim implements ClaimStrategy {
     this.#setup = setup;
     this.#statements = statements;
     this.#shared = setup.sharedTransaction === true;
+    this.#acksTogether = setup.database.dialect.capabilities.heldRowsAckTogether;
     this.#holding = {
       held: "row",
       spec: setup.spec,
@@ -178,16 +182,15 @@ export class RowLockClaim implements ClaimStrategy {
           if (held) this.#heldShared--;
           held = false;
         };
-        const shared = new SharedTransaction(
-          rows.length,
-          () => this.#commit(trx).then(release),
-          () => this.#rollback(trx).finally(release),
-          (ids) => {
+        const shared = new SharedTransaction(rows.length, {
+          commit: () => this.#commit(trx).then(release),
+          rollback: () => this.#rollback(trx).finally(release),
+          uncount: (ids) => {
             const uncount = this.#statements.uncountAttempts(spec, ids);
             return uncount === null ? Promise.resolve() : this.#run(trx, "settle", uncount);
           },
-          trx.kysely !== undefined,
-        );
+          ...(this.#acksTogether ? { ackMany: (ids: readonly unknown[]) => this.#ackMany(trx, ids) } : {}),
+        });
         const hold: RowHold = { trx, shared };
         return rows.map((row) => this.#delivery(hold, row, count !== null));
       } catch (error) {
@@ -282,9 +285,13 @@ export class RowLockClaim implements ClaimStrategy {
     }
   }
 
-  /** Writes one row's settlement into the transaction its claim shares; the last row commits for all. */
+  /**
+   * Writes one row's settlement into the transaction its claim shares; the last row commits for all.
+   * An ack (or a drop) joins the one statement that acks the claim's rows before the commit.
+   */
   #settleShared(delivery: HeldDelivery<RowHold>, shared: SharedTransaction, outcome: HandlerOutcome): Promise<void> {
     const { trx } = delivery.hold;
+    if ((outcome.kind === "ack" || outcome.kind === "drop") && shared.acksTogether) return shared.ack(delivery.id, outcome.kind, delivery.place);
     return shared.settle(outcome.kind, delivery.place, () => {
       if (trx.isRolledBack) return Promise.reject(new Error("the transaction was rolled back at shutdown"));
       const queries = this.#settlement(delivery.id, outcome, delivery.place, delivery.attempt);
@@ -292,6 +299,18 @@ export class RowLockClaim implements ClaimStrategy {
       if (queries.length === 1) return this.#run(trx, "settle", queries[0] as CompiledQuery);
       return this.#runAll(trx, queries);
     });
+  }
+
+  /** Acks rows of a shared claim in its transaction: one statement per `MAX_ACKS_PER_STATEMENT` rows. */
+  async #ackMany(trx: HeldTransaction, ids: readonly unknown[]): Promise<void> {
+    if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
+    const now = this.#setup.clock.now();
+    for (let i = 0; i < ids.length; i += MAX_ACKS_PER_STATEMENT) {
+      const chunk = ids.length <= MAX_ACKS_PER_STATEMENT ? ids : ids.slice(i, i + MAX_ACKS_PER_STATEMENT);
+      const query = this.#statements.settleAckMany(this.#setup.spec, chunk, now);
+      if (query === null) throw new Error("this engine acks held rows one by one");
+      await this.#run(trx, "settle", query);
+    }
   }
 
   /** Runs one settlement's statements in turn, in its transaction. */
