@@ -24,8 +24,9 @@ export interface ClaimPace {
   /** Claims in flight at most while the queue is not drained. */
   readonly maxClaims: number;
   /**
-   * Where rows wait at no cost: the claims to keep in flight so that rows arrive before the
-   * workers run out, sized from measured claim latency and handler time (`claimsToCover`).
+   * Where rows wait at no cost (the lease form), and for shared row-lock claims (at most `workers`):
+   * the claims to keep in flight so that rows arrive before the workers run out, sized from
+   * measured claim latency and handler time (`claimsToCover`).
    */
   aheadClaims: number;
   /** Settlements in flight beyond which no claim starts (memory stays bounded when the database is slow). */
@@ -86,7 +87,8 @@ export function claimPaceFor(shape: PaceShape): ClaimPace {
     // one row each run side by side instead of making the last worker wait for the others. (An advisory claim
     // shares one candidate select among its rows, and claims side by side would contend for the same keys.)
     // A batch handler: one claim per free worker, each a whole batch.
-    // Shared claims: the next batch is claimed while the last one runs, as claims ahead do (one connection each).
+    // Shared claims: the next batch is claimed while the last one runs, as claims ahead do (one connection each);
+    // `aheadClaims` raises it once claim latency is measured.
     maxClaims:
       oneRowClaims || wholeBatches ? workers : sharedClaims ? Math.min(workers, MIN_CLAIMS_AHEAD) : Math.max(claimsAhead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch)),
     aheadClaims: MIN_CLAIMS_AHEAD,
@@ -109,7 +111,9 @@ export function claimPaceFor(shape: PaceShape): ClaimPace {
  */
 export function rowsToClaim(pace: ClaimPace): number {
   const { workers, batch, inFlight } = pace;
-  const maxClaims = pace.claimsAhead && !pace.wholeBatches ? Math.max(pace.maxClaims, pace.aheadClaims) : pace.maxClaims;
+  // Claims ahead (lease) and shared claims are sized from measured latency; a shared claim is a transaction, one of the workers' connections.
+  const ahead = pace.sharedClaims ? Math.min(workers, pace.aheadClaims) : pace.aheadClaims;
+  const maxClaims = (pace.claimsAhead || pace.sharedClaims) && !pace.wholeBatches ? Math.max(pace.maxClaims, ahead) : pace.maxClaims;
   if (pace.claims >= (pace.drained ? 1 : maxClaims) || pace.settling >= pace.maxSettling) return 0;
   // A batch handler: a free worker takes a whole batch in one claim, nothing is buffered.
   if (pace.wholeBatches) return workers - inFlight - pace.claims > 0 ? batch : 0;
@@ -125,10 +129,11 @@ export function rowsToClaim(pace: ClaimPace): number {
   if (pace.sharedClaims) {
     // One connection per open transaction, and the pool budget counts one per worker: a claim (its own
     // transaction) starts only below that. Then a whole batch, when a worker is free that neither the
-    // buffer nor a running claim will feed, or when less than a batch is on hand or coming.
+    // buffer nor a running claim will feed, or when fewer rows are on hand or coming than the workers run
+    // through while a claim is under way (`aheadClaims - 1` batches, one at the least), as claims ahead do.
     if (pace.heldTransactions + pace.claims >= workers) return 0;
     const uncovered = workers - inFlight - pace.buffered - pace.claiming;
-    const refill = inFlight < workers && pace.buffered + pace.claiming < batch;
+    const refill = inFlight < workers && pace.buffered + pace.claiming < batch * Math.max(1, pace.aheadClaims - 1);
     return uncovered <= 0 && !refill ? 0 : batch;
   }
   // A claimed row holds a connection at once: never claim more than there are free workers.

@@ -100,7 +100,7 @@ export class Subscription {
     });
     // A single-writer engine (SQLite) runs one statement at a time: claims side by side hide no latency there.
     // One worker keeps one claim at a time, so its rows run in claim order (claims side by side may take rows out of order).
-    this.#measures = setup.strategy.claimsAhead === true && !batchHandler && setup.strategy.claimsSideBySide === true && workers > 1;
+    this.#measures = ((setup.strategy.claimsAhead === true && setup.strategy.claimsSideBySide === true) || this.#pace.sharedClaims) && !batchHandler && workers > 1;
     this.#run = new DeliveryRun(
       setup,
       {

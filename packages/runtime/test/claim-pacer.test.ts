@@ -116,6 +116,16 @@ describe("rowsToClaim", () => {
     ["lease, aheadClaims 4 but drained: one claim at a time", lease(8, 64), { drained: true, claims: 1, claiming: 64, aheadClaims: 4 }, 0],
     ["lease, aheadClaims 4 needs a worker between deliveries", lease(8, 64), { inFlight: 8, claims: 1, claiming: 64, aheadClaims: 4 }, 0],
     ["row lock ignores aheadClaims", rowLock(2, 1), { claims: 2, claiming: 2, aheadClaims: 8 }, 0],
+    // Shared row-lock claims are sized from latency too: each is a transaction, within the workers' connections.
+    [
+      "shared row lock, aheadClaims 4: a third claim while fewer than 3 batches are on hand or coming",
+      sharedRowLock(8, 64),
+      { inFlight: 2, claims: 2, claiming: 128, aheadClaims: 4 },
+      64,
+    ],
+    ["shared row lock, aheadClaims 4: none once 3 batches are on hand or coming", sharedRowLock(8, 64), { inFlight: 2, buffered: 64, claims: 2, claiming: 128, aheadClaims: 4 }, 0],
+    ["shared row lock, aheadClaims 4: none at 4 claims", sharedRowLock(8, 64), { claims: 4, claiming: 256, aheadClaims: 4 }, 0],
+    ["shared row lock w3, aheadClaims 4: no more claims than workers", sharedRowLock(3, 64), { claims: 3, claiming: 192, aheadClaims: 4 }, 0],
     ["batch handler ignores aheadClaims", batchHandler(2, 16, true), { claims: 2, claiming: 32, aheadClaims: 8 }, 0],
   ])("%s", (_name, shape, counters, rows) => {
     expect(ask(shape, counters)).toBe(rows);
