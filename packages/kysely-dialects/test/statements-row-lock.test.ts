@@ -213,14 +213,7 @@ describe("row lock (SQLite: NOT_SUPPORTED)", () => {
     }).toMatchInlineSnapshot(`
       {
         "delete": {
-          "mysql": {
-            "parameters": [
-              7,
-              8,
-              9,
-            ],
-            "sql": "delete from \`jobs\` where \`id\` in (?, ?, ?)",
-          },
+          "mysql": "NOT_SUPPORTED",
           "postgres": {
             "parameters": [
               [
@@ -234,14 +227,7 @@ describe("row lock (SQLite: NOT_SUPPORTED)", () => {
           "sqlite": "NOT_SUPPORTED",
         },
         "processedAt": {
-          "mysql": {
-            "parameters": [
-              "2024-05-01 12:00:00.123",
-              7,
-              8,
-            ],
-            "sql": "update \`jobs\` set \`processed_at\` = ? where \`id\` in (?, ?)",
-          },
+          "mysql": "NOT_SUPPORTED",
           "postgres": {
             "parameters": [
               2024-05-01T12:00:00.123Z,
