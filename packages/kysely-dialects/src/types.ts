@@ -34,8 +34,8 @@ export interface EngineCapabilities {
   readonly arrayParameters: boolean;
   /**
    * One statement may ack many rows a row-lock transaction holds (`rowLock.settleAckMany`): it touches
-   * only those rows, never waiting on rows other transactions hold. False where a multi-row DELETE may
-   * scan and lock rows it does not match (InnoDB has no semi-consistent read for DELETE), and on SQLite.
+   * only those rows, never waiting on rows other transactions hold (on MySQL/MariaDB because it reads them
+   * by the primary key: see `lockedAckManyQuery`). False on SQLite, which has no row-lock form.
    */
   readonly heldRowsAckTogether: boolean;
   /** Bound parameters one statement may carry: a bulk publish splits its rows into inserts that fit. */
@@ -145,8 +145,7 @@ export interface RowLockStatements {
   /**
    * Ack of many rows the transaction holds (a shared claim's), in one statement: delete them, or mark
    * `processedAt`. At least one id; the caller keeps each statement within the engine's parameter limit.
-   * `null` where such a statement could wait on rows other transactions hold (MySQL/MariaDB: a DELETE
-   * that scans locks what it scans): ack each row with `settleAck` there.
+   * `null` where the engine cannot (`capabilities.heldRowsAckTogether`): ack each row with `settleAck` there.
    */
   settleAckMany(spec: InboxDescription, ids: readonly unknown[], now: Date): CompiledQuery | null;
   /** Retry: keep the row (its attempt stays counted), hidden until `retryAt` when the table has `retryAfter`. */

@@ -62,7 +62,7 @@ describe("capabilities, side by side", () => {
           "arrayParameters": false,
           "claimIsolation": "read committed",
           "engine": "mysql",
-          "heldRowsAckTogether": false,
+          "heldRowsAckTogether": true,
           "insertReturning": false,
           "listenNotify": false,
           "maxParameters": 65535,

@@ -206,14 +206,22 @@ describe("row lock (SQLite: NOT_SUPPORTED)", () => {
     `);
   });
 
-  test("settleAckMany: the rows of a shared claim in one statement, delete or mark processedAt, on Postgres with one array parameter for any number of ids; null on MySQL/MariaDB", () => {
+  test("settleAckMany: the rows of a shared claim in one statement, delete or mark processedAt; Postgres: one array parameter for any number of ids; MySQL/MariaDB: a DELETE ordered by the key and limited to the list", () => {
     expect({
       delete: perEngine((d) => d.rowLock?.settleAckMany(simpleRowLock(), [7, 8, 9], now)),
       processedAt: perEngine((d) => d.rowLock?.settleAckMany(richRowLock(), [7, 8], now)),
     }).toMatchInlineSnapshot(`
       {
         "delete": {
-          "mysql": "NOT_SUPPORTED",
+          "mysql": {
+            "parameters": [
+              7,
+              8,
+              9,
+              3,
+            ],
+            "sql": "delete from \`jobs\` where \`id\` in (?, ?, ?) order by \`id\` limit ?",
+          },
           "postgres": {
             "parameters": [
               [
@@ -227,7 +235,14 @@ describe("row lock (SQLite: NOT_SUPPORTED)", () => {
           "sqlite": "NOT_SUPPORTED",
         },
         "processedAt": {
-          "mysql": "NOT_SUPPORTED",
+          "mysql": {
+            "parameters": [
+              "2024-05-01 12:00:00.123",
+              7,
+              8,
+            ],
+            "sql": "update \`jobs\` set \`processed_at\` = ? where \`id\` in (?, ?)",
+          },
           "postgres": {
             "parameters": [
               2024-05-01T12:00:00.123Z,
@@ -246,7 +261,6 @@ describe("row lock (SQLite: NOT_SUPPORTED)", () => {
     const pgThree = perEngine((d) => d.rowLock?.settleAckMany(simpleRowLock(), [7, 8, 9], now)) as Record<string, { sql: string }>;
     expect(pg["postgres"]?.sql).toBe(pgThree["postgres"]?.sql);
     expect(() => dialectFor("postgres").rowLock?.settleAckMany(simpleRowLock(), [], now)).toThrow(/no ids/);
-    expect(dialectFor("mysql").rowLock?.settleAckMany(simpleRowLock(), [7, 8, 9], now)).toBeNull();
   });
 
   test("settleRetry: nothing to write, or hidden until retryAt", () => {

@@ -49,7 +49,11 @@ export function ackQuery(ctx: StatementContext, spec: InboxDescription, id: unkn
  * Ack of many rows a row-lock transaction holds (the rows of a shared claim), in that transaction:
  * deletes them, or marks them processed where the table has a processedAt column. No token: the
  * transaction's locks are the hold. Where the engine takes array parameters the ids are one
- * (`= any($1)`), so the text is the same for every number of rows.
+ * (`= any($1)`), so the text is the same for every number of rows. On MySQL/MariaDB a DELETE is
+ * ordered by the key and limited to the list: InnoDB locks every row a DELETE reads, and without
+ * the order a small table may be read by a scan, waiting on rows other claims hold; with it the
+ * rows are read by the primary key. (At READ COMMITTED, as claim transactions run, an UPDATE reads
+ * a row another transaction holds without waiting for it, a "semi-consistent read", and needs no order.)
  *
  * @example
  * ```sql postgres:rowLock.settleAckMany(seed, three ids)
@@ -68,7 +72,10 @@ export function lockedAckManyQuery(ctx: StatementContext, spec: InboxDescription
         .where(where),
     );
   }
-  return compiled(ctx.db.deleteFrom(tableRef(spec)).where(where));
+  const del = ctx.db.deleteFrom(tableRef(spec)).where(where);
+  if (ctx.capabilities.arrayParameters) return compiled(del);
+  const count = Array.isArray(ids) ? ids.length : 0;
+  return compiled(del.orderBy(spec.id.name).limit(count));
 }
 
 /**

@@ -16,6 +16,40 @@ const richSpec = (table: string) =>
 
 /** The row-lock form on a live engine (Postgres, MariaDB). */
 export function rowLockScenarios(get: () => LiveEngine): void {
+  test("row lock: settleAckMany deletes only its claim's rows, never waiting on rows another claim holds, on a table of 8 rows", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "rowlock_ackmany");
+    const spec = rowLockSpec(table);
+    const ids = await publish(
+      engine,
+      spec,
+      Array.from({ length: 8 }, (_, i) => ({ payload: `p${i}` })),
+    );
+    const now = new Date();
+    const other = await claimRowLocked(engine, spec, { limit: 2, now });
+    const mine = await claimRowLocked(engine, spec, { limit: 6, now });
+    expect(other.ids).toEqual(ids.slice(0, 2));
+    expect(mine.ids).toEqual(ids.slice(2));
+    // InnoDB locks every row a DELETE reads: read by a scan of this small table, it would wait for the other
+    // claim's rows. Given 1 s, then the other claim rolls back (a waiting DELETE goes on, so the test ends either way).
+    const ack = engine.dialect.rowLock!.settleAckMany(spec, mine.ids, now);
+    expect(ack).not.toBeNull();
+    const acking = run(mine.tx, ack!);
+    let waited = true;
+    try {
+      waited = await Promise.race([acking.then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 1_000))]);
+    } finally {
+      if (waited) await other.tx.rollback().execute();
+      const acked = affected(await acking);
+      if (waited) await mine.tx.rollback().execute();
+      else await mine.tx.commit().execute();
+      if (!other.tx.isRolledBack) await other.tx.rollback().execute();
+      expect(waited).toBe(false);
+      expect(acked).toBe(6);
+    }
+    expect((await readRows(engine.db, table)).map((r) => Number(r.id))).toEqual(ids.slice(0, 2));
+  });
+
   test("row lock: two sessions claiming concurrently never receive the same row", async () => {
     const engine = get();
     const table = await jobsTable(engine, "rowlock_race");
