@@ -29,9 +29,9 @@ type Session = { executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R
  * What the library adds on top of this is its overhead.
  */
 /**
- * `shared`: in the row-lock form one transaction claims `batch` rows and, on Postgres, acks them in one
- * statement before its commit, elsewhere row by row (what the runtime does for a batch handler or
- * `.sharedTransaction()`); otherwise one row per transaction. A row-lock
+ * `shared`: in the row-lock form one transaction claims `batch` rows and acks them in one statement
+ * before its commit (what the runtime does for a batch handler or `.sharedTransaction()`); otherwise
+ * one row per transaction. A row-lock
  * transaction is BEGIN … COMMIT on a held connection, as the runtime's (`SessionTransaction`).
  */
 export function rawDrainCase(engine: EngineName, form: FormName, batch: number, workers: number, shared = false): DrainCase {
@@ -153,8 +153,7 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
               )
             : null;
         if (ackMany !== null) {
-          // The runtime's shared transaction where the engine acks held rows together (Postgres): every row
-          // handled, then one statement acks them all before the commit; elsewhere one ack per row, as below.
+          // The runtime's shared transaction: every row handled, then one statement acks them all before the commit.
           for (const row of rows) tracker.handle(row.payload);
           const acked = await exec(ackMany, trx);
           if (Number(acked.numAffectedRows ?? 0n) !== rows.length) throw new Error(`raw loop: shared ack took ${acked.numAffectedRows} of ${rows.length} rows`);
