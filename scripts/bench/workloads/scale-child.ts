@@ -20,7 +20,8 @@ export type ScaleChildMessage =
 /** What the parent sends. */
 export type ScaleParentMessage = { readonly go: true } | { readonly stop: true };
 
-const wallNow = () => performance.timeOrigin + performance.now();
+/** The wall clock as the parent reads it (`Date.now()`: see scale-out.ts). */
+const wallNow = () => Date.now();
 const [engine, form, batch, workers] = process.argv.slice(2) as [EngineName, FormName, string, string];
 const send = (m: ScaleChildMessage) => new Promise<void>((resolve) => process.send!(m, () => resolve()));
 

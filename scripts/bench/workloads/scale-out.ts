@@ -13,7 +13,13 @@ import type { EngineName } from "../types.js";
 import type { ScaleChildMessage, ScaleParentMessage } from "./scale-child.js";
 
 const CHILD = fileURLToPath(new URL("./scale-child.ts", import.meta.url));
-const wallNow = () => performance.timeOrigin + performance.now();
+/**
+ * The wall clock, the same in every process at the moment it is read. Not `performance.timeOrigin + now()`:
+ * each process fixes its origin when it starts, so a step of the system clock between the parent's start and a
+ * child's puts their times apart by the step. A CI smoke run (tiny N) once had a child's first handler call
+ * 26 ms after the parent saw the table empty, a negative drain time; a clock step is the likely cause.
+ */
+const wallNow = () => Date.now();
 
 /** The engines scale-out runs on: one server shared by every worker process (SQLite is one file per process). */
 export const SCALE_ENGINES: readonly EngineName[] = ["postgres", "mariadb"];
