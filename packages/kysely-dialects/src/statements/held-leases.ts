@@ -3,7 +3,7 @@ import type { CompiledQuery, Expression, SqlBool } from "kysely";
 import type { HeldLease, RawRow } from "../types.js";
 import { leaseColumnOf } from "./claim-stamp.js";
 import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
-import { type StatementShapes, Whole } from "./shapes.js";
+import { idListMatch, type StatementShapes, Whole } from "./shapes.js";
 import { tableRef } from "./table-ref.js";
 
 /** The leases of a batch grouped by token: a claim writes one deadline into all its rows. */
@@ -44,16 +44,7 @@ export function heldAny(ctx: StatementContext, spec: InboxDescription, groups: r
   const lease = leaseColumnOf(spec);
   return (eb: Eb): Expression<SqlBool> => {
     if (groups.length === 0) return eb.lit(false) as Expression<SqlBool>;
-    const arms = groups.map((g) => {
-      const ids = g.ids;
-      const match =
-        ids instanceof Whole || !Array.isArray(ids)
-          ? eb(spec.id.name, "=", eb.fn("any", [eb.val(ids instanceof Whole ? ids.value : ids)]))
-          : ids.length === 1
-            ? eb(spec.id.name, "=", ids[0])
-            : eb(spec.id.name, "in", ids);
-      return eb.and([eb(lease, "=", ctx.time.encode(g.held, precision)), match]);
-    });
+    const arms = groups.map((g) => eb.and([eb(lease, "=", ctx.time.encode(g.held, precision)), idListMatch(eb, spec.id.name, g.ids)]));
     return arms.length === 1 ? (arms[0] as Expression<SqlBool>) : eb.or(arms);
   };
 }

@@ -2,7 +2,7 @@ import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { HeldLease } from "../types.js";
 import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
-import { Whole } from "./shapes.js";
+import { idListMatch, type Whole } from "./shapes.js";
 import { tableRef } from "./table-ref.js";
 
 /** The token every lease settlement matches: the deadline the claim wrote. */
@@ -61,9 +61,7 @@ export function ackQuery(ctx: StatementContext, spec: InboxDescription, id: unkn
  * ```
  */
 export function lockedAckManyQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[] | Whole<unknown>, now: Date): CompiledQuery {
-  // While a shape is built, a whole list stands in as one value (not an array): one parameter.
-  const where = (eb: Eb) =>
-    ids instanceof Whole || !Array.isArray(ids) ? eb(spec.id.name, "=", eb.fn("any", [eb.val(ids instanceof Whole ? ids.value : ids)])) : eb(spec.id.name, "in", [...ids]);
+  const where = (eb: Eb) => idListMatch(eb, spec.id.name, ids);
   if (spec.processedAt !== undefined) {
     return compiled(
       ctx.db

@@ -1,7 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import type { CompiledQuery } from "kysely";
+import type { CompiledQuery, Expression, SqlBool } from "kysely";
 import type { ClaimOptions, TimeCodec } from "../types.js";
-import type { StatementContext } from "./query-db.js";
+import type { Eb, StatementContext } from "./query-db.js";
 
 /**
  * Statements compiled once per shape, their values filled in per call.
@@ -157,6 +157,15 @@ function slotName(values: Record<string, ShapeValue>, name: string): { name: str
 /** An array passed as one parameter (Postgres `= ANY($1)`), not spread into a list of parameters. */
 export class Whole<T> {
   constructor(readonly value: readonly T[]) {}
+}
+
+/**
+ * `column` is one of `ids`: one array parameter (`= any($n)`) for a whole list, or for the one value
+ * a whole list stands in as while its shape is built (not an array); `= ?` for one id; else `in (?, …)`.
+ */
+export function idListMatch(eb: Eb, column: string, ids: readonly unknown[] | Whole<unknown>): Expression<SqlBool> {
+  if (ids instanceof Whole || !Array.isArray(ids)) return eb(column, "=", eb.fn("any", [eb.val(ids instanceof Whole ? ids.value : ids)]));
+  return ids.length === 1 ? eb(column, "=", ids[0]) : eb(column, "in", [...ids]);
 }
 
 /** What decides a claim's text: a group, how many ids the process keeps out, and a fifo group's locked count. */
