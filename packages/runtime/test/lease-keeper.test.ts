@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Activity } from "../src/activity.js";
 import { systemClock } from "../src/clock.js";
 import { Database, type AnyKysely } from "../src/database.js";
-import { LeaseKeeper } from "../src/lease-keeper.js";
+import { type KeptLease, LeaseKeeper } from "../src/lease-keeper.js";
 import { MemoryLogger } from "../src/testing/index.js";
 import { until } from "./claim-forms.js";
 import { engines, unique } from "./engines.js";
@@ -47,17 +47,22 @@ describe.each(engines)("lease keeper on $name", (engine) => {
     return new LeaseKeeper({ database, spec, subscription: "jobs", leaseMs: LEASE_MS, precision: 3, clock: systemClock, logger });
   }
 
-  test("a lease in work is extended: its token and the row's deadline move on together", async () => {
-    const token = new Date(Math.floor(Date.now() / 1000) * 1000 + 60_000);
-    const id = await rowWithToken(token);
-    const keeper = keeperOn(new MemoryLogger());
-    const lease = keeper.hold(id, token);
+  /** Runs the keeper until `lease` holds a token other than `token` (one extension), then stops it. */
+  async function untilExtended(keeper: LeaseKeeper, lease: KeptLease, token: Date): Promise<void> {
     keeper.start();
     try {
       await until(() => lease.held.getTime() !== token.getTime(), 3_000, "the extension");
     } finally {
       keeper.stop();
     }
+  }
+
+  test("a lease in work is extended: its token and the row's deadline move on together", async () => {
+    const token = new Date(Math.floor(Date.now() / 1000) * 1000 + 60_000);
+    const id = await rowWithToken(token);
+    const keeper = keeperOn(new MemoryLogger());
+    const lease = keeper.hold(id, token);
+    await untilExtended(keeper, lease, token);
     expect(lease.aborted).toBe(false);
     const { rows } = await sql<{ locked_until: unknown }>`SELECT locked_until FROM ${sql.id(table)}`.execute(db);
     expect(dialectFor(engine.engine).time.decode(rows[0]?.locked_until)?.getTime()).toBe(lease.held.getTime());
@@ -73,12 +78,7 @@ describe.each(engines)("lease keeper on $name", (engine) => {
     const older = keeper.hold(id, stale);
     const newer = keeper.hold(id, current);
     expect(keeper.size).toBe(2);
-    keeper.start();
-    try {
-      await until(() => newer.held.getTime() !== current.getTime(), 3_000, "the extension");
-    } finally {
-      keeper.stop();
-    }
+    await untilExtended(keeper, newer, current);
     expect(older.aborted).toBe(true);
     expect(older.signal.reason).toMatchObject({ code: "LeaseLost" });
     expect(older.held.getTime()).toBe(stale.getTime());

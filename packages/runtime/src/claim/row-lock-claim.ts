@@ -291,7 +291,7 @@ export class RowLockClaim implements ClaimStrategy {
    */
   #settleShared(delivery: HeldDelivery<RowHold>, shared: SharedTransaction, outcome: HandlerOutcome): Promise<void> {
     const { trx } = delivery.hold;
-    if ((outcome.kind === "ack" || outcome.kind === "drop") && shared.acksTogether) return shared.ack(delivery.id, outcome.kind, delivery.place);
+    if ((outcome.kind === "ack" || outcome.kind === "drop") && this.#acksTogether) return shared.ack(delivery.id, outcome.kind, delivery.place);
     return shared.settle(outcome.kind, delivery.place, () => {
       if (trx.isRolledBack) return Promise.reject(new Error("the transaction was rolled back at shutdown"));
       const queries = this.#settlement(delivery.id, outcome, delivery.place, delivery.attempt);

@@ -62,11 +62,6 @@ export class SharedTransaction {
     return this.#failure !== undefined;
   }
 
-  /** Whether `ack` defers acks to one statement (the work can ack many). */
-  get acksTogether(): boolean {
-    return this.#work.ackMany !== undefined;
-  }
-
   /**
    * An ack: the row joins the one statement that acks every acked row of the transaction before it
    * commits. Waits for the shared commit; rejects with `BatchRolledBack` when it did not commit.
