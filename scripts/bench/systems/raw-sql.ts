@@ -31,8 +31,8 @@ type Session = { executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R
 /**
  * `shared`: in the row-lock form one transaction claims `batch` rows and acks them in one statement
  * before its commit (what the runtime does for a batch handler or `.sharedTransaction()`); otherwise
- * one row per transaction. A row-lock
- * transaction is BEGIN … COMMIT on a held connection, as the runtime's (`SessionTransaction`).
+ * one row per transaction. A row-lock transaction is BEGIN … COMMIT on a held connection, as the
+ * runtime's (`SessionTransaction`).
  */
 export function rawDrainCase(engine: EngineName, form: FormName, batch: number, workers: number, shared = false): DrainCase {
   /** The bench's own connection (table, inserts, counts); `db` is the loop's, opened per drain as sqlinbox's is. */
@@ -139,19 +139,11 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
       const got = await sessionTransaction(async (trx) => {
         const rows = (await exec(R.claim(spec!, { limit: shared ? batch : 1, now: new Date() }), trx)).rows;
         if (rows.length === 0) return 0;
-        const count = R.countAttempts(
-          spec!,
-          rows.map((r) => r.id),
-        );
+        const ids = rows.map((r) => r.id);
+        const count = R.countAttempts(spec!, ids);
         if (count) await exec(count, trx);
-        const ackMany =
-          shared && dialect!.capabilities.heldRowsAckTogether
-            ? R.settleAckMany(
-                spec!,
-                rows.map((r) => r.id),
-                new Date(),
-              )
-            : null;
+        // Null where the engine acks held rows one by one (the dialect's own capability check).
+        const ackMany = shared ? R.settleAckMany(spec!, ids, new Date()) : null;
         if (ackMany !== null) {
           // The runtime's shared transaction: every row handled, then one statement acks them all before the commit.
           for (const row of rows) tracker.handle(row.payload);
