@@ -1,8 +1,8 @@
 import type { AnyInboxSpec, ClaimForm, InboxDescription } from "@sqlinbox/core/internal";
 import { dialectFor, type Engine } from "@sqlinbox/kysely-dialects";
 import { Activity } from "./activity.js";
-import type { BrokerState } from "./broker.js";
-import type { Database } from "./database.js";
+import type { BrokerState } from "./publish/broker.js";
+import type { Database } from "./drivers/database.js";
 import {
   listenNeedsOwnPool,
   listenNeedsPostgres,
@@ -14,17 +14,17 @@ import {
   routeSubscribedTwice,
   rowLockTableUnsupported,
 } from "./errors.js";
-import { brokerState, type SqlBroker } from "./sql-broker.js";
+import { brokerState, type SqlBroker } from "./publish/sql-broker.js";
 import { claimStrategyFor } from "./claim/strategy-for.js";
-import { ParkedRows } from "./parked-rows.js";
-import type { DeadLetterDeclaration, DeadLetterTarget } from "./queue.js";
+import { ParkedRows } from "./consume/parked-rows.js";
+import type { DeadLetterDeclaration, DeadLetterTarget } from "./declare/queue.js";
 import type { ClaimStrategy, ClaimSetup } from "./claim/claim-strategy.js";
 import { systemClock, type Clock } from "./clock.js";
 import { runningBrokers, startWith, type StartOverrides } from "./internal.js";
 import { childLogger, consoleLogger, errorFields, type Logger } from "./logger.js";
 import { stopReportOf, within, type StopReport } from "./stop-report.js";
-import type { Subscriber } from "./subscriber.js";
-import { Subscription, type DeliveryObserver } from "./subscription.js";
+import type { Subscriber } from "./declare/subscriber.js";
+import { Subscription, type DeliveryObserver } from "./consume/subscription.js";
 import { dbSystemOf } from "./telemetry/db-system.js";
 import { loadTelemetry } from "./telemetry/load-telemetry.js";
 import { observedDatabase, observedSubscription, subscriptionPlace } from "./telemetry/observed-app.js";

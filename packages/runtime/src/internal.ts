@@ -1,8 +1,8 @@
 import type { Activity } from "./activity.js";
 import type { Clock } from "./clock.js";
 import type { Logger } from "./logger.js";
-import type { BrokerState } from "./broker.js";
-import type { DeliveryObserver } from "./subscription.js";
+import type { BrokerState } from "./publish/broker.js";
+import type { DeliveryObserver } from "./consume/subscription.js";
 
 /** @internal How `@sqlinbox/runtime/testing` starts an app: its clock, its observer. */
 export const startWith: unique symbol = Symbol("sqlinbox.startWith");

@@ -4,7 +4,7 @@
  * order, and different keys overlap.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { engines, unique } from "./engines.js";
 import { consumer, createJobsTable, insertJobs, readJobs, until } from "./claim-forms.js";
 

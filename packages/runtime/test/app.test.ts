@@ -9,7 +9,7 @@ import { App, HandlerOutcome, InboxQueue, SqlBroker, SqlInboxError, subscriber }
 import { redactUrl } from "../src/logger.js";
 import { parseDatabaseUrl } from "../src/drivers/index.js";
 import { MemoryLogger, TestApp } from "../src/testing/index.js";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { engines, readRows, unique } from "./engines.js";
 import { jobsApp, jobsSpec, type Job } from "./fixtures.js";
 

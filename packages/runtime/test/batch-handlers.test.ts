@@ -7,7 +7,7 @@ import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
 import { sql } from "kysely";
 import { describe, expect, test } from "vitest";
 import { useEngineConnection } from "./fixtures.js";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber, type LogFields, type Logger, type Subscriber } from "../src/index.js";
 import { createJobsTable, dropScope, insertJobs, jobsSpecOf, killSession, matrix, sessionsOf, readJobs, scopedUrl, serverEngines, until, type Job } from "./claim-forms.js";
 import { unique } from "./engines.js";

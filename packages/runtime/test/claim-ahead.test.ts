@@ -8,7 +8,7 @@ import { sql } from "kysely";
 import { describe, expect, test } from "vitest";
 import type { SqlInboxError } from "../src/index.js";
 import { TestApp } from "../src/testing/index.js";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { engines, insertRaw, readRows, type TestEngine } from "./engines.js";
 import { deferred, jobsApp, useLeaseTable } from "./fixtures.js";
 

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { InboxSpec, column, payloadOf, type ClaimForm } from "@sqlinbox/core/internal";
 import { mysqlLockName } from "@sqlinbox/kysely-dialects/internal";
 import { sql } from "kysely";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber, type LogFields, type Logger } from "../src/index.js";
 import { MYSQL_URL, PG_URL, engines, type TestEngine } from "./engines.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { claimPaceFor, claimsToCover, MAX_CLAIMS_AHEAD, MIN_CLAIMS_AHEAD, rowsToClaim, type ClaimPace, type PaceShape } from "../src/claim-pacer.js";
+import { claimPaceFor, claimsToCover, MAX_CLAIMS_AHEAD, MIN_CLAIMS_AHEAD, rowsToClaim, type ClaimPace, type PaceShape } from "../src/consume/claim-pacer.js";
 
 const lease = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: true, oneRowClaims: false });
 const advisory = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: false });

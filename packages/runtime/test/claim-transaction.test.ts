@@ -13,9 +13,9 @@
 import { dialectFor } from "@sqlinbox/kysely-dialects";
 import { CompiledQuery, sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { SessionTransaction } from "../src/claim/claim-transaction.js";
-import { holdConnection } from "../src/claim/held-connection.js";
-import type { AnyKysely } from "../src/database.js";
+import { SessionTransaction } from "../src/claim/held/claim-transaction.js";
+import { holdConnection } from "../src/claim/held/held-connection.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { parseDatabaseUrl } from "../src/drivers/index.js";
 import { serverEngines } from "./claim-forms.js";
 import { unique } from "./engines.js";

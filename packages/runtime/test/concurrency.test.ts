@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { HandlerOutcome } from "../src/index.js";
 import { TestApp } from "../src/testing/index.js";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { engines, readRows, unique, type TestEngine } from "./engines.js";
 import { jobsApp } from "./fixtures.js";
 

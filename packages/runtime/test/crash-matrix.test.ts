@@ -7,7 +7,7 @@
  * delivery in work when killed).
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import type { RunningApp } from "../src/index.js";
 import { deferred } from "./fixtures.js";
 import { unique } from "./engines.js";

@@ -4,7 +4,7 @@
  */
 import { InboxSpec, column, payloadOf, type ClaimForm } from "@sqlinbox/core/internal";
 import { sql } from "kysely";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import type { Job } from "./claim-forms.js";
 import type { TestEngine } from "./engines.js";
 

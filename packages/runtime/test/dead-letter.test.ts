@@ -7,7 +7,7 @@
 import { describe, expect, test } from "vitest";
 import { useEngineConnection } from "./fixtures.js";
 import { sql } from "kysely";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, silentLogger, subscriber, type LogFields, type Logger } from "../src/index.js";
 import { matrix, until } from "./claim-forms.js";
 import { engines, unique } from "./engines.js";

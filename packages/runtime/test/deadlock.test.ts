@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { sql } from "kysely";
 import { dialectFor } from "@sqlinbox/kysely-dialects";
 import { Activity } from "../src/activity.js";
-import { Database, type AnyKysely } from "../src/database.js";
+import { Database, type AnyKysely } from "../src/drivers/database.js";
 import { MemoryLogger } from "../src/testing/index.js";
 import { engines, unique } from "./engines.js";
 import { deferred } from "./fixtures.js";

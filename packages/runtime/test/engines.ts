@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import type { Engine } from "@sqlinbox/kysely-dialects";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { parseDatabaseUrl } from "../src/drivers/index.js";
 import { redactUrl } from "../src/logger.js";
 

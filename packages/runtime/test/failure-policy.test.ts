@@ -1,6 +1,6 @@
 /** The default failure policies, table-tested without a database: pure functions from a failure to an outcome. */
 import { describe, expect, it } from "vitest";
-import { backoffCeiling, backoffMs, DEFAULT_BACKOFF, defaultOnDecodeError, defaultOnError, reasonOf, type FailureContext } from "../src/failure-policy.js";
+import { backoffCeiling, backoffMs, DEFAULT_BACKOFF, defaultOnDecodeError, defaultOnError, reasonOf, type FailureContext } from "../src/declare/failure-policy.js";
 
 const base: FailureContext = { subscription: "reports", table: "report_jobs", id: 7, deadLetter: false, maxAttempts: undefined, keepMs: 30_000 };
 const withDead: FailureContext = { ...base, deadLetter: true, maxAttempts: 3 };

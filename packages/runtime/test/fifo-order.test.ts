@@ -9,7 +9,7 @@
 import type { ClaimForm } from "@sqlinbox/core/internal";
 import { sql } from "kysely";
 import { afterAll, describe, expect, test } from "vitest";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, silentLogger, subscriber, type RunningApp } from "../src/index.js";
 import { matrix, until } from "./claim-forms.js";
 import { engines, unique, type TestEngine } from "./engines.js";

@@ -9,7 +9,7 @@
  * and no row may start before the one before it ended.
  */
 import { afterAll, describe, expect, test } from "vitest";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { matrix, startFixture, until, type WorkerProcess } from "./claim-forms.js";
 import { engines, unique } from "./engines.js";
 import { createFifoTable, createResultsTable, groupRuns, insertFifoRows, readResults, type FifoRow } from "./fifo-tables.js";

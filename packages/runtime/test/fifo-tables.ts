@@ -5,7 +5,7 @@
  */
 import { defineInbox, field, type ClaimForm } from "@sqlinbox/core/internal";
 import { sql } from "kysely";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import type { TestEngine } from "./engines.js";
 
 export interface FifoJob {

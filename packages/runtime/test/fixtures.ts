@@ -2,7 +2,7 @@ import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
 import { App, InboxQueue, SqlBroker, subscriber, type HandlerFunction, type InboxQueue as Queue } from "../src/index.js";
 import { silentLogger } from "../src/logger.js";
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { unique, type TestEngine } from "./engines.js";
 
 export interface Job {

@@ -1,9 +1,9 @@
 /** The held-delivery state machine shared by row lock and advisory, driven by a recording form (no database: what it decides, not how a hold is kept). */
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import { describe, expect, it } from "vitest";
-import { HeldDelivery, type HoldingForm } from "../src/claim/held-delivery.js";
+import { HeldDelivery, type HoldingForm } from "../src/claim/held/held-delivery.js";
 import { HandlerOutcome } from "../src/index.js";
-import { ParkedRows } from "../src/parked-rows.js";
+import { ParkedRows } from "../src/consume/parked-rows.js";
 import { PausedClock } from "../src/testing/index.js";
 
 const place = { subscription: "reports", table: "report_jobs", id: 1 };

@@ -19,7 +19,7 @@ import {
   type UnknownRow,
 } from "kysely";
 import { describe, expect, test } from "vitest";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber, type LogFields, type Logger } from "../src/index.js";
 import { matrix, until } from "./claim-forms.js";
 import { unique, type TestEngine } from "./engines.js";

@@ -5,7 +5,7 @@
 import { describe, expect, test } from "vitest";
 import { HandlerOutcome, SqlInboxError, keys, seconds, type InboxContext } from "../src/index.js";
 import { PausedClock, TestApp } from "../src/testing/index.js";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { engines, insertRaw, readRows, type TestEngine } from "./engines.js";
 import { deferred, jobsApp, useLeaseTable, type Deferred } from "./fixtures.js";
 

@@ -7,10 +7,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { sql } from "kysely";
 import pg from "pg";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { App, InboxQueue, SqlBroker, isSqlInboxError, silentLogger, subscriber, type Logger } from "../src/index.js";
 import { MemoryLogger } from "../src/testing/index.js";
-import { channelOf } from "../src/listen.js";
+import { channelOf } from "../src/publish/listen.js";
 import { engines, MYSQL_URL, PG_URL, readRows, unique } from "./engines.js";
 import { jobsSpec, type Job } from "./fixtures.js";
 

@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { useEngineConnection } from "./fixtures.js";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, silentLogger, subscriber } from "../src/index.js";
 import { matrix, until } from "./claim-forms.js";
 import { unique } from "./engines.js";

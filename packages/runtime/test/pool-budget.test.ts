@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { ClaimForm } from "@sqlinbox/core/internal";
 import { sql } from "kysely";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { isSqlInboxError, SqlBroker, subscriber, InboxQueue, App, silentLogger } from "../src/index.js";
 import { unique } from "./engines.js";
 import { consumer, createJobsTable, dropScope, insertJobs, jobsSpecOf, scopedUrl, serverEngines, sessionsOf, until } from "./claim-forms.js";

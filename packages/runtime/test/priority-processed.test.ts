@@ -6,7 +6,7 @@
 import { defineInbox, field, type ClaimForm } from "@sqlinbox/core/internal";
 import { sql } from "kysely";
 import { afterAll, describe, expect, test } from "vitest";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { App, InboxQueue, SqlBroker, silentLogger, subscriber } from "../src/index.js";
 import { matrix, until } from "./claim-forms.js";
 import { engines, unique, type TestEngine } from "./engines.js";

@@ -8,7 +8,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { useEngineConnection } from "./fixtures.js";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { HandlerOutcome, type LogFields, type Logger } from "../src/index.js";
 import { engines, unique } from "./engines.js";
 import { createJobsTable, insertJobs, readJobs, until, jobsSpecOf, type Seen } from "./claim-forms.js";

@@ -1,7 +1,7 @@
 /** Route matching without a database: exact beats prefix, the longest prefix wins, otherwise nothing. */
 import { describe, expect, test } from "vitest";
-import { chunkRows } from "../src/publish-rows.js";
-import { isPrefixRoute, matchRoute } from "../src/route-match.js";
+import { chunkRows } from "../src/publish/publish-rows.js";
+import { isPrefixRoute, matchRoute } from "../src/publish/route-match.js";
 
 const routes = new Map([
   ["reports.*", "all reports"],

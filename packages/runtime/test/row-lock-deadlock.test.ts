@@ -6,8 +6,8 @@
  * The deadlock is injected once (the error InnoDB raises), on Postgres and MariaDB alike.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { AnyKysely } from "../src/database.js";
-import type { StatementKind } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
+import type { StatementKind } from "../src/drivers/database.js";
 import { TestApp } from "../src/testing/index.js";
 import { unique } from "./engines.js";
 import { consumer, createJobsTable, insertJobs, readJobs, serverEngines } from "./claim-forms.js";

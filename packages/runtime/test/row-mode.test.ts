@@ -13,7 +13,7 @@ import { App, InboxQueue, SqlBroker, keys, silentLogger, subscriber } from "../s
 import { matrix } from "./claim-forms.js";
 import { engines, unique, type TestEngine } from "./engines.js";
 import { deferred } from "./fixtures.js";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 
 afterAll(() => {
   for (const e of engines) e.cleanup();

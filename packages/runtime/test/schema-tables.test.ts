@@ -8,7 +8,7 @@ import { InboxSpec, column, payloadOf, type ClaimForm } from "@sqlinbox/core/int
 import { mysqlLockName } from "@sqlinbox/kysely-dialects/internal";
 import { sql } from "kysely";
 import { afterAll, describe, expect, test } from "vitest";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { App, InboxQueue, SqlBroker, isSqlInboxError, silentLogger, subscriber } from "../src/index.js";
 import { FORMS, until } from "./claim-forms.js";
 import { engines, unique, type TestEngine } from "./engines.js";

@@ -10,7 +10,7 @@ import { Kysely, MysqlDialect, PostgresDialect, sql, type LogEvent } from "kysel
 import { createPool } from "mysql2";
 import pg from "pg";
 import { describe, expect, test } from "vitest";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, silentLogger, subscriber, type LogFields, type Logger } from "../src/index.js";
 import { createJobsTable, insertJobs, readJobs, serverEngines, until, type Job } from "./claim-forms.js";
 import { unique } from "./engines.js";

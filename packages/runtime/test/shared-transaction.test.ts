@@ -1,6 +1,6 @@
 /** The shared transaction's bookkeeping, driven by recording callbacks (no database: the order it writes and ends in, not how a transaction is kept). */
 import { describe, expect, it } from "vitest";
-import { SharedTransaction } from "../src/claim/shared-transaction.js";
+import { SharedTransaction } from "../src/claim/held/shared-transaction.js";
 
 const place = { subscription: "jobs", table: "jobs" };
 

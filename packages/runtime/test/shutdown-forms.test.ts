@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { ClaimForm } from "@sqlinbox/core/internal";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { deferred } from "./fixtures.js";
 import { unique } from "./engines.js";
 import { consumer, createJobsTable, deliverySession, dropScope, insertJobs, readJobs, scopedUrl, serverEngines, until } from "./claim-forms.js";

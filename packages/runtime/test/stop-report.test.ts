@@ -4,7 +4,7 @@
  * left to its lease (lease); the connections the pool held are counted as it closes.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { stopReportOf } from "../src/stop-report.js";
 import { unique } from "./engines.js";
 import { consumer, createJobsTable, insertJobs, matrix, readJobs, until } from "./claim-forms.js";

@@ -1,7 +1,7 @@
 /** The rules on transactions and batches at run time (for callers the compiler did not check), and how batch outcomes are read. */
 import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
 import { describe, expect, it } from "vitest";
-import { batchOutcomes } from "../src/batch-delivery.js";
+import { batchOutcomes } from "../src/consume/batch-delivery.js";
 import { HandlerOutcome, InboxQueue, subscriber } from "../src/index.js";
 
 const RowLock = InboxSpec.table("locked_jobs", column("id")).payload(column("payload"), payloadOf<{ n: number }>());

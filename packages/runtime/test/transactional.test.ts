@@ -6,7 +6,7 @@
 import { sql } from "kysely";
 import { describe, expect, test } from "vitest";
 import { useEngineConnection } from "./fixtures.js";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber, type LogFields, type Logger } from "../src/index.js";
 import { createJobsTable, insertJobs, jobsSpecOf, matrix, readJobs, until } from "./claim-forms.js";
 import { unique } from "./engines.js";

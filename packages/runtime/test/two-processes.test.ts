@@ -4,7 +4,7 @@
  * design: its keys live in the process, so one SQLite file serves one process.)
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { AnyKysely } from "../src/database.js";
+import type { AnyKysely } from "../src/drivers/database.js";
 import { unique } from "./engines.js";
 import { createJobsTable, insertJobs, matrix, readJobs, startWorker, until, type WorkerProcess } from "./claim-forms.js";
 

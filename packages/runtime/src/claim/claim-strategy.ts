@@ -1,11 +1,11 @@
 import type { ClaimForm, ErrorPlace, InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import type { Clock } from "../clock.js";
-import type { AnyTransaction, Database } from "../database.js";
+import type { AnyTransaction, Database } from "../drivers/database.js";
 import type { Logger } from "../logger.js";
-import type { HandlerOutcome } from "../outcome.js";
-import type { ParkedRows } from "../parked-rows.js";
-import type { DeadLetterTarget } from "../queue.js";
+import type { HandlerOutcome } from "../declare/outcome.js";
+import type { ParkedRows } from "../consume/parked-rows.js";
+import type { DeadLetterTarget } from "../declare/queue.js";
 
 /** One claimed row, held by its claim form until it is settled. */
 export interface ClaimedDelivery {

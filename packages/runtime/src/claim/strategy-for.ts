@@ -1,7 +1,7 @@
-import { AdvisoryClaim } from "./advisory-claim.js";
+import { AdvisoryClaim } from "./held/advisory-claim.js";
 import type { ClaimSetup, ClaimStrategy } from "./claim-strategy.js";
-import { LeaseClaim } from "./lease-claim.js";
-import { RowLockClaim } from "./row-lock-claim.js";
+import { LeaseClaim } from "./lease/lease-claim.js";
+import { RowLockClaim } from "./held/row-lock-claim.js";
 
 /** The claim strategy of a table's form: a lease column, an advisory key, or neither (row lock). */
 export function claimStrategyFor(setup: ClaimSetup): ClaimStrategy {

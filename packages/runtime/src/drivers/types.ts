@@ -1,5 +1,5 @@
 import type { Engine } from "@sqlinbox/kysely-dialects";
-import type { AnyKysely } from "../database.js";
+import type { AnyKysely } from "./database.js";
 
 /** Pool options of a broker built from a URL. */
 export interface PoolOptions {

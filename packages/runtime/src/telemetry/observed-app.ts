@@ -1,7 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { ClaimStrategy } from "../claim/claim-strategy.js";
-import type { Database } from "../database.js";
-import type { Subscription } from "../subscription.js";
+import type { Database } from "../drivers/database.js";
+import type { Subscription } from "../consume/subscription.js";
 import { headersColumnOf } from "./trace-headers.js";
 import type { ObservedDatabase, ObservedSubscription, SubscriptionPlace } from "./telemetry.js";
 

@@ -2,12 +2,12 @@ import { Activity } from "../activity.js";
 import type { App, RunningApp } from "../app.js";
 import type { Clock } from "../clock.js";
 import { systemClock } from "../clock.js";
-import type { StatementKind } from "../database.js";
+import type { StatementKind } from "../drivers/database.js";
 import { runningBrokers, startWith } from "../internal.js";
 import type { Logger } from "../logger.js";
-import type { HandlerOutcome } from "../outcome.js";
-import type { Subscriber } from "../subscriber.js";
-import type { DeliveryObserver } from "../subscription.js";
+import type { HandlerOutcome } from "../declare/outcome.js";
+import type { Subscriber } from "../declare/subscriber.js";
+import type { DeliveryObserver } from "../consume/subscription.js";
 import { MemoryLogger } from "./memory-logger.js";
 import { PausedClock } from "./paused-clock.js";
 

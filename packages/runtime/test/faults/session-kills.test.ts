@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { sql } from "kysely";
-import type { AnyKysely } from "../../src/database.js";
+import type { AnyKysely } from "../../src/drivers/database.js";
 import { parseDatabaseUrl } from "../../src/drivers/index.js";
 import { unique } from "../engines.js";
 import { consumer, createJobsTable, dropScope, FORMS, insertJobs, scopedUrl, serverEngines, until } from "../claim-forms.js";

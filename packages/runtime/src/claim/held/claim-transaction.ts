@@ -1,6 +1,6 @@
 import type { TransactionStatements } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, ControlledTransaction, QueryResult } from "kysely";
-import { ownStatementsOn, type AnyKysely } from "../database.js";
+import { ownStatementsOn, type AnyKysely } from "../../drivers/database.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: compiled queries run on any database interface

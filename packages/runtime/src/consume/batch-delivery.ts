@@ -1,12 +1,12 @@
 import type { ErrorPlace, InboxDescription, RoleMarker } from "@sqlinbox/core/internal";
-import type { ClaimedDelivery } from "./claim/claim-strategy.js";
-import type { Clock } from "./clock.js";
-import { batchContext } from "./context.js";
-import { batchOutcomesMismatch } from "./errors.js";
-import { errorFields, type Logger } from "./logger.js";
-import { type HandlerOutcome, toOutcome } from "./outcome.js";
-import { decodePayload } from "./payload.js";
-import type { BatchSubscriber } from "./subscriber.js";
+import type { ClaimedDelivery } from "../claim/claim-strategy.js";
+import type { Clock } from "../clock.js";
+import { batchContext } from "../declare/context.js";
+import { batchOutcomesMismatch } from "../errors.js";
+import { errorFields, type Logger } from "../logger.js";
+import { type HandlerOutcome, toOutcome } from "../declare/outcome.js";
+import { decodePayload } from "../declare/payload.js";
+import type { BatchSubscriber } from "../declare/subscriber.js";
 import type { DeliveryObserver } from "./subscription.js";
 
 /** What one batch delivery needs of its subscription. */

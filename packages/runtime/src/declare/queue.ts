@@ -1,6 +1,6 @@
 import type { AnyInboxSpec, FormOf, HasRole, InboxDescription, PayloadOf, RolesOf, RowOf, SpecError } from "@sqlinbox/core/internal";
 import type { Transaction } from "kysely";
-import { deadLetterGroupIsSource, deadLetterNeedsGroup, maxAttemptsNeedsAttempt, refusedModes, sharedNeedsRowLock } from "./errors.js";
+import { deadLetterGroupIsSource, deadLetterNeedsGroup, maxAttemptsNeedsAttempt, refusedModes, sharedNeedsRowLock } from "../errors.js";
 import type { FailurePolicy } from "./failure-policy.js";
 import type { HandlerOutcome, RetryAfterOutcome } from "./outcome.js";
 

@@ -1,7 +1,7 @@
 import type { AnyInboxSpec, RolesOf, SpecError } from "@sqlinbox/core/internal";
 import type { Transaction } from "kysely";
 import type { BatchContext, ContextOf } from "./context.js";
-import { transactionalBatchRefused } from "./errors.js";
+import { transactionalBatchRefused } from "../errors.js";
 import type { HandlerOutcome } from "./outcome.js";
 import type { DeliveredOf, InboxQueue, OutcomeFor } from "./queue.js";
 

@@ -1,9 +1,9 @@
 import { isSqlInboxError } from "@sqlinbox/core/internal";
 import type { HeldLease } from "@sqlinbox/kysely-dialects";
-import { batchedAckShort, closedBeforeLeaseSettlement, leaseNotHeld } from "../errors.js";
-import { keyOf, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease, type LeaseKeeper } from "../lease-keeper.js";
-import { errorFields } from "../logger.js";
-import { deliveryPlace, type ClaimSetup } from "./claim-strategy.js";
+import { batchedAckShort, closedBeforeLeaseSettlement, leaseNotHeld } from "../../errors.js";
+import { keyOf, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease, type LeaseKeeper } from "./lease-keeper.js";
+import { errorFields } from "../../logger.js";
+import { deliveryPlace, type ClaimSetup } from "../claim-strategy.js";
 
 /** Acks written by one statement at most: 2 parameters each, far below every engine's limit (SQLite 3.32+: 32,766). */
 export const MAX_ACKS_PER_STATEMENT = 512;

@@ -1,9 +1,9 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { HeldLease } from "@sqlinbox/kysely-dialects";
-import type { Clock, Timer } from "./clock.js";
-import type { Database } from "./database.js";
-import { leaseLost } from "./errors.js";
-import { errorFields, type Logger } from "./logger.js";
+import type { Clock, Timer } from "../../clock.js";
+import type { Database } from "../../drivers/database.js";
+import { leaseLost } from "../../errors.js";
+import { errorFields, type Logger } from "../../logger.js";
 
 /**
  * A lease in work: its current token and how to tell its delivery it was lost. The abort

@@ -1,14 +1,14 @@
 import type { ErrorPlace } from "@sqlinbox/core/internal";
 import type { ClaimOptions, RawRow, RowLockStatements } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, QueryResult } from "kysely";
-import { isDeadlock } from "../database.js";
-import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../errors.js";
-import { errorFields } from "../logger.js";
-import type { HandlerOutcome } from "../outcome.js";
-import { asClaimed, deliveredAttempt, deliveryPlace, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { isDeadlock } from "../../drivers/database.js";
+import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../../errors.js";
+import { errorFields } from "../../logger.js";
+import type { HandlerOutcome } from "../../declare/outcome.js";
+import { asClaimed, deliveredAttempt, deliveryPlace, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "../claim-strategy.js";
 import { KyselyClaimTransaction, SessionTransaction, type ClaimTransaction } from "./claim-transaction.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
-import { MAX_ACKS_PER_STATEMENT } from "./lease-acks.js";
+import { MAX_ACKS_PER_STATEMENT } from "../lease/lease-acks.js";
 import { SharedTransaction } from "./shared-transaction.js";
 
 type HeldTransaction = ClaimTransaction;

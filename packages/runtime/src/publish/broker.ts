@@ -1,17 +1,17 @@
 import type { AnyInboxSpec, InboxDescription, SqlInboxError } from "@sqlinbox/core/internal";
 import { checkSchema, dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { QueryResult, Transaction } from "kysely";
-import type { Activity } from "./activity.js";
-import { Database, type AnyKysely } from "./database.js";
-import type { OpenedDatabase } from "./drivers/index.js";
-import type { ListenClient } from "./drivers/types.js";
+import type { Activity } from "../activity.js";
+import { Database, type AnyKysely } from "../drivers/database.js";
+import type { OpenedDatabase } from "../drivers/index.js";
+import type { ListenClient } from "../drivers/types.js";
 import { channelOf, PgListener } from "./listen.js";
-import { brokerNotStarted, brokerStopped, closedBeforePublish, connectFailed, listenNeedsOwnPool, noRoute, schemaUnsupported } from "./errors.js";
-import { errorFields, type Logger } from "./logger.js";
-import { payloadStorageOf, type PayloadStorage } from "./payload.js";
+import { brokerNotStarted, brokerStopped, closedBeforePublish, connectFailed, listenNeedsOwnPool, noRoute, schemaUnsupported } from "../errors.js";
+import { errorFields, type Logger } from "../logger.js";
+import { payloadStorageOf, type PayloadStorage } from "../declare/payload.js";
 import { chunkRows, publishedRows, type MessageHeaderValues } from "./publish-rows.js";
 import { matchRoute } from "./route-match.js";
-import type { PublishTelemetry } from "./telemetry/telemetry.js";
+import type { PublishTelemetry } from "../telemetry/telemetry.js";
 
 /** A routed table as the broker runs it, learned at startup. */
 export interface TableRuntime {

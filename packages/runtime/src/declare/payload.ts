@@ -1,6 +1,6 @@
 import { isStandardSchema, type ErrorPlace, type InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
-import { failsSchema, notEncodable, notSerializable, notUtf8Json } from "./errors.js";
+import { failsSchema, notEncodable, notSerializable, notUtf8Json } from "../errors.js";
 
 /** How the payload column stores the JSON: bytes in a binary column, text otherwise. */
 export type PayloadStorage = "bytes" | "text";

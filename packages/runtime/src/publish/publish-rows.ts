@@ -1,7 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
-import { headersWithoutColumn } from "./errors.js";
-import { encodePayload, type PayloadStorage } from "./payload.js";
+import { headersWithoutColumn } from "../errors.js";
+import { encodePayload, type PayloadStorage } from "../declare/payload.js";
 
 /** Metadata carried from a publish to `keys.headers`: string pairs such as a W3C `traceparent`. */
 export type MessageHeaderValues = Readonly<Record<string, string>>;

@@ -1,10 +1,10 @@
 import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { CompiledQuery } from "kysely";
-import { ownStatementsOn, type AnyTransaction, type OwnStatementSession } from "../database.js";
-import { lockSessionLost } from "../errors.js";
-import { errorFields } from "../logger.js";
-import type { HandlerOutcome } from "../outcome.js";
-import { asClaimed, deliveredAttempt, deliveryPlace, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
+import { ownStatementsOn, type AnyTransaction, type OwnStatementSession } from "../../drivers/database.js";
+import { lockSessionLost } from "../../errors.js";
+import { errorFields } from "../../logger.js";
+import type { HandlerOutcome } from "../../declare/outcome.js";
+import { asClaimed, deliveredAttempt, deliveryPlace, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "../claim-strategy.js";
 import { SessionTransaction } from "./claim-transaction.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";

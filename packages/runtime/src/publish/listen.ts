@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import { postgresDialect } from "@sqlinbox/kysely-dialects";
-import type { ListenClient } from "./drivers/types.js";
-import { errorFields, type Logger } from "./logger.js";
+import type { ListenClient } from "../drivers/types.js";
+import { errorFields, type Logger } from "../logger.js";
 
 /** A table as a channel names it: its name, and its schema when the description names one. */
 export type ChannelTable = string | Pick<InboxDescription, "table" | "schema">;

@@ -1,4 +1,4 @@
-import { ownStatementsOn, type AnyKysely, type OwnStatementSession } from "../database.js";
+import { ownStatementsOn, type AnyKysely, type OwnStatementSession } from "../../drivers/database.js";
 
 /** One pool connection kept for a delivery until `release`; statements through it run on that session, without the app's plugins. */
 export interface HeldConnection extends OwnStatementSession {

@@ -1,12 +1,12 @@
 import { isSqlInboxError, type ErrorPlace } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
-import { closed, closedBeforeLeaseSettlement, leaseNotHeld, noDeadLetter } from "../errors.js";
-import { ownStatementsOn, type AnyTransaction } from "../database.js";
-import { LeaseKeeper, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease } from "../lease-keeper.js";
-import { errorFields } from "../logger.js";
-import type { DeadLetterOutcome, HandlerOutcome } from "../outcome.js";
-import { asClaimed, deliveredAttempt, deliveryPlace, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "./claim-strategy.js";
-import type { HandlerTransaction } from "./held-delivery.js";
+import { closed, closedBeforeLeaseSettlement, leaseNotHeld, noDeadLetter } from "../../errors.js";
+import { ownStatementsOn, type AnyTransaction } from "../../drivers/database.js";
+import { LeaseKeeper, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease } from "./lease-keeper.js";
+import { errorFields } from "../../logger.js";
+import type { DeadLetterOutcome, HandlerOutcome } from "../../declare/outcome.js";
+import { asClaimed, deliveredAttempt, deliveryPlace, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "../claim-strategy.js";
+import type { HandlerTransaction } from "../held/held-delivery.js";
 import { LeaseAcks, MAX_ACKS_PER_STATEMENT, type AckDone } from "./lease-acks.js";
 
 /**

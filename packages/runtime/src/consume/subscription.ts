@@ -1,16 +1,16 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import type { ClaimedDelivery, ClaimStrategy } from "./claim/claim-strategy.js";
-import type { Clock, Timer } from "./clock.js";
-import { errorFields, type Logger } from "./logger.js";
-import type { HandlerOutcome } from "./outcome.js";
-import type { QueueOptions } from "./queue.js";
-import type { Outputs, Subscriber } from "./subscriber.js";
-import type { Activity } from "./activity.js";
+import type { ClaimedDelivery, ClaimStrategy } from "../claim/claim-strategy.js";
+import type { Clock, Timer } from "../clock.js";
+import { errorFields, type Logger } from "../logger.js";
+import type { HandlerOutcome } from "../declare/outcome.js";
+import type { QueueOptions } from "../declare/queue.js";
+import type { Outputs, Subscriber } from "../declare/subscriber.js";
+import type { Activity } from "../activity.js";
 import { claimPaceFor, claimsToCover, rowsToClaim, type ClaimPace } from "./claim-pacer.js";
 import { deliverBatch, type BatchRun } from "./batch-delivery.js";
 import { DeliveryRun, movingAverage } from "./delivery-run.js";
-import type { SubscriptionTelemetry } from "./telemetry/telemetry.js";
-import { within, type SubscriptionStop } from "./stop-report.js";
+import type { SubscriptionTelemetry } from "../telemetry/telemetry.js";
+import { within, type SubscriptionStop } from "../stop-report.js";
 
 /** What a test sees of each delivery (`TestApp` call records). */
 export interface DeliveryObserver {

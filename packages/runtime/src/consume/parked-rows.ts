@@ -1,4 +1,4 @@
-import type { Clock } from "./clock.js";
+import type { Clock } from "../clock.js";
 
 /** Ids parked at most: past it the soonest-due one is let go first (a NOT IN list stays short). */
 export const MAX_PARKED = 1000;

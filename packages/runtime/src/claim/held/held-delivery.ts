@@ -2,13 +2,13 @@ import type { ErrorPlace, InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import type { DeadLetterStatements } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, ControlledTransaction } from "kysely";
-import type { AnyTransaction } from "../database.js";
-import { alreadySettled, closedBeforeHeldSettlement, noDeadLetter, type HeldThing } from "../errors.js";
-import type { Clock } from "../clock.js";
-import type { HandlerOutcome } from "../outcome.js";
-import type { ParkedRows } from "../parked-rows.js";
-import type { DeadLetterTarget } from "../queue.js";
-import type { ClaimedDelivery } from "./claim-strategy.js";
+import type { AnyTransaction } from "../../drivers/database.js";
+import { alreadySettled, closedBeforeHeldSettlement, noDeadLetter, type HeldThing } from "../../errors.js";
+import type { Clock } from "../../clock.js";
+import type { HandlerOutcome } from "../../declare/outcome.js";
+import type { ParkedRows } from "../../consume/parked-rows.js";
+import type { DeadLetterTarget } from "../../declare/queue.js";
+import type { ClaimedDelivery } from "../claim-strategy.js";
 
 /**
  * What differs between the forms that hold a row for a delivery's whole run: how the hold is

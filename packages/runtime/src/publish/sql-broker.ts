@@ -2,16 +2,16 @@ import type { AnyInboxSpec, FormOf, HasRole, RolesOf, SpecError } from "@sqlinbo
 import type { Engine } from "@sqlinbox/kysely-dialects";
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
 import { BrokerState } from "./broker.js";
-import type { AnyKysely } from "./database.js";
-import { parseDatabaseUrl, type PoolOptions } from "./drivers/index.js";
-import type { EngineOfUrl } from "./engine-of-url.js";
-import { routeAlreadyDeclared, unknownKyselyDialect } from "./errors.js";
+import type { AnyKysely } from "../drivers/database.js";
+import { parseDatabaseUrl, type PoolOptions } from "../drivers/index.js";
+import type { EngineOfUrl } from "../drivers/engine-of-url.js";
+import { routeAlreadyDeclared, unknownKyselyDialect } from "../errors.js";
 import { listenConnector, type ListenSource } from "./listen-source.js";
-import { redactUrl } from "./logger.js";
+import { redactUrl } from "../logger.js";
 import type { MessageHeaderValues } from "./publish-rows.js";
-import { wholeSeconds, type PayloadOfSpec } from "./queue.js";
+import { wholeSeconds, type PayloadOfSpec } from "../declare/queue.js";
 
-export type { EngineOfUrl } from "./engine-of-url.js";
+export type { EngineOfUrl } from "../drivers/engine-of-url.js";
 
 /** Options of `SqlBroker.fromUrl`. */
 export interface BrokerOptions {

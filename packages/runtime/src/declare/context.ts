@@ -1,7 +1,7 @@
 import type { HasRole, RoleMarker, RoleName, SpecError } from "@sqlinbox/core/internal";
 import type { Transaction } from "kysely";
-import { notTransactional, unknownContextKey } from "./errors.js";
-import type { AnyTransaction } from "./database.js";
+import { notTransactional, unknownContextKey } from "../errors.js";
+import type { AnyTransaction } from "../drivers/database.js";
 
 const keyBrand: unique symbol = Symbol("sqlinbox.ContextKey");
 

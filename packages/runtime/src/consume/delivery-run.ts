@@ -1,14 +1,14 @@
 import { isSqlInboxError, isStandardSchema, type RoleMarker } from "@sqlinbox/core/internal";
-import type { ClaimedDelivery } from "./claim/claim-strategy.js";
-import { deliveryContext, type ContextPlace } from "./context.js";
-import type { AnyTransaction } from "./database.js";
-import { delayWithoutColumn, noDeadLetter } from "./errors.js";
-import { defaultOnDecodeError, defaultOnError, type FailureContext, type FailurePolicy } from "./failure-policy.js";
-import { errorFields } from "./logger.js";
-import { HandlerOutcome, toOutcome } from "./outcome.js";
-import { decodePayload, decodePayloadNow } from "./payload.js";
+import type { ClaimedDelivery } from "../claim/claim-strategy.js";
+import { deliveryContext, type ContextPlace } from "../declare/context.js";
+import type { AnyTransaction } from "../drivers/database.js";
+import { delayWithoutColumn, noDeadLetter } from "../errors.js";
+import { defaultOnDecodeError, defaultOnError, type FailureContext, type FailurePolicy } from "../declare/failure-policy.js";
+import { errorFields } from "../logger.js";
+import { HandlerOutcome, toOutcome } from "../declare/outcome.js";
+import { decodePayload, decodePayloadNow } from "../declare/payload.js";
 import type { SubscriptionSetup } from "./subscription.js";
-import type { DeliveryTrace } from "./telemetry/telemetry.js";
+import type { DeliveryTrace } from "../telemetry/telemetry.js";
 
 /** What a run tells its subscription. Functions, not methods: `settled` is passed on as a callback, unbound. */
 export interface RunHooks {

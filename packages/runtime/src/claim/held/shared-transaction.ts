@@ -1,5 +1,5 @@
 import type { ErrorPlace } from "@sqlinbox/core/internal";
-import { batchRolledBack } from "../errors.js";
+import { batchRolledBack } from "../../errors.js";
 
 const ignore = (): void => undefined;
 

@@ -1,7 +1,7 @@
 import type { EngineDialect } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, Kysely, QueryResult, Transaction } from "kysely";
-import type { Activity } from "./activity.js";
-import type { Logger } from "./logger.js";
+import type { Activity } from "../activity.js";
+import type { Logger } from "../logger.js";
 
 /** What a statement is for: logged with failures, and what a test can make fail. */
 export type StatementKind = "claim" | "extend" | "settle" | "publish" | "schema" | "observe";
