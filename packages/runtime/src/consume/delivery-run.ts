@@ -6,6 +6,7 @@ import { delayWithoutColumn, noDeadLetter } from "../errors.js";
 import { defaultOnDecodeError, defaultOnError, type FailureContext, type FailurePolicy } from "../declare/failure-policy.js";
 import { errorFields } from "../logger.js";
 import { HandlerOutcome, toOutcome } from "../declare/outcome.js";
+import { delayOf, dropsRow, failureFate, movesToDeadLetter, undecodableMessage } from "../claim/settlement.js";
 import { decodePayload, decodePayloadNow } from "../declare/payload.js";
 import type { SubscriptionSetup } from "./subscription.js";
 import type { DeliveryTrace } from "../telemetry/telemetry.js";
@@ -86,7 +87,7 @@ export class DeliveryRun {
       id: delivery.id,
       attempt: delivery.attempt,
       outcome: outcome.kind,
-      ...(outcome.kind === "retryAfter" ? { retryInMs: outcome.ms } : {}),
+      ...retryIn(outcome),
     };
   }
 
@@ -188,7 +189,7 @@ export class DeliveryRun {
       outcome = this.#failed(this.#onError, "handler", delivery, error);
       this.#s.logger.error(
         this.#failureFields(delivery, error, outcome),
-        outcome.kind === "deadLetter" ? "handler failed; the row goes to the dead letter" : "handler failed; the row is released for another attempt",
+        `handler failed; ${failureFate(outcome)}`,
       );
     }
     return this.#settleApart(delivery, outcome, payload, trace);
@@ -244,11 +245,12 @@ export class DeliveryRun {
    * served without holding anything: the row is released now and parked in this process.
    */
   storable(outcome: HandlerOutcome, source: string, delivery: ClaimedDelivery): HandlerOutcome {
-    if (outcome.kind !== "retryAfter" || this.#storesDelay) return outcome;
+    const delayMs = delayOf(outcome);
+    if (delayMs === undefined || this.#storesDelay) return outcome;
     const form = this.#s.spec.form === "advisory" ? "advisory" : "rowLock";
     const place = this.#placeOf(delivery.id);
     this.#s.logger.error(
-      { ...errorFields(delayWithoutColumn(outcome.ms, form, source, place)), ...place },
+      { ...errorFields(delayWithoutColumn(delayMs, form, source, place)), ...place },
       "retryAfter on a table with no retryAfter column: row released and parked in this process",
     );
     return outcome;
@@ -256,7 +258,7 @@ export class DeliveryRun {
 
   /** A dead letter needs a destination: without one the row is kept, hidden for the decode delay, and the mistake logged. */
   #keepWithoutDeadLetter(delivery: ClaimedDelivery, outcome: HandlerOutcome): HandlerOutcome {
-    if (outcome.kind !== "deadLetter" || this.#s.options.deadLetter !== undefined) return outcome;
+    if (!movesToDeadLetter(outcome) || this.#s.options.deadLetter !== undefined) return outcome;
     this.#s.logger.error({ ...errorFields(noDeadLetter(this.#placeOf(delivery.id))), ...this.#place, id: delivery.id }, "no dead-letter destination: row kept");
     return HandlerOutcome.retryAfter(this.#s.decodeRetryMs);
   }
@@ -300,7 +302,7 @@ export class DeliveryRun {
     const { logger, observer } = this.#s;
     if (ok) {
       this.#hooks.finished();
-      if (outcome.kind === "drop") logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery dropped by its handler");
+      if (dropsRow(outcome)) logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery dropped by its handler");
     } else {
       const code = isSqlInboxError(settleError) ? settleError.code : undefined;
       logger.error({ ...errorFields(settleError), ...this.#place, id: delivery.id, outcome: outcome.kind, code }, "settlement failed");
@@ -341,9 +343,8 @@ export function movingAverage(average: number, sample: number): number {
   return average === 0 ? sample : average + (sample - average) / 5;
 }
 
-/** The log line of an undecodable payload, by what the onDecodeError policy made of it. */
-function undecodableMessage(outcome: HandlerOutcome): string {
-  if (outcome.kind === "deadLetter") return "payload cannot be decoded: row moved to the dead letter";
-  if (outcome.kind === "ack" || outcome.kind === "drop") return `payload cannot be decoded: row finished (${outcome.kind}) by the onDecodeError policy`;
-  return "payload cannot be decoded: row kept, not delivered; fix the row or the code";
+/** A retry's delay for its log line. */
+function retryIn(outcome: HandlerOutcome): { retryInMs?: number } {
+  const ms = delayOf(outcome);
+  return ms === undefined ? {} : { retryInMs: ms };
 }

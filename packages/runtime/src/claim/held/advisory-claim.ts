@@ -4,6 +4,7 @@ import { ownStatementsOn, type AnyTransaction, type OwnStatementSession } from "
 import { lockSessionLost } from "../../errors.js";
 import { errorFields } from "../../logger.js";
 import type { HandlerOutcome } from "../../declare/outcome.js";
+import { commitsHandlerWrites } from "../settlement.js";
 import { asClaimed, deliveredAttempt, deliveryPlace, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "../claim-strategy.js";
 import { SessionTransaction } from "./claim-transaction.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
@@ -354,7 +355,7 @@ export class AdvisoryClaim implements ClaimStrategy {
     let stillHeld: boolean;
     try {
       const queries = heldSettlement(this.#statements, spec, id, outcome, clock.now(), { deadLetters: database.dialect.deadLetter, target: deadLetter, attempt, place });
-      if (handlerTx !== undefined && outcome.kind === "ack") {
+      if (handlerTx !== undefined && commitsHandlerWrites(outcome)) {
         // In the handler's transaction, on the lock's session: its writes and the ack commit together.
         for (const query of queries) await database.activity.track(() => ownStatementsOn(handlerTx).executeQuery(query));
         await database.activity.track(() => handlerTx.commit().execute());

@@ -9,6 +9,7 @@ import type { HandlerOutcome } from "../../declare/outcome.js";
 import type { ParkedRows } from "../../consume/parked-rows.js";
 import type { DeadLetterTarget } from "../../declare/queue.js";
 import type { ClaimedDelivery } from "../claim-strategy.js";
+import { delayOf, type StepWriter, writeStep } from "../settlement.js";
 
 /**
  * What differs between the forms that hold a row for a delivery's whole run: how the hold is
@@ -111,7 +112,8 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     try {
       // No column to hide the row in: it is released now and this process leaves it out of its
       // claims meanwhile — parked before the release, so no claim can take it in between.
-      if (outcome.kind === "retryAfter" && form.spec.retryAfter === undefined) form.parked?.park(this.id, outcome.ms);
+      const delayMs = delayOf(outcome);
+      if (delayMs !== undefined && form.spec.retryAfter === undefined) form.parked?.park(this.id, delayMs);
       await form.settle(this, outcome);
     } finally {
       this.#state = "done";
@@ -162,14 +164,29 @@ export function heldSettlement(
   now: Date,
   context: HeldSettlementContext,
 ): CompiledQuery[] {
-  if (outcome.kind === "ack" || outcome.kind === "drop") return [statements.settleAck(spec, id, now)];
-  if (outcome.kind === "deadLetter") {
+  return writeStep(outcome, HELD_STEPS, id, { statements, spec, now, context });
+}
+
+/** What the held steps write with: the form's statements, the row's table, the time, the dead-letter context. */
+interface HeldStepInput {
+  readonly statements: HeldSettlements;
+  readonly spec: InboxDescription;
+  readonly now: Date;
+  readonly context: HeldSettlementContext;
+}
+
+/** Each step of a held row as statements in the hold's transaction. */
+const HELD_STEPS: StepWriter<unknown, HeldStepInput, CompiledQuery[]> = {
+  finish: (_how, id, { statements, spec, now }) => [statements.settleAck(spec, id, now)],
+  release: (delayMs, id, { statements, spec, now }) => {
+    const retry = statements.settleRetry(spec, id, delayMs !== null && spec.retryAfter !== undefined ? new Date(now.getTime() + delayMs) : null);
+    return retry === null ? [] : [retry];
+  },
+  deadLetter: (reason, id, { spec, context }) => {
     const { deadLetters, target, attempt, place } = context;
     if (target === undefined) throw noDeadLetter(place);
-    const record = { lastError: outcome.reason ?? null, attempts: attempt ?? null };
+    const record = { lastError: reason ?? null, attempts: attempt ?? null };
     if ("group" in target) return [deadLetters.toGroup(spec, id, target.group, record)];
     return [deadLetters.toTable(spec, target.table, id, record), deadLetters.removeMoved(spec, id)];
-  }
-  const retry = statements.settleRetry(spec, id, outcome.kind === "retryAfter" && spec.retryAfter !== undefined ? new Date(now.getTime() + outcome.ms) : null);
-  return retry === null ? [] : [retry];
-}
+  },
+};

@@ -10,6 +10,7 @@ import { KyselyClaimTransaction, SessionTransaction, type ClaimTransaction } fro
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 import { MAX_ACKS_PER_STATEMENT } from "../lease/lease-acks.js";
 import { SharedTransaction } from "./shared-transaction.js";
+import { commitsHandlerWrites, finishOf } from "../settlement.js";
 
 type HeldTransaction = ClaimTransaction;
 
@@ -270,14 +271,14 @@ export class RowLockClaim implements ClaimStrategy {
     try {
       if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
       // Any outcome but an ack undoes the handler's writes; the settlement still commits the attempt.
-      if (handlerTx !== undefined && outcome.kind !== "ack") await handlerTx.rollbackToSavepoint(HANDLER_SAVEPOINT).execute();
+      if (handlerTx !== undefined && !commitsHandlerWrites(outcome)) await handlerTx.rollbackToSavepoint(HANDLER_SAVEPOINT).execute();
       await this.#runAll(trx, this.#settlement(id, outcome, place, attempt));
       await this.#setup.database.activity.track(() => trx.commit());
       this.#open.delete(trx);
     } catch (error) {
       await this.#rollback(trx);
       // An ack with the handler's writes cannot be written again without them: the row comes back instead.
-      if (isDeadlock(error) && !(handlerTx !== undefined && outcome.kind === "ack")) {
+      if (isDeadlock(error) && !(handlerTx !== undefined && commitsHandlerWrites(outcome))) {
         await this.#settleAfterDeadlock(id, outcome, place, attempt);
         return;
       }
@@ -291,7 +292,8 @@ export class RowLockClaim implements ClaimStrategy {
    */
   #settleShared(delivery: HeldDelivery<RowHold>, shared: SharedTransaction, outcome: HandlerOutcome): Promise<void> {
     const { trx } = delivery.hold;
-    if ((outcome.kind === "ack" || outcome.kind === "drop") && this.#acksTogether) return shared.ack(delivery.id, outcome.kind, delivery.place);
+    const finish = this.#acksTogether ? finishOf(outcome) : undefined;
+    if (finish !== undefined) return shared.ack(delivery.id, finish, delivery.place);
     return shared.settle(outcome.kind, delivery.place, () => {
       if (trx.isRolledBack) return Promise.reject(new Error("the transaction was rolled back at shutdown"));
       const queries = this.#settlement(delivery.id, outcome, delivery.place, delivery.attempt);

@@ -4,7 +4,8 @@ import { closed, closedBeforeLeaseSettlement, leaseNotHeld, noDeadLetter } from 
 import { ownStatementsOn, type AnyTransaction } from "../../drivers/database.js";
 import { LeaseKeeper, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease } from "./lease-keeper.js";
 import { errorFields } from "../../logger.js";
-import type { DeadLetterOutcome, HandlerOutcome } from "../../declare/outcome.js";
+import type { HandlerOutcome } from "../../declare/outcome.js";
+import { commitsHandlerWrites, finishOf, type StepWriter, writeStep } from "../settlement.js";
 import { asClaimed, deliveredAttempt, deliveryPlace, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "../claim-strategy.js";
 import type { HandlerTransaction } from "../held/held-delivery.js";
 import { LeaseAcks, MAX_ACKS_PER_STATEMENT, type AckDone } from "./lease-acks.js";
@@ -98,7 +99,7 @@ export class LeaseClaim implements ClaimStrategy {
     const tx = delivery.handlerTransaction;
     if (tx !== undefined) {
       delivery.handlerTransaction = undefined;
-      if (outcome.kind === "ack" && !abandoned && !this.#setup.isClosed()) return this.#ackWithin(tx, lease, deliveryPlace(this.#setup, delivery.id));
+      if (commitsHandlerWrites(outcome) && !abandoned && !this.#setup.isClosed()) return this.#ackWithin(tx, lease, deliveryPlace(this.#setup, delivery.id));
       // Any other outcome: the handler's writes roll back, then the row settles as usual.
       return rollbackQuietly(tx).then(() => this.settle(delivery, outcome, abandoned));
     }
@@ -106,18 +107,24 @@ export class LeaseClaim implements ClaimStrategy {
       this.#keeper.release(lease);
       return Promise.reject(closedBeforeLeaseSettlement(deliveryPlace(this.#setup, delivery.id)));
     }
-    if (outcome.kind === "ack" || outcome.kind === "drop") return this.#acks.ack(lease, outcome.kind);
-    if (outcome.kind === "deadLetter") return this.#settleDeadLetter(lease, outcome, delivery.attempt);
-    return this.#settleRetry(lease, outcome);
+    return writeStep(outcome, this.#steps, delivery, outcome);
   }
+
+  /** Each step on a lease: an ack joins the next batched statement; a release or a dead-letter move runs on its own, carrying the token. */
+  readonly #steps: StepWriter<LeaseDelivery, HandlerOutcome, Promise<void>> = {
+    finish: (how, delivery) => this.#acks.ack(delivery.lease, how),
+    release: (delayMs, delivery, outcome) => this.#settleRetry(delivery.lease, delayMs, outcome.kind),
+    deadLetter: (reason, delivery, outcome) => this.#settleDeadLetter(delivery.lease, reason, outcome.kind, delivery.attempt),
+  };
 
   /**
    * @internal `settle` with a callback: a plain ack (the hot path) joins the next batched statement
    * with no promise made; every other settlement runs as `settle` does and reports to `done`.
    */
   settleThen(delivery: LeaseDelivery, outcome: HandlerOutcome, abandoned: boolean, done: AckDone): void {
-    if ((outcome.kind === "ack" || outcome.kind === "drop") && delivery.handlerTransaction === undefined && !abandoned && !this.#setup.isClosed()) {
-      this.#acks.ackThen(delivery.lease, outcome.kind, done);
+    const finish = finishOf(outcome);
+    if (finish !== undefined && delivery.handlerTransaction === undefined && !abandoned && !this.#setup.isClosed()) {
+      this.#acks.ackThen(delivery.lease, finish, done);
       return;
     }
     this.settle(delivery, outcome, abandoned).then(
@@ -189,22 +196,22 @@ export class LeaseClaim implements ClaimStrategy {
     }
   }
 
-  async #settleDeadLetter(lease: KeptLease, outcome: DeadLetterOutcome, attempt: number | undefined): Promise<void> {
+  async #settleDeadLetter(lease: KeptLease, reason: string | undefined, kind: string, attempt: number | undefined): Promise<void> {
     await this.#keeper.beginSettle(lease);
     try {
-      await moveHeld(this.#setup, lease, outcome, attempt);
+      await moveHeld(this.#setup, lease, reason, kind, attempt);
     } finally {
       this.#keeper.release(lease);
     }
   }
 
-  async #settleRetry(lease: KeptLease, outcome: HandlerOutcome): Promise<void> {
+  async #settleRetry(lease: KeptLease, delayMs: number | null, kind: string): Promise<void> {
     const { database, spec, clock, precision, isClosed } = this.#setup;
     await this.#keeper.beginSettle(lease);
     try {
       for (;;) {
         const now = clock.now();
-        const retryAt = outcome.kind === "retryAfter" ? new Date(now.getTime() + outcome.ms) : null;
+        const retryAt = delayMs === null ? null : new Date(now.getTime() + delayMs);
         let result: { numAffectedRows?: bigint };
         try {
           result = await database.execute("settle", database.dialect.lease.settleRetry(spec, { id: lease.id, held: lease.held }, retryAt, precision));
@@ -216,7 +223,7 @@ export class LeaseClaim implements ClaimStrategy {
           continue;
         }
         if (Number(result.numAffectedRows ?? 0n) === 0) {
-          throw leaseNotHeld(outcome.kind, lease.held, deliveryPlace(this.#setup, lease.id));
+          throw leaseNotHeld(kind, lease.held, deliveryPlace(this.#setup, lease.id));
         }
         return;
       }
@@ -236,13 +243,13 @@ function ownCopy(value: unknown): unknown {
  * of the row holding the token, then the delete with the same token (or the group update alone).
  * Zero rows from either: the lease was lost; the transaction rolls back, nothing is inserted.
  */
-async function moveHeld(setup: ClaimSetup, lease: KeptLease, outcome: DeadLetterOutcome, attempt: number | undefined): Promise<void> {
+async function moveHeld(setup: ClaimSetup, lease: KeptLease, reason: string | undefined, kind: string, attempt: number | undefined): Promise<void> {
   const { database, spec, precision, deadLetter } = setup;
   const place = deliveryPlace(setup, lease.id);
   if (deadLetter === undefined) throw noDeadLetter(place);
   const statements = database.dialect.deadLetter;
   const token = { id: lease.id, held: lease.held };
-  const record = { lastError: outcome.reason ?? null, attempts: attempt ?? null };
+  const record = { lastError: reason ?? null, attempts: attempt ?? null };
   const queries =
     "group" in deadLetter
       ? [statements.toGroup(spec, lease.id, deadLetter.group, record, token, precision)]
@@ -250,7 +257,7 @@ async function moveHeld(setup: ClaimSetup, lease: KeptLease, outcome: DeadLetter
   await database.transaction("settle", async (trx) => {
     for (const query of queries) {
       const result = await database.execute("settle", query, trx);
-      if (Number(result.numAffectedRows ?? 0n) === 0) throw leaseNotHeld(outcome.kind, lease.held, place);
+      if (Number(result.numAffectedRows ?? 0n) === 0) throw leaseNotHeld(kind, lease.held, place);
     }
   });
 }
