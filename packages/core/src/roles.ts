@@ -76,6 +76,18 @@ export type ClaimForm = "rowLock" | "lease" | "advisory";
 /** The claim form a role tuple selects. */
 export type FormOf<R extends readonly RoleMarker[]> = HasRole<R, "lease"> extends true ? "lease" : HasRole<R, "advisoryLock"> extends true ? "advisory" : "rowLock";
 
+/** `true` when the role tuple selects the row-lock form (no lease column, no advisory key). */
+export type IsRowLockForm<R extends readonly RoleMarker[]> = FormOf<R> extends "rowLock" ? true : false;
+
+/** `true` when the role tuple selects the advisory form (an advisory key). */
+export type IsAdvisoryForm<R extends readonly RoleMarker[]> = FormOf<R> extends "advisory" ? true : false;
+
+/** The form as a sentence names it: "row-lock", "lease", "advisory". */
+export type FormLabel<R extends readonly RoleMarker[]> = { readonly rowLock: "row-lock"; readonly lease: "lease"; readonly advisory: "advisory" }[FormOf<R>];
+
+/** `true` when the role tuple has a lease column (the lease form). */
+export type HasLeaseColumn<R extends readonly RoleMarker[]> = HasRole<R, Lease["role"]>;
+
 /** The payload type a role tuple gives handlers, or `never` in row mode. */
 export type PayloadOf<R extends readonly RoleMarker[]> = PayloadOfMarker<R[number]>;
 // Distributive over the markers: with no payload marker every member gives `never`. Matching

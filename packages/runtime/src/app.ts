@@ -16,6 +16,7 @@ import {
 } from "./errors.js";
 import { brokerState, type SqlBroker } from "./publish/sql-broker.js";
 import { claimStrategyFor } from "./claim/strategy-for.js";
+import { formUnsupported } from "./claim/form-facts.js";
 import { ParkedRows } from "./consume/parked-rows.js";
 import type { DeadLetterDeclaration, DeadLetterTarget } from "./declare/queue.js";
 import type { ClaimStrategy, ClaimSetup } from "./claim/claim-strategy.js";
@@ -328,22 +329,27 @@ async function deadLetterChecked(state: BrokerState, declaration: DeadLetterDecl
 function checkPoolBudget(state: BrokerState, planned: readonly PlannedSubscription[], listenNotify: boolean): void {
   checkPool(
     state,
-    planned.map(({ sub, strategy }) => ({ name: sub.name, form: strategy.form, workers: deliveriesInWork(sub, strategy), perDelivery: strategy.connectionsPerDelivery })),
+    planned.map(({ sub, strategy }) => ({
+      name: sub.name,
+      form: strategy.profile.form,
+      workers: deliveriesInWork(sub, strategy),
+      perDelivery: strategy.profile.connectionsPerDelivery,
+    })),
     listenNotify,
   );
 }
 
-/** Deliveries in work at most: a batch handler holds a whole batch per worker, in one transaction in the row-lock form. */
+/** Deliveries in work at most: a batch handler holds a whole batch per worker, in one hold where the form shares one (row lock). */
 function deliveriesInWork(sub: Subscriber, strategy: ClaimStrategy): number {
   const { workers, batch } = sub.queue.options;
-  return sub.kind === "batch" && strategy.form !== "rowLock" ? workers * batch : workers;
+  return sub.kind === "batch" && !strategy.profile.batchSharesHold ? workers * batch : workers;
 }
 
 /** Builds the subscriptions (they claim once the whole app started) and wires publishes to wake them. */
 function startSubscriptions(run: Startup, state: BrokerState, database: Database, dbSystem: string, planned: readonly PlannedSubscription[]): void {
   for (const { sub, strategy, leaseMs } of planned) {
     const spec = sub.queue.spec.description;
-    const place = subscriptionPlace(sub.name, spec, strategy.form, dbSystem);
+    const place = subscriptionPlace(sub.name, spec, strategy.profile.form, dbSystem);
     const subscription = new Subscription({
       subscriber: sub,
       spec,
@@ -379,7 +385,7 @@ function claimQueue(state: BrokerState, sub: Subscriber, held: Array<() => void>
 
 /** A row-lock table on an engine without row locks (SQLite) is refused before anything connects. */
 function refuseUnsupportedForm(engine: Engine, subscription: string, spec: InboxDescription): void {
-  if (spec.form === "rowLock" && !dialectFor(engine).capabilities.rowLock) {
+  if (formUnsupported(spec.form, dialectFor(engine).capabilities)) {
     throw rowLockTableUnsupported(engine, { subscription, table: spec.table });
   }
 }

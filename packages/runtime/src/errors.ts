@@ -76,10 +76,10 @@ export function batchOutcomesMismatch(returned: number, rows: number, place: Err
  * A `retryAfter` that reached the runtime untyped (the compiler refuses it) on a table with no
  * column for a time: the row is released at once and left out of this process's claims meanwhile.
  */
-export function delayWithoutColumn(ms: number, form: "rowLock" | "advisory", source: string, place: ErrorPlace): SqlInboxError {
+export function delayWithoutColumn(ms: number, table: string, source: string, place: ErrorPlace): SqlInboxError {
   return new SqlInboxError(
     "Declaration",
-    `${source} returned retryAfter(${ms}) on ${form === "rowLock" ? "a row-lock" : "an advisory"} table with nowhere to store a time: add a retryAfter column (field.retryAfter(), or .retryAfter(column("retry_after"))), or return retry(); the row was released at once and this process leaves it out of its claims for the delay, other processes may take it sooner`,
+    `${source} returned retryAfter(${ms}) on ${table} with nowhere to store a time: add a retryAfter column (field.retryAfter(), or .retryAfter(column("retry_after"))), or return retry(); the row was released at once and this process leaves it out of its claims for the delay, other processes may take it sooner`,
     place,
   );
 }

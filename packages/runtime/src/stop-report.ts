@@ -1,4 +1,4 @@
-import type { ClaimForm } from "@sqlinbox/core/internal";
+import type { StopFate } from "./claim/form-facts.js";
 
 /**
  * What `stop()` did, summed over every subscription and broker of the app.
@@ -29,7 +29,8 @@ export interface StopReport {
 
 /** What one subscription's stop did. */
 export interface SubscriptionStop {
-  readonly form: ClaimForm;
+  /** What the stop does to a delivery of this subscription's form still in work when the grace ends. */
+  readonly stop: Pick<StopFate, "abandoned" | "releasesLock">;
   readonly finished: number;
   /** Claimed ahead and never started. */
   readonly unstarted: number;
@@ -38,7 +39,7 @@ export interface SubscriptionStop {
   readonly timedOut: boolean;
 }
 
-/** Sums the subscriptions' stops into the app's report: an abandoned delivery counts by its form. */
+/** Sums the subscriptions' stops into the app's report: an abandoned delivery counts by what its form's stop does to it. */
 export function stopReportOf(stops: readonly SubscriptionStop[], connectionsClosed: number, durationMs: number, closeTimedOut: boolean): StopReport {
   let finished = 0;
   let rolledBack = 0;
@@ -48,9 +49,9 @@ export function stopReportOf(stops: readonly SubscriptionStop[], connectionsClos
   for (const s of stops) {
     finished += s.finished;
     givenBack += s.unstarted;
-    if (s.form === "rowLock") rolledBack += s.abandoned;
+    if (s.stop.abandoned === "rolledBack") rolledBack += s.abandoned;
     else givenBack += s.abandoned;
-    if (s.form === "advisory") locksReleased += s.abandoned;
+    if (s.stop.releasesLock) locksReleased += s.abandoned;
     timedOut ||= s.timedOut;
   }
   return Object.freeze({ finished, rolledBack, givenBack, locksReleased, connectionsClosed, durationMs, timedOut });

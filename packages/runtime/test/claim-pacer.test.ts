@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { claimPaceFor, claimsToCover, MAX_CLAIMS_AHEAD, MIN_CLAIMS_AHEAD, rowsToClaim, type ClaimPace, type PaceShape } from "../src/consume/claim-pacer.js";
 
-const lease = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: true, oneRowClaims: false });
-const advisory = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: false });
-const rowLock = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: true });
+const lease = (workers: number, batch: number): PaceShape => ({ workers, batch, mode: "ahead" });
+const advisory = (workers: number, batch: number): PaceShape => ({ workers, batch, mode: "perWorker" });
+const rowLock = (workers: number, batch: number): PaceShape => ({ workers, batch, mode: "oneRow" });
 /** Row lock with `.sharedTransaction()`: one transaction claims up to `batch` rows, which wait in the buffer. */
-const sharedRowLock = (workers: number, batch: number): PaceShape => ({ workers, batch, claimsAhead: false, oneRowClaims: false, sharedClaims: true });
-/** A batch handler: `workers` batches in work, a whole batch per claim (any form). */
-const batchHandler = (workers: number, batch: number, claimsAhead = false): PaceShape => ({ workers, batch, claimsAhead, oneRowClaims: false, wholeBatches: true });
+const sharedRowLock = (workers: number, batch: number): PaceShape => ({ workers, batch, mode: "shared" });
+/** A batch handler: `workers` batches in work, a whole batch per claim (the same pace on any form). */
+const batchHandler = (workers: number, batch: number): PaceShape => ({ workers, batch, mode: "wholeBatches" });
 
 type Counters = Partial<Pick<ClaimPace, "inFlight" | "buffered" | "claims" | "claiming" | "settling" | "drained" | "aheadClaims" | "heldTransactions">>;
 
@@ -34,7 +34,7 @@ describe("claimPaceFor: the shape", () => {
     ["shared row lock w8 b2", sharedRowLock(8, 2), 2, 32],
     ["shared row lock w1 b64: one claim (one connection)", sharedRowLock(1, 64), 1, 256],
     ["batch handler w8 b64: a claim per worker", batchHandler(8, 64), 8, 256],
-    ["batch handler on a lease table w2 b16", batchHandler(2, 16, true), 2, 64],
+    ["batch handler on a lease table w2 b16", batchHandler(2, 16), 2, 64],
   ] as const)("%s", (_name, shape, maxClaims, maxSettling) => {
     const pace = claimPaceFor(shape);
     expect(pace).toMatchObject({ maxClaims, maxSettling, inFlight: 0, buffered: 0, claims: 0, claiming: 0, settling: 0, drained: true });
@@ -107,7 +107,7 @@ describe("rowsToClaim", () => {
     ["batch handler idle: a batch", batchHandler(8, 64), {}, 64],
     ["batch handler, one batch slot free: a batch", batchHandler(8, 64), { inFlight: 7 }, 64],
     ["batch handler, free slots spoken for by claims: none", batchHandler(8, 64), { inFlight: 6, claims: 2, claiming: 128 }, 0],
-    ["batch handler, every slot busy: none", batchHandler(2, 16, true), { inFlight: 2 }, 0],
+    ["batch handler, every slot busy: none", batchHandler(2, 16), { inFlight: 2 }, 0],
     ["batch handler drained, one claim running: none", batchHandler(8, 64), { drained: true, claims: 1, claiming: 64 }, 0],
     // Claims in flight sized from latency (lease): aheadClaims raises the cap and the rows kept coming.
     ["lease, aheadClaims 4: a third claim while fewer than 3 batches are coming", lease(8, 64), { inFlight: 2, claims: 2, claiming: 128, aheadClaims: 4 }, 64],
@@ -126,7 +126,7 @@ describe("rowsToClaim", () => {
     ["shared row lock, aheadClaims 4: none once 3 batches are on hand or coming", sharedRowLock(8, 64), { inFlight: 2, buffered: 64, claims: 2, claiming: 128, aheadClaims: 4 }, 0],
     ["shared row lock, aheadClaims 4: none at 4 claims", sharedRowLock(8, 64), { claims: 4, claiming: 256, aheadClaims: 4 }, 0],
     ["shared row lock w3, aheadClaims 4: no more claims than workers", sharedRowLock(3, 64), { claims: 3, claiming: 192, aheadClaims: 4 }, 0],
-    ["batch handler ignores aheadClaims", batchHandler(2, 16, true), { claims: 2, claiming: 32, aheadClaims: 8 }, 0],
+    ["batch handler ignores aheadClaims", batchHandler(2, 16), { claims: 2, claiming: 32, aheadClaims: 8 }, 0],
   ])("%s", (_name, shape, counters, rows) => {
     expect(ask(shape, counters)).toBe(rows);
   });

@@ -71,8 +71,8 @@ function sourceFiles(dir: string): string[] {
 describe("no SQL text in runtime/src", () => {
   it("reads every source file", () => {
     const files = sourceFiles(srcDir).map((f) => relative(srcDir, f));
-    expect(files).toContain("subscription.ts");
-    expect(files).toContain(join("claim", "row-lock-claim.ts"));
+    expect(files).toContain(join("consume", "subscription.ts"));
+    expect(files).toContain(join("claim", "held", "row-lock-claim.ts"));
   });
 
   it("no file under src holds SQL text", () => {

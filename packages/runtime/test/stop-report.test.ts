@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { AnyKysely } from "../src/drivers/database.js";
+import { FORM_FACTS } from "../src/claim/form-facts.js";
 import { stopReportOf } from "../src/stop-report.js";
 import { unique } from "./engines.js";
 import { consumer, createJobsTable, insertJobs, matrix, readJobs, until } from "./claim-forms.js";
@@ -13,9 +14,9 @@ describe("stopReportOf", () => {
   test("an abandoned delivery counts by its form", () => {
     const report = stopReportOf(
       [
-        { form: "rowLock", finished: 2, unstarted: 0, abandoned: 1, timedOut: false },
-        { form: "advisory", finished: 1, unstarted: 0, abandoned: 2, timedOut: false },
-        { form: "lease", finished: 3, unstarted: 4, abandoned: 1, timedOut: true },
+        { stop: FORM_FACTS.rowLock.stop, finished: 2, unstarted: 0, abandoned: 1, timedOut: false },
+        { stop: FORM_FACTS.advisory.stop, finished: 1, unstarted: 0, abandoned: 2, timedOut: false },
+        { stop: FORM_FACTS.lease.stop, finished: 3, unstarted: 4, abandoned: 1, timedOut: true },
       ],
       7,
       120,

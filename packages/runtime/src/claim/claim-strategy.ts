@@ -6,6 +6,7 @@ import type { Logger } from "../logger.js";
 import type { HandlerOutcome } from "../declare/outcome.js";
 import type { ParkedRows } from "../consume/parked-rows.js";
 import type { DeadLetterTarget } from "../declare/queue.js";
+import { FORM_FACTS, type StopFate } from "./form-facts.js";
 
 /** One claimed row, held by its claim form until it is settled. */
 export interface ClaimedDelivery {
@@ -37,38 +38,69 @@ export interface ClaimedDelivery {
 }
 
 /**
- * How a subscription holds rows: one per claim form. The lease form holds nothing between
- * statements; row lock and advisory (a later issue) hold a connection per delivery, which they
- * keep inside their `ClaimedDelivery`.
+ * How a form's claims are paced (`PaceMode` in the pacer, which adds `wholeBatches` for a batch handler):
+ * `ahead` (rows wait at no cost: claim batches ahead), `oneRow` (one row per claim's transaction),
+ * `shared` (one transaction per claim, its rows buffered), `perWorker` (a claimed row holds a connection at once).
  */
-export interface ClaimStrategy {
+export type FormPace = "ahead" | "oneRow" | "shared" | "perWorker";
+
+/**
+ * Every question the rest of the runtime asks of a claim form, answered once by its strategy:
+ * no file outside `claim/` names a form.
+ */
+export interface ClaimProfile {
+  /** The form, as telemetry and error messages label it. */
   readonly form: ClaimForm;
+  readonly pace: FormPace;
+  /** Claims can run side by side on the database (not a single writer such as SQLite): more claims in flight can hide latency. */
+  readonly claimsSideBySide: boolean;
+  /** The table stores a delay (a retryAfter column, or the lease column): else a `retryAfter` is parked in this process. */
+  readonly storesDelay: boolean;
   /** Connections each delivery in work holds for its whole run (0 for the lease form). */
   readonly connectionsPerDelivery: number;
-  /** What becomes of a row whose delivery is abandoned at shutdown, for the log line. */
-  readonly abandonedFate: string;
+  /** A delivery holds a connection of its own: its worker waits for the settlement (the pool budget counts on it). */
+  readonly holdsWorker: boolean;
+  /** A batch handler's rows share one hold (one transaction per batch): the pool budget counts batches, not rows. */
+  readonly batchSharesHold: boolean;
+  /** The table, as errors name it ("a row-lock table"). */
+  readonly describedAs: string;
+  /** What a stop does to a delivery still in work when the grace ends. */
+  readonly stop: StopFate;
+}
+
+/** A profile from the form's facts and what the strategy decided. */
+export function profileOf(setup: Pick<ClaimSetup, "spec">, decided: Pick<ClaimProfile, "pace" | "claimsSideBySide" | "connectionsPerDelivery">): ClaimProfile {
+  const form = setup.spec.form;
+  const facts = FORM_FACTS[form];
+  return Object.freeze({
+    form,
+    ...decided,
+    storesDelay: setup.spec.retryAfter !== undefined || facts.storesDelayInHold,
+    // A shared claim's row holds no connection of its own: its transaction's connection is counted by the pacer, and a
+    // worker that waited for the shared commit would wait for rows still in the buffer.
+    holdsWorker: decided.connectionsPerDelivery > 0 && decided.pace !== "shared",
+    batchSharesHold: facts.sharesTransactions,
+    describedAs: facts.describedAs,
+    stop: facts.stop,
+  });
+}
+
+/** How a subscription holds rows: one per claim form. */
+export interface ClaimStrategy {
+  readonly profile: ClaimProfile;
   claim(limit: number): Promise<ClaimedDelivery[]>;
   /**
-   * True when claimed rows cost nothing to hold while they wait (the lease form: the keeper
-   * extends them): a claim then takes up to `batch` rows whenever a worker is free and the
-   * subscription buffers the surplus. Unset: a claim takes no more rows than there are free workers.
+   * Gives back rows that were claimed ahead but never started (a stop with rows still buffered),
+   * at once and without spending their attempt.
    */
-  readonly claimsAhead?: boolean;
+  releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void>;
   /**
-   * Gives back rows that were claimed ahead but never started (a stop with rows still
-   * buffered), at once and without spending their attempt. Only where rows are buffered: `claimsAhead`,
-   * and row lock with `.sharedTransaction()`, whose claim takes a whole batch.
+   * Transactions that claimed rows and are still open, one connection each (shared row-lock claims:
+   * the pacer keeps them within `workers`, what the pool budget counts); 0 where claims hold none.
    */
-  releaseUnstarted?(deliveries: readonly ClaimedDelivery[]): Promise<void>;
-  /**
-   * Row lock with `.sharedTransaction()`: transactions that claimed rows and are still open, one
-   * connection each (the pacer keeps them within `workers`, what the pool budget counts).
-   */
-  readonly heldTransactions?: number;
-  /** Claims can run side by side on the database (not a single writer such as SQLite): more claims in flight can hide latency. */
-  readonly claimsSideBySide?: boolean;
+  readonly heldTransactions: number;
   /** A publish in this process: forget what was read ahead of claims (the advisory form's candidate window). */
-  invalidate?(): void;
+  invalidate(): void;
   /** Starts what keeps held rows held (the lease keeper). */
   start(): void;
   /** Stops keeping: deliveries in work keep what they hold now and may still settle. */

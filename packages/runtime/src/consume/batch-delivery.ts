@@ -7,7 +7,8 @@ import { errorFields, type Logger } from "../logger.js";
 import { type HandlerOutcome, toOutcome } from "../declare/outcome.js";
 import { decodePayload } from "../declare/payload.js";
 import type { BatchSubscriber } from "../declare/subscriber.js";
-import type { DeliveryObserver } from "./subscription.js";
+import type { DeliveryRun } from "./delivery-run.js";
+import type { DeliveryObserver, SubscriptionSetup } from "./setup.js";
 
 /** What one batch delivery needs of its subscription. */
 export interface BatchRun {
@@ -25,6 +26,24 @@ export interface BatchRun {
   onError(delivery: ClaimedDelivery, error: unknown): HandlerOutcome;
   /** Reads one row's outcome as the handler returned it (a delay the table cannot store is logged). */
   returned(delivery: ClaimedDelivery, outcome: HandlerOutcome): HandlerOutcome;
+}
+
+/** What a batch handler's deliveries need, from its subscription's setup and delivery run. */
+export function batchRunOf(setup: SubscriptionSetup, run: DeliveryRun): BatchRun {
+  const { subscriber } = setup;
+  if (subscriber.kind !== "batch") throw new Error("a per-row subscriber's rows go through DeliveryRun");
+  return {
+    subscriber,
+    spec: setup.spec,
+    place: Object.freeze({ subscription: subscriber.name, table: setup.spec.table }),
+    clock: setup.clock,
+    logger: setup.logger,
+    observer: setup.observer,
+    settle: (d, outcome, payload) => run.settle(d, outcome, payload, undefined),
+    park: (d, error) => run.parkUndecodable(d, error, undefined),
+    onError: (d, error) => run.onError(d, error),
+    returned: (d, outcome) => run.storable(outcome, "the batch handler", d),
+  };
 }
 
 /**

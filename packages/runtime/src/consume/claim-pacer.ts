@@ -31,17 +31,12 @@ export interface ClaimPace {
   aheadClaims: number;
   /** Settlements in flight beyond which no claim starts (memory stays bounded when the database is slow). */
   readonly maxSettling: number;
-  /** Claimed rows cost nothing while they wait (the lease form): claim whole batches ahead and buffer them. */
-  readonly claimsAhead: boolean;
-  /** Each claim takes one row (the row-lock form). */
-  readonly oneRowClaims: boolean;
-  /** A batch handler: each claim is one handler call; `workers` and `inFlight` count batches, not rows. */
-  readonly wholeBatches: boolean;
-  /**
-   * Per-row handlers whose claim shares one transaction (row lock, `.sharedTransaction()`): a claim takes
-   * a whole batch on one connection and its rows wait in the buffer; the transactions open stay within `workers`.
-   */
-  readonly sharedClaims: boolean;
+  /** How claims are paced: the claim form's profile, or `wholeBatches` for a batch handler. */
+  readonly mode: PaceMode;
+  /** Claim latency and handler time are measured and size `aheadClaims` (claims ahead or shared claims, with several workers). */
+  readonly measures: boolean;
+  /** Measured claim latency, a moving average in ms (0 until measured). */
+  claimMs: number;
   /** Shared claims: transactions that claimed rows and are still open (each holds a connection until its last row settled). */
   heldTransactions: number;
   /** Deliveries (batches, for a batch handler) whose handler runs (or, holding a connection, whose settlement runs). */
@@ -58,43 +53,43 @@ export interface ClaimPace {
   drained: boolean;
 }
 
+/**
+ * How a subscription's claims are paced, one mode per claim form's way of holding rows:
+ *
+ * - `ahead`: claimed rows cost nothing while they wait (the lease form): claim whole batches ahead and buffer them;
+ * - `oneRow`: each claim takes one row, in a transaction of its own (the row-lock form);
+ * - `shared`: a claim takes a whole batch in one transaction, whose rows wait in the buffer for the workers; the
+ *   transactions open stay within `workers` (row lock with `.sharedTransaction()`);
+ * - `perWorker`: a claimed row holds a connection at once: never more rows than free workers (the advisory form);
+ * - `wholeBatches`: a batch handler, whatever the form: each claim is one handler call; `workers` and `inFlight` count batches.
+ */
+export type PaceMode = "ahead" | "oneRow" | "shared" | "perWorker" | "wholeBatches";
+
 /** The shape a subscription paces by. */
 export interface PaceShape {
   readonly workers: number;
   readonly batch: number;
-  readonly claimsAhead: boolean;
-  readonly oneRowClaims: boolean;
-  /** A batch handler (`subscriber.batch`); unset: one handler call per row. */
-  readonly wholeBatches?: boolean;
-  /** Per-row handlers whose claim shares one transaction (`.sharedTransaction()`). */
-  readonly sharedClaims?: boolean;
+  readonly mode: PaceMode;
+  /** Claims side by side hide latency on this database (not a single writer such as SQLite). */
+  readonly sideBySide?: boolean;
 }
 
 /** A subscription's pacing state at start: drained (one claim first), nothing in flight. */
 export function claimPaceFor(shape: PaceShape): ClaimPace {
-  const { workers, batch, claimsAhead, oneRowClaims } = shape;
-  const wholeBatches = shape.wholeBatches === true;
-  const sharedClaims = shape.sharedClaims === true && !wholeBatches;
+  const { workers, batch, mode } = shape;
   return {
     workers,
     batch,
-    claimsAhead,
-    oneRowClaims,
-    wholeBatches,
-    sharedClaims,
-    // batch(1).workers(8) claims in up to 8 statements at once, as 8 separate consumers would.
-    // A row-lock claim opens one transaction per row, one after another: with several free workers, claims of
-    // one row each run side by side instead of making the last worker wait for the others. (An advisory claim
-    // shares one candidate select among its rows, and claims side by side would contend for the same keys.)
-    // A batch handler: one claim per free worker, each a whole batch.
-    // Shared claims: the next batch is claimed while the last one runs, as claims ahead do (one connection each);
-    // `aheadClaims` raises it once claim latency is measured.
-    maxClaims:
-      oneRowClaims || wholeBatches ? workers : sharedClaims ? Math.min(workers, MIN_CLAIMS_AHEAD) : Math.max(claimsAhead ? MIN_CLAIMS_AHEAD : 1, Math.ceil(workers / batch)),
+    mode,
+    // A single-writer engine (SQLite) runs one statement at a time: claims side by side hide no latency there.
+    // One worker keeps one claim at a time, so its rows run in claim order (claims side by side may take rows out of order).
+    measures: ((mode === "ahead" && shape.sideBySide === true) || mode === "shared") && workers > 1,
+    claimMs: 0,
+    maxClaims: maxClaimsOf(shape),
     aheadClaims: MIN_CLAIMS_AHEAD,
     // Shared claims: the open transactions (at most `workers`) bound the rows settling; each writes its rows' settlements
     // one after another on its connection, so up to `workers` of them write side by side, as `workers` raw loops do.
-    maxSettling: Math.max(4 * Math.max(batch, workers), sharedClaims ? workers * batch : 0),
+    maxSettling: Math.max(4 * Math.max(batch, workers), mode === "shared" ? workers * batch : 0),
     inFlight: 0,
     buffered: 0,
     claims: 0,
@@ -105,41 +100,76 @@ export function claimPaceFor(shape: PaceShape): ClaimPace {
   };
 }
 
+/** Claims in flight at most while the queue is not drained, before measured latency raises `ahead` and `shared`. */
+function maxClaimsOf({ workers, batch, mode }: PaceShape): number {
+  switch (mode) {
+    // A row-lock claim opens one transaction per row, one after another: with several free workers, claims of one
+    // row each run side by side instead of making the last worker wait for the others. A batch handler: one claim
+    // per free worker, each a whole batch.
+    case "oneRow":
+    case "wholeBatches":
+      return workers;
+    // The next batch is claimed while the last one runs (one connection each); `aheadClaims` raises it once claim latency is measured.
+    case "shared":
+      return Math.min(workers, MIN_CLAIMS_AHEAD);
+    // batch(1).workers(8) claims in up to 8 statements at once, as 8 separate consumers would.
+    case "ahead":
+      return Math.max(MIN_CLAIMS_AHEAD, Math.ceil(workers / batch));
+    // An advisory claim shares one candidate select among its rows, and claims side by side would contend for the same keys.
+    case "perWorker":
+      return Math.max(1, Math.ceil(workers / batch));
+    default:
+      return unknownMode(mode);
+  }
+}
+
+function unknownMode(mode: never): never {
+  throw new Error(`unknown pace mode ${String(mode)}`);
+}
+
 /**
  * How many rows to claim now; 0: no claim now. Called again after each claim it starts (with
  * `claims` and `claiming` counted), until it says 0.
  */
 export function rowsToClaim(pace: ClaimPace): number {
-  const { workers, batch, inFlight } = pace;
-  // Claims ahead (lease) and shared claims are sized from measured latency; a shared claim is a transaction, one of the workers' connections.
-  const ahead = pace.sharedClaims ? Math.min(workers, pace.aheadClaims) : pace.aheadClaims;
-  const maxClaims = (pace.claimsAhead || pace.sharedClaims) && !pace.wholeBatches ? Math.max(pace.maxClaims, ahead) : pace.maxClaims;
+  const { workers, batch, inFlight, mode } = pace;
+  // Claims ahead and shared claims are sized from measured latency; a shared claim is a transaction, one of the workers' connections.
+  const maxClaims =
+    mode === "ahead" ? Math.max(pace.maxClaims, pace.aheadClaims) : mode === "shared" ? Math.max(pace.maxClaims, Math.min(workers, pace.aheadClaims)) : pace.maxClaims;
   if (pace.claims >= (pace.drained ? 1 : maxClaims) || pace.settling >= pace.maxSettling) return 0;
-  // A batch handler: a free worker takes a whole batch in one claim, nothing is buffered.
-  if (pace.wholeBatches) return workers - inFlight - pace.claims > 0 ? batch : 0;
-  if (pace.claimsAhead) {
-    // Claim a whole batch when a worker is free that neither the buffer nor a running claim will feed,
-    // or, while a worker is between deliveries, when fewer rows are on hand or coming than the
-    // workers run through while a claim is under way (`aheadClaims - 1` batches; one at the least),
-    // so the next batch arrives while the buffer's last rows run, instead of after them.
-    const uncovered = workers - inFlight - pace.buffered - pace.claims;
-    const refill = inFlight < workers && pace.buffered + pace.claiming < batch * Math.max(1, pace.aheadClaims - 1);
-    return uncovered <= 0 && !refill ? 0 : batch;
+  switch (mode) {
+    // A free worker takes a whole batch in one claim, nothing is buffered.
+    case "wholeBatches":
+      return workers - inFlight - pace.claims > 0 ? batch : 0;
+    case "ahead": {
+      // Claim a whole batch when a worker is free that neither the buffer nor a running claim will feed,
+      // or, while a worker is between deliveries, when fewer rows are on hand or coming than the
+      // workers run through while a claim is under way (`aheadClaims - 1` batches; one at the least),
+      // so the next batch arrives while the buffer's last rows run, instead of after them.
+      const uncovered = workers - inFlight - pace.buffered - pace.claims;
+      const refill = inFlight < workers && pace.buffered + pace.claiming < batch * Math.max(1, pace.aheadClaims - 1);
+      return uncovered <= 0 && !refill ? 0 : batch;
+    }
+    case "shared": {
+      // One connection per open transaction, and the pool budget counts one per worker: a claim (its own
+      // transaction) starts only below that. Then a whole batch, when a worker is free that neither the
+      // buffer nor a running claim will feed, or when fewer rows are on hand or coming than the workers run
+      // through while a claim is under way (`aheadClaims - 1` batches, one at the least), as claims ahead do.
+      if (pace.heldTransactions + pace.claims >= workers) return 0;
+      const uncovered = workers - inFlight - pace.buffered - pace.claiming;
+      const refill = inFlight < workers && pace.buffered + pace.claiming < batch * Math.max(1, pace.aheadClaims - 1);
+      return uncovered <= 0 && !refill ? 0 : batch;
+    }
+    // A claimed row holds a connection at once: never claim more than there are free workers.
+    case "oneRow":
+    case "perWorker": {
+      const free = workers - inFlight - pace.claiming;
+      if (free <= 0) return 0;
+      return mode === "oneRow" ? 1 : Math.min(batch, free);
+    }
+    default:
+      return unknownMode(mode);
   }
-  if (pace.sharedClaims) {
-    // One connection per open transaction, and the pool budget counts one per worker: a claim (its own
-    // transaction) starts only below that. Then a whole batch, when a worker is free that neither the
-    // buffer nor a running claim will feed, or when fewer rows are on hand or coming than the workers run
-    // through while a claim is under way (`aheadClaims - 1` batches, one at the least), as claims ahead do.
-    if (pace.heldTransactions + pace.claims >= workers) return 0;
-    const uncovered = workers - inFlight - pace.buffered - pace.claiming;
-    const refill = inFlight < workers && pace.buffered + pace.claiming < batch * Math.max(1, pace.aheadClaims - 1);
-    return uncovered <= 0 && !refill ? 0 : batch;
-  }
-  // A claimed row holds a connection at once: never claim more than there are free workers.
-  const free = workers - inFlight - pace.claiming;
-  if (free <= 0) return 0;
-  return pace.oneRowClaims ? 1 : Math.min(batch, free);
 }
 
 /**
@@ -156,4 +186,15 @@ export function claimsToCover(claimMs: number, handlerMs: number, workers: numbe
   const claims = Math.ceil(rowsWhileClaiming / batch) + 1;
   const cap = Math.max(MIN_CLAIMS_AHEAD, Math.min(MAX_CLAIMS_AHEAD, Math.floor(MAX_ROWS_AHEAD / batch)));
   return Math.min(cap, Math.max(MIN_CLAIMS_AHEAD, claims));
+}
+
+/** A claim's latency was measured: the claims kept in flight follow it, once a handler's time is known too. */
+export function claimMeasured(pace: ClaimPace, claimMs: number, handlerMs: number): void {
+  pace.claimMs = movingAverage(pace.claimMs, claimMs);
+  if (handlerMs > 0) pace.aheadClaims = claimsToCover(pace.claimMs, handlerMs, pace.workers, pace.batch);
+}
+
+/** An exponential moving average (weight 1/5 on the new sample); the first sample stands alone. */
+export function movingAverage(average: number, sample: number): number {
+  return average === 0 ? sample : average + (sample - average) / 5;
 }

@@ -8,7 +8,8 @@ import { errorFields } from "../logger.js";
 import { HandlerOutcome, toOutcome } from "../declare/outcome.js";
 import { delayOf, dropsRow, failureFate, movesToDeadLetter, undecodableMessage } from "../claim/settlement.js";
 import { decodePayload, decodePayloadNow } from "../declare/payload.js";
-import type { SubscriptionSetup } from "./subscription.js";
+import type { SubscriptionSetup } from "./setup.js";
+import { movingAverage } from "./claim-pacer.js";
 import type { DeliveryTrace } from "../telemetry/telemetry.js";
 
 /** What a run tells its subscription. Functions, not methods: `settled` is passed on as a callback, unbound. */
@@ -53,11 +54,11 @@ export class DeliveryRun {
   /** The worker waits for the settlement (a delivery that holds a connection of its own). */
   readonly #holdsWorker: boolean;
 
-  constructor(setup: SubscriptionSetup, hooks: RunHooks, options: { readonly measures: boolean; readonly holdsWorker: boolean }) {
+  constructor(setup: SubscriptionSetup, hooks: RunHooks, options: { readonly measures: boolean }) {
     this.#s = setup;
     this.#hooks = hooks;
     this.#measures = options.measures;
-    this.#holdsWorker = options.holdsWorker;
+    this.#holdsWorker = setup.strategy.profile.holdsWorker;
     this.#name = setup.subscriber.name;
     const place = Object.freeze({ subscription: this.#name, table: setup.spec.table });
     this.#place = place;
@@ -66,7 +67,7 @@ export class DeliveryRun {
     this.#decodesAsync = isStandardSchema(setup.spec.payloadType);
     this.#onError = setup.options.onError ?? defaultOnError();
     this.#onDecodeError = setup.options.onDecodeError ?? defaultOnDecodeError;
-    this.#storesDelay = setup.spec.retryAfter !== undefined || setup.spec.form === "lease";
+    this.#storesDelay = setup.strategy.profile.storesDelay;
   }
 
   /** A delivery failed where nothing should: logged; its row returns when its hold ends. */
@@ -187,10 +188,7 @@ export class DeliveryRun {
     if (outcome === undefined) {
       trace?.handled(startedAt, true, error);
       outcome = this.#failed(this.#onError, "handler", delivery, error);
-      this.#s.logger.error(
-        this.#failureFields(delivery, error, outcome),
-        `handler failed; ${failureFate(outcome)}`,
-      );
+      this.#s.logger.error(this.#failureFields(delivery, error, outcome), `handler failed; ${failureFate(outcome)}`);
     }
     return this.#settleApart(delivery, outcome, payload, trace);
   }
@@ -247,10 +245,9 @@ export class DeliveryRun {
   storable(outcome: HandlerOutcome, source: string, delivery: ClaimedDelivery): HandlerOutcome {
     const delayMs = delayOf(outcome);
     if (delayMs === undefined || this.#storesDelay) return outcome;
-    const form = this.#s.spec.form === "advisory" ? "advisory" : "rowLock";
     const place = this.#placeOf(delivery.id);
     this.#s.logger.error(
-      { ...errorFields(delayWithoutColumn(delayMs, form, source, place)), ...place },
+      { ...errorFields(delayWithoutColumn(delayMs, this.#s.strategy.profile.describedAs, source, place)), ...place },
       "retryAfter on a table with no retryAfter column: row released and parked in this process",
     );
     return outcome;
@@ -336,11 +333,6 @@ export class DeliveryRun {
       logger.error({ ...errorFields(settleError), ...this.#place, id: delivery.id, outcome: outcome.kind }, "could not settle an undecodable row; it returns when its hold ends");
     }
   }
-}
-
-/** An exponential moving average (weight 1/5 on the new sample); the first sample stands alone. */
-export function movingAverage(average: number, sample: number): number {
-  return average === 0 ? sample : average + (sample - average) / 5;
 }
 
 /** A retry's delay for its log line. */

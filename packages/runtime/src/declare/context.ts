@@ -1,4 +1,4 @@
-import type { HasRole, RoleMarker, RoleName, SpecError } from "@sqlinbox/core/internal";
+import type { HasRole, Lease, RoleMarker, RoleName, SpecError } from "@sqlinbox/core/internal";
 import type { Transaction } from "kysely";
 import { notTransactional, unknownContextKey } from "../errors.js";
 import type { AnyTransaction } from "../drivers/database.js";
@@ -24,7 +24,7 @@ export const keys = Object.freeze({
   /** The attempt the claim counted: 1 on the first delivery. Needs an attempt column. */
   attempt: key<"attempt", number, "attempt">("attempt"),
   /** The lease deadline this delivery currently holds (moves with each extension). Needs a lease column. */
-  leaseDeadline: key<"leaseDeadline", Date, "lease">("leaseDeadline"),
+  leaseDeadline: key<"leaseDeadline", Date, Lease["role"]>("leaseDeadline"),
   /** The row's id. */
   id: key<"id", unknown>("id"),
   /** The metadata its publish carried (`publish(…, { headers })`): `{}` when none. Needs a headers column. */

@@ -1,8 +1,9 @@
-import type { AnyInboxSpec, FormOf, HasRole, InboxDescription, PayloadOf, RolesOf, RowOf, SpecError } from "@sqlinbox/core/internal";
+import type { AnyInboxSpec, FormLabel, HasLeaseColumn, HasRole, IsRowLockForm, InboxDescription, PayloadOf, RolesOf, RowOf, SpecError } from "@sqlinbox/core/internal";
 import type { Transaction } from "kysely";
 import { deadLetterGroupIsSource, deadLetterNeedsGroup, maxAttemptsNeedsAttempt, refusedModes, sharedNeedsRowLock } from "../errors.js";
 import type { FailurePolicy } from "./failure-policy.js";
 import type { HandlerOutcome, RetryAfterOutcome } from "./outcome.js";
+import { FORM_FACTS } from "../claim/form-facts.js";
 
 /** Where a queue's dead letters go: another table (a new row there), or another group of the same table. */
 export type DeadLetterTarget = { readonly table: InboxDescription } | { readonly group: string };
@@ -45,7 +46,7 @@ type TransactionalArgs<Tx> = [Tx] extends [never]
   : [SpecError<"transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share">];
 
 type SharedArgs<S extends AnyInboxSpec, Tx> =
-  FormOf<RolesOf<S>> extends "rowLock"
+  IsRowLockForm<RolesOf<S>> extends true
     ? [Tx] extends [never]
       ? []
       : [SpecError<"transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share">]
@@ -57,7 +58,7 @@ type SharedArgs<S extends AnyInboxSpec, Tx> =
  * compiler shows, so a handler or policy that can return one does not compile.
  */
 export type DelayRefused<S extends AnyInboxSpec> = RetryAfterOutcome &
-  SpecError<`retryAfter needs a retryAfter column: this ${FormOf<RolesOf<S>> extends "advisory" ? "advisory" : "row-lock"} table has nowhere to store a time, and a delay is never served by holding the row; describe one with field.retryAfter() or .retryAfter(column("retry_after")), or return retry()`>;
+  SpecError<`retryAfter needs a retryAfter column: this ${FormLabel<RolesOf<S>>} table has nowhere to store a time, and a delay is never served by holding the row; describe one with field.retryAfter() or .retryAfter(column("retry_after")), or return retry()`>;
 
 /**
  * The outcomes a table can store: a delay needs a retryAfter column or a lease column (where a
@@ -66,7 +67,7 @@ export type DelayRefused<S extends AnyInboxSpec> = RetryAfterOutcome &
 export type OutcomeFor<S extends AnyInboxSpec> =
   HasRole<RolesOf<S>, "retryAfter"> extends true
     ? HandlerOutcome
-    : HasRole<RolesOf<S>, "lease"> extends true
+    : HasLeaseColumn<RolesOf<S>> extends true
       ? HandlerOutcome
       : Exclude<HandlerOutcome, RetryAfterOutcome> | DelayRefused<S>;
 
@@ -102,7 +103,7 @@ export type PayloadOfSpec<S extends AnyInboxSpec> = [PayloadOf<RolesOf<S>>] exte
 export type DeliveredOf<S extends AnyInboxSpec> = [PayloadOf<RolesOf<S>>] extends [never] ? RowOf<S> : PayloadOf<RolesOf<S>>;
 
 type LeaseArgs<S extends AnyInboxSpec> =
-  HasRole<RolesOf<S>, "lease"> extends true
+  HasLeaseColumn<RolesOf<S>> extends true
     ? [ms: number]
     : [SpecError<'InboxQueue.lease needs a table with a lease column: describe one with .lease(column("locked_until")) or field.lease()'>];
 
@@ -229,7 +230,7 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
    */
   sharedTransaction(...refused: SharedArgs<S, Tx>): InboxQueue<S, SharedRows> {
     if (refused.length > 0 || this.options.transactional === true) throw refusedModes(this.name);
-    if (this.spec.description.form !== "rowLock") throw sharedNeedsRowLock(this.name, this.spec.description.table);
+    if (!FORM_FACTS[this.spec.description.form].sharesTransactions) throw sharedNeedsRowLock(this.name, this.spec.description.table);
     return new InboxQueue<S, SharedRows>(this.spec, this.name, { ...this.options, sharedTransaction: true });
   }
 }

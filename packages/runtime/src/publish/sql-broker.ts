@@ -1,4 +1,4 @@
-import type { AnyInboxSpec, FormOf, HasRole, RolesOf, SpecError } from "@sqlinbox/core/internal";
+import type { AnyInboxSpec, HasRole, IsRowLockForm, RolesOf, SpecError } from "@sqlinbox/core/internal";
 import type { Engine } from "@sqlinbox/kysely-dialects";
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
 import { BrokerState } from "./broker.js";
@@ -61,7 +61,7 @@ export type PublishOptionsFor<R extends Routes, N extends string, DB> = PublishO
 
 /** A row-lock table cannot be routed on a SQLite broker: SQLite has no row locks. */
 export type RouteAllowed<S extends AnyInboxSpec, E extends Engine> = [E] extends ["sqlite"]
-  ? FormOf<RolesOf<S>> extends "rowLock"
+  ? IsRowLockForm<RolesOf<S>> extends true
     ? SpecError<'SQLite has no row locks: a row-lock table cannot be routed on a SQLite broker; give the table a lease column (.lease(column("locked_until"))) or an advisory key (.advisoryLock("…"))'>
     : unknown
   : unknown;

@@ -22,7 +22,7 @@ export function observedSubscription(
   return {
     ...place,
     inFlight: () => subscription.inFlight,
-    connectionsPerDelivery: strategy.connectionsPerDelivery,
+    connectionsPerDelivery: strategy.profile.connectionsPerDelivery,
     countDepth: async () => Number((await database.execute("observe", depthQuery)).rows[0]?.depth ?? 0),
   };
 }

@@ -5,7 +5,18 @@ import { lockSessionLost } from "../../errors.js";
 import { errorFields } from "../../logger.js";
 import type { HandlerOutcome } from "../../declare/outcome.js";
 import { commitsHandlerWrites } from "../settlement.js";
-import { asClaimed, deliveredAttempt, deliveryPlace, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "../claim-strategy.js";
+import {
+  asClaimed,
+  deliveredAttempt,
+  deliveryPlace,
+  excludedBy,
+  groupOf,
+  type ClaimedDelivery,
+  type ClaimSetup,
+  type ClaimStrategy,
+  type ClaimProfile,
+  profileOf,
+} from "../claim-strategy.js";
 import { SessionTransaction } from "./claim-transaction.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
@@ -65,9 +76,8 @@ const CANDIDATE_WINDOW_MS = 250;
  * settlement inside it and commits, then unlocks; any other outcome rolls it back first.
  */
 export class AdvisoryClaim implements ClaimStrategy {
-  readonly form = "advisory" as const;
-  readonly connectionsPerDelivery: number;
-  readonly abandonedFate = "its key's lock is released: the row returns at once, its attempt spent";
+  readonly profile: ClaimProfile;
+  readonly heldTransactions = 0;
   readonly #setup: ClaimSetup;
   readonly #statements: AdvisoryStatements;
   readonly #sessionLocks: boolean;
@@ -96,7 +106,8 @@ export class AdvisoryClaim implements ClaimStrategy {
     this.#setup = setup;
     this.#statements = setup.database.dialect.advisory;
     this.#sessionLocks = setup.database.dialect.capabilities.advisoryLocks === "session";
-    this.connectionsPerDelivery = this.#sessionLocks ? 1 : 0;
+    // A claimed row holds its key's session at once (none where the process holds the keys: SQLite).
+    this.profile = profileOf(setup, { pace: "perWorker", claimsSideBySide: setup.database.dialect.capabilities.rowLock, connectionsPerDelivery: this.#sessionLocks ? 1 : 0 });
     // Session locks already keep processes and pools apart: the registry only spares this
     // subscription a connection. Without them (SQLite) it is the lock, shared by the process.
     this.#scope = this.#sessionLocks ? `subscription:${++scopes}` : `database:${setup.databaseLabel ?? ""}`;

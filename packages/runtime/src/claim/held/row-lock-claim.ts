@@ -5,7 +5,18 @@ import { isDeadlock } from "../../drivers/database.js";
 import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../../errors.js";
 import { errorFields } from "../../logger.js";
 import type { HandlerOutcome } from "../../declare/outcome.js";
-import { asClaimed, deliveredAttempt, deliveryPlace, excludedBy, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "../claim-strategy.js";
+import {
+  asClaimed,
+  deliveredAttempt,
+  deliveryPlace,
+  excludedBy,
+  groupOf,
+  type ClaimedDelivery,
+  type ClaimSetup,
+  type ClaimStrategy,
+  type ClaimProfile,
+  profileOf,
+} from "../claim-strategy.js";
 import { KyselyClaimTransaction, SessionTransaction, type ClaimTransaction } from "./claim-transaction.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 import { MAX_ACKS_PER_STATEMENT } from "../lease/lease-acks.js";
@@ -49,9 +60,7 @@ const HANDLER_SAVEPOINT = "sqlinbox_handler";
  * commits the settlement alone.
  */
 export class RowLockClaim implements ClaimStrategy {
-  readonly form = "rowLock" as const;
-  readonly connectionsPerDelivery = 1;
-  readonly abandonedFate = "its transaction rolls back: the row returns at once, its attempt not spent";
+  readonly profile: ClaimProfile;
   readonly #setup: ClaimSetup;
   readonly #statements: RowLockStatements;
   readonly #open = new Set<HeldTransaction>();
@@ -71,6 +80,8 @@ export class RowLockClaim implements ClaimStrategy {
     this.#setup = setup;
     this.#statements = statements;
     this.#shared = setup.sharedTransaction === true;
+    // One row per claim's transaction, unless the rows of a claim share one (their connection counted once, by the pacer).
+    this.profile = profileOf(setup, { pace: this.#shared ? "shared" : "oneRow", claimsSideBySide: true, connectionsPerDelivery: 1 });
     this.#acksTogether = setup.database.dialect.capabilities.heldRowsAckTogether;
     this.#holding = {
       held: "row",
@@ -97,6 +108,7 @@ export class RowLockClaim implements ClaimStrategy {
 
   start(): void {}
   stop(): void {}
+  invalidate(): void {}
 
   /**
    * Rows claimed ahead but never started (the app stopped first; only shared claims buffer rows)

@@ -6,7 +6,7 @@ import { LeaseKeeper, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease } from "./l
 import { errorFields } from "../../logger.js";
 import type { HandlerOutcome } from "../../declare/outcome.js";
 import { commitsHandlerWrites, finishOf, type StepWriter, writeStep } from "../settlement.js";
-import { asClaimed, deliveredAttempt, deliveryPlace, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy } from "../claim-strategy.js";
+import { asClaimed, deliveredAttempt, deliveryPlace, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy, type ClaimProfile, profileOf } from "../claim-strategy.js";
 import type { HandlerTransaction } from "../held/held-delivery.js";
 import { LeaseAcks, MAX_ACKS_PER_STATEMENT, type AckDone } from "./lease-acks.js";
 
@@ -21,22 +21,22 @@ import { LeaseAcks, MAX_ACKS_PER_STATEMENT, type AckDone } from "./lease-acks.js
  * rows means the lease was lost, and everything rolls back (`LeaseLost`).
  */
 export class LeaseClaim implements ClaimStrategy {
-  readonly form = "lease" as const;
-  /** 0: nothing held between statements; 1 for a transactional handler, whose transaction holds a connection. */
-  readonly connectionsPerDelivery: number;
-  readonly abandonedFate = "its row returns when its lease expires";
-  /** Rows wait in the subscription's buffer at no cost: the keeper extends their leases too. */
-  readonly claimsAhead = true;
-  readonly claimsSideBySide: boolean;
+  readonly profile: ClaimProfile;
+  readonly heldTransactions = 0;
   readonly #setup: ClaimSetup;
   readonly #keeper: LeaseKeeper;
   readonly #acks: LeaseAcks;
 
   constructor(setup: ClaimSetup) {
     this.#setup = setup;
-    this.connectionsPerDelivery = setup.transactional === true ? 1 : 0;
-    // Row locks mean concurrent writers; without them (SQLite) one writer runs at a time.
-    this.claimsSideBySide = setup.database.dialect.capabilities.rowLock;
+    this.profile = profileOf(setup, {
+      // Rows wait in the subscription's buffer at no cost: the keeper extends their leases too.
+      pace: "ahead",
+      // Row locks mean concurrent writers; without them (SQLite) one writer runs at a time.
+      claimsSideBySide: setup.database.dialect.capabilities.rowLock,
+      // Nothing held between statements; a transactional handler's transaction holds a connection.
+      connectionsPerDelivery: setup.transactional === true ? 1 : 0,
+    });
     this.#keeper = new LeaseKeeper(setup);
     this.#acks = new LeaseAcks(setup, this.#keeper);
   }
@@ -48,6 +48,8 @@ export class LeaseClaim implements ClaimStrategy {
   stop(): void {
     this.#keeper.stop();
   }
+
+  invalidate(): void {}
 
   async claim(limit: number): Promise<ClaimedDelivery[]> {
     const { database, spec, clock, leaseMs, precision } = this.#setup;

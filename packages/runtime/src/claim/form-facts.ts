@@ -1,0 +1,58 @@
+import type { ClaimForm } from "@sqlinbox/core/internal";
+import type { EngineCapabilities } from "@sqlinbox/kysely-dialects";
+
+/** What a stop does to a delivery of the form still in work when the grace ends. */
+export interface StopFate {
+  /** Rolled back (the row back at once, no attempt spent), or given back (its hold let go). */
+  readonly abandoned: "rolledBack" | "givenBack";
+  /** The row's key lock is released. */
+  readonly releasesLock: boolean;
+  /** What becomes of the row, for the log line. */
+  readonly fate: string;
+}
+
+/**
+ * What is known of a claim form before any strategy is built: at declaration (a queue's options)
+ * and before connecting (the engine's capabilities). One entry per form: with the strategy
+ * class, its case in `claimStrategyFor` and the core rules, all a form needs.
+ */
+export interface FormFacts {
+  /** The engine needs row locks (`FOR UPDATE SKIP LOCKED`) for this form. */
+  readonly needsRowLocks: boolean;
+  /** The rows of one claim may share its transaction (`.sharedTransaction()`, a batch handler's claim). */
+  readonly sharesTransactions: boolean;
+  /** A delay can be stored in the form's own hold column (the lease's deadline), with no retryAfter column. */
+  readonly storesDelayInHold: boolean;
+  /** The table, as errors name it. */
+  readonly describedAs: string;
+  readonly stop: StopFate;
+}
+
+export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freeze({
+  rowLock: Object.freeze({
+    needsRowLocks: true,
+    sharesTransactions: true,
+    storesDelayInHold: false,
+    describedAs: "a row-lock table",
+    stop: Object.freeze({ abandoned: "rolledBack", releasesLock: false, fate: "its transaction rolls back: the row returns at once, its attempt not spent" }),
+  }),
+  lease: Object.freeze({
+    needsRowLocks: false,
+    sharesTransactions: false,
+    storesDelayInHold: true,
+    describedAs: "a lease table",
+    stop: Object.freeze({ abandoned: "givenBack", releasesLock: false, fate: "its row returns when its lease expires" }),
+  }),
+  advisory: Object.freeze({
+    needsRowLocks: false,
+    sharesTransactions: false,
+    storesDelayInHold: false,
+    describedAs: "an advisory table",
+    stop: Object.freeze({ abandoned: "givenBack", releasesLock: true, fate: "its key's lock is released: the row returns at once, its attempt spent" }),
+  }),
+});
+
+/** The form cannot run on an engine with these capabilities (a row-lock table on SQLite). */
+export function formUnsupported(form: ClaimForm, capabilities: Pick<EngineCapabilities, "rowLock">): boolean {
+  return FORM_FACTS[form].needsRowLocks && !capabilities.rowLock;
+}

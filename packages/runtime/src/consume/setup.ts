@@ -1,0 +1,32 @@
+import type { InboxDescription } from "@sqlinbox/core/internal";
+import type { Activity } from "../activity.js";
+import type { ClaimStrategy } from "../claim/claim-strategy.js";
+import type { Clock } from "../clock.js";
+import type { HandlerOutcome } from "../declare/outcome.js";
+import type { QueueOptions } from "../declare/queue.js";
+import type { Outputs, Subscriber } from "../declare/subscriber.js";
+import type { Logger } from "../logger.js";
+import type { SubscriptionTelemetry } from "../telemetry/telemetry.js";
+
+/** What a test sees of each delivery (`TestApp` call records). */
+export interface DeliveryObserver {
+  delivered(event: { subscription: string; id: unknown; attempt: number | undefined; payload: unknown }): void;
+  settled(event: { subscription: string; id: unknown; attempt: number | undefined; payload: unknown; outcome: HandlerOutcome; error?: unknown; signalAborted: boolean }): void;
+}
+
+/** What a subscription is built from: the subscriber, its table and queue options, the claim strategy, and the app's services. */
+export interface SubscriptionSetup {
+  readonly subscriber: Subscriber;
+  readonly spec: InboxDescription;
+  readonly options: QueueOptions;
+  readonly strategy: ClaimStrategy;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly outputs: Outputs;
+  readonly activity: Activity;
+  /** How long the default decode policy keeps an undecodable row out of claims before it is tried (and logged) again. */
+  readonly decodeRetryMs: number;
+  readonly observer?: DeliveryObserver | undefined;
+  /** Spans and metrics; `undefined` when telemetry is off (one check per delivery). */
+  readonly telemetry?: SubscriptionTelemetry | undefined;
+}
