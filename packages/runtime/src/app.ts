@@ -1,7 +1,9 @@
 import type { AnyInboxSpec, ClaimForm, InboxDescription } from "@sqlinbox/core/internal";
 import { dialectFor, type Engine } from "@sqlinbox/kysely-dialects";
 import { Activity } from "./activity.js";
-import type { BrokerState } from "./publish/broker.js";
+import type { BrokerParts } from "./publish/broker.js";
+import type { BrokerConnection } from "./publish/connection.js";
+import type { RouteTable } from "./publish/route-table.js";
 import type { Database } from "./drivers/database.js";
 import {
   listenNeedsOwnPool,
@@ -14,7 +16,7 @@ import {
   routeSubscribedTwice,
   rowLockTableUnsupported,
 } from "./errors.js";
-import { brokerState, type SqlBroker } from "./publish/sql-broker.js";
+import { brokerParts, type SqlBroker } from "./publish/sql-broker.js";
 import { claimStrategyFor } from "./claim/strategy-for.js";
 import { formUnsupported } from "./claim/form-facts.js";
 import { ParkedRows } from "./consume/parked-rows.js";
@@ -169,7 +171,7 @@ export class App {
       for (const use of this.#brokers) await startBroker(run, use, names);
     } catch (error) {
       for (const free of run.held) free();
-      for (const state of run.opened) await state.close();
+      for (const parts of run.opened) await parts.connection.close();
       logger.error(errorFields(error), "app failed to start");
       throw error;
     }
@@ -198,11 +200,11 @@ export class App {
         for (const free of run.held) free();
         let connectionsClosed = 0;
         let closeTimedOut = false;
-        for (const state of opened) {
-          const closed = await within(state.close(), left() + CLOSE_MARGIN_MS);
+        for (const { connection } of opened) {
+          const closed = await within(connection.close(), left() + CLOSE_MARGIN_MS);
           if (closed === undefined) {
             closeTimedOut = true;
-            logger.warn({ database: state.source.label }, "the pool did not close within the grace; stopping without it");
+            logger.warn({ database: connection.source.label }, "the pool did not close within the grace; stopping without it");
           } else connectionsClosed += closed;
         }
         for (const hook of this.#shutdown) {
@@ -219,12 +221,13 @@ export class App {
       return stopping;
     };
     const publish = async (route: string, payload: unknown): Promise<void> => {
-      const state = opened.find((s) => s.route(route) !== undefined) ?? opened[0];
-      if (state === undefined) throw noRouteInApp(route);
-      await state.publish(route, payload, undefined);
+      const parts = opened.find((p) => p.routes.route(route) !== undefined) ?? opened[0];
+      if (parts === undefined) throw noRouteInApp(route);
+      await parts.publisher.publish(route, payload, undefined);
     };
     const running: RunningApp = Object.freeze({ stop, publish, subscriptions: Object.freeze([...subscriptions]) });
-    runningBrokers.set(running, opened);
+    const connections = opened.map((parts) => parts.connection);
+    runningBrokers.set(running, connections);
     return running;
   }
 
@@ -240,7 +243,7 @@ interface Startup {
   readonly activity: Activity;
   readonly observer: DeliveryObserver | undefined;
   /** Brokers whose pool is open: closed on a failed start and at stop. */
-  readonly opened: BrokerState[];
+  readonly opened: BrokerParts[];
   readonly subscriptions: Subscription[];
   readonly unsubscribe: Array<() => void>;
   /** Queue claims this app holds on its brokers: freed on a failed start and at stop. */
@@ -258,44 +261,42 @@ interface PlannedSubscription {
 
 /** One broker's startup, in order: what can be refused before connecting is refused first. */
 async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Set<string>): Promise<void> {
-  const state = brokerState(broker);
-  checkRoutes(run, state, scope, names);
-  if (broker.listening && state.source.engine !== "postgres") throw listenNeedsPostgres(state.source.engine, state.source.label);
-  const database = await state.open(run.logger, run.activity);
-  run.opened.push(state);
-  if (broker.listening && !state.canListen) throw listenNeedsOwnPool(state.source.label);
-  const planned = await checkSchemas(run, state, database, broker.leaseMs, scope);
-  checkPoolBudget(state, planned, broker.listening);
-  const dbSystem = dbSystemOf(state.source.engine, state.serverLabel);
-  state.publishTelemetry = run.telemetry.publisher({ dbSystem });
-  run.unsubscribe.push(() => {
-    state.publishTelemetry = undefined;
-  });
+  const parts = brokerParts(broker);
+  const { connection } = parts;
+  checkRoutes(run, parts, scope, names);
+  if (broker.listening && connection.source.engine !== "postgres") throw listenNeedsPostgres(connection.source.engine, connection.source.label);
+  const database = await parts.open(run.logger, run.activity);
+  run.opened.push(parts);
+  if (broker.listening && !connection.canListen) throw listenNeedsOwnPool(connection.source.label);
+  const planned = await checkSchemas(run, parts, database, broker.leaseMs, scope);
+  checkPoolBudget(connection, planned, broker.listening);
+  const dbSystem = dbSystemOf(connection.source.engine, connection.serverLabel);
+  run.unsubscribe.push(parts.bindPublisher(run.telemetry.publisher({ dbSystem })));
   if (run.telemetry.enabled) run.observed.databases.push(observedDatabase(database, dbSystem));
-  startSubscriptions(run, state, database, dbSystem, planned);
-  if (broker.listening) await state.startListening(run.logger);
+  startSubscriptions(run, parts, database, dbSystem, planned);
+  if (broker.listening) await parts.listen(run.logger);
 }
 
 /** Every subscriber has a declared route on its own table, one subscriber per route and queue, on a form the engine has. */
-function checkRoutes(run: Startup, state: BrokerState, scope: BrokerScope, names: Set<string>): void {
+function checkRoutes(run: Startup, parts: BrokerParts, scope: BrokerScope, names: Set<string>): void {
   for (const sub of scope.subscribers) {
     const queueTable = sub.queue.spec.description.table;
-    const spec = state.route(sub.name);
-    if (spec === undefined) throw noRoute(sub.name, state.routes, queueTable);
+    const spec = parts.routes.route(sub.name);
+    if (spec === undefined) throw noRoute(sub.name, parts.routes.all, queueTable);
     if (spec.description.table !== queueTable) throw routeOnOtherTable(sub.name, spec.description.table, queueTable);
     if (names.has(sub.name)) throw routeSubscribedTwice(sub.name);
     names.add(sub.name);
-    refuseUnsupportedForm(state.source.engine, sub.name, spec.description);
-    claimQueue(state, sub, run.held);
+    refuseUnsupportedForm(parts.connection.source.engine, sub.name, spec.description);
+    claimQueue(parts, sub, run.held);
   }
 }
 
 /** Checks each subscribed table against the database (once per table) and builds its claim strategy. */
-async function checkSchemas(run: Startup, state: BrokerState, database: Database, brokerLeaseMs: number, scope: BrokerScope): Promise<PlannedSubscription[]> {
+async function checkSchemas(run: Startup, { connection, routes }: BrokerParts, database: Database, brokerLeaseMs: number, scope: BrokerScope): Promise<PlannedSubscription[]> {
   const planned: PlannedSubscription[] = [];
   for (const sub of scope.subscribers) {
     const spec = sub.queue.spec.description;
-    const table = await state.table(spec);
+    const table = await routes.table(spec);
     const leaseMs = sub.queue.options.lease ?? brokerLeaseMs;
     const subLogger = childLogger(run.logger, { subscription: sub.name, table: spec.table });
     const setup: ClaimSetup = {
@@ -306,12 +307,12 @@ async function checkSchemas(run: Startup, state: BrokerState, database: Database
       precision: table.precision,
       clock: run.clock,
       logger: subLogger,
-      databaseLabel: state.source.label,
-      isClosed: () => state.closed,
+      databaseLabel: connection.source.label,
+      isClosed: () => connection.closed,
       transactional: sub.queue.options.transactional === true,
       // A batch handler's rows share their claim's transaction in the row-lock form.
       sharedTransaction: sub.queue.options.sharedTransaction === true || sub.kind === "batch",
-      deadLetter: await deadLetterChecked(state, sub.queue.options.deadLetter),
+      deadLetter: await deadLetterChecked(routes, sub.queue.options.deadLetter),
       parked: new ParkedRows(run.clock),
     };
     planned.push({ sub, strategy: claimStrategyFor(setup), leaseMs });
@@ -320,13 +321,13 @@ async function checkSchemas(run: Startup, state: BrokerState, database: Database
 }
 
 /** A dead-letter table is checked against the database like a routed one: a missing column fails the start. */
-async function deadLetterChecked(state: BrokerState, declaration: DeadLetterDeclaration | undefined): Promise<DeadLetterTarget | undefined> {
+async function deadLetterChecked(routes: RouteTable, declaration: DeadLetterDeclaration | undefined): Promise<DeadLetterTarget | undefined> {
   const target = declaration?.target;
-  if (target !== undefined && "table" in target) await state.table(target.table);
+  if (target !== undefined && "table" in target) await routes.table(target.table);
   return target;
 }
 
-function checkPoolBudget(state: BrokerState, planned: readonly PlannedSubscription[], listenNotify: boolean): void {
+function checkPoolBudget(state: BrokerConnection, planned: readonly PlannedSubscription[], listenNotify: boolean): void {
   checkPool(
     state,
     planned.map(({ sub, strategy }) => ({
@@ -346,7 +347,7 @@ function deliveriesInWork(sub: Subscriber, strategy: ClaimStrategy): number {
 }
 
 /** Builds the subscriptions (they claim once the whole app started) and wires publishes to wake them. */
-function startSubscriptions(run: Startup, state: BrokerState, database: Database, dbSystem: string, planned: readonly PlannedSubscription[]): void {
+function startSubscriptions(run: Startup, parts: BrokerParts, database: Database, dbSystem: string, planned: readonly PlannedSubscription[]): void {
   for (const { sub, strategy, leaseMs } of planned) {
     const spec = sub.queue.spec.description;
     const place = subscriptionPlace(sub.name, spec, strategy.profile.form, dbSystem);
@@ -357,24 +358,24 @@ function startSubscriptions(run: Startup, state: BrokerState, database: Database
       strategy,
       clock: run.clock,
       logger: childLogger(run.logger, { subscription: sub.name, table: spec.table }),
-      outputs: { publish: (route, payload) => state.publish(route, payload, undefined) },
+      outputs: { publish: (route, payload) => parts.publisher.publish(route, payload, undefined) },
       activity: run.activity,
       decodeRetryMs: leaseMs,
       observer: run.observer,
       telemetry: run.telemetry.subscription(place),
     });
     if (run.telemetry.enabled) run.observed.subscriptions.push(observedSubscription(place, subscription, strategy, database, spec));
-    run.unsubscribe.push(state.onPublish(subscription.table, () => subscription.wake()));
+    run.unsubscribe.push(parts.publisher.onPublish(subscription.table, () => subscription.wake()));
     run.subscriptions.push(subscription);
   }
 }
 
 /** The queues (table and route) subscribed on each broker by running apps: a second subscriber is `AlreadySubscribed`. */
-const subscribedQueues = new WeakMap<BrokerState, Set<string>>();
+const subscribedQueues = new WeakMap<BrokerParts, Set<string>>();
 
-function claimQueue(state: BrokerState, sub: Subscriber, held: Array<() => void>): void {
-  const queues = subscribedQueues.get(state) ?? new Set<string>();
-  subscribedQueues.set(state, queues);
+function claimQueue(parts: BrokerParts, sub: Subscriber, held: Array<() => void>): void {
+  const queues = subscribedQueues.get(parts) ?? new Set<string>();
+  subscribedQueues.set(parts, queues);
   const queue = `${sub.queue.spec.description.table}\u0000${sub.name}`;
   if (queues.has(queue)) {
     throw queueSubscribedTwice({ subscription: sub.name, table: sub.queue.spec.description.table });
@@ -399,7 +400,7 @@ export interface PoolNeed {
 }
 
 /** Refuses to start when the pool cannot hold what the subscriptions need, showing the arithmetic. */
-export function checkPool(state: Pick<BrokerState, "poolMax" | "source">, needs: readonly PoolNeed[], listenNotify = false): void {
+export function checkPool(state: Pick<BrokerConnection, "poolMax" | "source">, needs: readonly PoolNeed[], listenNotify = false): void {
   if (!Number.isFinite(state.poolMax) || state.source.engine === "sqlite") return;
   const shares = needs.map((n) => ({ ...n, total: n.workers * n.perDelivery + 1 }));
   const total = shares.reduce((sum, p) => sum + p.total, 0) + (listenNotify ? 1 : 0);

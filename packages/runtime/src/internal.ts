@@ -1,7 +1,7 @@
 import type { Activity } from "./activity.js";
 import type { Clock } from "./clock.js";
 import type { Logger } from "./logger.js";
-import type { BrokerState } from "./publish/broker.js";
+import type { BrokerConnection } from "./publish/connection.js";
 import type { DeliveryObserver } from "./consume/subscription.js";
 
 /** @internal How `@sqlinbox/runtime/testing` starts an app: its clock, its observer. */
@@ -15,5 +15,5 @@ export interface StartOverrides {
   readonly activity?: Activity;
 }
 
-/** @internal What a test reaches behind a running app: its brokers. */
-export const runningBrokers = new WeakMap<object, readonly BrokerState[]>();
+/** @internal What a test reaches behind a running app: its brokers' connections. */
+export const runningBrokers = new WeakMap<object, readonly BrokerConnection[]>();

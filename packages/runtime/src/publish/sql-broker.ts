@@ -1,11 +1,11 @@
 import type { AnyInboxSpec, HasRole, IsRowLockForm, RolesOf, SpecError } from "@sqlinbox/core/internal";
 import type { Engine } from "@sqlinbox/kysely-dialects";
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
-import { BrokerState } from "./broker.js";
+import { BrokerParts } from "./broker.js";
 import type { AnyKysely } from "../drivers/database.js";
 import { parseDatabaseUrl, type PoolOptions } from "../drivers/index.js";
 import type { EngineOfUrl } from "../drivers/engine-of-url.js";
-import { routeAlreadyDeclared, unknownKyselyDialect } from "../errors.js";
+import { unknownKyselyDialect } from "../errors.js";
 import { listenConnector, type ListenSource } from "./listen-source.js";
 import { redactUrl } from "../logger.js";
 import type { MessageHeaderValues } from "./publish-rows.js";
@@ -72,12 +72,12 @@ export type ListenNotifyAllowed<E extends Engine> = [Extract<E, "postgres">] ext
 /** A publish's payload type for route `N`: the route's payload when the broker's type knows it (exact or by prefix). */
 export type PublishPayload<R extends Routes, N extends string> = [RouteSpecOf<R, N>] extends [never] ? unknown : PayloadOfSpec<RouteSpecOf<R, N>>;
 
-const stateOf = new WeakMap<object, BrokerState>();
-/** @internal The shared state behind a broker value. */
-export function brokerState(broker: object): BrokerState {
-  const state = stateOf.get(broker);
-  if (state === undefined) throw new TypeError("not a SqlBroker");
-  return state;
+const partsOf = new WeakMap<object, BrokerParts>();
+/** @internal What every value of a broker shares: its connection, routes and publisher. */
+export function brokerParts(broker: object): BrokerParts {
+  const parts = partsOf.get(broker);
+  if (parts === undefined) throw new TypeError("not a SqlBroker");
+  return parts;
 }
 
 /**
@@ -97,10 +97,10 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   /** @internal phantom: the engine the URL names, when the type system can read it. */
   declare readonly "~engine"?: E;
 
-  private constructor(state: BrokerState, leaseMs: number, listening = false) {
+  private constructor(parts: BrokerParts, leaseMs: number, listening = false) {
     this.leaseMs = leaseMs;
     this.listening = listening;
-    stateOf.set(this, state);
+    partsOf.set(this, parts);
     Object.freeze(this);
   }
 
@@ -112,7 +112,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     const parsed = parseDatabaseUrl(url);
     const pool = options.pool ?? {};
     return new SqlBroker(
-      new BrokerState({
+      new BrokerParts({
         engine: parsed.engine,
         label: redactUrl(url),
         open: async () => ({ ...(await parsed.open(pool)), owned: true }),
@@ -129,17 +129,17 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     const anyDb = db as unknown as AnyKysely;
     const engine = engineOf(anyDb);
     const listen = options.listen === undefined || engine !== "postgres" ? {} : { listen: listenConnector(options.listen) };
-    return new SqlBroker(new BrokerState({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }) }), 30_000);
+    return new SqlBroker(new BrokerParts({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }) }), 30_000);
   }
 
   /** The engine the URL or the Kysely instance names. */
   get engine(): Engine {
-    return brokerState(this).source.engine;
+    return brokerParts(this).connection.source.engine;
   }
 
   /** This broker's default lease (30 s unless set); whole seconds, rounded up. */
   lease(ms: number): SqlBroker<R, E> {
-    return new SqlBroker(brokerState(this), wholeSeconds(ms), this.listening);
+    return new SqlBroker(brokerParts(this), wholeSeconds(ms), this.listening);
   }
 
   /**
@@ -151,7 +151,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
    * with `fromKysely` without `{ listen }`, is refused when the app starts.
    */
   listenNotify(this: SqlBroker<R, E> & ListenNotifyAllowed<E>): SqlBroker<R, E> {
-    return new SqlBroker(brokerState(this), this.leaseMs, true);
+    return new SqlBroker(brokerParts(this), this.leaseMs, true);
   }
 
   /**
@@ -162,11 +162,9 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
    * on that name claims that group.
    */
   route<S extends AnyInboxSpec, N extends string>(spec: S & RouteAllowed<S, E>, name: N): SqlBroker<R & { [K in N]: S }, E> {
-    const state = brokerState(this);
-    const known = state.routes.get(name);
-    if (known !== undefined && known.description.table !== spec.description.table) throw routeAlreadyDeclared(name, known.description.table, spec.description.table);
-    state.routes.set(name, spec);
-    return new SqlBroker(state, this.leaseMs, this.listening);
+    const parts = brokerParts(this);
+    parts.routes.declare(name, spec);
+    return new SqlBroker(parts, this.leaseMs, this.listening);
   }
 
   /**
@@ -177,7 +175,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
    */
   async publish<N extends string, DB = unknown>(name: N, payload: PublishPayload<R, N>, options?: PublishOptionsFor<R, N, DB>): Promise<void> {
     const { via, headers } = (options ?? {}) as PublishOptions<DB>;
-    await brokerState(this).publish(name, payload, via as unknown as AnyKysely | undefined, headers);
+    await brokerParts(this).publisher.publish(name, payload, via as unknown as AnyKysely | undefined, headers);
   }
 
   /**
@@ -188,7 +186,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
    */
   async publishMany<N extends string, DB = unknown>(name: N, payloads: readonly PublishPayload<R, N>[], options?: PublishOptionsFor<R, N, DB>): Promise<unknown[]> {
     const { via, headers } = (options ?? {}) as PublishOptions<DB>;
-    return brokerState(this).publishMany(name, payloads, via as unknown as AnyKysely | undefined, headers);
+    return brokerParts(this).publisher.publishMany(name, payloads, via as unknown as AnyKysely | undefined, headers);
   }
 }
 

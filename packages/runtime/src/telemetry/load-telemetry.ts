@@ -1,10 +1,5 @@
+import type { ApiImport, OtelApi } from "./otel-api.js";
 import { noTelemetry, type Telemetry } from "./telemetry.js";
-
-/** The OpenTelemetry API module, as the optional peer provides it. */
-export type OtelApi = typeof import("@opentelemetry/api");
-
-/** How the API is imported; a test replaces it to see the fallback. */
-export type ApiImport = () => Promise<OtelApi>;
 
 const importApi: ApiImport = () => import("@opentelemetry/api");
 

@@ -3,7 +3,7 @@ import { isSqlInboxError, type InboxDescription } from "@sqlinbox/core/internal"
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import type { ClaimedDelivery } from "../claim/claim-strategy.js";
 import * as a from "./attributes.js";
-import type { OtelApi } from "./load-telemetry.js";
+import type { OtelApi } from "./otel-api.js";
 import { OtelInstruments } from "./otel-instruments.js";
 import { headersColumnOf, readHeaders, writeHeaders, type HeaderCarrier } from "./trace-headers.js";
 import type { DatabasePlace, DeliveryTrace, ObservedApp, PublishTelemetry, PublishTrace, SubscriptionPlace, SubscriptionTelemetry, Telemetry } from "./telemetry.js";

@@ -1,0 +1,148 @@
+import type { AnyInboxSpec, InboxDescription, SqlInboxError } from "@sqlinbox/core/internal";
+import { dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects/internal";
+import type { Activity } from "../activity.js";
+import { Database } from "../drivers/database.js";
+import type { OpenedDatabase } from "../drivers/index.js";
+import type { ListenClient } from "../drivers/types.js";
+import { brokerNotStarted, brokerStopped, connectFailed, listenNeedsOwnPool } from "../errors.js";
+import type { Logger } from "../logger.js";
+import { PgListener } from "./listen.js";
+
+/** Where a broker's database is and how to open it. */
+export interface BrokerSource {
+  readonly engine: Engine;
+  /** What the logs may show of where the database is: never a password. */
+  readonly label: string;
+  readonly open: () => Promise<OpenedDatabase & { readonly owned: boolean }>;
+}
+
+/**
+ * One broker's connection to its database: the pool (opened once, by whoever starts first), the
+ * server's version, the connection `listenNotify()` holds, and the close.
+ */
+export class BrokerConnection {
+  readonly source: BrokerSource;
+  #database: Database | undefined;
+  #poolMax = Infinity;
+  #serverLabel = "";
+  #owned = false;
+  #closed = false;
+  #logger: Logger | undefined;
+  #listen: (() => Promise<ListenClient>) | undefined;
+  #connections: (() => number) | undefined;
+  #listener: PgListener | undefined;
+
+  constructor(source: BrokerSource) {
+    this.source = source;
+  }
+
+  /** The open database; `undefined` before `open()`. */
+  get database(): Database | undefined {
+    return this.#database;
+  }
+
+  /** The most connections the pool holds (`Infinity` when unknown: a Kysely instance of the application's). */
+  get poolMax(): number {
+    return this.#poolMax;
+  }
+
+  /** The server and its version, as the logs show it (`PostgreSQL 16.4`, `MariaDB 11.4.2`). */
+  get serverLabel(): string {
+    return this.#serverLabel;
+  }
+
+  /** The logger of the app that opened the connection. */
+  get logger(): Logger | undefined {
+    return this.#logger;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Opens the pool (loading the driver now) and checks the server's version. `routes` are what
+   * the broker serves: a first statement that fails is a `Connect` error naming them.
+   */
+  async open(logger: Logger, activity: Activity, routes: ReadonlyMap<string, AnyInboxSpec>): Promise<Database> {
+    if (this.#database) return this.#database;
+    if (this.#closed) throw brokerStopped();
+    this.#logger = logger;
+    const opened = await this.source.open();
+    this.#owned = opened.owned;
+    this.#poolMax = opened.poolMax;
+    this.#listen = opened.listen;
+    this.#connections = opened.connections;
+    const database = new Database(opened.db, dialectFor(opened.engine), logger, activity);
+    let versionRow: RawRow | undefined;
+    try {
+      versionRow = (await database.execute("schema", database.dialect.schema.serverVersion())).rows[0];
+    } catch (error) {
+      if (this.#owned) await opened.db.destroy().catch(() => {});
+      throw this.#connectFailed(error, routes);
+    }
+    try {
+      this.#serverLabel = database.dialect.checkServerVersion(String(versionRow?.version ?? ""));
+      if (versionRow !== undefined && "time_probe" in versionRow) database.readsTimeAsDate = versionRow["time_probe"] instanceof Date;
+    } catch (error) {
+      if (this.#owned) await opened.db.destroy();
+      throw error;
+    }
+    this.#database = database;
+    logger.info({ database: this.source.label, server: this.#serverLabel }, "database connected");
+    return database;
+  }
+
+  /** The first statement failed: a `Connect` error naming the redacted URL, the routes and (with one table) the table. */
+  #connectFailed(cause: unknown, served: ReadonlyMap<string, AnyInboxSpec>): SqlInboxError {
+    const routes = [...served.keys()];
+    const tables = new Set([...served.values()].map((spec) => spec.description.table));
+    const place = tables.size === 1 ? { ...(routes.length === 1 ? { subscription: routes[0] } : {}), table: [...tables][0] } : {};
+    return connectFailed(this.source.label, routes, cause, place);
+  }
+
+  /** The open database, or `NotStarted` (naming `subscription` when given). */
+  require(subscription?: string): Database {
+    if (this.#database === undefined) {
+      throw brokerNotStarted(subscription);
+    }
+    return this.#database;
+  }
+
+  /** Whether `listenNotify()` can take a connection of its own (a Postgres broker built from a URL). */
+  get canListen(): boolean {
+    return this.#listen !== undefined;
+  }
+
+  /** Whether a connection listens: publishes then also `NOTIFY` their table's channel. */
+  get listening(): boolean {
+    return this.#listener !== undefined;
+  }
+
+  /**
+   * `listenNotify()`: one pool connection listens on the channel of each of `tables`, and `wake`
+   * is called with a table's name on its notification. Held until `close()`.
+   */
+  async listen(tables: readonly InboxDescription[], wake: (table: string) => void, logger: Logger): Promise<void> {
+    if (this.#listener !== undefined) return;
+    const acquire = this.#listen;
+    if (acquire === undefined) {
+      throw listenNeedsOwnPool(this.source.label);
+    }
+    const listener = new PgListener(acquire, tables, wake, logger);
+    await listener.start();
+    this.#listener = listener;
+  }
+
+  /** Closes the pool (when the broker opened it); resolves with the connections it held then. */
+  async close(): Promise<number> {
+    if (this.#closed) return 0;
+    this.#closed = true;
+    await this.#listener?.stop();
+    if (this.#database) await this.#database.idle();
+    const connections = this.#owned ? (this.#connections?.() ?? 0) : 0;
+    if (this.#database && this.#owned) await this.#database.db.destroy();
+    this.#logger?.info({ database: this.source.label, connections }, "database closed");
+    return connections;
+  }
+}
