@@ -35,7 +35,7 @@ function packageEntries(): Map<string, string> {
 }
 
 /** Every module specifier a file imports or re-exports, static or dynamic. */
-export function specifiers(text: string): string[] {
+function specifiers(text: string): string[] {
   const found: string[] = [];
   const patterns = [/\b(?:import|export)\b[^'"`;]*?\bfrom\s*["']([^"']+)["']/g, /\bimport\s*\(\s*["']([^"']+)["']\s*\)/g, /^\s*import\s+["']([^"']+)["']/gm];
   for (const pattern of patterns) for (const m of text.matchAll(pattern)) found.push(m[1] as string);
@@ -62,7 +62,7 @@ function importGraph(): Map<string, string[]> {
 }
 
 /** The strongly connected components with more than one module (or a module importing itself): Tarjan's algorithm. */
-export function circles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+function circles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
   let index = 0;
   const order = new Map<string, number>();
   const low = new Map<string, number>();
@@ -98,10 +98,32 @@ export function circles(graph: ReadonlyMap<string, readonly string[]>): string[]
 
 describe("the import graph of packages/*/src", () => {
   test("the circle finder finds circles, and none where there is none", () => {
-    expect(circles(new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]]))).toEqual([["a", "b", "c"]]);
+    expect(
+      circles(
+        new Map([
+          ["a", ["b"]],
+          ["b", ["c"]],
+          ["c", ["a"]],
+          ["d", ["a"]],
+        ]),
+      ),
+    ).toEqual([["a", "b", "c"]]);
     expect(circles(new Map([["a", ["a"]]]))).toEqual([["a"]]);
-    expect(circles(new Map([["a", ["b", "c"]], ["b", ["c"]], ["c", []]]))).toEqual([]);
-    expect(specifiers('import type { A } from "./a.js";\nexport { b } from "../b.js";\nconst c = await import("./c.js");\nimport "./d.js";')).toEqual(["./a.js", "../b.js", "./c.js", "./d.js"]);
+    expect(
+      circles(
+        new Map([
+          ["a", ["b", "c"]],
+          ["b", ["c"]],
+          ["c", []],
+        ]),
+      ),
+    ).toEqual([]);
+    expect(specifiers('import type { A } from "./a.js";\nexport { b } from "../b.js";\nconst c = await import("./c.js");\nimport "./d.js";')).toEqual([
+      "./a.js",
+      "../b.js",
+      "./c.js",
+      "./d.js",
+    ]);
   });
 
   test("has no circle, type imports and package imports included", () => {
