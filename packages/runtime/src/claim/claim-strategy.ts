@@ -38,7 +38,7 @@ export interface ClaimedDelivery {
 
 /**
  * How a subscription holds rows: one per claim form. The lease form holds nothing between
- * statements; row lock and advisory (a later issue) hold a connection per delivery, which they
+ * statements; row lock and advisory hold a connection per delivery, which they
  * keep inside their `ClaimedDelivery`.
  */
 export interface ClaimStrategy {
@@ -102,7 +102,7 @@ export interface ClaimSetup {
 
 /**
  * The attempt a delivery reads: the attempt column's value before this claim counted it, so a
- * table that starts the column at 1 (the seed's `DEFAULT 1`) delivers attempt 1 first and attempt 2
+ * table that starts the column at 1 (`DEFAULT 1`) delivers attempt 1 first and attempt 2
  * after a crash that spent one. `row` carries the counted value (`UPDATE … RETURNING`, or a row
  * that `asClaimed` stamped).
  */
