@@ -19,6 +19,11 @@ interface DocBlock {
   /** `README.md:20`: the file and the line of the opening fence. */
   readonly name: string;
   readonly code: string;
+  /**
+   * The module's file name when the fence gives one (```` ```ts db.ts ````): the other named blocks of the
+   * same markdown file are written beside it (the first of each name), so `import { db } from "./db.js"` resolves.
+   */
+  readonly file?: string;
 }
 
 function markdownFiles(): string[] {
@@ -33,12 +38,12 @@ function markdownFiles(): string[] {
 function tsBlocks(file: string): DocBlock[] {
   const lines = readFileSync(join(root, file), "utf8").split("\n");
   const blocks: DocBlock[] = [];
-  let open: { line: number; ts: boolean; body: string[] } | undefined;
+  let open: { line: number; ts: boolean; file: string | undefined; body: string[] } | undefined;
   lines.forEach((text, i) => {
     const fence = /^\s*```(.*)$/.exec(text);
     if (open) {
       if (fence && fence[1]?.trim() === "") {
-        if (open.ts) blocks.push({ name: `${file}:${open.line}`, code: `${open.body.join("\n")}\n` });
+        if (open.ts) blocks.push({ name: `${file}:${open.line}`, code: `${open.body.join("\n")}\n`, ...(open.file ? { file: open.file } : {}) });
         open = undefined;
       } else {
         open.body.push(text);
@@ -46,7 +51,7 @@ function tsBlocks(file: string): DocBlock[] {
     } else if (fence) {
       const info = fence[1]?.trim().split(/\s+/) ?? [];
       const ts = info[0] === "ts" || info[0] === "typescript";
-      open = { line: i + 1, ts, body: [] };
+      open = { line: i + 1, ts, file: info.slice(1).find((word) => word.endsWith(".ts")), body: [] };
     }
   });
   return blocks;
@@ -67,14 +72,32 @@ function compilerOptions(): ts.CompilerOptions {
   };
 }
 
-const fileOf = (name: string) => join(out, `${name.replace(/[/:.]/g, "-")}.ts`);
+const slug = (name: string) => name.replace(/[/:.]/g, "-");
+const blocks = markdownFiles().flatMap(tsBlocks);
+const blockByName = new Map(blocks.map((b) => [b.name, b]));
+// A named block gets a folder of its own, holding it and its file's other named blocks under their names.
+const fileOf = (name: string) => {
+  const file = blockByName.get(name)?.file;
+  return file === undefined ? join(out, `${slug(name)}.ts`) : join(out, slug(name), file);
+};
 
 // One program for every block: one type-check, then one test per block reads its own diagnostics.
-const blocks = markdownFiles().flatMap(tsBlocks);
 const modules = blocks;
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
-for (const b of modules) writeFileSync(fileOf(b.name), `// ${b.name}\n${b.code}`);
+for (const b of modules) {
+  if (b.file !== undefined) {
+    mkdirSync(join(out, slug(b.name)));
+    const markdown = b.name.split(":")[0];
+    const beside = new Map<string, DocBlock>();
+    for (const other of blocks) {
+      if (other.file === undefined || other.file === b.file || other.name.split(":")[0] !== markdown) continue;
+      if (!beside.has(other.file)) beside.set(other.file, other);
+    }
+    for (const [file, other] of beside) writeFileSync(join(out, slug(b.name), file), `// ${other.name}\n${other.code}`);
+  }
+  writeFileSync(fileOf(b.name), `// ${b.name}\n${b.code}`);
+}
 const program = ts.createProgram(
   modules.map((b) => fileOf(b.name)),
   compilerOptions(),

@@ -1,5 +1,5 @@
 /**
- * The seed's example, by hand: the table described with the typed builder, the handler a class
+ * The report-rendering example, by hand: the table described with the typed builder, the handler a class
  * implementing `Handler` that extracts the attempt from the context itself.
  */
 import { InboxSpec, column, payloadOf, type Attempt, type Lease, type Payload } from "@sqlinbox/core";

@@ -1,5 +1,5 @@
 /**
- * The seed's example, declarative form: the table described with `defineInbox`, the handler a function.
+ * The report-rendering example, declarative form: the table described with `defineInbox`, the handler a function.
  */
 import { defineInbox, field } from "@sqlinbox/core";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber } from "@sqlinbox/runtime";

@@ -1,5 +1,5 @@
 /**
- * `npm start`: runs the seed's example on an embedded SQLite file, once per form.
+ * `npm start`: runs the report-rendering example on an embedded SQLite file, once per form.
  * Publishes a few reports, renders them with visible progress, shows attempts, and exits.
  */
 import { mkdirSync, rmSync } from "node:fs";

@@ -5,7 +5,7 @@ import type { RenderPace, Report } from "./report.js";
 export interface ReportsOptions {
   /** `sqlite:path/to/file.db` (the example's default) or any URL the broker takes. */
   readonly url: string;
-  /** The subscription's lease (the seed's: one minute). */
+  /** The subscription's lease (one minute). */
   readonly lease?: number;
   readonly pace?: RenderPace;
   readonly workers?: number;
@@ -16,7 +16,7 @@ export interface ReportsOptions {
 }
 
 export const LEASE = minutes(1);
-/** The seed's report takes five minutes: ten steps of thirty seconds. */
+/** A report takes five minutes: ten steps of thirty seconds. */
 export const FIVE_MINUTES: RenderPace = { steps: 10, stepMs: 30_000 };
 
 export function resolved(options: ReportsOptions) {

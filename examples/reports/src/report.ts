@@ -8,7 +8,7 @@ export interface Report {
 }
 
 /**
- * The seed's schema. The attempt column holds the attempt the next claim delivers: it starts at 1,
+ * The table's schema. The attempt column holds the attempt the next claim delivers: it starts at 1,
  * each claim delivers the value and counts one more, so the first delivery reads 1 and the one
  * after a crash (which spent an attempt) reads 2.
  */

@@ -17,15 +17,15 @@ const postgresOperator = operatorFor("postgres");
 
 /** The statement each name in the docs stands for. */
 const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
-  "postgres:lease.claim(seed)": () => postgresDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
+  "postgres:lease.claim(reports)": () => postgresDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
   "postgres:lease.claim(fifo)": () => postgresDialect.lease.claim(fifoLease(), { limit: 5, now, until, precision: 3, group: "g1" }),
-  "sqlite:lease.claim(seed)": () => sqliteDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
-  "postgres:lease.settleAck(seed)": () => postgresDialect.lease.settleAck(seedByHand, held, now, 3),
-  "mysql:lease.settleRetry(seed, later)": () => mysqlDialect.lease.settleRetry(seedByHand, held, until, 3),
+  "sqlite:lease.claim(reports)": () => sqliteDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
+  "postgres:lease.settleAck(reports)": () => postgresDialect.lease.settleAck(seedByHand, held, now, 3),
+  "mysql:lease.settleRetry(reports, later)": () => mysqlDialect.lease.settleRetry(seedByHand, held, until, 3),
   "postgres:lease.settleAckMany(two tokens)": () => postgresDialect.lease.settleAckMany(seedByHand, [held, { id: 8, held: held.held }, { id: 9, held: otherHeld }], now, 3),
-  "postgres:rowLock.settleAckMany(seed, three ids)": () => postgresDialect.rowLock?.settleAckMany(seedByHand, [7, 8, 9], now) ?? null,
-  "postgres:deadLetter.toTable(seed, dead, held)": () => postgresDialect.deadLetter.toTable(seedByHand, deadJobs, 7, { lastError: "boom", attempts: 3 }, held, 3),
-  "mysql:deadLetter.removeMoved(seed, held)": () => mysqlDialect.deadLetter.removeMoved(seedByHand, 7, held, 3),
+  "postgres:rowLock.settleAckMany(reports, three ids)": () => postgresDialect.rowLock?.settleAckMany(seedByHand, [7, 8, 9], now) ?? null,
+  "postgres:deadLetter.toTable(reports, dead, held)": () => postgresDialect.deadLetter.toTable(seedByHand, deadJobs, 7, { lastError: "boom", attempts: 3 }, held, 3),
+  "mysql:deadLetter.removeMoved(reports, held)": () => mysqlDialect.deadLetter.removeMoved(seedByHand, 7, held, 3),
   "sqlite:deadLetter.toGroup(grouped, held)": () => sqliteDialect.deadLetter.toGroup(groupedLease, 7, "dead", { lastError: "boom", attempts: 3 }, held, 3),
   "postgres:advisory.tryLock": () => postgresDialect.advisory.tryLock("report_jobs:7", "app"),
   "postgres:advisory.unlock": () => postgresDialect.advisory.unlock("report_jobs:7", "app"),

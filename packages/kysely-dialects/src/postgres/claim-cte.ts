@@ -18,8 +18,8 @@ import type { StatementContext } from "../statements/query-db.js";
  * `RETURNING` does not keep. A fifo table claims its group's head instead (`fifoClaimWithCte`).
  *
  * @example
- * claimWithCte(ctx, seed, { limit: 5, now }, { until, precision: 3 }) // the seed table, see below
- * ```sql postgres:lease.claim(seed)
+ * claimWithCte(ctx, reports, { limit: 5, now }, { until, precision: 3 }) // the report_jobs table, see below
+ * ```sql postgres:lease.claim(reports)
  * with "picked" as (select "report_jobs"."id" from "report_jobs"
  *   where ("report_jobs"."locked_until" is null or "report_jobs"."locked_until" <= $1)
  *   order by "report_jobs"."id" asc limit $2 for update skip locked),

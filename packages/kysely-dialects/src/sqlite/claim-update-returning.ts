@@ -14,7 +14,7 @@ import { tableRef } from "../statements/table-ref.js";
  * lock clause is needed. `RETURNING` does not keep the claim order: sort the rows if it matters.
  *
  * @example
- * ```sql sqlite:lease.claim(seed)
+ * ```sql sqlite:lease.claim(reports)
  * update "report_jobs" set "locked_until" = ?, "attempt" = "attempt" + 1
  * where "id" in (select "report_jobs"."id" from "report_jobs"
  *   where ("report_jobs"."locked_until" is null or "report_jobs"."locked_until" <= ?)

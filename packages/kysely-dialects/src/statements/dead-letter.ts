@@ -43,7 +43,7 @@ function sourceOf(source: InboxDescription, dest: ColumnDescription): ColumnDesc
  * matches the held token, so a lost lease inserts nothing.
  *
  * @example
- * ```sql postgres:deadLetter.toTable(seed, dead, held)
+ * ```sql postgres:deadLetter.toTable(reports, dead, held)
  * insert into "dead_jobs" ("payload", "last_error", "failed_attempts") select "report_jobs"."payload" as "payload", $1 as "last_error", $2 + 0 as "failed_attempts" from "report_jobs" where "report_jobs"."id" = $3 and "report_jobs"."locked_until" = $4
  * ```
  */
@@ -86,7 +86,7 @@ export function moveToTableQuery(ctx: StatementContext, source: InboxDescription
  * insert; in the lease form only while the row still holds the token.
  *
  * @example
- * ```sql mysql:deadLetter.removeMoved(seed, held)
+ * ```sql mysql:deadLetter.removeMoved(reports, held)
  * delete from `report_jobs` where `report_jobs`.`id` = ? and `report_jobs`.`locked_until` = ?
  * ```
  */

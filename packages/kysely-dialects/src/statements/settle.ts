@@ -29,7 +29,7 @@ function fail(spec: InboxDescription, message: string): never {
  * lease form only while the row still holds the token (`held`).
  *
  * @example
- * ```sql postgres:lease.settleAck(seed)
+ * ```sql postgres:lease.settleAck(reports)
  * delete from "report_jobs" where "id" = $1 and "locked_until" = $2
  * ```
  */
@@ -56,7 +56,7 @@ export function ackQuery(ctx: StatementContext, spec: InboxDescription, id: unkn
  * a row another transaction holds without waiting for it, a "semi-consistent read", and needs no order.)
  *
  * @example
- * ```sql postgres:rowLock.settleAckMany(seed, three ids)
+ * ```sql postgres:rowLock.settleAckMany(reports, three ids)
  * delete from "report_jobs" where "id" = any($1)
  * ```
  */
@@ -102,7 +102,7 @@ export function lockedRetryQuery(ctx: StatementContext, spec: InboxDescription, 
  * `retryAt` goes into the lease column instead, which hides the row just as well.
  *
  * @example
- * ```sql mysql:lease.settleRetry(seed, later)
+ * ```sql mysql:lease.settleRetry(reports, later)
  * update `report_jobs` set `locked_until` = ? where `id` = ? and `locked_until` = ?
  * ```
  */

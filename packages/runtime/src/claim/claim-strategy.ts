@@ -134,7 +134,7 @@ export interface ClaimSetup {
 
 /**
  * The attempt a delivery reads: the attempt column's value before this claim counted it, so a
- * table that starts the column at 1 (the seed's `DEFAULT 1`) delivers attempt 1 first and attempt 2
+ * table that starts the column at 1 (`DEFAULT 1`) delivers attempt 1 first and attempt 2
  * after a crash that spent one. `row` carries the counted value (`UPDATE … RETURNING`, or a row
  * that `asClaimed` stamped).
  */

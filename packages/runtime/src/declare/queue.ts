@@ -211,7 +211,7 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
     return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, batch: positiveInteger("batch", n) });
   }
 
-  // Transactions: how a handler's writes commit (issue 10).
+  // Transactions: how a handler's writes commit.
 
   /**
    * Handlers get `ctx.tx`, a Kysely `Transaction<DB>`: an ack commits their writes together

@@ -1,5 +1,5 @@
 /**
- * The seed's two tests, in both forms: (1) a five-minute render under a one-minute lease on a
+ * Two tests, in both forms: (1) a five-minute render under a one-minute lease on a
  * paused clock; (2) rows another process claimed, on the real clock.
  */
 import { afterEach, describe, expect, test } from "vitest";
@@ -15,7 +15,7 @@ afterEach(async () => {
 
 describe.each(Object.keys(reportForms) as ReportForm[])("%s form", (form) => {
   test("a five-minute render under a one-minute lease: extended as the clock reaches each half term, delivered once", async () => {
-    const db = tempReportsDb(`seed1-${form.replace(" ", "-")}`);
+    const db = tempReportsDb(`long-render-${form.replace(" ", "-")}`);
     cleanups.push(db.cleanup);
     const { app, render } = reportForms[form]({ url: db.url, logger: silentLogger }); // lease 1 min, render 5 min
     const t = await TestApp.start(app);
@@ -49,7 +49,7 @@ describe.each(Object.keys(reportForms) as ReportForm[])("%s form", (form) => {
   });
 
   test("rows claimed by another process: only the one whose lease expired comes back", async () => {
-    const db = tempReportsDb(`seed2-${form.replace(" ", "-")}`);
+    const db = tempReportsDb(`expired-lease-${form.replace(" ", "-")}`);
     cleanups.push(db.cleanup);
     const pollInterval = 300;
     const { app, render } = reportForms[form]({ url: db.url, logger: silentLogger, pollInterval, pace: { steps: 1, stepMs: 10 } });
