@@ -1,11 +1,12 @@
 import { buildDialect } from "../forms/dialect.js";
 import type { EngineTraits } from "../forms/engine-traits.js";
 import type { EngineCapabilities, EngineDialect } from "../types.js";
-import { checkServerVersion } from "../shared/server-version.js";
 import { mysqlSessionLocks } from "./advisory-lock.js";
+import { mysqlOperator } from "./operator.js";
 import { mysqlDb } from "./query-builder.js";
-import { mysqlSchema } from "./schema.js";
+import { mysqlSchema, mysqlSchemaRules } from "./schema.js";
 import { mysqlTime } from "./time.js";
+import { mysqlVersionFloor } from "./version.js";
 
 /** What MySQL 8.0.1+ and MariaDB 10.6+ have in common, and why each answer is what it is. */
 const capabilities: EngineCapabilities = Object.freeze({
@@ -48,8 +49,13 @@ export const mysqlEngine: EngineTraits = Object.freeze({
   oneStatementClaim: null,
   sessionLocks: mysqlSessionLocks,
   schema: mysqlSchema,
+  // Names without case; DATETIME(n) or TIMESTAMP(n) hold the codec's UTC text.
+  schemaRules: mysqlSchemaRules,
   notify: null,
-  checkServerVersion: (version: string) => checkServerVersion("mysql", version),
+  // Two products, two floors (MySQL 8.0.1, MariaDB 10.6: SKIP LOCKED); TiDB refused by name.
+  versionFloor: mysqlVersionFloor,
+  // Held advisory keys through `IS_USED_LOCK`; `DEFAULT` resets an attempt column.
+  operator: mysqlOperator,
 });
 
 /**

@@ -1,10 +1,11 @@
 import { buildDialect } from "../forms/dialect.js";
 import type { EngineTraits, OneStatementClaim } from "../forms/engine-traits.js";
 import type { EngineCapabilities, EngineDialect } from "../types.js";
-import { checkServerVersion } from "../shared/server-version.js";
+import type { VersionFloor } from "../shared/server-version.js";
 import { claimUpdateReturning } from "./claim-update-returning.js";
+import { sqliteOperator } from "./operator.js";
 import { sqliteDb } from "./query-builder.js";
-import { sqliteSchema } from "./schema.js";
+import { sqliteSchema, sqliteSchemaRules } from "./schema.js";
 import { sqliteTime } from "./time.js";
 
 /** What SQLite 3.35+ has, and why each answer is what it is. */
@@ -32,6 +33,9 @@ const capabilities: EngineCapabilities = Object.freeze({
   heldRowsAckTogether: false,
 });
 
+/** `RETURNING` since SQLite 3.35. */
+export const sqliteFloor = Object.freeze({ product: "SQLite", minimum: Object.freeze([3, 35]) }) satisfies VersionFloor;
+
 const statements = Object.freeze({ db: sqliteDb, time: sqliteTime, capabilities });
 const oneStatementClaim: OneStatementClaim = claimUpdateReturning;
 
@@ -44,8 +48,12 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   oneStatementClaim,
   sessionLocks: null,
   schema: sqliteSchema,
+  // Names without case; TEXT holds the codec's fixed-width ISO-8601 text, milliseconds kept.
+  schemaRules: sqliteSchemaRules,
   notify: null,
-  checkServerVersion: (version: string) => checkServerVersion("sqlite", version),
+  versionFloor: () => sqliteFloor,
+  // Advisory keys live in the application's process, out of the tools' sight; no `DEFAULT` in SET.
+  operator: sqliteOperator,
 });
 
 /**
