@@ -259,7 +259,7 @@ interface PlannedSubscription {
 async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Set<string>): Promise<void> {
   const state = brokerState(broker);
   checkRoutes(run, state, scope, names);
-  if (broker.listening && state.source.engine !== "postgres") throw listenNeedsPostgres(state.source.engine, state.source.label);
+  if (broker.listening && !dialectFor(state.source.engine).capabilities.listenNotify) throw listenNeedsPostgres(state.source.engine, state.source.label);
   const database = await state.open(run.logger, run.activity);
   run.opened.push(state);
   if (broker.listening && !state.canListen) throw listenNeedsOwnPool(state.source.label);
@@ -394,7 +394,7 @@ export interface PoolNeed {
 
 /** Refuses to start when the pool cannot hold what the subscriptions need, showing the arithmetic. */
 export function checkPool(state: Pick<BrokerState, "poolMax" | "source">, needs: readonly PoolNeed[], listenNotify = false): void {
-  if (!Number.isFinite(state.poolMax) || state.source.engine === "sqlite") return;
+  if (!Number.isFinite(state.poolMax) || dialectFor(state.source.engine).capabilities.singleWriter) return;
   const shares = needs.map((n) => ({ ...n, total: n.workers * n.perDelivery + 1 }));
   const total = shares.reduce((sum, p) => sum + p.total, 0) + (listenNotify ? 1 : 0);
   if (total <= state.poolMax) return;

@@ -46,6 +46,7 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
     notify: engine.notify,
     checkServerVersion: (version: string) => checkVersionFloor(engine.versionFloor(version), version),
     readFoundColumns,
+    dbSystemName: (serverLabel: string) => engine.dbSystemName(serverLabel),
   });
   traitsOfDialect.set(dialect, engine);
   return dialect;

@@ -53,6 +53,8 @@ export interface EngineTraits {
    * may cover several products); throws `UnsupportedForm` for a server it refuses by name.
    */
   versionFloor(version: string): VersionFloor;
+  /** The OpenTelemetry `db.system.name` of a server this engine's version check labelled. */
+  dbSystemName(serverLabel: string): string;
   /** What the operator tools' statements do differently here (`@sqlinbox/kysely-dialects/operator`). */
   readonly operator: OperatorTraits;
 }

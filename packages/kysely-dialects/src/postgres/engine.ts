@@ -11,7 +11,7 @@ import { postgresSchema, postgresSchemaRules } from "./schema.js";
 import { postgresTime } from "./time.js";
 
 /** What PostgreSQL 11+ has, and why each answer is what it is. */
-const capabilities: EngineCapabilities = Object.freeze({
+export const postgresCapabilities = Object.freeze({
   engine: "postgres",
   // Every supported version has RETURNING on UPDATE, DELETE and INSERT.
   updateReturning: true,
@@ -32,9 +32,14 @@ const capabilities: EngineCapabilities = Object.freeze({
   tableSchemas: true,
   // LISTEN/NOTIFY, sent at commit.
   listenNotify: true,
+  // pg parses TIMESTAMPTZ into a Date.
+  readsTimeAsDate: true,
+  // A pool of connections, each its own writer.
+  singleWriter: false,
   // A DELETE or UPDATE locks only the rows it matches; rows other transactions hold are read, not waited on.
   heldRowsAckTogether: true,
-});
+}) satisfies EngineCapabilities;
+const capabilities: EngineCapabilities = postgresCapabilities;
 
 /** `hashtextextended` (an advisory key's 64-bit hash) since PostgreSQL 11. */
 export const postgresFloor = Object.freeze({ product: "PostgreSQL", minimum: Object.freeze([11]) }) satisfies VersionFloor;
@@ -55,6 +60,7 @@ export const postgresEngine: EngineTraits & { readonly notify: NotifyStatements 
   schemaRules: postgresSchemaRules,
   notify: postgresNotify,
   versionFloor: () => postgresFloor,
+  dbSystemName: () => "postgresql",
   // Held advisory keys are read from `pg_locks`; `DEFAULT` resets an attempt column.
   operator: postgresOperator,
 });

@@ -9,7 +9,7 @@ import { sqliteSchema, sqliteSchemaRules } from "./schema.js";
 import { sqliteTime } from "./time.js";
 
 /** What SQLite 3.35+ has, and why each answer is what it is. */
-const capabilities: EngineCapabilities = Object.freeze({
+export const sqliteCapabilities = Object.freeze({
   engine: "sqlite",
   // RETURNING since 3.35 (the version floor).
   updateReturning: true,
@@ -29,9 +29,14 @@ const capabilities: EngineCapabilities = Object.freeze({
   tableSchemas: false,
   // No server to relay notifications.
   listenNotify: false,
+  // better-sqlite3 reads TEXT as text.
+  readsTimeAsDate: false,
+  // One connection per database file: a transaction holds it until it ends.
+  singleWriter: true,
   // No row locks (no row-lock form): nothing is held for an ack to wait on.
   heldRowsAckTogether: false,
-});
+}) satisfies EngineCapabilities;
+const capabilities: EngineCapabilities = sqliteCapabilities;
 
 /** `RETURNING` since SQLite 3.35. */
 export const sqliteFloor = Object.freeze({ product: "SQLite", minimum: Object.freeze([3, 35]) }) satisfies VersionFloor;
@@ -52,6 +57,7 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   schemaRules: sqliteSchemaRules,
   notify: null,
   versionFloor: () => sqliteFloor,
+  dbSystemName: () => "sqlite",
   // Advisory keys live in the application's process, out of the tools' sight; no `DEFAULT` in SET.
   operator: sqliteOperator,
 });

@@ -1,5 +1,5 @@
 import type { AnyInboxSpec, FormOf, HasRole, RolesOf, SpecError } from "@sqlinbox/core/internal";
-import type { Engine } from "@sqlinbox/kysely-dialects";
+import { dialectFor, type Engine, type EngineSupports } from "@sqlinbox/kysely-dialects";
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
 import { BrokerState } from "./broker.js";
 import type { AnyKysely } from "../drivers/database.js";
@@ -59,16 +59,16 @@ type HeadersOption<S> = [S] extends [never]
 /** The options of a publish to route `N`: `headers` only where its table has a headers column. */
 export type PublishOptionsFor<R extends Routes, N extends string, DB> = PublishOptions<DB> & HeadersOption<RouteSpecOf<R, N>>;
 
-/** A row-lock table cannot be routed on a SQLite broker: SQLite has no row locks. */
-export type RouteAllowed<S extends AnyInboxSpec, E extends Engine> = [E] extends ["sqlite"]
+/** A row-lock table cannot be routed on a broker whose engine has no row locks (SQLite). */
+export type RouteAllowed<S extends AnyInboxSpec, E extends Engine> = [EngineSupports<E, "rowLock">] extends [false]
   ? FormOf<RolesOf<S>> extends "rowLock"
     ? SpecError<'SQLite has no row locks: a row-lock table cannot be routed on a SQLite broker; give the table a lease column (.lease(column("locked_until"))) or an advisory key (.advisoryLock("…"))'>
     : unknown
   : unknown;
-/** `listenNotify()` compiles unless the URL names an engine other than Postgres. */
-export type ListenNotifyAllowed<E extends Engine> = [Extract<E, "postgres">] extends [never]
-  ? SpecError<"listenNotify() needs Postgres (LISTEN/NOTIFY): on SQLite and MySQL/MariaDB other processes see a publish at their next poll">
-  : unknown;
+/** `listenNotify()` compiles unless the URL names an engine without LISTEN/NOTIFY (every engine but Postgres). */
+export type ListenNotifyAllowed<E extends Engine> = [true] extends [EngineSupports<E, "listenNotify">]
+  ? unknown
+  : SpecError<"listenNotify() needs Postgres (LISTEN/NOTIFY): on SQLite and MySQL/MariaDB other processes see a publish at their next poll">;
 /** A publish's payload type for route `N`: the route's payload when the broker's type knows it (exact or by prefix). */
 export type PublishPayload<R extends Routes, N extends string> = [RouteSpecOf<R, N>] extends [never] ? unknown : PayloadOfSpec<RouteSpecOf<R, N>>;
 
@@ -128,7 +128,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   static fromKysely<DB>(db: Kysely<DB>, options: FromKyselyOptions = {}): SqlBroker {
     const anyDb = db as unknown as AnyKysely;
     const engine = engineOf(anyDb);
-    const listen = options.listen === undefined || engine !== "postgres" ? {} : { listen: listenConnector(options.listen) };
+    const listen = options.listen === undefined || !dialectFor(engine).capabilities.listenNotify ? {} : { listen: listenConnector(options.listen) };
     return new SqlBroker(new BrokerState({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }) }), 30_000);
   }
 
