@@ -1,6 +1,6 @@
 import type { AnyInboxSpec, FormOf, HasRole, RolesOf, SpecError } from "@sqlinbox/core/internal";
 import { dialectFor, type Engine, type EngineSupports } from "@sqlinbox/kysely-dialects";
-import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
+import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type DialectAdapter, type Kysely, type Transaction } from "kysely";
 import { BrokerState } from "./broker.js";
 import type { AnyKysely } from "../drivers/database.js";
 import { parseDatabaseUrl, type PoolOptions } from "../drivers/index.js";
@@ -192,10 +192,22 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   }
 }
 
+type AdapterClass = new () => DialectAdapter;
+
+/**
+ * The engine each of Kysely's own adapters declares. By the adapter's exact class: a subclass is
+ * another engine (Kysely's CockroachDB adapter extends Postgres'), refused rather than run as this one.
+ */
+const engineOfAdapter: ReadonlyMap<AdapterClass, Engine> = new Map<AdapterClass, Engine>([
+  [PostgresAdapter, "postgres"],
+  [MysqlAdapter, "mysql"],
+  [SqliteAdapter, "sqlite"],
+]);
+
 function engineOf(db: Kysely<unknown>): Engine {
   const adapter = db.getExecutor().adapter;
-  if (adapter instanceof PostgresAdapter) return "postgres";
-  if (adapter instanceof MysqlAdapter) return "mysql";
-  if (adapter instanceof SqliteAdapter) return "sqlite";
-  throw unknownKyselyDialect(adapter.constructor.name);
+  const engine = engineOfAdapter.get(adapter.constructor as AdapterClass);
+  if (engine !== undefined) return engine;
+  const extending = [...engineOfAdapter.keys()].find((known) => adapter instanceof known);
+  throw unknownKyselyDialect(adapter.constructor.name, extending?.name);
 }
