@@ -60,6 +60,7 @@ export const postgresEngine: EngineTraits & { readonly notify: NotifyStatements 
   schemaRules: postgresSchemaRules,
   notify: postgresNotify,
   versionFloor: () => postgresFloor,
+  // OpenTelemetry's db.system.name.
   dbSystemName: () => "postgresql",
   // Held advisory keys are read from `pg_locks`; `DEFAULT` resets an attempt column.
   operator: postgresOperator,

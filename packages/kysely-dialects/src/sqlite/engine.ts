@@ -57,6 +57,7 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   schemaRules: sqliteSchemaRules,
   notify: null,
   versionFloor: () => sqliteFloor,
+  // OpenTelemetry's db.system.name.
   dbSystemName: () => "sqlite",
   // Advisory keys live in the application's process, out of the tools' sight; no `DEFAULT` in SET.
   operator: sqliteOperator,
