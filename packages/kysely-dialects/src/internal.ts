@@ -3,9 +3,42 @@
  * tests share beyond the dialects themselves. NOT covered by semver: names here may change or go
  * in any release. Applications import from `@sqlinbox/kysely-dialects`.
  */
+import type { InboxDescription } from "@sqlinbox/core/internal";
+import { traitsOf } from "./forms/dialect.js";
+import { dialectFor } from "./index.js";
+import { mariadbFloor, mysqlFloor } from "./mysql/version.js";
+import { postgresFloor } from "./postgres/engine.js";
+import { checkTable } from "./shared/schema-check.js";
+import { sqliteFloor } from "./sqlite/engine.js";
+import type { Engine, FoundColumn, LeaseColumnInfo } from "./types.js";
+
 export * from "./index.js";
 export { advisoryKeyOf } from "./shared/advisory-key.js";
 export { mysqlLockName, MYSQL_LOCK_NAME_MAX } from "./mysql/lock-name.js";
-export { checkSchema, readFoundColumns } from "./shared/schema-check.js";
-export { checkServerVersion, VERSION_FLOORS } from "./shared/server-version.js";
+export { readFoundColumns } from "./shared/schema-check.js";
 export { truncateToPrecision, formatUtcText, parseUtcText } from "./shared/time-text.js";
+
+/**
+ * Checks the description against the real table by the engine's schema rules (`shared/schema-check.ts`).
+ * Returns the lease column's precision (`null` without a lease column).
+ *
+ * @throws SqlInboxError `Schema`, naming the table and the column.
+ */
+export function checkSchema(spec: InboxDescription, found: readonly FoundColumn[], engine: Engine): LeaseColumnInfo | null {
+  return checkTable(spec, found, traitsOf(dialectFor(engine)).schemaRules);
+}
+
+/**
+ * Refuses a server below the engine's floor with `ServerTooOld` (TiDB by name, `UnsupportedForm`);
+ * returns a label such as `"MariaDB 10.11.19"`.
+ *
+ * @example
+ * checkServerVersion("mysql", "10.11.19-MariaDB-0+deb12u1") // "MariaDB 10.11.19"
+ * checkServerVersion("mysql", "8.0.0") // throws ServerTooOld: MySQL 8.0.0 is older than 8.0.1 …
+ */
+export function checkServerVersion(engine: Engine, version: string): string {
+  return dialectFor(engine).checkServerVersion(version);
+}
+
+/** The version floors by product, as each engine's folder states them with the reason. */
+export const VERSION_FLOORS = Object.freeze({ postgres: postgresFloor, mysql: mysqlFloor, mariadb: mariadbFloor, sqlite: sqliteFloor });

@@ -42,9 +42,23 @@ export interface EngineCapabilities {
   readonly maxParameters: number;
   /** A table can live in a named schema (Postgres) or another database (MySQL/MariaDB); not on SQLite. */
   readonly tableSchemas: boolean;
+  /**
+   * The engine's driver reads a time column back as a `Date` (`pg` on `TIMESTAMPTZ`), not as text
+   * (`better-sqlite3`; `mysql2` with `dateStrings`). A runtime corrects it where the pool decides
+   * (MySQL/MariaDB: the server check's `time_probe`).
+   */
+  readonly readsTimeAsDate: boolean;
+  /**
+   * One writer at a time, through the one connection a process holds (SQLite): a transaction holds
+   * it, so nothing else (a lease extension, a publish) runs until it ends, and no pool budget applies.
+   */
+  readonly singleWriter: boolean;
   /** The isolation level a row-lock or lease-claim transaction opens with, if not the default. */
   readonly claimIsolation?: "read committed";
 }
+
+/** The capabilities that are a yes or a no (what `EngineSupports` reads at the type level). */
+export type BooleanCapability = { [K in keyof EngineCapabilities]-?: EngineCapabilities[K] extends boolean ? K : never }[keyof EngineCapabilities];
 
 /** A row as the database returns it: column names to raw values. */
 export type RawRow = Record<string, unknown>;
@@ -295,4 +309,9 @@ export interface EngineDialect {
   checkServerVersion(version: string): string;
   /** Normalizes the rows of `describeTable`. */
   readFoundColumns(rows: readonly RawRow[]): FoundColumn[];
+  /**
+   * The OpenTelemetry `db.system.name` of the server `checkServerVersion` labelled (`"postgresql"`,
+   * `"mysql"`, `"mariadb"`, `"sqlite"`).
+   */
+  dbSystemName(serverLabel: string): string;
 }

@@ -264,7 +264,7 @@ async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Se
   const parts = brokerParts(broker);
   const { connection } = parts;
   checkRoutes(run, parts, scope, names);
-  if (broker.listening && connection.source.engine !== "postgres") throw listenNeedsPostgres(connection.source.engine, connection.source.label);
+  if (broker.listening && !dialectFor(connection.source.engine).capabilities.listenNotify) throw listenNeedsPostgres(connection.source.engine, connection.source.label);
   const database = await parts.open(run.logger, run.activity);
   run.opened.push(parts);
   if (broker.listening && !connection.canListen) throw listenNeedsOwnPool(connection.source.label);
@@ -401,7 +401,7 @@ export interface PoolNeed {
 
 /** Refuses to start when the pool cannot hold what the subscriptions need, showing the arithmetic. */
 export function checkPool(state: Pick<BrokerConnection, "poolMax" | "source">, needs: readonly PoolNeed[], listenNotify = false): void {
-  if (!Number.isFinite(state.poolMax) || state.source.engine === "sqlite") return;
+  if (!Number.isFinite(state.poolMax) || dialectFor(state.source.engine).capabilities.singleWriter) return;
   const shares = needs.map((n) => ({ ...n, total: n.workers * n.perDelivery + 1 }));
   const total = shares.reduce((sum, p) => sum + p.total, 0) + (listenNotify ? 1 : 0);
   if (total <= state.poolMax) return;

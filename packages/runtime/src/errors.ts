@@ -151,8 +151,11 @@ export function schemaUnsupported(engine: string, schema: string, table: string)
   return new SqlInboxError("UnsupportedForm", `the table is described in schema "${schema}", and ${engine} has no schemas: describe it without one`, { table });
 }
 
-export function unknownKyselyDialect(adapter: string): SqlInboxError {
-  return new SqlInboxError("UnsupportedForm", `a Kysely instance on an unknown dialect (${adapter}): sqlinbox runs on Postgres, MySQL/MariaDB and SQLite`);
+/** `extending`: the Kysely adapter of a known engine that `adapter` subclasses (CockroachDB's extends Postgres'). */
+export function unknownKyselyDialect(adapter: string, extending?: string): SqlInboxError {
+  const named = extending === undefined ? adapter : `${adapter}, a subclass of ${extending}`;
+  const also = extending === undefined ? "" : ", and never runs another engine as the one it extends";
+  return new SqlInboxError("UnsupportedForm", `a Kysely instance on an unknown dialect (${named}): sqlinbox runs on Postgres, MySQL/MariaDB and SQLite${also}`);
 }
 
 export function sqliteUrlWithoutFile(): SqlInboxError {

@@ -72,6 +72,12 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     "UnsupportedForm",
     "a Kysely instance on an unknown dialect (MssqlAdapter): sqlinbox runs on Postgres, MySQL/MariaDB and SQLite",
   ],
+  [
+    "unknownKyselyDialect",
+    errors.unknownKyselyDialect("CockroachAdapter", "PostgresAdapter"),
+    "UnsupportedForm",
+    "a Kysely instance on an unknown dialect (CockroachAdapter, a subclass of PostgresAdapter): sqlinbox runs on Postgres, MySQL/MariaDB and SQLite, and never runs another engine as the one it extends",
+  ],
   ["sqliteUrlWithoutFile", errors.sqliteUrlWithoutFile(), "Declaration", "the SQLite URL names no file: use sqlite::memory: or sqlite:path/to/file.db"],
   [
     "unsupportedUrlScheme",

@@ -1,6 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { EngineDialect, NotifyStatements } from "../types.js";
 import { readFoundColumns } from "../shared/schema-check.js";
+import { checkVersionFloor } from "../shared/server-version.js";
 import { advisoryStatements } from "./advisory.js";
 import { deadLetterStatements } from "./dead-letter.js";
 import type { EngineTraits } from "./engine-traits.js";
@@ -13,6 +14,16 @@ import { transactionStatements } from "./transaction.js";
 /** A dialect whose `notify` group is known to be there (Postgres). */
 export type NotifyingDialect = EngineDialect & { readonly notify: NotifyStatements };
 
+/** The traits each dialect was built from: what this package's other entries (the operator statements, the schema check) read. */
+const traitsOfDialect = new WeakMap<EngineDialect, EngineTraits>();
+
+/** The traits `dialect` was built from (a dialect of this package: `dialectFor` hands them out). */
+export function traitsOf(dialect: EngineDialect): EngineTraits {
+  const traits = traitsOfDialect.get(dialect);
+  if (traits === undefined) throw new TypeError("not a dialect of @sqlinbox/kysely-dialects");
+  return traits;
+}
+
 /**
  * The statements of one engine: each form's builder run once over the engine's traits, so
  * the statements of a call do no engine lookup. Schema reading, time and notifications are the
@@ -21,7 +32,7 @@ export type NotifyingDialect = EngineDialect & { readonly notify: NotifyStatemen
 export function buildDialect(engine: EngineTraits & { readonly notify: NotifyStatements }): NotifyingDialect;
 export function buildDialect(engine: EngineTraits): EngineDialect;
 export function buildDialect(engine: EngineTraits): EngineDialect {
-  return Object.freeze({
+  const dialect: EngineDialect = Object.freeze({
     capabilities: engine.capabilities,
     time: engine.time,
     transaction: transactionStatements(engine.capabilities),
@@ -33,7 +44,10 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
     schema: engine.schema,
     observe: Object.freeze({ queueDepth: (spec: InboxDescription, options: { readonly group?: string }) => queueDepthQuery(engine.statements, spec, options) }),
     notify: engine.notify,
-    checkServerVersion: (version: string) => engine.checkServerVersion(version),
+    checkServerVersion: (version: string) => checkVersionFloor(engine.versionFloor(version), version),
     readFoundColumns,
+    dbSystemName: (serverLabel: string) => engine.dbSystemName(serverLabel),
   });
+  traitsOfDialect.set(dialect, engine);
+  return dialect;
 }

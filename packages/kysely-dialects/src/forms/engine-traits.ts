@@ -1,6 +1,8 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, EngineCapabilities, NotifyStatements, RawRow, SchemaStatements, TimeCodec } from "../types.js";
+import type { OperatorTraits } from "../operator/types.js";
+import type { VersionFloor } from "../shared/server-version.js";
 import type { LeaseStamp } from "../statements/claim-stamp.js";
 import type { StatementContext } from "../statements/query-db.js";
 
@@ -17,6 +19,18 @@ export interface SessionLockStatements {
   unlock(key: string, database: string): CompiledQuery;
 }
 
+/** How an engine's real table is read against a description (`shared/schema-check.ts` applies them). */
+export interface SchemaRules {
+  /** Column names compare exactly (Postgres, where quoted names keep their case) or without case. */
+  readonly caseSensitiveNames: boolean;
+  /** The column type (lower case) holds a time the way the engine's codec writes it. */
+  holdsTime(dataType: string): boolean;
+  /** What to use instead, in the error message. */
+  readonly timeTypeAdvice: string;
+  /** Fractional second digits the lease column keeps, from what the schema reported. */
+  leasePrecision(reported: number | null): number;
+}
+
 /**
  * One engine as the form builders see it: its capabilities and the few statements that truly
  * differ from one engine to the next. Everything else is shared statement text in `statements/`,
@@ -31,6 +45,16 @@ export interface EngineTraits {
   readonly oneStatementClaim: OneStatementClaim | null;
   readonly sessionLocks: SessionLockStatements | null;
   readonly schema: SchemaStatements;
+  /** How the real table is read against a description: name case, time column types, lease precision. */
+  readonly schemaRules: SchemaRules;
   readonly notify: NotifyStatements | null;
-  checkServerVersion(version: string): string;
+  /**
+   * The lowest version sqlinbox runs on, for the version string the server reports (one engine
+   * may cover several products); throws `UnsupportedForm` for a server it refuses by name.
+   */
+  versionFloor(version: string): VersionFloor;
+  /** The OpenTelemetry `db.system.name` of a server this engine's version check labelled. */
+  dbSystemName(serverLabel: string): string;
+  /** What the operator tools' statements do differently here (`@sqlinbox/kysely-dialects/operator`). */
+  readonly operator: OperatorTraits;
 }

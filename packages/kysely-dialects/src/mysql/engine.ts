@@ -1,14 +1,15 @@
 import { buildDialect } from "../forms/dialect.js";
 import type { EngineTraits } from "../forms/engine-traits.js";
 import type { EngineCapabilities, EngineDialect } from "../types.js";
-import { checkServerVersion } from "../shared/server-version.js";
 import { mysqlSessionLocks } from "./advisory-lock.js";
+import { mysqlOperator } from "./operator.js";
 import { mysqlDb } from "./query-builder.js";
-import { mysqlSchema } from "./schema.js";
+import { mysqlSchema, mysqlSchemaRules } from "./schema.js";
 import { mysqlTime } from "./time.js";
+import { mariadbFloor, mysqlVersionFloor } from "./version.js";
 
 /** What MySQL 8.0.1+ and MariaDB 10.6+ have in common, and why each answer is what it is. */
-const capabilities: EngineCapabilities = Object.freeze({
+export const mysqlCapabilities = Object.freeze({
   engine: "mysql",
   // MySQL has no RETURNING at all; MariaDB has it on DELETE and INSERT, but not on UPDATE.
   updateReturning: false,
@@ -30,6 +31,10 @@ const capabilities: EngineCapabilities = Object.freeze({
   tableSchemas: true,
   // No notifications between sessions: other processes see a publish at their next poll.
   listenNotify: false,
+  // DATETIME(n) comes back as text from a pool with dateStrings (the runtime's server check reads which).
+  readsTimeAsDate: false,
+  // A pool of connections, each its own writer.
+  singleWriter: false,
   // REPEATABLE READ gap locks make concurrent claims deadlock far more often.
   claimIsolation: "read committed",
   // A shared claim's acks go in one DELETE, ordered by the key and limited to its ids: InnoDB locks every row a
@@ -37,7 +42,8 @@ const capabilities: EngineCapabilities = Object.freeze({
   // deadlocking with rows other claims hold (a MariaDB batch-handler drain fell to 245 jobs/s); with it, a range read
   // of the primary key (EXPLAIN on MariaDB 10.11, 8 rows: ALL without, range with).
   heldRowsAckTogether: true,
-});
+}) satisfies EngineCapabilities;
+const capabilities: EngineCapabilities = mysqlCapabilities;
 
 /** MySQL/MariaDB as the form builders see it: the list of what differs here. */
 export const mysqlEngine: EngineTraits = Object.freeze({
@@ -48,8 +54,15 @@ export const mysqlEngine: EngineTraits = Object.freeze({
   oneStatementClaim: null,
   sessionLocks: mysqlSessionLocks,
   schema: mysqlSchema,
+  // Names without case; DATETIME(n) or TIMESTAMP(n) hold the codec's UTC text.
+  schemaRules: mysqlSchemaRules,
   notify: null,
-  checkServerVersion: (version: string) => checkServerVersion("mysql", version),
+  // Two products, two floors (MySQL 8.0.1, MariaDB 10.6: SKIP LOCKED); TiDB refused by name.
+  versionFloor: mysqlVersionFloor,
+  // The semantic conventions tell MariaDB from MySQL: the version check's label names the product.
+  dbSystemName: (serverLabel: string) => (serverLabel.startsWith(mariadbFloor.product) ? "mariadb" : "mysql"),
+  // Held advisory keys through `IS_USED_LOCK`; `DEFAULT` resets an attempt column.
+  operator: mysqlOperator,
 });
 
 /**

@@ -2,7 +2,7 @@ import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { RawRow } from "../types.js";
 import { compiled, type Eb, type QueryDb, type StatementContext } from "../statements/query-db.js";
-import type { DeadLetterPlace, OperatorEngine } from "./types.js";
+import type { DeadLetterPlace, OperatorTraits } from "./types.js";
 
 /** The table the dead letters sit in, and the condition that picks them out of it. */
 function deadLetters(db: QueryDb, source: InboxDescription, place: DeadLetterPlace, ids?: readonly unknown[]) {
@@ -42,20 +42,13 @@ export function countDeadLettersQuery(ctx: StatementContext, source: InboxDescri
  * The ids of one chunk of a retry, in id order, locked with `FOR UPDATE` until its transaction
  * ends so two retries never move one row twice (no lock clause on SQLite, whose writer is alone).
  */
-export function lockDeadLetterIdsQuery(
-  ctx: StatementContext,
-  engine: OperatorEngine,
-  source: InboxDescription,
-  place: DeadLetterPlace,
-  limit: number,
-  ids?: readonly unknown[],
-): CompiledQuery<RawRow> {
+export function lockDeadLetterIdsQuery(ctx: StatementContext, source: InboxDescription, place: DeadLetterPlace, limit: number, ids?: readonly unknown[]): CompiledQuery<RawRow> {
   const { spec, query } = deadLetters(ctx.db, source, place, ids);
   const chunk = query
     .select((eb: Eb) => eb.ref(spec.id.name).as("id"))
     .orderBy(spec.id.name)
     .limit(limit);
-  return compiled(engine.rowLocks ? chunk.forUpdate() : chunk);
+  return compiled(ctx.capabilities.rowLock ? chunk.forUpdate() : chunk);
 }
 
 /** The columns copied back from a dead-letter table: every written column of the source that the destination also describes. */
@@ -76,7 +69,7 @@ export function copiedColumns(source: InboxDescription, destination: InboxDescri
  */
 export function retryDeadLettersQueries(
   ctx: StatementContext,
-  engine: OperatorEngine,
+  operator: OperatorTraits,
   source: InboxDescription,
   place: DeadLetterPlace,
   ids: readonly unknown[],
@@ -87,7 +80,7 @@ export function retryDeadLettersQueries(
     const reset: Record<string, unknown> = { [group.name]: place.group };
     for (const col of [source.lease, source.retryAfter, source.processedAt]) if (col !== undefined) reset[col.name] = null;
     let update = ctx.db.updateTable(source.table).set(reset);
-    if (source.attempt !== undefined) update = update.set(source.attempt.name, engine.attemptDefault(source));
+    if (source.attempt !== undefined) update = update.set(source.attempt.name, operator.attemptDefault(source));
     return [compiled(update.where(group.name, "=", place.deadGroup).where(source.id.name, "in", [...ids]))];
   }
   const destination = place.destination;

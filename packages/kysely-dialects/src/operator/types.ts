@@ -89,11 +89,12 @@ export interface OperatorStatements {
   purgeDeadLetters(source: InboxDescription, place: DeadLetterPlace, ids?: readonly unknown[]): CompiledQuery;
 }
 
-/** What differs per engine among the operator statements. */
-export interface OperatorEngine {
+/**
+ * What differs per engine among the operator statements: one of each engine's traits
+ * (`operator` in its `engine.ts`). Whether rows can be locked is `capabilities.rowLock`.
+ */
+export interface OperatorTraits {
   heldAdvisoryKeys(keys: readonly string[], database: string): CompiledQuery<{ key: string }> | null;
   /** The value an attempt column gets back on a retried dead letter: the column's default. */
   attemptDefault(spec: InboxDescription): Expression<unknown>;
-  /** `FOR UPDATE [SKIP LOCKED]` exist. */
-  readonly rowLocks: boolean;
 }

@@ -2,7 +2,7 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import { sql, type CompiledQuery, type QueryCreator } from "kysely";
 import type { RawRow } from "../types.js";
 import { stampValues, type LeaseStamp } from "../statements/claim-stamp.js";
-import { claimOrder } from "../statements/claimable.js";
+import { claimOrder } from "../statements/claim-order.js";
 import { compiled, type Eb, type StatementContext } from "../statements/query-db.js";
 import { tableRef } from "../statements/table-ref.js";
 

@@ -1,16 +1,17 @@
 import { buildDialect, type NotifyingDialect } from "../forms/dialect.js";
 import type { EngineTraits, OneStatementClaim } from "../forms/engine-traits.js";
 import type { EngineCapabilities, NotifyStatements } from "../types.js";
-import { checkServerVersion } from "../shared/server-version.js";
+import type { VersionFloor } from "../shared/server-version.js";
 import { postgresSessionLocks } from "./advisory-lock.js";
 import { claimWithCte } from "./claim-cte.js";
 import { postgresNotify } from "./notify.js";
+import { postgresOperator } from "./operator.js";
 import { postgresDb } from "./query-builder.js";
-import { postgresSchema } from "./schema.js";
+import { postgresSchema, postgresSchemaRules } from "./schema.js";
 import { postgresTime } from "./time.js";
 
 /** What PostgreSQL 11+ has, and why each answer is what it is. */
-const capabilities: EngineCapabilities = Object.freeze({
+export const postgresCapabilities = Object.freeze({
   engine: "postgres",
   // Every supported version has RETURNING on UPDATE, DELETE and INSERT.
   updateReturning: true,
@@ -31,9 +32,17 @@ const capabilities: EngineCapabilities = Object.freeze({
   tableSchemas: true,
   // LISTEN/NOTIFY, sent at commit.
   listenNotify: true,
+  // pg parses TIMESTAMPTZ into a Date.
+  readsTimeAsDate: true,
+  // A pool of connections, each its own writer.
+  singleWriter: false,
   // A DELETE or UPDATE locks only the rows it matches; rows other transactions hold are read, not waited on.
   heldRowsAckTogether: true,
-});
+}) satisfies EngineCapabilities;
+const capabilities: EngineCapabilities = postgresCapabilities;
+
+/** `hashtextextended` (an advisory key's 64-bit hash) since PostgreSQL 11. */
+export const postgresFloor = Object.freeze({ product: "PostgreSQL", minimum: Object.freeze([11]) }) satisfies VersionFloor;
 
 const statements = Object.freeze({ db: postgresDb, time: postgresTime, capabilities });
 const oneStatementClaim: OneStatementClaim = claimWithCte;
@@ -47,8 +56,14 @@ export const postgresEngine: EngineTraits & { readonly notify: NotifyStatements 
   oneStatementClaim,
   sessionLocks: postgresSessionLocks,
   schema: postgresSchema,
+  // Quoted names keep their case; only TIMESTAMPTZ keeps a deadline's offset.
+  schemaRules: postgresSchemaRules,
   notify: postgresNotify,
-  checkServerVersion: (version: string) => checkServerVersion("postgres", version),
+  versionFloor: () => postgresFloor,
+  // OpenTelemetry's db.system.name.
+  dbSystemName: () => "postgresql",
+  // Held advisory keys are read from `pg_locks`; `DEFAULT` resets an attempt column.
+  operator: postgresOperator,
 });
 
 /**

@@ -2,11 +2,11 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow } from "../types.js";
 import type { LeaseStamp } from "../statements/claim-stamp.js";
-import { col, describedColumns } from "../statements/claimable.js";
+import { describedColumns } from "../statements/claimable.js";
+import { col, tableRef } from "../statements/table-ref.js";
 import { claimPicked } from "./claim-picked.js";
 import { fifoHeadId, fifoScope, fifoSeenCount, notHeld } from "../statements/fifo-head.js";
 import { compiled, type Eb, type StatementContext } from "../statements/query-db.js";
-import { tableRef } from "../statements/table-ref.js";
 
 /**
  * The fifo claim of Postgres, in one statement (the head rule and why it locks the group:

@@ -1,6 +1,6 @@
 import type { CompiledQuery } from "kysely";
 import type { RawRow, SchemaStatements } from "../types.js";
-import type { SchemaRules } from "../shared/schema-check.js";
+import type { SchemaRules } from "../forms/engine-traits.js";
 import { compiled, type Eb } from "../statements/query-db.js";
 import { postgresDb as db } from "./query-builder.js";
 

@@ -1,37 +1,20 @@
 import { SqlInboxError, type ColumnDescription, type InboxDescription } from "@sqlinbox/core/internal";
-import type { Engine, FoundColumn, LeaseColumnInfo, RawRow } from "../types.js";
-import { mysqlSchemaRules } from "../mysql/schema.js";
-import { postgresSchemaRules } from "../postgres/schema.js";
-import { sqliteSchemaRules } from "../sqlite/schema.js";
-
-/** How an engine's real table is read against a description: each engine's `schema.ts` states its own. */
-export interface SchemaRules {
-  /** Column names compare exactly (Postgres, where quoted names keep their case) or without case. */
-  readonly caseSensitiveNames: boolean;
-  /** The column type (lower case) holds a time the way the engine's codec writes it. */
-  holdsTime(dataType: string): boolean;
-  /** What to use instead, in the error message. */
-  readonly timeTypeAdvice: string;
-  /** Fractional second digits the lease column keeps, from what the schema reported. */
-  leasePrecision(reported: number | null): number;
-}
-
-const RULES: Readonly<Record<Engine, SchemaRules>> = { postgres: postgresSchemaRules, mysql: mysqlSchemaRules, sqlite: sqliteSchemaRules };
+import type { SchemaRules } from "../forms/engine-traits.js";
+import type { FoundColumn, LeaseColumnInfo, RawRow } from "../types.js";
 
 /**
  * Checks the description against the real table (the rows of `describeTable`, normalized
- * by `readFoundColumns`): the table exists, every described column exists, and the lease
+ * by `readFoundColumns`) by the engine's schema rules: the table exists, every described column exists, and the lease
  * and retryAfter columns hold time in a form the engine's codec reads back exactly.
  * Returns the lease column's precision (`null` without a lease column).
  *
  * @throws SqlInboxError `Schema`, naming the table and the column.
  */
-export function checkSchema(spec: InboxDescription, found: readonly FoundColumn[], engine: Engine): LeaseColumnInfo | null {
+export function checkTable(spec: InboxDescription, found: readonly FoundColumn[], rules: SchemaRules): LeaseColumnInfo | null {
   const fail = (message: string, column?: ColumnDescription): never => {
     throw new SqlInboxError("Schema", message, column === undefined ? { table: spec.table } : { table: spec.table, column: column.name });
   };
   if (found.length === 0) fail(`table "${spec.table}" does not exist (or has no columns) in the database the broker connects to`);
-  const rules = RULES[engine];
   const named = (name: string): string => (rules.caseSensitiveNames ? name : name.toLowerCase());
   const byName = new Map(found.map((c) => [named(c.name), c]));
   const lookup = (col: ColumnDescription): FoundColumn =>

@@ -2,9 +2,9 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow } from "../types.js";
 import { stampValues, type LeaseStamp } from "../statements/claim-stamp.js";
-import { col, selectClaimableQuery } from "../statements/claimable.js";
+import { selectClaimableQuery } from "../statements/claimable.js";
+import { col, tableRef } from "../statements/table-ref.js";
 import { compiled, type StatementContext } from "../statements/query-db.js";
-import { tableRef } from "../statements/table-ref.js";
 
 /**
  * The one-statement claim of SQLite 3.35+: an update of the rows whose ids a subquery picks

@@ -1,14 +1,15 @@
 import { buildDialect } from "../forms/dialect.js";
 import type { EngineTraits, OneStatementClaim } from "../forms/engine-traits.js";
 import type { EngineCapabilities, EngineDialect } from "../types.js";
-import { checkServerVersion } from "../shared/server-version.js";
+import type { VersionFloor } from "../shared/server-version.js";
 import { claimUpdateReturning } from "./claim-update-returning.js";
+import { sqliteOperator } from "./operator.js";
 import { sqliteDb } from "./query-builder.js";
-import { sqliteSchema } from "./schema.js";
+import { sqliteSchema, sqliteSchemaRules } from "./schema.js";
 import { sqliteTime } from "./time.js";
 
 /** What SQLite 3.35+ has, and why each answer is what it is. */
-const capabilities: EngineCapabilities = Object.freeze({
+export const sqliteCapabilities = Object.freeze({
   engine: "sqlite",
   // RETURNING since 3.35 (the version floor).
   updateReturning: true,
@@ -28,9 +29,17 @@ const capabilities: EngineCapabilities = Object.freeze({
   tableSchemas: false,
   // No server to relay notifications.
   listenNotify: false,
+  // better-sqlite3 reads TEXT as text.
+  readsTimeAsDate: false,
+  // One connection per database file: a transaction holds it until it ends.
+  singleWriter: true,
   // No row locks (no row-lock form): nothing is held for an ack to wait on.
   heldRowsAckTogether: false,
-});
+}) satisfies EngineCapabilities;
+const capabilities: EngineCapabilities = sqliteCapabilities;
+
+/** `RETURNING` since SQLite 3.35. */
+export const sqliteFloor = Object.freeze({ product: "SQLite", minimum: Object.freeze([3, 35]) }) satisfies VersionFloor;
 
 const statements = Object.freeze({ db: sqliteDb, time: sqliteTime, capabilities });
 const oneStatementClaim: OneStatementClaim = claimUpdateReturning;
@@ -44,8 +53,14 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   oneStatementClaim,
   sessionLocks: null,
   schema: sqliteSchema,
+  // Names without case; TEXT holds the codec's fixed-width ISO-8601 text, milliseconds kept.
+  schemaRules: sqliteSchemaRules,
   notify: null,
-  checkServerVersion: (version: string) => checkServerVersion("sqlite", version),
+  versionFloor: () => sqliteFloor,
+  // OpenTelemetry's db.system.name.
+  dbSystemName: () => "sqlite",
+  // Advisory keys live in the application's process, out of the tools' sight; no `DEFAULT` in SET.
+  operator: sqliteOperator,
 });
 
 /**

@@ -1,9 +1,9 @@
 import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery, Expression, SqlBool } from "kysely";
 import type { ClaimOptions, RawRow } from "../types.js";
-import { claimOrder, col } from "./claimable.js";
+import { claimOrder } from "./claim-order.js";
 import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
-import { tableRef } from "./table-ref.js";
+import { col, tableRef } from "./table-ref.js";
 
 /**
  * FIFO groups: the head of a group is its first row in claim order (priority, then retry_after

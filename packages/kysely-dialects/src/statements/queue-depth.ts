@@ -1,6 +1,6 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
-import { col } from "./claimable.js";
+import { col } from "./table-ref.js";
 import { compiled, type Eb, type StatementContext } from "./query-db.js";
 
 /**

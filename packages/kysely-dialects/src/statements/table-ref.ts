@@ -7,3 +7,6 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 export function tableRef(spec: InboxDescription): string {
   return spec.schema === undefined ? spec.table : `${spec.schema}.${spec.table}`;
 }
+
+/** `table.column`, quoted by Kysely as two identifiers. */
+export const col = (spec: InboxDescription, name: string): string => `${tableRef(spec)}.${name}`;

@@ -69,7 +69,7 @@ export class Database {
     this.dialect = dialect;
     this.#logger = logger;
     this.activity = activity;
-    this.readsTimeAsDate = dialect.capabilities.engine === "postgres";
+    this.readsTimeAsDate = dialect.capabilities.readsTimeAsDate;
   }
 
   /** A time as the driver would read it back from a column: what a claim writes into a row it hands over. */

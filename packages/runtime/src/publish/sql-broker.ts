@@ -1,6 +1,6 @@
 import type { AnyInboxSpec, HasRole, IsRowLockForm, RolesOf, SpecError } from "@sqlinbox/core/internal";
-import type { Engine } from "@sqlinbox/kysely-dialects";
-import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
+import { dialectFor, type Engine, type EngineSupports } from "@sqlinbox/kysely-dialects";
+import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type DialectAdapter, type Kysely, type Transaction } from "kysely";
 import { BrokerParts } from "./broker.js";
 import type { AnyKysely } from "../drivers/database.js";
 import { parseDatabaseUrl, type PoolOptions } from "../drivers/index.js";
@@ -59,16 +59,16 @@ type HeadersOption<S> = [S] extends [never]
 /** The options of a publish to route `N`: `headers` only where its table has a headers column. */
 export type PublishOptionsFor<R extends Routes, N extends string, DB> = PublishOptions<DB> & HeadersOption<RouteSpecOf<R, N>>;
 
-/** A row-lock table cannot be routed on a SQLite broker: SQLite has no row locks. */
-export type RouteAllowed<S extends AnyInboxSpec, E extends Engine> = [E] extends ["sqlite"]
+/** A row-lock table cannot be routed on a broker whose engine has no row locks (SQLite). */
+export type RouteAllowed<S extends AnyInboxSpec, E extends Engine> = [EngineSupports<E, "rowLock">] extends [false]
   ? IsRowLockForm<RolesOf<S>> extends true
     ? SpecError<'SQLite has no row locks: a row-lock table cannot be routed on a SQLite broker; give the table a lease column (.lease(column("locked_until"))) or an advisory key (.advisoryLock("…"))'>
     : unknown
   : unknown;
-/** `listenNotify()` compiles unless the URL names an engine other than Postgres. */
-export type ListenNotifyAllowed<E extends Engine> = [Extract<E, "postgres">] extends [never]
-  ? SpecError<"listenNotify() needs Postgres (LISTEN/NOTIFY): on SQLite and MySQL/MariaDB other processes see a publish at their next poll">
-  : unknown;
+/** `listenNotify()` compiles unless the URL names an engine without LISTEN/NOTIFY (every engine but Postgres). */
+export type ListenNotifyAllowed<E extends Engine> = [true] extends [EngineSupports<E, "listenNotify">]
+  ? unknown
+  : SpecError<"listenNotify() needs Postgres (LISTEN/NOTIFY): on SQLite and MySQL/MariaDB other processes see a publish at their next poll">;
 /** A publish's payload type for route `N`: the route's payload when the broker's type knows it (exact or by prefix). */
 export type PublishPayload<R extends Routes, N extends string> = [RouteSpecOf<R, N>] extends [never] ? unknown : PayloadOfSpec<RouteSpecOf<R, N>>;
 
@@ -128,7 +128,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   static fromKysely<DB>(db: Kysely<DB>, options: FromKyselyOptions = {}): SqlBroker {
     const anyDb = db as unknown as AnyKysely;
     const engine = engineOf(anyDb);
-    const listen = options.listen === undefined || engine !== "postgres" ? {} : { listen: listenConnector(options.listen) };
+    const listen = options.listen === undefined || !dialectFor(engine).capabilities.listenNotify ? {} : { listen: listenConnector(options.listen) };
     return new SqlBroker(new BrokerParts({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }) }), 30_000);
   }
 
@@ -190,10 +190,22 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   }
 }
 
+type AdapterClass = new () => DialectAdapter;
+
+/**
+ * The engine each of Kysely's own adapters declares. By the adapter's exact class: a subclass is
+ * another engine (Kysely's CockroachDB adapter extends Postgres'), refused rather than run as this one.
+ */
+const engineOfAdapter: ReadonlyMap<AdapterClass, Engine> = new Map<AdapterClass, Engine>([
+  [PostgresAdapter, "postgres"],
+  [MysqlAdapter, "mysql"],
+  [SqliteAdapter, "sqlite"],
+]);
+
 function engineOf(db: Kysely<unknown>): Engine {
   const adapter = db.getExecutor().adapter;
-  if (adapter instanceof PostgresAdapter) return "postgres";
-  if (adapter instanceof MysqlAdapter) return "mysql";
-  if (adapter instanceof SqliteAdapter) return "sqlite";
-  throw unknownKyselyDialect(adapter.constructor.name);
+  const engine = engineOfAdapter.get(adapter.constructor as AdapterClass);
+  if (engine !== undefined) return engine;
+  const extending = [...engineOfAdapter.keys()].find((known) => adapter instanceof known);
+  throw unknownKyselyDialect(adapter.constructor.name, extending?.name);
 }

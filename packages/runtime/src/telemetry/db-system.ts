@@ -1,8 +1,6 @@
-import type { Engine } from "@sqlinbox/kysely-dialects";
+import { dialectFor, type Engine } from "@sqlinbox/kysely-dialects";
 
-/** `db.system.name` of the semantic conventions; MariaDB is told apart by the version the server reported. */
+/** `db.system.name` of the semantic conventions: the engine's, for the server its version check labelled (MariaDB or MySQL). */
 export function dbSystemOf(engine: Engine, serverLabel: string): string {
-  if (engine === "postgres") return "postgresql";
-  if (engine === "sqlite") return "sqlite";
-  return serverLabel.startsWith("MariaDB") ? "mariadb" : "mysql";
+  return dialectFor(engine).dbSystemName(serverLabel);
 }

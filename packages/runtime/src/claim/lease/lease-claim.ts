@@ -150,9 +150,9 @@ export class LeaseClaim implements ClaimStrategy {
     const { database, spec, clock, precision } = this.#setup;
     const { lease: statements, capabilities } = database.dialect;
     try {
-      // SQLite has one connection, which this transaction holds: a running extension waits for it, so
-      // waiting for the extension would never end (and no extension can run until this commits).
-      if (capabilities.engine === "sqlite") lease.settling = true;
+      // A single writer (SQLite) has one connection, which this transaction holds: a running extension waits
+      // for it, so waiting for the extension would never end (and no extension can run until this commits).
+      if (capabilities.singleWriter) lease.settling = true;
       else await this.#keeper.beginSettle(lease);
       const query = statements.settleAckMany(spec, [{ id: lease.id, held: lease.held }], clock.now(), precision);
       // Not `database.execute`: a deadlock retried statement by statement would ack without the handler's writes.

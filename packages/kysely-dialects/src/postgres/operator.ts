@@ -1,9 +1,7 @@
 import { sql, type CompiledQuery } from "kysely";
-import { compiled } from "../../statements/query-db.js";
-import { postgresEngine } from "../../postgres/engine.js";
-
-const ctx = postgresEngine.statements;
-import type { OperatorEngine } from "../types.js";
+import type { OperatorTraits } from "../operator/types.js";
+import { compiled } from "../statements/query-db.js";
+import { postgresDb as db } from "./query-builder.js";
 
 /**
  * One array parameter holds every key asked about; a key comes back when a granted advisory
@@ -20,7 +18,7 @@ import type { OperatorEngine } from "../types.js";
  */
 export function heldAdvisoryKeys(keys: readonly string[]): CompiledQuery<{ key: string }> {
   return compiled(
-    ctx.db
+    db
       .selectFrom(sql`unnest(cast(${[...keys]} as text[]))`.as("key"))
       .select(sql<string>`"key"`.as("key"))
       .where(({ exists, selectFrom }) =>
@@ -35,9 +33,10 @@ export function heldAdvisoryKeys(keys: readonly string[]): CompiledQuery<{ key: 
   );
 }
 
-export const postgresOperator: OperatorEngine = Object.freeze({
+/** What the operator tools' statements do differently on PostgreSQL. */
+export const postgresOperator: OperatorTraits = Object.freeze({
+  // Session advisory locks are listed in `pg_locks`, under the key's hash.
   heldAdvisoryKeys: (keys: readonly string[]) => heldAdvisoryKeys(keys),
   // `DEFAULT` is allowed in an UPDATE's SET list.
   attemptDefault: () => sql`default`,
-  rowLocks: true,
 });

@@ -1,6 +1,6 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import { sql, type Expression } from "kysely";
-import type { OperatorEngine } from "../types.js";
+import type { OperatorTraits } from "../operator/types.js";
 
 /**
  * SQLite has no `DEFAULT` in an UPDATE's SET list: the attempt column's declared default is read
@@ -11,9 +11,10 @@ function attemptDefault(spec: InboxDescription): Expression<unknown> {
   return sql`(select coalesce(cast(dflt_value as integer), 0) from pragma_table_info(${spec.table}) where name = ${column})`;
 }
 
-export const sqliteOperator: OperatorEngine = Object.freeze({
+/** What the operator tools' statements do differently on SQLite. */
+export const sqliteOperator: OperatorTraits = Object.freeze({
   // Advisory keys live in the application's process: nothing outside it can see them.
   heldAdvisoryKeys: () => null,
+  // No `DEFAULT` in an UPDATE's SET list: the declared default, read from the table's pragma.
   attemptDefault,
-  rowLocks: false,
 });

@@ -1,10 +1,8 @@
 import { sql, type CompiledQuery } from "kysely";
-import { mysqlLockName } from "../../mysql/lock-name.js";
-import { compiled } from "../../statements/query-db.js";
-import { mysqlEngine } from "../../mysql/engine.js";
-
-const ctx = mysqlEngine.statements;
-import type { OperatorEngine } from "../types.js";
+import type { OperatorTraits } from "../operator/types.js";
+import { compiled } from "../statements/query-db.js";
+import { mysqlLockName } from "./lock-name.js";
+import { mysqlDb as db } from "./query-builder.js";
 
 /**
  * Each key asked about becomes one row of a derived table (the key and its lock name, joined by
@@ -19,16 +17,17 @@ export function heldAdvisoryKeys(keys: readonly string[], database: string): Com
     sql` union all `,
   );
   return compiled(
-    ctx.db
+    db
       .selectFrom(sql`(${rows})`.as("k"))
       .select(sql<string>`${sql.ref("k.key")}`.as("key"))
       .where(sql<boolean>`IS_USED_LOCK(${sql.ref("k.lock_name")}) is not null`),
   );
 }
 
-export const mysqlOperator: OperatorEngine = Object.freeze({
+/** What the operator tools' statements do differently on MySQL/MariaDB. */
+export const mysqlOperator: OperatorTraits = Object.freeze({
+  // `GET_LOCK` locks are server-wide: `IS_USED_LOCK` tells whether any session holds one.
   heldAdvisoryKeys,
   // `DEFAULT` is allowed in an UPDATE's SET list.
   attemptDefault: () => sql`default`,
-  rowLocks: true,
 });
