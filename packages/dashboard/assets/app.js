@@ -309,7 +309,10 @@ async function refresh() {
     state.config ??= await getJson("/api/config");
     const [status, samples] = await Promise.all([getJson("/api/status"), getJson("/api/samples")]);
     const dead = await Promise.all(status.tables.map((t) => (t.deadLetters.length === 0 ? [] : getJson(`/api/dead-letters/${encodeURIComponent(t.table)}?limit=50`))));
-    document.getElementById("engine").textContent = status.engine;
+    // The mysql dialect runs MariaDB too: name the server the operator runs (as the CLI's engineLabel does).
+    const engine = document.getElementById("engine");
+    engine.textContent = /^MariaDB\b/i.test(status.server ?? "") ? "mariadb" : status.engine;
+    engine.title = status.server ?? "";
     const mode = document.getElementById("mode");
     mode.textContent = state.config.writes ? "writes allowed" : "read-only";
     mode.className = `badge ${state.config.writes ? "writes" : "read-only"}`;

@@ -38,6 +38,8 @@ describe("the dashboard's numbers on the other engines and forms", () => {
         await expect.poll(() => page.getByTestId(`in-work-${table}`).textContent(), { timeout: 15_000 }).toBe("3");
         expect(await page.getByTestId(`ready-${table}`).textContent()).toBe("1");
         expect(await page.getByTestId(`dead-count-${table}`).textContent()).toBe("1");
+        // The mysql dialect runs MariaDB: the page names the server the operator runs.
+        expect(await page.locator("#engine").textContent()).toBe("mariadb");
         await worker.query("rollback");
         await expect.poll(() => page.getByTestId(`in-work-${table}`).textContent(), { timeout: 15_000 }).toBe("0");
         expect(await page.getByTestId(`ready-${table}`).textContent()).toBe("4");

@@ -90,7 +90,7 @@ export class BrokerState {
   #connectFailed(cause: unknown): SqlInboxError {
     const routes = [...this.routes.keys()];
     const tables = new Set([...this.routes.values()].map((spec) => spec.description.table));
-    const place = tables.size === 1 ? { ...(routes.length === 1 ? { subscription: routes[0] } : {}), table: [...tables][0] } : {};
+    const place = tables.size === 1 ? { ...(routes.length === 1 ? { route: routes[0] } : {}), table: [...tables][0] } : {};
     return connectFailed(this.source.label, routes, cause, place);
   }
 
@@ -173,7 +173,7 @@ export class BrokerState {
     const spec = this.route(name);
     if (spec === undefined) throw noRoute(name, this.routes);
     const description = spec.description;
-    if (this.#closed) throw closedBeforePublish({ subscription: name, table: description.table });
+    if (this.#closed) throw closedBeforePublish({ route: name, table: description.table });
     const database = this.#require(name);
     const on = via as AnyKysely | undefined;
     const table = await this.table(description, on);
@@ -235,9 +235,9 @@ export class BrokerState {
     return connections;
   }
 
-  #require(subscription?: string): Database {
+  #require(route?: string): Database {
     if (this.database === undefined) {
-      throw brokerNotStarted(subscription);
+      throw brokerNotStarted(route);
     }
     return this.database;
   }
