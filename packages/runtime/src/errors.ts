@@ -259,6 +259,14 @@ export function settlementDeadlockedTooOften(kind: string, place: ErrorPlace): S
   return new SqlInboxError("SessionLost", `the ${kind} deadlocked too often; the row is back in the queue`, place);
 }
 
+/**
+ * A statement failed because a table does not exist (dropped by a migration, never created). The
+ * driver's words name the table; `place` names it too where the caller knows it.
+ */
+export function tableMissing(cause: unknown, place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError("Schema", `a table does not exist (${causeMessage(cause)}): create it or restore it; nothing was written`, place, { cause });
+}
+
 export function lockSessionLost(kind: string, cause: unknown, place: ErrorPlace): SqlInboxError {
   return new SqlInboxError(
     "SessionLost",

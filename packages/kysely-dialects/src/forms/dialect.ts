@@ -34,6 +34,7 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
     observe: Object.freeze({ queueDepth: (spec: InboxDescription, options: { readonly group?: string }) => queueDepthQuery(engine.statements, spec, options) }),
     notify: engine.notify,
     checkServerVersion: (version: string) => engine.checkServerVersion(version),
+    missingTable: (error: unknown) => engine.missingTable(error),
     readFoundColumns,
   });
 }

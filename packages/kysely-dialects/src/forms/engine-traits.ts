@@ -33,4 +33,6 @@ export interface EngineTraits {
   readonly schema: SchemaStatements;
   readonly notify: NotifyStatements | null;
   checkServerVersion(version: string): string;
+  /** True when the driver's error says a table does not exist: each driver says it its own way. */
+  missingTable(error: unknown): boolean;
 }

@@ -50,6 +50,11 @@ export const mysqlEngine: EngineTraits = Object.freeze({
   schema: mysqlSchema,
   notify: null,
   checkServerVersion: (version: string) => checkServerVersion("mysql", version),
+  // ER_NO_SUCH_TABLE (1146): `Table 'db.x' doesn't exist`, on MySQL and MariaDB alike.
+  missingTable: (error: unknown) => {
+    const e = error as { errno?: unknown; code?: unknown } | null;
+    return e?.errno === 1146 || e?.code === "ER_NO_SUCH_TABLE";
+  },
 });
 
 /**

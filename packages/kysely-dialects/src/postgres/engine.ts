@@ -49,6 +49,8 @@ export const postgresEngine: EngineTraits & { readonly notify: NotifyStatements 
   schema: postgresSchema,
   notify: postgresNotify,
   checkServerVersion: (version: string) => checkServerVersion("postgres", version),
+  // SQLSTATE 42P01, undefined_table: `relation "x" does not exist`.
+  missingTable: (error: unknown) => (error as { code?: unknown } | null)?.code === "42P01",
 });
 
 /**

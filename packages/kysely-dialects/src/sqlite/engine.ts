@@ -46,6 +46,8 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   schema: sqliteSchema,
   notify: null,
   checkServerVersion: (version: string) => checkServerVersion("sqlite", version),
+  // SQLITE_ERROR has no code of its own for it: better-sqlite3's message is `no such table: x`.
+  missingTable: (error: unknown) => error instanceof Error && /^no such table: /.test(error.message),
 });
 
 /**
