@@ -157,6 +157,12 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     `the retry was not written: the session holding the key's lock ended (killed); the row is back in the queue, its attempt spent${at}`,
   ],
   [
+    "tableMissing",
+    errors.tableMissing(new Error('relation "report_jobs" does not exist'), place),
+    "Schema",
+    `a table does not exist (relation "report_jobs" does not exist): create it or restore it; nothing was written${at}`,
+  ],
+  [
     "batchRolledBack",
     errors.batchRolledBack("ack", 4, new Error("terminated"), place),
     "BatchRolledBack",
@@ -235,6 +241,7 @@ describe("runtime error messages", () => {
     const cause = new Error("terminated");
     expect(errors.transactionLost("ack", 1, cause, place).cause).toBe(cause);
     expect(errors.lockSessionLost("ack", cause, place).cause).toBe(cause);
+    expect(errors.tableMissing(cause, place).cause).toBe(cause);
     expect(errors.notUtf8Json(cause, place).cause).toBe(cause);
     expect(errors.batchRolledBack("ack", 2, cause, place).cause).toBe(cause);
   });
