@@ -6,7 +6,7 @@ import { InboxSpec, column, payloadOf, type Attempt, type Lease, type Payload } 
 import { App, Ctx, InboxQueue, SqlBroker, keys, subscriber, type Handler, type InboxContext, type Logger, type Outputs } from "@sqlinbox/runtime";
 import { createReportJobs } from "./create-table.js";
 import { resolved, type ReportsOptions } from "./options.js";
-import { draw, type RenderPace, type Report } from "./report.js";
+import { draw, logRenderAgain, type RenderPace, type Report } from "./report.js";
 
 export const RenderReportSpec: InboxSpec<[Attempt, Lease<Date>, Payload<Report>], "id" | "attempt" | "locked_until" | "payload"> = InboxSpec.table(
   "report_jobs",
@@ -32,7 +32,7 @@ export class RenderHandler implements Handler<typeof RenderReportSpec> {
 
   async handle(report: Report, _outs: Outputs, ctx: InboxContext<[Attempt, Lease<Date>, Payload<Report>]>): Promise<void> {
     const attempt = Ctx(keys.attempt).from(ctx);
-    if (attempt > 1) this.log.warn({ title: report.title, attempt }, "rendering again after a lost attempt");
+    logRenderAgain(this.log, report, attempt);
     await draw(report, ctx, this.log, this.pace, attempt);
     this.log.info({ title: report.title, attempt }, "report rendered");
     this.onRendered(report, attempt);

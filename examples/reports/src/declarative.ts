@@ -5,7 +5,7 @@ import { defineInbox, field } from "@sqlinbox/core";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber } from "@sqlinbox/runtime";
 import { createReportJobs } from "./create-table.js";
 import { resolved, type ReportsOptions } from "./options.js";
-import { draw, type Report } from "./report.js";
+import { draw, logRenderAgain, type Report } from "./report.js";
 
 export const RenderReport = defineInbox({
   table: "report_jobs",
@@ -23,7 +23,7 @@ export function declarativeReports(options: ReportsOptions) {
 
   const render = subscriber(InboxQueue.of(RenderReport, "reports").lease(lease).workers(workers).pollInterval(pollInterval), async (report, ctx) => {
     const attempt = ctx.get(keys.attempt);
-    if (attempt > 1) log.warn({ title: report.title, attempt }, "rendering again after a lost attempt");
+    logRenderAgain(log, report, attempt);
     await draw(report, ctx, log, pace, attempt);
     log.info({ title: report.title, attempt }, "report rendered");
     onRendered(report, attempt);

@@ -26,6 +26,17 @@ export interface RenderPace {
   readonly stepMs: number;
 }
 
+/**
+ * Says why a report is rendered again (attempt 2 or later): after the failure the demo causes on
+ * purpose (`failFirstAttempt`, attempt 2) that is expected, an info line; otherwise an earlier
+ * attempt was lost (its worker crashed or stopped before the ack, and the lease ran out), a warning.
+ */
+export function logRenderAgain(log: Logger, report: Report, attempt: number): void {
+  if (attempt <= 1) return;
+  if (report.failFirstAttempt === true && attempt === 2) log.info({ title: report.title, attempt }, "rendering again after the first attempt failed on purpose");
+  else log.warn({ title: report.title, attempt }, "rendering again after a lost attempt");
+}
+
 /** Draws a report step by step, logging progress; waits on the app's clock (a paused clock skips them). */
 export async function draw(report: Report, ctx: InboxContext, log: Logger, pace: RenderPace, attempt: number): Promise<void> {
   if (report.failFirstAttempt && attempt === 1) {

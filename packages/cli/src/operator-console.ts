@@ -20,7 +20,7 @@ export class OperatorConsole implements DashboardSource {
   async status(now = new Date()): Promise<StatusReport> {
     const tables = [];
     for (const table of this.tables) tables.push(await readTableStatus(this.opened, table, { now, expiringWithinMs: this.expiringWithinMs, expiringLimit: 20 }));
-    return { at: now.toISOString(), engine: this.opened.engine, tables };
+    return { at: now.toISOString(), engine: this.opened.engine, server: this.opened.server, tables };
   }
 
   async deadLetters(table: string, limit: number): Promise<readonly PeekedRow[]> {

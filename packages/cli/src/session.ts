@@ -18,17 +18,20 @@ export interface TableOptions {
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
-/** Adds the connection and table options to a command. */
-export function withTableOptions(command: Command): Command {
-  return command
+/**
+ * Adds the connection and table options to a command, and `--json` to those that print a result
+ * (`json: false` for the dashboard, which prints none).
+ */
+export function withTableOptions(command: Command, { json = true }: { readonly json?: boolean } = {}): Command {
+  command = command
     .addOption(new Option("--url <url>", "database URL: postgres://…, mysql://…, mariadb://…, sqlite:path").env("SQLINBOX_URL"))
     .option("--module <path>", "a module whose exports are the table descriptions (InboxSpec / defineInbox values) and, optionally, deadLetters")
     .option("--table <name>", "a table to work on; without --module its roles are read from the column names (repeatable)", collect)
     .option("--advisory-key <template>", 'with --table: the advisory key template, such as "report-{customer_id}"')
     .option("--fifo", "with --table: the group column is fifo (only each group's head is ready; the due rows behind it are waiting)")
     .option("--dead-letter-table <name>", "the table the source's dead letters are moved to")
-    .option("--dead-letter-group <group=deadGroup>", "dead letters kept in a group of the same table, such as reports=reports.dead")
-    .option("--json", "print JSON for machines instead of tables");
+    .option("--dead-letter-group <group=deadGroup>", "dead letters kept in a group of the same table, such as reports=reports.dead");
+  return json ? command.option("--json", "print JSON for machines instead of tables") : command;
 }
 
 /** Opens the database, resolves the tables, runs `work`, and closes whatever happens. */

@@ -22,6 +22,12 @@ describe("exit codes", () => {
     const help = await sqlinbox(["--help"]);
     expect(help.code).toBe(ExitCode.ok);
     expect(help.stdout).toMatch(/status[\s\S]*peek[\s\S]*retry[\s\S]*purge[\s\S]*dashboard/);
+    // --json only where a command prints a result: the dashboard prints none.
+    const dashboard = await sqlinbox(["dashboard", "--help"]);
+    expect(dashboard.code).toBe(ExitCode.ok);
+    expect(dashboard.stdout).toContain("--allow-writes");
+    expect(dashboard.stdout).not.toContain("--json");
+    for (const command of ["status", "peek", "retry", "purge"]) expect((await sqlinbox([command, "--help"])).stdout).toContain("--json");
   });
 
   test("1: usage — an unknown option, no URL, retry with neither ids nor --all, writes without a token", async () => {

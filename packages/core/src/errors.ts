@@ -19,6 +19,9 @@ export type SqlInboxErrorCode =
 
 /** Where an error happened: every message names what it can of these. */
 export interface ErrorPlace {
+  /** A publish's route, or a route's declaration: what the caller named. */
+  readonly route?: string;
+  /** A subscriber's subscription: what failed while it claimed, delivered or settled. */
   readonly subscription?: string;
   readonly table?: string;
   readonly column?: string;
@@ -43,6 +46,7 @@ export class SqlInboxError extends Error {
 
 function describePlace(place: ErrorPlace): string {
   const parts: string[] = [];
+  if (place.route !== undefined) parts.push(`route "${place.route}"`);
   if (place.subscription !== undefined) parts.push(`subscription "${place.subscription}"`);
   if (place.table !== undefined) parts.push(`table "${place.table}"`);
   if (place.column !== undefined) parts.push(`column "${place.column}"`);

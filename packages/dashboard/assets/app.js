@@ -29,6 +29,20 @@ function duration(ms) {
 }
 const text = (v) => (typeof v === "string" ? v : JSON.stringify(v));
 
+// Every time on the page is shown in one zone, UTC, 24-hour, whatever the browser's zone: the
+// database, the CLI and the logs of a fleet agree on it.
+const pad = (n) => String(n).padStart(2, "0");
+const clockUtc = (d) => `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`;
+const dateUtc = (d) => `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`;
+/** `2026-12-03 11:02:05 UTC` */
+const utc = (ms) => {
+  const d = new Date(ms);
+  return Number.isNaN(d.getTime()) ? "—" : `${dateUtc(d)} ${clockUtc(d)} UTC`;
+};
+// A timestamp with its zone, as a database column reads in JSON (`…Z` or `…+02:00`).
+const ZONED_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}(:?\d{2})?)$/;
+const cellText = (v) => (typeof v === "string" && ZONED_TIME.test(v) ? utc(Date.parse(v.replace(" ", "T"))) : text(v));
+
 async function getJson(path) {
   const res = await fetch(path, { cache: "no-store" });
   if (!res.ok) throw new Error(`${path}: ${res.status} ${(await res.json().catch(() => ({}))).error ?? ""}`);
@@ -81,6 +95,7 @@ function groupsTable(t) {
 
 function leasesTable(t) {
   if (t.form !== "lease") return null;
+  const grouped = t.groups.some((g) => g.group !== null);
   if (t.expiringLeases.length === 0) return h("div", { class: "empty" }, "No lease runs out in the next minute.");
   const shown = t.expiringLeases.slice(0, 6);
   const more = t.expiringLeases.length - shown.length;
@@ -93,7 +108,15 @@ function leasesTable(t) {
       h(
         "thead",
         {},
-        h("tr", {}, h("th", {}, "Id"), h("th", {}, "Group"), h("th", { class: "num" }, "Attempt"), h("th", { class: "num" }, "Expires in"), h("th", {}, "Locked until")),
+        h(
+          "tr",
+          {},
+          h("th", {}, "Id"),
+          grouped ? h("th", {}, "Group") : null,
+          h("th", { class: "num" }, "Attempt"),
+          h("th", { class: "num" }, "Expires in"),
+          h("th", {}, "Locked until"),
+        ),
       ),
       h(
         "tbody",
@@ -103,10 +126,10 @@ function leasesTable(t) {
             "tr",
             {},
             h("td", {}, l.id),
-            h("td", {}, l.group ?? "—"),
+            grouped ? h("td", {}, l.group ?? "—") : null,
             h("td", { class: "num" }, count(l.attempt)),
             h("td", { class: "num" }, duration(l.expiresInMs)),
-            h("td", {}, new Date(l.lockedUntil).toLocaleTimeString()),
+            h("td", { "data-testid": `locked-until-${t.table}-${l.id}` }, utc(l.lockedUntil)),
           ),
         ),
       ),
@@ -119,18 +142,29 @@ function deadLetterSection(t, rows) {
   if (t.deadLetters.length === 0) return h("div", { class: "empty" }, "No dead-letter place is declared for this table.");
   const selected = state.selected.get(t.table) ?? new Set();
   state.selected.set(t.table, selected);
+  // Rows moved away meanwhile (by another operator, or the CLI) leave the selection.
+  const shown = new Set(rows.map((r) => r.id));
+  for (const id of selected) if (!shown.has(id)) selected.delete(id);
   const writes = state.config?.writes === true;
   const flash = state.flash.get(t.table);
   const columns = [...new Set(rows.flatMap((r) => Object.keys(r.columns)))].filter((c) => c !== "id");
-  const retry = async (body) => {
+  // A write that moves more than one row asks first: "Retry all" moves every dead letter, not only those shown.
+  const retry = async (body, many) => {
+    if (many !== null && !window.confirm(many)) return;
     const res = await fetch(`/api/dead-letters/${encodeURIComponent(t.table)}/retry`, {
       method: "POST",
       headers: { "content-type": "application/json", [state.config.tokenHeader]: document.getElementById("token").value },
       body: JSON.stringify(body),
     });
     const answer = await res.json().catch(() => ({}));
-    state.flash.set(t.table, res.ok ? { ok: true, text: `Moved ${answer.moved} back to ${t.table}.` } : { ok: false, text: `Refused (${res.status}): ${answer.error ?? ""}` });
-    selected.clear();
+    if (res.ok) {
+      state.flash.set(t.table, { ok: true, text: `Moved ${answer.moved} back to ${t.table}.` });
+      selected.clear();
+    } else {
+      // A refused write keeps the selection: type the token and press the button again.
+      const why = res.status === 401 ? "a write needs the token: type it in the Token box at the top of the page." : (answer.error ?? "");
+      state.flash.set(t.table, { ok: false, text: `Refused (${res.status}): ${why}` });
+    }
     await refresh();
   };
   return h(
@@ -141,10 +175,23 @@ function deadLetterSection(t, rows) {
       { class: "actions" },
       h(
         "button",
-        { class: "primary", "data-testid": `retry-selected-${t.table}`, disabled: !writes || selected.size === 0 ? true : undefined, onclick: () => retry({ ids: [...selected] }) },
+        {
+          class: "primary",
+          "data-testid": `retry-selected-${t.table}`,
+          disabled: !writes || selected.size === 0 ? true : undefined,
+          onclick: () => retry({ ids: [...selected] }, selected.size > 1 ? `Move the ${selected.size} selected dead letters back into ${t.table}?` : null),
+        },
         `Retry selected (${selected.size})`,
       ),
-      h("button", { "data-testid": `retry-all-${t.table}`, disabled: !writes || rows.length === 0 ? true : undefined, onclick: () => retry({ all: true }) }, "Retry all"),
+      h(
+        "button",
+        {
+          "data-testid": `retry-all-${t.table}`,
+          disabled: !writes || rows.length === 0 ? true : undefined,
+          onclick: () => retry({ all: true }, `Move all ${t.totals.dead ?? rows.length} dead letters back into ${t.table}?`),
+        },
+        "Retry all",
+      ),
       writes ? null : h("span", { class: "muted" }, "Read-only: start with --allow-writes --token to retry from here."),
       flash ? h("span", { class: `flash ${flash.ok ? "ok" : "bad"}`, "data-testid": `flash-${t.table}` }, flash.text) : null,
     ),
@@ -179,6 +226,8 @@ function deadLetterSection(t, rows) {
                     type: "checkbox",
                     "data-testid": `select-${t.table}-${r.id}`,
                     checked: selected.has(r.id) ? true : undefined,
+                    disabled: writes ? undefined : true,
+                    title: writes ? undefined : "read-only: start with --allow-writes --token to retry from here",
                     onchange: (e) => {
                       e.target.checked ? selected.add(r.id) : selected.delete(r.id);
                       void refresh();
@@ -186,7 +235,7 @@ function deadLetterSection(t, rows) {
                   }),
                 ),
                 h("td", {}, r.id),
-                columns.map((c) => h("td", { class: c === "last_error" ? "error-text" : "" }, r.columns[c] === null || r.columns[c] === undefined ? "—" : text(r.columns[c]))),
+                columns.map((c) => h("td", { class: c === "last_error" ? "error-text" : "" }, r.columns[c] === null || r.columns[c] === undefined ? "—" : cellText(r.columns[c]))),
                 h("td", { class: "payload", title: text(r.payload) }, text(r.payload)),
               ),
             ),
@@ -200,10 +249,11 @@ function chartCell(table, kind, title) {
   return box;
 }
 
+// Series shown only where they apply: `fifo` ones only on a fifo table.
 const SERIES = {
   depth: [
     ["Ready", "#2f7cf6", (s) => s.ready],
-    ["Waiting (fifo)", "#74c0fc", (s) => s.waiting],
+    ["Waiting (fifo)", "#74c0fc", (s) => s.waiting, "fifo"],
     ["In work", "#f59f00", (s) => s.inWork],
     ["Delayed", "#8e67e6", (s) => s.delayed],
   ],
@@ -214,9 +264,11 @@ const SERIES = {
   ],
 };
 
-function drawCharts(table, samples, boxes) {
+function drawCharts(t, samples, boxes) {
+  const table = t.table;
+  const fifo = t.totals.waiting !== null;
   for (const [kind, box] of Object.entries(boxes)) {
-    const defs = SERIES[kind];
+    const defs = SERIES[kind].filter(([, , , only]) => only !== "fifo" || fifo);
     const xs = samples.map((s) => s.at / 1000);
     const data = [xs, ...defs.map(([, , pick]) => samples.map((s) => (s.tables[table] ? pick(s.tables[table]) : null)))];
     const key = `${table}/${kind}`;
@@ -232,11 +284,16 @@ function drawCharts(table, samples, boxes) {
           legend: { show: true },
           cursor: { show: true },
           scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.15)] } },
+          // Times in UTC, one line (the date is in the header): no label hangs off the canvas.
+          padding: [8, 28, 0, 0],
           axes: [
-            { stroke: "#6b7686", grid: { stroke: "#eef0f3" } },
+            { stroke: "#6b7686", grid: { stroke: "#eef0f3" }, values: (_u, splits) => splits.map((s) => clockUtc(new Date(s * 1000))) },
             { stroke: "#6b7686", grid: { stroke: "#eef0f3" }, size: 44 },
           ],
-          series: [{}, ...defs.map(([label, color]) => ({ label, stroke: color, width: 2, fill: `${color}18`, points: { show: false } }))],
+          series: [
+            { label: "UTC", value: (_u, v) => (v === null || v === undefined ? "—" : clockUtc(new Date(v * 1000))) },
+            ...defs.map(([label, color]) => ({ label, stroke: color, width: 2, fill: `${color}18`, points: { show: false } })),
+          ],
         },
         data,
         box,
@@ -252,12 +309,15 @@ async function refresh() {
     state.config ??= await getJson("/api/config");
     const [status, samples] = await Promise.all([getJson("/api/status"), getJson("/api/samples")]);
     const dead = await Promise.all(status.tables.map((t) => (t.deadLetters.length === 0 ? [] : getJson(`/api/dead-letters/${encodeURIComponent(t.table)}?limit=50`))));
-    document.getElementById("engine").textContent = status.engine;
+    // The mysql dialect runs MariaDB too: name the server the operator runs (as the CLI's engineLabel does).
+    const engine = document.getElementById("engine");
+    engine.textContent = /^MariaDB\b/i.test(status.server ?? "") ? "mariadb" : status.engine;
+    engine.title = status.server ?? "";
     const mode = document.getElementById("mode");
     mode.textContent = state.config.writes ? "writes allowed" : "read-only";
     mode.className = `badge ${state.config.writes ? "writes" : "read-only"}`;
     document.getElementById("token-box").hidden = !state.config.writes;
-    document.getElementById("updated").textContent = `updated ${new Date(status.at).toLocaleTimeString()}`;
+    document.getElementById("updated").textContent = `updated ${utc(status.at)}`;
     const main = document.getElementById("tables");
     const chartBoxes = [];
     main.replaceChildren(
@@ -268,7 +328,7 @@ async function refresh() {
           throughput: chartCell(t.table, "throughput", "Throughput"),
           failures: chartCell(t.table, "failures", "Failures"),
         };
-        chartBoxes.push([t.table, boxes]);
+        chartBoxes.push([t, boxes]);
         const target = t.deadLetters.map((d) => (d.kind === "table" ? `table ${d.table}` : `group ${d.deadGroup}`)).join(", ");
         return h(
           "section",
@@ -304,7 +364,7 @@ async function refresh() {
         );
       }),
     );
-    for (const [table, boxes] of chartBoxes) drawCharts(table, samples, boxes);
+    for (const [t, boxes] of chartBoxes) drawCharts(t, samples, boxes);
     errorBox.hidden = true;
   } catch (error) {
     errorBox.hidden = false;

@@ -3,7 +3,7 @@
  * refreshed live, charts sampled while it runs, and dead letters to inspect and retry.
  */
 export { startDashboard, dashboardApp, type DashboardOptions, type RunningDashboard } from "./server.js";
-export { Sampler, sampleOf, type Sample, type TableSample } from "./sampler.js";
+export { Sampler, sampleOf, type OperatorMoves, type Sample, type TableSample } from "./sampler.js";
 export { refuseWrite, TOKEN_HEADER, type WriteRefusal } from "./write-guard.js";
 export type {
   DashboardSource,

@@ -48,7 +48,8 @@ export function dashboardApp(options: DashboardOptions, sampler: Sampler): Hono 
     const body = (await c.req.json().catch(() => ({}))) as { ids?: unknown; all?: unknown };
     const ids = body.all === true ? "all" : Array.isArray(body.ids) && body.ids.every((id) => typeof id === "string" || typeof id === "number") ? body.ids.map(String) : null;
     if (ids === null || ids.length === 0) return c.json({ error: 'send { "ids": ["…"] } or { "all": true }' }, 400);
-    const result = await source.retryDeadLetters(c.req.param("table"), ids);
+    const table = c.req.param("table");
+    const result = await sampler.moveBack(table, () => source.retryDeadLetters(table, ids));
     await sampler.sampleNow();
     return c.json(result);
   });

@@ -39,6 +39,7 @@ export interface ExpiringLease {
   readonly group: string | null;
   readonly lockedUntil: string;
   readonly expiresInMs: number;
+  /** The attempt being delivered, as the handler reads it: the column's value minus the one its claim counted. */
   readonly attempt: number | null;
 }
 
@@ -62,8 +63,10 @@ export interface TableStatus {
 export interface StatusReport {
   /** When the numbers were read (ISO-8601). */
   readonly at: string;
-  /** `postgres`, `mysql` or `sqlite`. */
+  /** The dialect: `postgres`, `mysql` (MySQL and MariaDB) or `sqlite`. */
   readonly engine: string;
+  /** The server, such as `"PostgreSQL 15.20"` or `"MariaDB 10.11.19"`; absent from sources that do not read it. */
+  readonly server?: string;
   readonly tables: readonly TableStatus[];
 }
 

@@ -15,7 +15,8 @@ export function refuseWrite(writes: { readonly token: string } | null, headers: 
   if (writes === null) return { status: 403, message: "this dashboard is read-only: start it with --allow-writes --token <token>" };
   const bearer = /^Bearer\s+(.+)$/i.exec(headers.get("authorization") ?? "")?.[1];
   const given = headers.get(TOKEN_HEADER) ?? bearer;
-  if (given === undefined || given === null || given.length === 0) return { status: 401, message: `a write needs the token in the ${TOKEN_HEADER} header` };
+  if (given === undefined || given === null || given.length === 0)
+    return { status: 401, message: `a write needs the token: type it in the page's Token box, or send it in the ${TOKEN_HEADER} header` };
   const a = Buffer.from(given, "utf8");
   const b = Buffer.from(writes.token, "utf8");
   if (a.length !== b.length || !timingSafeEqual(a, b)) return { status: 403, message: "the token is wrong" };

@@ -38,6 +38,8 @@ describe("the dashboard's numbers on the other engines and forms", () => {
         await expect.poll(() => page.getByTestId(`in-work-${table}`).textContent(), { timeout: 15_000 }).toBe("3");
         expect(await page.getByTestId(`ready-${table}`).textContent()).toBe("1");
         expect(await page.getByTestId(`dead-count-${table}`).textContent()).toBe("1");
+        // The mysql dialect runs MariaDB: the page names the server the operator runs.
+        expect(await page.locator("#engine").textContent()).toBe("mariadb");
         await worker.query("rollback");
         await expect.poll(() => page.getByTestId(`in-work-${table}`).textContent(), { timeout: 15_000 }).toBe("0");
         expect(await page.getByTestId(`ready-${table}`).textContent()).toBe("4");
@@ -77,7 +79,34 @@ describe("the dashboard's numbers on the other engines and forms", () => {
       expect(await page.getByTestId("delayed-orders").textContent()).toBe("1");
       expect(await page.getByTestId("waiting-orders-a").textContent()).toBe("2");
       expect(await page.getByTestId("waiting-orders-b").textContent()).toBe("1");
+      // A fifo table: its depth chart has the "Waiting (fifo)" series, and its groups a Group column.
+      await expect.poll(() => page.locator('[data-testid="chart-depth-orders"] .u-legend').textContent()).toContain("Waiting (fifo)");
+      expect(await page.locator('[data-testid="table-orders"] table.grid th').allTextContents()).toContain("Group");
       if (process.env.SQLINBOX_SCREENSHOT !== undefined) await page.screenshot({ path: process.env.SQLINBOX_SCREENSHOT, fullPage: true });
+      await page.close();
+    } finally {
+      await dashboard.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("SQLite, lease without groups: the leases table has no Group column, and its times read UTC in a browser far from it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sqlinbox-dash-"));
+    const file = join(dir, "app.db");
+    const db = new Database(file);
+    const until = new Date(Math.ceil(Date.now() / 1000) * 1000 + 40_000);
+    db.exec("create table jobs (id integer primary key, attempt integer not null default 1, locked_until text, payload text)");
+    db.prepare("insert into jobs (payload, locked_until) values ('{}', ?), ('{}', null)").run(until.toISOString());
+    db.close();
+    const dashboard = await startDashboardProcess(["--url", `sqlite:${file}`, "--table", "jobs"]);
+    try {
+      const page = await browser.newPage({ timezoneId: "Asia/Tokyo", locale: "en-US" });
+      await page.goto(dashboard.url);
+      await expect.poll(() => page.getByTestId("in-work-jobs").textContent(), { timeout: 15_000 }).toBe("1");
+      const iso = until.toISOString();
+      expect(await page.getByTestId("locked-until-jobs-1").textContent()).toBe(`${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`);
+      expect(await page.locator('[data-testid="table-jobs"] table.grid th').allTextContents()).not.toContain("Group");
+      expect(await page.locator("#updated").textContent()).toMatch(/^updated \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
       await page.close();
     } finally {
       await dashboard.stop();
@@ -99,6 +128,10 @@ describe("the dashboard's numbers on the other engines and forms", () => {
       await expect.poll(() => page.getByTestId("ready-mail").textContent(), { timeout: 15_000 }).toBe("2");
       expect(await page.getByTestId("in-work-mail").textContent()).toBe("—");
       expect(await page.getByText("in work: unknown from outside (advisory keys on SQLite live in the application's process)").isVisible()).toBe(true);
+      // No group column: no Group header; no fifo: no waiting series.
+      expect(await page.locator('[data-testid="table-mail"] table.grid th').allTextContents()).not.toContain("Group");
+      await expect.poll(() => page.locator('[data-testid="chart-depth-mail"] .u-legend').textContent()).toContain("Ready");
+      expect(await page.locator('[data-testid="chart-depth-mail"] .u-legend').textContent()).not.toContain("Waiting");
       await page.close();
     } finally {
       await dashboard.stop();

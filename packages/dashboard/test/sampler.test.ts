@@ -40,3 +40,16 @@ describe("a sample from two status reads", () => {
     expect([sample.finishedPerSecond, sample.failedPerSecond]).toEqual([finished, failed]);
   });
 });
+
+describe("an operator's move of dead letters is neither finished nor failed", () => {
+  const before = report("2026-01-01T00:00:00Z", { ready: 5, inWork: 1, dead: 3, newestId: 10 });
+  test.each([
+    ["1 moved back by an insert whose id skipped 700 (ids of rolled-back inserts)", { ready: 6, inWork: 1, dead: 2, newestId: 710 }, { moved: 1, idJump: 700 }, 0, 0],
+    ["2 moved back by an update (a dead group): no id growth", { ready: 7, inWork: 1, dead: 1, newestId: 10 }, { moved: 2, idJump: 0 }, 0, 0],
+    ["the same window also has work: 4 written, 3 finished, 1 dead-lettered, 2 moved back", { ready: 7, inWork: 1, dead: 2, newestId: 16 }, { moved: 2, idJump: 2 }, 1.5, 0.5],
+    ["a move whose id jump is unknown: no throughput for that window", { ready: 6, inWork: 1, dead: 2, newestId: 11 }, { moved: 1, idJump: null }, null, 0],
+  ] as const)("%s", (_what, now, move, finished, failed) => {
+    const sample = sampleOf(report("2026-01-01T00:00:02Z", now), before, new Map([["jobs", move]])).tables.jobs!;
+    expect([sample.finishedPerSecond, sample.failedPerSecond]).toEqual([finished, failed]);
+  });
+});

@@ -307,6 +307,8 @@ export interface EngineDialect {
   readonly notify: NotifyStatements | null;
   /** Refuses a server below the floor with `ServerTooOld`, naming both versions. Returns a label such as "MariaDB 10.11.19". */
   checkServerVersion(version: string): string;
+  /** True when the driver's error says a table the statement names does not exist (dropped, or never created). */
+  missingTable(error: unknown): boolean;
   /** Normalizes the rows of `describeTable`. */
   readFoundColumns(rows: readonly RawRow[]): FoundColumn[];
   /**

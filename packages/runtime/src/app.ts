@@ -24,6 +24,7 @@ import type { DeadLetterDeclaration, DeadLetterTarget } from "./declare/queue.js
 import type { ClaimStrategy, ClaimSetup } from "./claim/claim-strategy.js";
 import { systemClock, type Clock } from "./clock.js";
 import { runningBrokers, startWith, type StartOverrides } from "./internal.js";
+import { calmLogger } from "./calm-logger.js";
 import { childLogger, consoleLogger, errorFields, type Logger } from "./logger.js";
 import { stopReportOf, within, type StopReport } from "./stop-report.js";
 import type { Subscriber } from "./declare/subscriber.js";
@@ -257,6 +258,8 @@ interface PlannedSubscription {
   readonly sub: Subscriber;
   readonly strategy: ClaimStrategy;
   readonly leaseMs: number;
+  /** The subscription's logger, shared by its claims and its deliveries: a failure that repeats is written once, then summarised. */
+  readonly logger: Logger;
 }
 
 /** One broker's startup, in order: what can be refused before connecting is refused first. */
@@ -298,7 +301,8 @@ async function checkSchemas(run: Startup, { connection, routes }: BrokerParts, d
     const spec = sub.queue.spec.description;
     const table = await routes.table(spec);
     const leaseMs = sub.queue.options.lease ?? brokerLeaseMs;
-    const subLogger = childLogger(run.logger, { subscription: sub.name, table: spec.table });
+    const subLogger = calmLogger(childLogger(run.logger, { subscription: sub.name, table: spec.table }), run.clock);
+    run.unsubscribe.push(() => subLogger.close());
     const setup: ClaimSetup = {
       database,
       spec,
@@ -315,7 +319,7 @@ async function checkSchemas(run: Startup, { connection, routes }: BrokerParts, d
       deadLetter: await deadLetterChecked(routes, sub.queue.options.deadLetter),
       parked: new ParkedRows(run.clock),
     };
-    planned.push({ sub, strategy: claimStrategyFor(setup), leaseMs });
+    planned.push({ sub, strategy: claimStrategyFor(setup), leaseMs, logger: subLogger });
   }
   return planned;
 }
@@ -348,7 +352,7 @@ function deliveriesInWork(sub: Subscriber, strategy: ClaimStrategy): number {
 
 /** Builds the subscriptions (they claim once the whole app started) and wires publishes to wake them. */
 function startSubscriptions(run: Startup, parts: BrokerParts, database: Database, dbSystem: string, planned: readonly PlannedSubscription[]): void {
-  for (const { sub, strategy, leaseMs } of planned) {
+  for (const { sub, strategy, leaseMs, logger } of planned) {
     const spec = sub.queue.spec.description;
     const place = subscriptionPlace(sub.name, spec, strategy.profile.form, dbSystem);
     const subscription = new Subscription({
@@ -357,7 +361,7 @@ function startSubscriptions(run: Startup, parts: BrokerParts, database: Database
       options: sub.queue.options,
       strategy,
       clock: run.clock,
-      logger: childLogger(run.logger, { subscription: sub.name, table: spec.table }),
+      logger,
       outputs: { publish: (route, payload) => parts.publisher.publish(route, payload, undefined) },
       activity: run.activity,
       decodeRetryMs: leaseMs,

@@ -16,12 +16,12 @@ export function noRoute(name: string, routes: Routes, table?: string): SqlInboxE
   return new SqlInboxError(
     "NoRoute",
     `no route named "${name}" (declared: ${known}): declare it with broker.route(spec, "${name}")`,
-    table === undefined ? { subscription: name } : { subscription: name, table },
+    table === undefined ? { route: name } : { route: name, table },
   );
 }
 
 export function noRouteInApp(route: string): SqlInboxError {
-  return new SqlInboxError("NoRoute", `no broker of this app declares route "${route}"`, { subscription: route });
+  return new SqlInboxError("NoRoute", `no broker of this app declares route "${route}"`, { route });
 }
 
 export function routeOnOtherTable(name: string, routeTable: string, queueTable: string): SqlInboxError {
@@ -29,7 +29,7 @@ export function routeOnOtherTable(name: string, routeTable: string, queueTable: 
 }
 
 export function routeAlreadyDeclared(name: string, knownTable: string, table: string): SqlInboxError {
-  return new SqlInboxError("Declaration", `route "${name}" is already declared on table "${knownTable}"`, { subscription: name, table });
+  return new SqlInboxError("Declaration", `route "${name}" is already declared on table "${knownTable}"`, { route: name, table });
 }
 
 export function routeSubscribedTwice(name: string): SqlInboxError {
@@ -142,7 +142,7 @@ export function listenNeedsOwnPool(label: string): SqlInboxError {
 
 export function headersWithoutColumn(route: string, table: string): SqlInboxError {
   return new SqlInboxError("Declaration", "a publish with headers needs a headers column: describe one with field.headers() or .headers(column(…))", {
-    subscription: route,
+    route,
     table,
   });
 }
@@ -194,8 +194,8 @@ export function brokerStopped(): SqlInboxError {
   return new SqlInboxError("Closed", "this broker was stopped; build a new one to start again");
 }
 
-export function brokerNotStarted(subscription?: string): SqlInboxError {
-  return new SqlInboxError("Closed", "the broker has not started: start the app that routes it first", subscription ? { subscription } : {});
+export function brokerNotStarted(route?: string): SqlInboxError {
+  return new SqlInboxError("Closed", "the broker has not started: start the app that routes it first", route ? { route } : {});
 }
 
 export function closedBeforePublish(place: ErrorPlace): SqlInboxError {
@@ -260,6 +260,14 @@ export function batchRolledBack(kind: string, rows: number, cause: unknown, plac
 
 export function settlementDeadlockedTooOften(kind: string, place: ErrorPlace): SqlInboxError {
   return new SqlInboxError("SessionLost", `the ${kind} deadlocked too often; the row is back in the queue`, place);
+}
+
+/**
+ * A statement failed because a table does not exist (dropped by a migration, never created). The
+ * driver's words name the table; `place` names it too where the caller knows it.
+ */
+export function tableMissing(cause: unknown, place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError("Schema", `a table does not exist (${causeMessage(cause)}): create it or restore it; nothing was written`, place, { cause });
 }
 
 export function lockSessionLost(kind: string, cause: unknown, place: ErrorPlace): SqlInboxError {

@@ -12,21 +12,16 @@ const routes = new Map<string, unknown>([
 ]);
 
 const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string, string]> = [
-  [
-    "noRoute",
-    errors.noRoute("report", routes),
-    "NoRoute",
-    'no route named "report" (declared: "reports", "mail"): declare it with broker.route(spec, "report") (subscription "report")',
-  ],
+  ["noRoute", errors.noRoute("report", routes), "NoRoute", 'no route named "report" (declared: "reports", "mail"): declare it with broker.route(spec, "report") (route "report")'],
   [
     "noRoute",
     errors.noRoute("report", new Map(), "report_jobs"),
     "NoRoute",
-    'no route named "report" (declared: none): declare it with broker.route(spec, "report") (subscription "report", table "report_jobs")',
+    'no route named "report" (declared: none): declare it with broker.route(spec, "report") (route "report", table "report_jobs")',
   ],
-  ["noRouteInApp", errors.noRouteInApp("mail"), "NoRoute", 'no broker of this app declares route "mail" (subscription "mail")'],
+  ["noRouteInApp", errors.noRouteInApp("mail"), "NoRoute", 'no broker of this app declares route "mail" (route "mail")'],
   ["routeOnOtherTable", errors.routeOnOtherTable("reports", "a", "b"), "Declaration", 'route "reports" is on table "a", the subscriber\'s queue on "b" (subscription "reports")'],
-  ["routeAlreadyDeclared", errors.routeAlreadyDeclared("reports", "a", "b"), "Declaration", 'route "reports" is already declared on table "a" (subscription "reports", table "b")'],
+  ["routeAlreadyDeclared", errors.routeAlreadyDeclared("reports", "a", "b"), "Declaration", 'route "reports" is already declared on table "a" (route "reports", table "b")'],
   ["routeSubscribedTwice", errors.routeSubscribedTwice("reports"), "AlreadySubscribed", 'a route has one subscriber per app (subscription "reports")'],
   [
     "queueSubscribedTwice",
@@ -58,7 +53,7 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     "headersWithoutColumn",
     errors.headersWithoutColumn("jobs", "job_rows"),
     "Declaration",
-    'a publish with headers needs a headers column: describe one with field.headers() or .headers(column(…)) (subscription "jobs", table "job_rows")',
+    'a publish with headers needs a headers column: describe one with field.headers() or .headers(column(…)) (route "jobs", table "job_rows")',
   ],
   [
     "schemaUnsupported",
@@ -98,7 +93,7 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     'the pool holds at most 2 connections, the subscriptions need 3: "a" (advisory, workers(2)): 2 x 1 for deliveries in work + 1 for handlers, publishes and settlements = 3; total 3 > pool max 2: raise pool.max to 3 or lower workers',
   ],
   ["brokerStopped", errors.brokerStopped(), "Closed", "this broker was stopped; build a new one to start again"],
-  ["brokerNotStarted", errors.brokerNotStarted("reports"), "Closed", 'the broker has not started: start the app that routes it first (subscription "reports")'],
+  ["brokerNotStarted", errors.brokerNotStarted("reports"), "Closed", 'the broker has not started: start the app that routes it first (route "reports")'],
   ["brokerNotStarted", errors.brokerNotStarted(), "Closed", "the broker has not started: start the app that routes it first"],
   ["closedBeforePublish", errors.closedBeforePublish(place), "Closed", `the broker is closed: nothing was published${at}`],
   ["closed", errors.closed(place), "Closed", `the broker is closed${at}`],
@@ -168,6 +163,12 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     `the retry was not written: the session holding the key's lock ended (killed); the row is back in the queue, its attempt spent${at}`,
   ],
   [
+    "tableMissing",
+    errors.tableMissing(new Error('relation "report_jobs" does not exist'), place),
+    "Schema",
+    `a table does not exist (relation "report_jobs" does not exist): create it or restore it; nothing was written${at}`,
+  ],
+  [
     "batchRolledBack",
     errors.batchRolledBack("ack", 4, new Error("terminated"), place),
     "BatchRolledBack",
@@ -220,11 +221,11 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
   [
     "connectFailed",
     errors.connectFailed("postgres://app@db:5432/jobs", ["reports"], Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }), {
-      subscription: "reports",
+      route: "reports",
       table: "report_jobs",
     }),
     "Connect",
-    'cannot connect to postgres://app@db:5432/jobs for route "reports": connect ECONNREFUSED 127.0.0.1:5432 (subscription "reports", table "report_jobs")',
+    'cannot connect to postgres://app@db:5432/jobs for route "reports": connect ECONNREFUSED 127.0.0.1:5432 (route "reports", table "report_jobs")',
   ],
   ["failsSchema", errors.failsSchema("title: required; pages: too big", place), "Decode", `the payload fails its schema: title: required; pages: too big${at}`],
   ["notUtf8Json", errors.notUtf8Json(new Error("Unexpected token"), place), "Decode", `the payload is not UTF-8 JSON: Unexpected token${at}`],
@@ -246,6 +247,7 @@ describe("runtime error messages", () => {
     const cause = new Error("terminated");
     expect(errors.transactionLost("ack", 1, cause, place).cause).toBe(cause);
     expect(errors.lockSessionLost("ack", cause, place).cause).toBe(cause);
+    expect(errors.tableMissing(cause, place).cause).toBe(cause);
     expect(errors.notUtf8Json(cause, place).cause).toBe(cause);
     expect(errors.batchRolledBack("ack", 2, cause, place).cause).toBe(cause);
   });

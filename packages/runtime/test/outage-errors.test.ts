@@ -58,7 +58,7 @@ describe.each(engines)("Encode on $name", (engine) => {
           (error: unknown) => error,
         );
         expect(isSqlInboxError(failure, "Encode")).toBe(true);
-        expect((failure as Error).message).toMatch(/^Encode: the payload cannot be written as JSON \(.+\); no row was written \(subscription "jobs", table "encode_/);
+        expect((failure as Error).message).toMatch(/^Encode: the payload cannot be written as JSON \(.+\); no row was written \(route "jobs", table "encode_/);
       }
       expect(await readJobs(setup, table)).toEqual([]);
       await running.stop();

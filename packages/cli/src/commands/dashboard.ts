@@ -12,7 +12,7 @@ interface DashboardOptions extends TableOptions {
 
 /** `sqlinbox dashboard`: serves the web page until SIGINT or SIGTERM. The dashboard package loads only here. */
 export function dashboardCommand(): Command {
-  return withTableOptions(new Command("dashboard").description("serve a live web page with the same facts as status, and dead letters to retry"))
+  return withTableOptions(new Command("dashboard").description("serve a live web page with the same facts as status, and dead letters to retry"), { json: false })
     .option("--port <port>", "port to listen on (0: any free port)", (v: string) => (v === "0" ? 0 : positiveInt("--port")(v)), 4300)
     .option("--host <host>", "address to listen on", "127.0.0.1")
     .option("--allow-writes", "allow retrying dead letters from the page (needs --token)")

@@ -85,7 +85,10 @@ export async function readTableStatus(opened: OpenedDatabase, table: QueueTable,
         group: row.grp === null || row.grp === undefined ? null : String(row.grp),
         lockedUntil: until.toISOString(),
         expiresInMs: until.getTime() - now.getTime(),
-        attempt: row.attempt === null || row.attempt === undefined ? null : n(row.attempt),
+        // The attempt the holder is delivering, as its handler reads it: a claim counts the column
+        // up when it takes the row, so a live lease's column is one past it (the runtime's
+        // deliveredAttempt): a first delivery from a column that starts at 1 holds 2 and reads 1.
+        attempt: row.attempt === null || row.attempt === undefined ? null : n(row.attempt) - 1,
       });
     }
   }

@@ -3,6 +3,14 @@ import { count, duration, textTable } from "./text-table.js";
 
 const FORM_LABEL = { lease: "lease", rowLock: "row lock", advisory: "advisory" } as const;
 
+/**
+ * The database as an operator names it: `mariadb` for a MariaDB server (the `mysql` dialect runs
+ * both), else the dialect's name. The dashboard's page names it the same way.
+ */
+export function engineLabel(report: Pick<StatusReport, "engine" | "server">): string {
+  return /^MariaDB\b/i.test(report.server ?? "") ? "mariadb" : report.engine;
+}
+
 /** `1:40 2:3 5:1`: rows per attempt count. */
 export function attemptsText(buckets: readonly AttemptBucket[]): string {
   return buckets.length === 0 ? "—" : buckets.map((b) => `${b.attempt}:${b.rows}`).join(" ");
@@ -17,7 +25,7 @@ function deadLetterText(table: TableStatus): string {
 export function statusText(report: StatusReport, expiringWithinMs: number): string {
   const parts: string[] = [];
   for (const table of report.tables) {
-    parts.push(`${table.table}  (${FORM_LABEL[table.form]} on ${report.engine}; ${deadLetterText(table)})`);
+    parts.push(`${table.table}  (${FORM_LABEL[table.form]} on ${engineLabel(report)}; ${deadLetterText(table)})`);
     const grouped = table.groups.some((g) => g.group !== null);
     // Only a fifo table has rows waiting behind their group's head: other tables keep their columns.
     const fifo = table.totals.waiting !== null;

@@ -45,6 +45,7 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
     observe: Object.freeze({ queueDepth: (spec: InboxDescription, options: { readonly group?: string }) => queueDepthQuery(engine.statements, spec, options) }),
     notify: engine.notify,
     checkServerVersion: (version: string) => checkVersionFloor(engine.versionFloor(version), version),
+    missingTable: (error: unknown) => engine.missingTable(error),
     readFoundColumns,
     dbSystemName: (serverLabel: string) => engine.dbSystemName(serverLabel),
   });

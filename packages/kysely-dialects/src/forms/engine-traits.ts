@@ -57,4 +57,6 @@ export interface EngineTraits {
   dbSystemName(serverLabel: string): string;
   /** What the operator tools' statements do differently here (`@sqlinbox/kysely-dialects/operator`). */
   readonly operator: OperatorTraits;
+  /** True when the driver's error says a table does not exist: each driver says it its own way. */
+  missingTable(error: unknown): boolean;
 }

@@ -63,6 +63,11 @@ export const mysqlEngine: EngineTraits = Object.freeze({
   dbSystemName: (serverLabel: string) => (serverLabel.startsWith(mariadbFloor.product) ? "mariadb" : "mysql"),
   // Held advisory keys through `IS_USED_LOCK`; `DEFAULT` resets an attempt column.
   operator: mysqlOperator,
+  // ER_NO_SUCH_TABLE (1146): `Table 'db.x' doesn't exist`, on MySQL and MariaDB alike.
+  missingTable: (error: unknown) => {
+    const e = error as { errno?: unknown; code?: unknown } | null;
+    return e?.errno === 1146 || e?.code === "ER_NO_SUCH_TABLE";
+  },
 });
 
 /**

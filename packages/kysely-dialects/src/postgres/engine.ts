@@ -64,6 +64,8 @@ export const postgresEngine: EngineTraits & { readonly notify: NotifyStatements 
   dbSystemName: () => "postgresql",
   // Held advisory keys are read from `pg_locks`; `DEFAULT` resets an attempt column.
   operator: postgresOperator,
+  // SQLSTATE 42P01, undefined_table: `relation "x" does not exist`.
+  missingTable: (error: unknown) => (error as { code?: unknown } | null)?.code === "42P01",
 });
 
 /**

@@ -61,6 +61,8 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   dbSystemName: () => "sqlite",
   // Advisory keys live in the application's process, out of the tools' sight; no `DEFAULT` in SET.
   operator: sqliteOperator,
+  // SQLITE_ERROR has no code of its own for it: better-sqlite3's message is `no such table: x`.
+  missingTable: (error: unknown) => error instanceof Error && /^no such table: /.test(error.message),
 });
 
 /**

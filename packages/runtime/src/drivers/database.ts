@@ -1,6 +1,8 @@
 import type { EngineDialect } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, Kysely, QueryResult, Transaction } from "kysely";
+import { isSqlInboxError, type ErrorPlace, type SqlInboxError } from "@sqlinbox/core/internal";
 import type { Activity } from "../activity.js";
+import { tableMissing } from "../errors.js";
 import type { Logger } from "../logger.js";
 
 /** What a statement is for: logged with failures, and what a test can make fail. */
@@ -25,6 +27,16 @@ const MAX_DEADLOCK_RETRIES = 20;
 export function isDeadlock(error: unknown): boolean {
   const e = error as { errno?: unknown; code?: unknown } | null;
   return e !== null && typeof e === "object" && (e.errno === 1213 || e.code === "ER_LOCK_DEADLOCK");
+}
+
+/**
+ * The `Schema` error of a statement that failed on a missing table, placed where it happened (a
+ * delivery's subscription, table and row); `undefined` for any other failure. Reads the driver's
+ * error, or the `Schema` error `Database` already made of it.
+ */
+export function missingTableError(dialect: EngineDialect, error: unknown, place: ErrorPlace): SqlInboxError | undefined {
+  const cause = isSqlInboxError(error, "Schema") ? error.cause : error;
+  return dialect.missingTable(cause) ? tableMissing(cause, place) : undefined;
 }
 
 /**
@@ -132,6 +144,8 @@ export class Database {
         try {
           return await work();
         } catch (error) {
+          // A missing table is a Schema error, whatever the statement was for.
+          if (this.dialect.missingTable(error)) throw tableMissing(error, {});
           if (!isDeadlock(error) || attempt >= MAX_DEADLOCK_RETRIES) throw error;
           this.#deadlocks++;
           this.#logger.warn({ statement: kind, retry: attempt + 1, deadlocksRetried: this.#deadlocks }, "deadlock retried");

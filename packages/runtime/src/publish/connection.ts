@@ -97,14 +97,14 @@ export class BrokerConnection {
   #connectFailed(cause: unknown, served: ReadonlyMap<string, AnyInboxSpec>): SqlInboxError {
     const routes = [...served.keys()];
     const tables = new Set([...served.values()].map((spec) => spec.description.table));
-    const place = tables.size === 1 ? { ...(routes.length === 1 ? { subscription: routes[0] } : {}), table: [...tables][0] } : {};
+    const place = tables.size === 1 ? { ...(routes.length === 1 ? { route: routes[0] } : {}), table: [...tables][0] } : {};
     return connectFailed(this.source.label, routes, cause, place);
   }
 
-  /** The open database, or `NotStarted` (naming `subscription` when given). */
-  require(subscription?: string): Database {
+  /** The open database, or `Closed` (naming the route when given). */
+  require(route?: string): Database {
     if (this.#database === undefined) {
-      throw brokerNotStarted(subscription);
+      throw brokerNotStarted(route);
     }
     return this.#database;
   }

@@ -17,7 +17,7 @@ export function publishedRows(spec: InboxDescription, name: string, payloads: re
   return payloads.map((payload) => {
     const row: RawRow = {};
     if (spec.payload !== undefined) {
-      row[spec.payload.name] = encodePayload(payload, storage, { subscription: name, table: spec.table });
+      row[spec.payload.name] = encodePayload(payload, storage, { route: name, table: spec.table });
     } else {
       const values = (payload ?? {}) as Record<string, unknown>;
       for (const col of spec.columns) if (!col.generated && col.key in values) row[col.name] = values[col.key];

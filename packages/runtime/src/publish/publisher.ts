@@ -59,7 +59,7 @@ export class Publisher {
     const spec = this.#routes.route(name);
     if (spec === undefined) throw noRoute(name, this.#routes.all);
     const description = spec.description;
-    if (this.#connection.closed) throw closedBeforePublish({ subscription: name, table: description.table });
+    if (this.#connection.closed) throw closedBeforePublish({ route: name, table: description.table });
     const database = this.#connection.require(name);
     const on = via as AnyKysely | undefined;
     const table = await this.#routes.table(description, on);

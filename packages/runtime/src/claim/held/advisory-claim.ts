@@ -1,6 +1,6 @@
 import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { CompiledQuery } from "kysely";
-import { ownStatementsOn, type AnyTransaction, type OwnStatementSession } from "../../drivers/database.js";
+import { missingTableError, ownStatementsOn, type AnyTransaction, type OwnStatementSession } from "../../drivers/database.js";
 import { lockSessionLost } from "../../errors.js";
 import { errorFields } from "../../logger.js";
 import type { HandlerOutcome } from "../../declare/outcome.js";
@@ -392,7 +392,8 @@ export class AdvisoryClaim implements ClaimStrategy {
           .execute()
           .catch(() => undefined);
       await this.#release(hold).catch(() => false);
-      throw lockSessionLost(outcome.kind, error, place);
+      // The session may be fine: a missing table is its own cause.
+      throw missingTableError(database.dialect, error, place) ?? lockSessionLost(outcome.kind, error, place);
     }
     if (!stillHeld) this.#setup.logger.warn({ ...place }, "the key's lock was no longer held at settlement");
   }

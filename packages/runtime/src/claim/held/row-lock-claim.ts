@@ -1,7 +1,7 @@
 import type { ErrorPlace } from "@sqlinbox/core/internal";
 import type { ClaimOptions, RawRow, RowLockStatements } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, QueryResult } from "kysely";
-import { isDeadlock } from "../../drivers/database.js";
+import { isDeadlock, missingTableError } from "../../drivers/database.js";
 import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../../errors.js";
 import { errorFields } from "../../logger.js";
 import type { HandlerOutcome } from "../../declare/outcome.js";
@@ -294,7 +294,7 @@ export class RowLockClaim implements ClaimStrategy {
         await this.#settleAfterDeadlock(id, outcome, place, attempt);
         return;
       }
-      throw transactionLost(outcome.kind, attempt, error, place);
+      throw missingTableError(this.#setup.database.dialect, error, place) ?? transactionLost(outcome.kind, attempt, error, place);
     }
   }
 
