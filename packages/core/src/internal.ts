@@ -7,7 +7,7 @@ export * from "./index.js";
 export { validateIdentifier, MAX_IDENTIFIER_LENGTH } from "./identifier.js";
 export type { ErrorPlace } from "./errors.js";
 export type { SpecError, Require } from "./type-errors.js";
-export type { RoleMarker, RoleName, ColumnRole, HasRole, ClaimForm, FormOf, PayloadOf, RoleColumnValue, RowValue, TemplatePlaceholders } from "./roles.js";
+export type { RoleMarker, RoleName, ColumnRole, HasRole, ClaimForm, FormOf, PayloadOf, RoleColumnValue, RowValue, TemplatePlaceholders, TypedRole } from "./roles.js";
 export type { ColumnDescription, AdvisoryKey, AdvisoryKeyPart, InboxDescription } from "./description.js";
 export { buildDescription, type DescriptionParts } from "./build-description.js";
 export type { Column } from "./column.js";
