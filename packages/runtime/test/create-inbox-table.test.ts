@@ -28,7 +28,7 @@ function everyRole(table: string, form: ClaimForm) {
     grp: field.group(),
     priority: field.priority(),
     headers: field.headers(),
-    customerId: field.data<number>("customer_id").type("bigint"),
+    customerId: field.data("customer_id").holds<number>().type("bigint"),
     tenant: field.data<string>(),
     jobKey: field.key("job_key"),
   };
