@@ -5,6 +5,7 @@ import type { OperatorTraits } from "../operator/types.js";
 import type { VersionFloor } from "../shared/server-version.js";
 import type { LeaseStamp } from "../statements/claim-stamp.js";
 import type { StatementContext } from "../statements/query-db.js";
+import type { TableTypes } from "../statements/create-table.js";
 
 /**
  * A claim in one statement: picks the claimable rows, counts the attempt, writes the deadline
@@ -59,4 +60,6 @@ export interface EngineTraits {
   readonly operator: OperatorTraits;
   /** True when the driver's error says a table does not exist: each driver says it its own way. */
   missingTable(error: unknown): boolean;
+  /** What each column of a queue table is here (`createInboxTable`, `inboxTableSql`). */
+  readonly tableTypes: TableTypes;
 }

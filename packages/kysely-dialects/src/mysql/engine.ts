@@ -5,6 +5,7 @@ import { mysqlSessionLocks } from "./advisory-lock.js";
 import { mysqlOperator } from "./operator.js";
 import { mysqlDb } from "./query-builder.js";
 import { mysqlSchema, mysqlSchemaRules } from "./schema.js";
+import { mysqlTableTypes } from "./table-types.js";
 import { mysqlTime } from "./time.js";
 import { mariadbFloor, mysqlVersionFloor } from "./version.js";
 
@@ -68,6 +69,8 @@ export const mysqlEngine: EngineTraits = Object.freeze({
     const e = error as { errno?: unknown; code?: unknown } | null;
     return e?.errno === 1146 || e?.code === "ER_NO_SUCH_TABLE";
   },
+  // Queue tables: BIGINT AUTO_INCREMENT ids, DATETIME(3) times, LONGBLOB payloads, VARCHAR(255) keys; no partial index.
+  tableTypes: mysqlTableTypes,
 });
 
 /**

@@ -8,6 +8,7 @@ import { postgresNotify } from "./notify.js";
 import { postgresOperator } from "./operator.js";
 import { postgresDb } from "./query-builder.js";
 import { postgresSchema, postgresSchemaRules } from "./schema.js";
+import { postgresTableTypes } from "./table-types.js";
 import { postgresTime } from "./time.js";
 
 /** What PostgreSQL 11+ has, and why each answer is what it is. */
@@ -66,6 +67,8 @@ export const postgresEngine: EngineTraits & { readonly notify: NotifyStatements 
   operator: postgresOperator,
   // SQLSTATE 42P01, undefined_table: `relation "x" does not exist`.
   missingTable: (error: unknown) => (error as { code?: unknown } | null)?.code === "42P01",
+  // Queue tables: BIGSERIAL ids, TIMESTAMPTZ times, BYTEA payloads, a partial claim index.
+  tableTypes: postgresTableTypes,
 });
 
 /**

@@ -6,6 +6,7 @@ import { claimUpdateReturning } from "./claim-update-returning.js";
 import { sqliteOperator } from "./operator.js";
 import { sqliteDb } from "./query-builder.js";
 import { sqliteSchema, sqliteSchemaRules } from "./schema.js";
+import { sqliteTableTypes } from "./table-types.js";
 import { sqliteTime } from "./time.js";
 
 /** What SQLite 3.35+ has, and why each answer is what it is. */
@@ -63,6 +64,8 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   operator: sqliteOperator,
   // SQLITE_ERROR has no code of its own for it: better-sqlite3's message is `no such table: x`.
   missingTable: (error: unknown) => error instanceof Error && /^no such table: /.test(error.message),
+  // Queue tables: INTEGER PRIMARY KEY AUTOINCREMENT ids (never handed out twice), TEXT times, BLOB payloads, a partial claim index.
+  tableTypes: sqliteTableTypes,
 });
 
 /**

@@ -1,11 +1,11 @@
 import type { AnyInboxSpec, HasRole, IsRowLockForm, RolesOf, SpecError } from "@sqlinbox/core/internal";
 import { dialectFor, type Engine, type EngineSupports } from "@sqlinbox/kysely-dialects";
-import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type DialectAdapter, type Kysely, type Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import { BrokerParts } from "./broker.js";
 import type { AnyKysely } from "../drivers/database.js";
+import { engineOfKysely } from "../drivers/engine-of-kysely.js";
 import { parseDatabaseUrl, type PoolOptions } from "../drivers/index.js";
 import type { EngineOfUrl } from "../drivers/engine-of-url.js";
-import { unknownKyselyDialect } from "../errors.js";
 import { listenConnector, type ListenSource } from "./listen-source.js";
 import { redactUrl } from "../logger.js";
 import type { MessageHeaderValues } from "./publish-rows.js";
@@ -127,7 +127,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
    */
   static fromKysely<DB>(db: Kysely<DB>, options: FromKyselyOptions = {}): SqlBroker {
     const anyDb = db as unknown as AnyKysely;
-    const engine = engineOf(anyDb);
+    const engine = engineOfKysely(anyDb);
     const listen = options.listen === undefined || !dialectFor(engine).capabilities.listenNotify ? {} : { listen: listenConnector(options.listen) };
     return new SqlBroker(new BrokerParts({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }) }), 30_000);
   }
@@ -188,24 +188,4 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     const { via, headers } = (options ?? {}) as PublishOptions<DB>;
     return brokerParts(this).publisher.publishMany(name, payloads, via as unknown as AnyKysely | undefined, headers);
   }
-}
-
-type AdapterClass = new () => DialectAdapter;
-
-/**
- * The engine each of Kysely's own adapters declares. By the adapter's exact class: a subclass is
- * another engine (Kysely's CockroachDB adapter extends Postgres'), refused rather than run as this one.
- */
-const engineOfAdapter: ReadonlyMap<AdapterClass, Engine> = new Map<AdapterClass, Engine>([
-  [PostgresAdapter, "postgres"],
-  [MysqlAdapter, "mysql"],
-  [SqliteAdapter, "sqlite"],
-]);
-
-function engineOf(db: Kysely<unknown>): Engine {
-  const adapter = db.getExecutor().adapter;
-  const engine = engineOfAdapter.get(adapter.constructor as AdapterClass);
-  if (engine !== undefined) return engine;
-  const extending = [...engineOfAdapter.keys()].find((known) => adapter instanceof known);
-  throw unknownKyselyDialect(adapter.constructor.name, extending?.name);
 }
