@@ -31,9 +31,13 @@ export interface Field<Role extends ColumnRole = ColumnRole, Name extends string
   readonly name: Name;
   readonly isGenerated: boolean;
   /** The payload's Standard Schema or type marker, on a payload field. */
-  readonly type?: unknown;
-  /** @internal phantom: the value type (a payload's decoded type, a lease's deadline type). */
-  readonly value?: Value;
+  readonly type: unknown;
+  /**
+   * @internal phantom: the value type (a payload's decoded type, a lease's deadline type). Required
+   * (and undefined): an optional one would make TypeScript, under exactOptionalPropertyTypes, end a
+   * broken rule's message with a misleading "Consider adding 'undefined'".
+   */
+  readonly value: Value | undefined;
   /** The database fills this column: a publish never writes it. */
   generated(): Field<Role, Name, Value>;
   /** Types what an id or data column holds for row-mode handlers: `field.data("customer_id").holds<string>()`. */
@@ -47,6 +51,7 @@ function makeField<Role extends ColumnRole, Name extends string | undefined, Val
     name,
     isGenerated,
     type,
+    value: undefined,
     generated: () => makeField<Role, Name, Value>(role, name, true, type),
     holds: <T>() => makeField<Role, Name, T>(role, name, isGenerated, type),
   });
