@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 
 // `npm pack` of each package must give a tarball that installs and imports on its own,
@@ -81,5 +81,39 @@ describe("npm pack of the whole set", () => {
     `;
     const out = execFileSync("node", ["--input-type=module", "-e", script, join(dir, "jobs.db")], { cwd: dir, encoding: "utf8" });
     expect(JSON.parse(out.trim().split("\n").pop() ?? "{}")).toEqual({ payload: { hello: "world" }, id: 1, claim: true });
+
+    // Source maps resolve: every map's sources are files the tarball ships (src/ beside dist/), and a stack
+    // trace under --enable-source-maps names .ts files that exist in node_modules.
+    for (const name of ["core", "kysely-dialects", "runtime"]) {
+      const dist = join(dir, "node_modules/@sqlinbox", name, "dist");
+      const maps = readdirSync(dist, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".map"));
+      expect(maps.length, name).toBeGreaterThan(5);
+      const missing = maps.flatMap((map) => {
+        const { sources, sourceRoot } = JSON.parse(readFileSync(join(dist, map), "utf8")) as { sources: string[]; sourceRoot?: string };
+        return sources.map((source) => resolve(dirname(join(dist, map)), sourceRoot ?? "", source)).filter((file) => !existsSync(file));
+      });
+      expect(missing, `@sqlinbox/${name}: map sources not in the tarball`).toEqual([]);
+    }
+    const thrower = `
+      import { InboxSpec, column } from "@sqlinbox/core";
+      import { SqlBroker } from "@sqlinbox/runtime";
+      const stacks = [];
+      try { InboxSpec.table("", column("id")); } catch (error) { stacks.push(error.stack); }
+      await SqlBroker.fromUrl("sqlite::memory:").publish("nowhere", {}).catch((error) => stacks.push(error.stack));
+      console.log(JSON.stringify(stacks));
+    `;
+    const stacks = JSON.parse(execFileSync("node", ["--enable-source-maps", "--input-type=module", "-e", thrower], { cwd: dir, encoding: "utf8" }).trim()) as string[];
+    expect(stacks).toHaveLength(2);
+    for (const [stack, name] of [
+      [stacks[0], "core"],
+      [stacks[1], "runtime"],
+    ] as const) {
+      const files = [...(stack ?? "").matchAll(/(\/[^\s()]*node_modules\/@sqlinbox\/([\w-]+)\/[^\s():]+\.ts):\d+:\d+/g)];
+      expect(
+        files.map((m) => m[2]),
+        stack,
+      ).toContain(name);
+      for (const [, file] of files) expect(existsSync(file as string), `${file} in:\n${stack}`).toBe(true);
+    }
   }, 180_000);
 });

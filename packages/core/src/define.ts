@@ -34,11 +34,15 @@ export interface Field<Role extends ColumnRole = ColumnRole, Name extends string
   readonly name: Name;
   readonly isGenerated: boolean;
   /** The payload's Standard Schema or type marker, on a payload field. */
-  readonly payloadType?: unknown;
-  /** The portable type given with `.type(…)` (id and data fields). */
-  readonly sqlType?: PortableType;
-  /** @internal phantom: the value type (a payload's decoded type, a lease's deadline type). */
-  readonly value?: Value;
+  readonly payloadType: unknown;
+  /** The portable type given with `.type(…)` (id and data fields); undefined when none. */
+  readonly sqlType: PortableType | undefined;
+  /**
+   * @internal phantom: the value type (a payload's decoded type, a lease's deadline type). Required
+   * (and undefined): an optional one would make TypeScript, under exactOptionalPropertyTypes, end a
+   * broken rule's message with a misleading "Consider adding 'undefined'".
+   */
+  readonly value: Value | undefined;
   /** The database fills this column: a publish never writes it. */
   generated(): Field<Role, Name, Value>;
   /** Types what an id or data column holds for row-mode handlers: `field.data("customer_id").holds<string>()`. */
@@ -65,8 +69,9 @@ function makeField<Role extends ColumnRole, Name extends string | undefined, Val
     role,
     name,
     isGenerated,
-    ...(payloadType !== undefined ? { payloadType } : {}),
-    ...(sqlType !== undefined ? { sqlType } : {}),
+    payloadType,
+    sqlType,
+    value: undefined,
     generated: () => makeField<Role, Name, Value>(role, name, true, payloadType, sqlType),
     holds: <T>() => makeField<Role, Name, T>(role, name, isGenerated, payloadType, sqlType),
     // A role whose type is fixed gets the method too (a JavaScript caller); the description refuses the type.

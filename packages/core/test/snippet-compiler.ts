@@ -17,8 +17,8 @@ export interface Found extends Place {
   readonly text: string;
 }
 
-/** Compiles every file in one program (in memory, at the paths given) and returns each file's diagnostics. */
-export function compileSnippets(files: ReadonlyMap<string, string>, extra: Pick<ts.CompilerOptions, "customConditions" | "types"> = {}): Map<string, Found[]> {
+/** Compiles every file in one program (in memory, at the paths given) and returns each file's diagnostics; `extra` adds to or overrides the strict defaults. */
+export function compileSnippets(files: ReadonlyMap<string, string>, extra: ts.CompilerOptions = {}): Map<string, Found[]> {
   const options: ts.CompilerOptions = {
     target: ts.ScriptTarget.ES2022,
     module: ts.ModuleKind.NodeNext,

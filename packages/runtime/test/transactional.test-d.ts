@@ -1,6 +1,7 @@
-import type { Transaction } from "kysely";
+import { sql, type Transaction } from "kysely";
 import { describe, expectTypeOf, test } from "vitest";
 import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
+import type { SpecError } from "@sqlinbox/core/internal";
 import { HandlerOutcome, InboxQueue, keys, subscriber } from "../src/index.js";
 
 interface Report {
@@ -17,10 +18,13 @@ const RowLock = InboxSpec.table("locked_jobs", column("id")).attempt(column("att
 const Advisory = InboxSpec.table("keyed_jobs", column("id")).data(column("k")).advisoryLock("{k}").payload(column("payload"), payloadOf<Report>());
 
 describe("ctx.tx", () => {
-  test("does not exist outside transactional mode", () => {
+  test("outside transactional mode is the sentence that says to add .transactional(), and no use of it compiles", () => {
     subscriber(InboxQueue.of(Leased, "reports"), async (_report, ctx) => {
-      // @ts-expect-error ctx.tx exists only on a transactional queue
-      void ctx.tx;
+      expectTypeOf(ctx.tx).toEqualTypeOf<SpecError<"ctx.tx needs a transactional queue: add .transactional() to the queue (InboxQueue.of(…).transactional<DB>())">>();
+      // @ts-expect-error ctx.tx needs a transactional queue
+      await ctx.tx.insertInto("audit").values({ id: 1, title: "t" }).execute();
+      // @ts-expect-error ctx.tx needs a transactional queue
+      await sql`select 1`.execute(ctx.tx);
     });
   });
 
@@ -90,8 +94,8 @@ describe("the rules on batches and transactions", () => {
 
   test("a shared transaction's handler has no ctx.tx", () => {
     subscriber(InboxQueue.of(RowLock, "locked").sharedTransaction(), async (_report, ctx) => {
-      // @ts-expect-error ctx.tx exists only on a transactional queue
-      void ctx.tx;
+      // @ts-expect-error ctx.tx needs a transactional queue
+      ctx.tx.selectFrom("audit");
     });
   });
 });

@@ -12,11 +12,13 @@ const keyBrand: unique symbol = Symbol("sqlinbox.ContextKey");
  */
 export interface ContextKey<Name extends string = string, Value = unknown, Needs extends RoleName = RoleName> {
   readonly name: Name;
-  readonly [keyBrand]?: { value: Value; needs: Needs };
+  // Required (and undefined): an optional phantom would make TypeScript, under exactOptionalPropertyTypes,
+  // end a broken rule's message with a misleading "Consider adding 'undefined'".
+  readonly [keyBrand]: { value: Value; needs: Needs } | undefined;
 }
 
 function key<Name extends string, Value, Needs extends RoleName = never>(name: Name): ContextKey<Name, Value, Needs> {
-  return Object.freeze({ name });
+  return Object.freeze({ name, [keyBrand]: undefined });
 }
 
 /** The context keys a handler can read. */
@@ -60,8 +62,8 @@ export interface InboxContext<R extends readonly RoleMarker[] = readonly RoleMar
   now(): Date;
   /** Sleeps on the app's clock; rejects when `signal` aborts. Use it for waits a test should skip. */
   sleep(ms: number): Promise<void>;
-  /** @internal phantom: the role tuple. */
-  readonly "~roles"?: R;
+  /** @internal phantom: the role tuple (required, for the reason given on `ContextKey`). */
+  readonly "~roles": R | undefined;
 }
 
 /**
@@ -87,12 +89,17 @@ export interface BatchContext<R extends readonly RoleMarker[] = readonly RoleMar
   sleep(ms: number): Promise<void>;
 }
 
+/** `ctx.tx` outside a transactional queue: any use of it reads as the sentence. */
+export interface OutsideTransaction {
+  readonly tx: SpecError<"ctx.tx needs a transactional queue: add .transactional() to the queue (InboxQueue.of(…).transactional<DB>())">;
+}
+
 /** The context a queue's handler receives: `tx` only on a transactional queue. */
 export type ContextOf<R extends readonly RoleMarker[], Tx> = [Tx] extends [never]
-  ? InboxContext<R>
+  ? InboxContext<R> & OutsideTransaction
   : Tx extends Transaction<infer DB>
     ? TransactionalContext<R, DB>
-    : InboxContext<R>;
+    : InboxContext<R> & OutsideTransaction;
 
 /**
  * Extracts one context value, for handlers written as classes:

@@ -41,16 +41,18 @@ export interface SharedRows {
   readonly "~sharedRows": true;
 }
 
-type TransactionalArgs<Tx> = [Tx] extends [never]
-  ? []
-  : [SpecError<"transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share">];
+// The queue itself where a mode is allowed, else the sentence: the rule sits on `this`, so the compiler's
+// first line reads "The 'this' context of type … is not assignable to method's 'this' of type 'SpecError<"…">'".
+type TransactionalThis<S extends AnyInboxSpec, Tx> = [Tx] extends [never]
+  ? InboxQueue<S, Tx>
+  : SpecError<"transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share">;
 
-type SharedArgs<S extends AnyInboxSpec, Tx> =
+type SharedThis<S extends AnyInboxSpec, Tx> =
   IsRowLockForm<RolesOf<S>> extends true
     ? [Tx] extends [never]
-      ? []
-      : [SpecError<"transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share">]
-    : [SpecError<"sharedTransaction() needs a row-lock table (no lease column, no advisory key): the lease and advisory forms settle each row on its own">];
+      ? InboxQueue<S, Tx>
+      : SpecError<"transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share">
+    : SpecError<"sharedTransaction() needs a row-lock table (no lease column, no advisory key): the lease and advisory forms settle each row on its own">;
 
 /**
  * A delay on a table with nowhere to store a time (row lock or advisory without a retryAfter
@@ -218,9 +220,10 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
    * with the settlement; any other outcome, or a throw, rolls them back. `DB` is the app's
    * database interface (the handler is declared apart from its broker, so it is named here).
    */
-  transactional<DB = unknown>(...refused: TransactionalArgs<Tx>): InboxQueue<S, Transaction<DB>> {
-    if (refused.length > 0 || this.options.sharedTransaction === true) throw refusedModes(this.name);
-    return new InboxQueue<S, Transaction<DB>>(this.spec, this.name, { ...this.options, transactional: true });
+  transactional<DB = unknown>(this: TransactionalThis<S, Tx>): InboxQueue<S, Transaction<DB>> {
+    const queue = this as unknown as InboxQueue<S, Tx>;
+    if (queue.options.sharedTransaction === true) throw refusedModes(queue.name);
+    return new InboxQueue<S, Transaction<DB>>(queue.spec, queue.name, { ...queue.options, transactional: true });
   }
 
   /**
@@ -228,9 +231,10 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
    * all of them settled, so one slow, crashed or failed row takes its neighbours back with it.
    * Default off: each row has its own transaction.
    */
-  sharedTransaction(...refused: SharedArgs<S, Tx>): InboxQueue<S, SharedRows> {
-    if (refused.length > 0 || this.options.transactional === true) throw refusedModes(this.name);
-    if (!FORM_FACTS[this.spec.description.form].sharesTransactions) throw sharedNeedsRowLock(this.name, this.spec.description.table);
-    return new InboxQueue<S, SharedRows>(this.spec, this.name, { ...this.options, sharedTransaction: true });
+  sharedTransaction(this: SharedThis<S, Tx>): InboxQueue<S, SharedRows> {
+    const queue = this as unknown as InboxQueue<S, Tx>;
+    if (queue.options.transactional === true) throw refusedModes(queue.name);
+    if (!FORM_FACTS[queue.spec.description.form].sharesTransactions) throw sharedNeedsRowLock(queue.name, queue.spec.description.table);
+    return new InboxQueue<S, SharedRows>(queue.spec, queue.name, { ...queue.options, sharedTransaction: true });
   }
 }

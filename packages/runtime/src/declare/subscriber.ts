@@ -1,6 +1,6 @@
 import type { AnyInboxSpec, RolesOf, SpecError } from "@sqlinbox/core/internal";
 import type { Transaction } from "kysely";
-import type { BatchContext, ContextOf } from "./context.js";
+import type { BatchContext, ContextOf, InboxContext } from "./context.js";
 import { transactionalBatchRefused } from "../errors.js";
 import type { HandlerOutcome } from "./outcome.js";
 import type { DeliveredOf, InboxQueue, OutcomeFor } from "./queue.js";
@@ -59,7 +59,7 @@ interface SubscriberOf<S extends AnyInboxSpec> {
 /** A handler of one row at a time. */
 export interface RowSubscriber<S extends AnyInboxSpec = AnyInboxSpec> extends SubscriberOf<S> {
   readonly kind: "row";
-  readonly invoke: (payload: DeliveredOf<S>, outs: Outputs, ctx: ContextOf<RolesOf<S>, never>) => HandlerResult | Promise<HandlerResult>;
+  readonly invoke: (payload: DeliveredOf<S>, outs: Outputs, ctx: InboxContext<RolesOf<S>>) => HandlerResult | Promise<HandlerResult>;
 }
 
 /** A handler of every row of a claim at once (`subscriber.batch`). */
@@ -98,7 +98,11 @@ function subscribeRows<S extends AnyInboxSpec, Tx = never>(queue: InboxQueue<S, 
  *   return sent.map((ok) => (ok ? HandlerOutcome.ack() : HandlerOutcome.retryAfter(seconds(30))));
  * });
  */
-function subscribeBatch<S extends AnyInboxSpec, Tx = never>(queue: InboxQueue<S, Tx> & BatchAllowed<Tx>, handler: BatchHandlerFunction<S>): Subscriber<S> {
+function subscribeBatch<S extends AnyInboxSpec, Tx = never>(
+  allowed: BatchAllowed<Tx> extends SpecError<string> ? BatchAllowed<Tx> : InboxQueue<S, Tx>,
+  handler: BatchHandlerFunction<S>,
+): Subscriber<S> {
+  const queue = allowed as InboxQueue<S, Tx>;
   if (queue.options.transactional === true) throw transactionalBatchRefused(queue.name);
   return Object.freeze({ kind: "batch", queue, name: queue.name, invoke: handler });
 }

@@ -161,7 +161,8 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
    * group column the published name (`"reports.daily"`) is the group value, and a subscription
    * on that name claims that group.
    */
-  route<S extends AnyInboxSpec, N extends string>(spec: S & RouteAllowed<S, E>, name: N): SqlBroker<R & { [K in N]: S }, E> {
+  route<S extends AnyInboxSpec, N extends string>(allowed: RouteAllowed<S, E> extends SpecError<string> ? RouteAllowed<S, E> : S, name: N): SqlBroker<R & { [K in N]: S }, E> {
+    const spec = allowed as S;
     const parts = brokerParts(this);
     parts.routes.declare(name, spec);
     return new SqlBroker(parts, this.leaseMs, this.listening);
