@@ -1,4 +1,5 @@
 import type { EngineDialect } from "@sqlinbox/kysely-dialects";
+import { isRetryableConflict } from "@sqlinbox/kysely-dialects/internal";
 import type { CompiledQuery, Kysely, QueryResult, Transaction } from "kysely";
 import type { Activity } from "./activity.js";
 import type { Logger } from "./logger.js";
@@ -21,10 +22,13 @@ export interface OwnStatementSession {
 
 const MAX_DEADLOCK_RETRIES = 20;
 
-/** MySQL/MariaDB deadlock (InnoDB 1213): the transaction was rolled back and can run again. */
+/**
+ * A deadlock or serialization failure (InnoDB 1213, a Galera certification failure, SQLSTATE 40P01
+ * or 40001): the server rolled the transaction back and it can run again. The classification is the
+ * dialects' (`isRetryableConflict`).
+ */
 export function isDeadlock(error: unknown): boolean {
-  const e = error as { errno?: unknown; code?: unknown } | null;
-  return e !== null && typeof e === "object" && (e.errno === 1213 || e.code === "ER_LOCK_DEADLOCK");
+  return isRetryableConflict(error);
 }
 
 /**
@@ -39,7 +43,7 @@ export function ownStatementsOn<K extends AnyKysely | AnyTransaction>(via: K): K
 
 /**
  * Runs the dialect's compiled statements: tracks them for `TestApp.settle`, applies a test's
- * fault, and retries MySQL/MariaDB deadlocks transparently, counting them in the log.
+ * fault, and retries deadlocks and serialization failures transparently, counting them in the log.
  */
 export class Database {
   /** The application's Kysely without its plugins: where sqlinbox's own statements and transactions run. */
