@@ -1,11 +1,13 @@
 import type { AnyInboxSpec, ClaimForm, InboxDescription } from "@sqlinbox/core/internal";
 import { dialectFor, type Engine } from "@sqlinbox/kysely-dialects";
 import { Activity } from "./activity.js";
-import type { BrokerState } from "./broker.js";
+import type { BrokerState, PoolerMode } from "./broker.js";
 import type { Database } from "./database.js";
 import {
   listenNeedsOwnPool,
+  formThroughTransactionPooler,
   listenNeedsPostgres,
+  listenThroughTransactionPooler,
   noRoute,
   noRouteInApp,
   poolTooSmall,
@@ -15,7 +17,7 @@ import {
   rowLockTableUnsupported,
 } from "./errors.js";
 import { brokerState, type SqlBroker } from "./sql-broker.js";
-import { claimStrategyFor } from "./claim/strategy-for.js";
+import { claimStrategyFor, holdsSessionAcrossTransactions } from "./claim/strategy-for.js";
 import { ParkedRows } from "./parked-rows.js";
 import type { DeadLetterDeclaration, DeadLetterTarget } from "./queue.js";
 import type { ClaimStrategy, ClaimSetup } from "./claim/claim-strategy.js";
@@ -260,6 +262,8 @@ async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Se
   const state = brokerState(broker);
   checkRoutes(run, state, scope, names);
   if (broker.listening && state.source.engine !== "postgres") throw listenNeedsPostgres(state.source.engine, state.source.label);
+  if (broker.listening && state.source.pooler === "transaction") throw listenThroughTransactionPooler(state.source.label);
+  if (state.source.pooler !== undefined) run.logger.info({ database: state.source.label, pooler: state.source.pooler }, poolerDecision(state.source.pooler));
   const database = await state.open(run.logger, run.activity);
   run.opened.push(state);
   if (broker.listening && !state.canListen) throw listenNeedsOwnPool(state.source.label);
@@ -285,6 +289,8 @@ function checkRoutes(run: Startup, state: BrokerState, scope: BrokerScope, names
     if (names.has(sub.name)) throw routeSubscribedTwice(sub.name);
     names.add(sub.name);
     refuseUnsupportedForm(state.source.engine, sub.name, spec.description);
+    if (state.source.pooler === "transaction" && holdsSessionAcrossTransactions(spec.description))
+      throw formThroughTransactionPooler(spec.description.form, { subscription: sub.name, table: spec.description.table });
     claimQueue(state, sub, run.held);
   }
 }
@@ -378,6 +384,13 @@ function claimQueue(state: BrokerState, sub: Subscriber, held: Array<() => void>
 }
 
 /** A row-lock table on an engine without row locks (SQLite) is refused before anything connects. */
+/** What a declared pooler means for this app, said once in the startup log. */
+function poolerDecision(pooler: PoolerMode): string {
+  return pooler === "transaction"
+    ? "through a pooler in transaction mode: lease and row-lock tables run; advisory tables and listenNotify() are refused (they keep a session across transactions)"
+    : "through a pooler in session mode: every form runs as on a direct connection";
+}
+
 function refuseUnsupportedForm(engine: Engine, subscription: string, spec: InboxDescription): void {
   if (spec.form === "rowLock" && !dialectFor(engine).capabilities.rowLock) {
     throw rowLockTableUnsupported(engine, { subscription, table: spec.table });

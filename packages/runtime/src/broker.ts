@@ -26,7 +26,16 @@ export interface BrokerSource {
   /** What the logs may show of where the database is: never a password. */
   readonly label: string;
   readonly open: () => Promise<OpenedDatabase & { readonly owned: boolean }>;
+  /** The connection pooler the user declared between the app and the database, if any. */
+  readonly pooler?: PoolerMode | undefined;
 }
+
+/**
+ * A connection pooler between the app and the database (PgBouncer, ProxySQL…), as declared:
+ * `"session"` gives each client a server session for as long as it is connected; `"transaction"`
+ * hands each transaction to any server session, so nothing may live on a session between transactions.
+ */
+export type PoolerMode = "session" | "transaction";
 
 /** The state one broker and every value derived from it share: routes, and the connection once started. */
 export class BrokerState {

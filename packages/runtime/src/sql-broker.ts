@@ -1,7 +1,7 @@
 import type { AnyInboxSpec, FormOf, HasRole, RolesOf, SpecError } from "@sqlinbox/core/internal";
 import type { Engine } from "@sqlinbox/kysely-dialects";
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
-import { BrokerState } from "./broker.js";
+import { BrokerState, type PoolerMode } from "./broker.js";
 import type { AnyKysely } from "./database.js";
 import { parseDatabaseUrl, type PoolOptions } from "./drivers/index.js";
 import type { EngineOfUrl } from "./engine-of-url.js";
@@ -16,10 +16,19 @@ export type { EngineOfUrl } from "./engine-of-url.js";
 /** Options of `SqlBroker.fromUrl`. */
 export interface BrokerOptions {
   readonly pool?: PoolOptions;
+  /**
+   * The connection pooler between the app and the database, if any (sqlinbox cannot tell one from
+   * a server). `"transaction"` (PgBouncer's `pool_mode = transaction`): the lease and row-lock forms
+   * run; the advisory form and `listenNotify()`, which keep a session across transactions, are
+   * refused at startup with `UnsupportedForm`. `"session"`: every form runs, as on a direct connection.
+   */
+  readonly pooler?: PoolerMode;
 }
 
 /** Options of `SqlBroker.fromKysely`. */
 export interface FromKyselyOptions {
+  /** The connection pooler between the Kysely instance and the database, if any: as `BrokerOptions.pooler`. */
+  readonly pooler?: PoolerMode;
   /**
    * Where `listenNotify()` takes the connection it holds for the app's life (Postgres): a factory
    * of fresh `pg` clients (`() => new pg.Client(url)`, connected and ended by the broker) or a `pg`
@@ -116,6 +125,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
         engine: parsed.engine,
         label: redactUrl(url),
         open: async () => ({ ...(await parsed.open(pool)), owned: true }),
+        pooler: options.pooler,
       }),
       30_000,
     );
@@ -129,7 +139,10 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     const anyDb = db as unknown as AnyKysely;
     const engine = engineOf(anyDb);
     const listen = options.listen === undefined || engine !== "postgres" ? {} : { listen: listenConnector(options.listen) };
-    return new SqlBroker(new BrokerState({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }) }), 30_000);
+    return new SqlBroker(
+      new BrokerState({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }), pooler: options.pooler }),
+      30_000,
+    );
   }
 
   /** The engine the URL or the Kysely instance names. */

@@ -1,7 +1,17 @@
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import { AdvisoryClaim } from "./advisory-claim.js";
 import type { ClaimSetup, ClaimStrategy } from "./claim-strategy.js";
 import { LeaseClaim } from "./lease-claim.js";
 import { RowLockClaim } from "./row-lock-claim.js";
+
+/**
+ * Whether a form keeps state on a database session from one transaction to the next: the advisory
+ * form holds its key's lock on the session for the whole delivery. A pooler in transaction mode hands
+ * each transaction to any server session, so such a form cannot run through one.
+ */
+export function holdsSessionAcrossTransactions(spec: Pick<InboxDescription, "form">): boolean {
+  return spec.form === "advisory";
+}
 
 /** The claim strategy of a table's form: a lease column, an advisory key, or neither (row lock). */
 export function claimStrategyFor(setup: ClaimSetup): ClaimStrategy {
