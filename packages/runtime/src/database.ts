@@ -91,9 +91,15 @@ export class Database {
     return this.#pending;
   }
 
-  /** One statement on its own (autocommit), or on `via` (a connection or transaction), without the application's plugins. */
+  /**
+   * One statement on its own (autocommit), or on `via` (a connection or transaction), without the application's plugins.
+   * A deadlock or serialization failure is retried here only outside a transaction: inside one, the server rolled the
+   * whole transaction back, so the statement alone would run again in autocommit, on rows the rolled-back statements
+   * read (a claim's stamp on rows another node or session took meanwhile). The transaction's owner runs it again whole.
+   */
   execute<R>(kind: StatementKind, query: CompiledQuery<R>, via?: AnyKysely | AnyTransaction | OwnStatementSession): Promise<QueryResult<R>> {
-    return this.#run(kind, () => (via === undefined ? this.db : "getExecutor" in via ? ownStatementsOn(via) : via).executeQuery(query));
+    const inTransaction = via !== undefined && "isTransaction" in via && via.isTransaction === true;
+    return this.#run(kind, () => (via === undefined ? this.db : "getExecutor" in via ? ownStatementsOn(via) : via).executeQuery(query), !inTransaction);
   }
 
   /** A short transaction; MySQL/MariaDB claims open it READ COMMITTED. */
@@ -121,14 +127,14 @@ export class Database {
     return this.#pending === 0 ? Promise.resolve() : new Promise((resolve) => this.#idle.push(resolve));
   }
 
-  #run<T>(kind: StatementKind, work: () => Promise<T>): Promise<T> {
+  #run<T>(kind: StatementKind, work: () => Promise<T>, retries = true): Promise<T> {
     this.#pending++;
-    return this.#runTracked(kind, work).finally(() => {
+    return this.#runTracked(kind, work, retries).finally(() => {
       if (--this.#pending === 0) for (const resolve of this.#idle.splice(0)) resolve();
     });
   }
 
-  #runTracked<T>(kind: StatementKind, work: () => Promise<T>): Promise<T> {
+  #runTracked<T>(kind: StatementKind, work: () => Promise<T>, retries: boolean): Promise<T> {
     return this.activity.track(async () => {
       for (let attempt = 0; ; attempt++) {
         const injected = this.fault?.(kind);
@@ -136,7 +142,7 @@ export class Database {
         try {
           return await work();
         } catch (error) {
-          if (!isDeadlock(error) || attempt >= MAX_DEADLOCK_RETRIES) throw error;
+          if (!retries || !isDeadlock(error) || attempt >= MAX_DEADLOCK_RETRIES) throw error;
           this.#deadlocks++;
           this.#logger.warn({ statement: kind, retry: attempt + 1, deadlocksRetried: this.#deadlocks }, "deadlock retried");
         }

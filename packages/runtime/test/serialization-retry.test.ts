@@ -4,10 +4,15 @@
  * form. The failure is the server's own: a trigger raises SQLSTATE 40001 on the first UPDATE and
  * the first DELETE of the queue table (a sequence counts them; sequences do not roll back). Every
  * row is then handled exactly once, nothing is logged as an error, and each retry is logged.
+ * Inside a transaction the whole transaction runs again: the failed statement alone would run in
+ * autocommit on what the rolled-back statements read (on Galera that delivered claimed rows twice).
  */
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { AnyKysely } from "../src/database.js";
+import { dialectFor } from "@sqlinbox/kysely-dialects";
+import { Activity } from "../src/activity.js";
+import { Database, type AnyKysely } from "../src/database.js";
+import { MemoryLogger } from "../src/testing/index.js";
 import { consumer, createJobsTable, dropScope, FORMS, insertJobs, readJobs, scopedUrl, serverEngines, until } from "./claim-forms.js";
 import { unique } from "./engines.js";
 
@@ -85,3 +90,35 @@ async function fired(engine: string, db: AnyKysely, counter: string): Promise<nu
       : await sql<{ n: unknown }>`SELECT CASE WHEN next_not_cached_value > 1 THEN 1 ELSE 0 END AS n FROM ${sql.id(counter)}`.execute(db);
   return Number(rows[0]?.n ?? 0);
 }
+
+describe.each(serverEngines)("$name: a conflict inside a transaction", (engine) => {
+  test("runs the whole transaction again, never the failed statement alone (the server rolled the transaction back)", async () => {
+    const db = await engine.connect(engine.url());
+    const table = unique("ser_tx").toLowerCase();
+    const counter = `${table}_upd`;
+    try {
+      await createJobsTable(engine, db, table);
+      await insertJobs(db, table, 1);
+      await failOnce(engine.engine, db, table, counter, "UPDATE");
+      const logger = new MemoryLogger();
+      const database = new Database(db, dialectFor(engine.engine), logger, new Activity());
+      let runs = 0;
+      let statements = 0;
+      await database.transaction("claim", async (trx) => {
+        runs++;
+        const update = sql`UPDATE ${sql.id(table)} SET attempt = attempt + 1`.compile(trx);
+        statements++;
+        await database.execute("claim", update, trx);
+      });
+      expect(runs).toBe(2);
+      expect(statements).toBe(2);
+      expect(database.deadlocks).toBe(1);
+      expect((await readJobs(db, table))[0]?.attempt).toBe(2);
+    } finally {
+      await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db).catch(() => {});
+      await sql`DROP SEQUENCE IF EXISTS ${sql.id(counter)}`.execute(db).catch(() => {});
+      if (engine.engine === "postgres") await sql`DROP FUNCTION IF EXISTS ${sql.id(`${table}_fail`)}()`.execute(db).catch(() => {});
+      await db.destroy();
+    }
+  });
+});
