@@ -28,6 +28,7 @@ export type {
   DeadLetterStatements,
   DeadLetterRecord,
   SchemaStatements,
+  ClusterVariable,
   ObserveStatements,
   NotifyStatements,
 } from "./types.js";

@@ -6,6 +6,7 @@
 export * from "./index.js";
 export { advisoryKeyOf } from "./shared/advisory-key.js";
 export { mysqlLockName, MYSQL_LOCK_NAME_MAX } from "./mysql/lock-name.js";
+export { clusterOf, type MultiPrimaryCluster } from "./shared/cluster.js";
 export { isRetryableConflict } from "./shared/retryable-conflict.js";
 export { checkSchema, readFoundColumns } from "./shared/schema-check.js";
 export { checkServerVersion, VERSION_FLOORS } from "./shared/server-version.js";

@@ -15,6 +15,7 @@ describe("@sqlinbox/kysely-dialects' public surface", () => {
       "advisoryKeyOf",
       "checkSchema",
       "checkServerVersion",
+      "clusterOf",
       "formatUtcText",
       "isRetryableConflict",
       "mysqlLockName",

@@ -5,6 +5,7 @@ import type { BrokerState, PoolerMode } from "./broker.js";
 import type { Database } from "./database.js";
 import {
   listenNeedsOwnPool,
+  formOnMultiPrimaryCluster,
   formThroughTransactionPooler,
   listenNeedsPostgres,
   listenThroughTransactionPooler,
@@ -17,7 +18,7 @@ import {
   rowLockTableUnsupported,
 } from "./errors.js";
 import { brokerState, type SqlBroker } from "./sql-broker.js";
-import { claimStrategyFor, holdsSessionAcrossTransactions } from "./claim/strategy-for.js";
+import { claimStrategyFor, exclusiveByLock, holdsSessionAcrossTransactions } from "./claim/strategy-for.js";
 import { ParkedRows } from "./parked-rows.js";
 import type { DeadLetterDeclaration, DeadLetterTarget } from "./queue.js";
 import type { ClaimStrategy, ClaimSetup } from "./claim/claim-strategy.js";
@@ -266,6 +267,7 @@ async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Se
   if (state.source.pooler !== undefined) run.logger.info({ database: state.source.label, pooler: state.source.pooler }, poolerDecision(state.source.pooler));
   const database = await state.open(run.logger, run.activity);
   run.opened.push(state);
+  refuseOnCluster(run, state, scope);
   if (broker.listening && !state.canListen) throw listenNeedsOwnPool(state.source.label);
   const planned = await checkSchemas(run, state, database, broker.leaseMs, scope);
   checkPoolBudget(state, planned, broker.listening);
@@ -384,6 +386,20 @@ function claimQueue(state: BrokerState, sub: Subscriber, held: Array<() => void>
 }
 
 /** A row-lock table on an engine without row locks (SQLite) is refused before anything connects. */
+/** On a multi-primary cluster (read at open) only the forms whose exclusivity is a committed write run; the log says so. */
+function refuseOnCluster(run: Startup, state: BrokerState, scope: BrokerScope): void {
+  const cluster = state.cluster;
+  if (cluster === undefined) return;
+  run.logger.info(
+    { database: state.source.label, cluster: cluster.kind, nodes: cluster.nodes },
+    `a node of a ${cluster.kind} cluster (wsrep_on, ${cluster.nodes} nodes): lease tables run; row-lock and advisory tables are refused (their locks are the node's own)`,
+  );
+  for (const sub of scope.subscribers) {
+    const spec = sub.queue.spec.description;
+    if (exclusiveByLock(spec)) throw formOnMultiPrimaryCluster(spec.form, cluster, { subscription: sub.name, table: spec.table });
+  }
+}
+
 /** What a declared pooler means for this app, said once in the startup log. */
 function poolerDecision(pooler: PoolerMode): string {
   return pooler === "transaction"

@@ -1,5 +1,5 @@
 import type { AnyInboxSpec, InboxDescription, SqlInboxError } from "@sqlinbox/core/internal";
-import { checkSchema, dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects/internal";
+import { checkSchema, clusterOf, dialectFor, type ClusterVariable, type Engine, type MultiPrimaryCluster, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { QueryResult, Transaction } from "kysely";
 import type { Activity } from "./activity.js";
 import { Database, type AnyKysely } from "./database.js";
@@ -46,6 +46,8 @@ export class BrokerState {
   database: Database | undefined;
   poolMax = Infinity;
   serverLabel = "";
+  /** The multi-primary cluster the server is a node of (read at open), if any. */
+  cluster: MultiPrimaryCluster | undefined;
   /** Publish spans, set while an app with telemetry runs this broker. */
   publishTelemetry: PublishTelemetry | undefined;
   /** Publishes also `NOTIFY` the table's channel (an app started a `listenNotify()` value of this broker). */
@@ -86,12 +88,18 @@ export class BrokerState {
     try {
       this.serverLabel = database.dialect.checkServerVersion(String(versionRow?.version ?? ""));
       if (versionRow !== undefined && "time_probe" in versionRow) database.readsTimeAsDate = versionRow["time_probe"] instanceof Date;
+      const clusterRows: ClusterVariable[] = [];
+      for (const query of database.dialect.schema.cluster()) clusterRows.push(...(await database.execute("schema", query)).rows);
+      this.cluster = clusterOf(clusterRows);
     } catch (error) {
       if (this.#owned) await opened.db.destroy();
       throw error;
     }
     this.database = database;
-    logger.info({ database: this.source.label, server: this.serverLabel }, "database connected");
+    logger.info(
+      { database: this.source.label, server: this.serverLabel, ...(this.cluster === undefined ? {} : { cluster: this.cluster.kind, nodes: this.cluster.nodes }) },
+      "database connected",
+    );
     return database;
   }
 

@@ -142,6 +142,15 @@ export function formThroughTransactionPooler(form: string, place: ErrorPlace): S
   );
 }
 
+/** A form whose exclusivity is a lock (`exclusiveByLock`) on a node of a multi-primary cluster. */
+export function formOnMultiPrimaryCluster(form: string, cluster: { readonly kind: string; readonly nodes: number }, place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError(
+    "UnsupportedForm",
+    `the ${form} form rests on a lock the server holds, and this server is a node of a ${cluster.kind} cluster (wsrep_on, ${cluster.nodes} nodes), where such a lock is the node's own until commit: a worker on another node can take the same row. Give the table a lease column (a lease is a committed write, certified across the nodes)`,
+    place,
+  );
+}
+
 export function listenThroughTransactionPooler(label: string): SqlInboxError {
   return new SqlInboxError(
     "UnsupportedForm",

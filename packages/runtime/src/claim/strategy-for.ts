@@ -13,6 +13,15 @@ export function holdsSessionAcrossTransactions(spec: Pick<InboxDescription, "for
   return spec.form === "advisory";
 }
 
+/**
+ * Whether a form's exclusivity rests on a lock the server holds until the delivery ends (a row lock,
+ * an advisory lock) rather than on a committed write (a lease). On a multi-primary cluster such a lock
+ * is the node's own: a worker on another node can take the same row.
+ */
+export function exclusiveByLock(spec: Pick<InboxDescription, "form">): boolean {
+  return spec.form !== "lease";
+}
+
 /** The claim strategy of a table's form: a lease column, an advisory key, or neither (row lock). */
 export function claimStrategyFor(setup: ClaimSetup): ClaimStrategy {
   switch (setup.spec.form) {
