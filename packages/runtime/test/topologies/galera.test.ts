@@ -8,7 +8,9 @@
  * - the lease form, one app per node: every row delivered exactly once; certification failures at
  *   commit (error 1213) retried as deadlocks;
  * - a node killed (SIGKILL) mid-drain: every row handled, none stuck, and `stop()` within its grace
- *   even for the app whose node is gone.
+ *   even for the app whose node is gone. The other nodes stall commits until they declare the node
+ *   gone (`evs.suspect_timeout`, 3 s here); a lease shorter than that stall runs out, and its row is
+ *   delivered again: every row delivered twice must have lost its first lease (`LeaseLost` logged).
  */
 import { sql } from "kysely";
 import { afterAll, beforeAll, expect, test } from "vitest";
@@ -23,7 +25,7 @@ import { GALERA_URLS, services } from "./services.js";
 const mariadb = engines.find((e) => e.engine === "mysql");
 if (mariadb === undefined) throw new Error("no MariaDB engine");
 const maria = mariadb;
-const [NODE1, NODE2, NODE3] = GALERA_URLS as [string, string, string];
+const [NODE1, NODE2] = GALERA_URLS as [string, string];
 const GRACE_MS = 3000;
 
 const open = async (url: string, max = 2): Promise<AnyKysely> => (await parseDatabaseUrl(url).open({ max })).db;
@@ -166,10 +168,28 @@ test("a node killed mid-drain: every row handled, none stuck, stop() within its 
     const seen = apps.flatMap((c) => c.seen);
     const distinct = new Set(seen.map((s) => s.id)).size;
     console.log(
-      `galera node 3 killed mid-drain: ${leftAtKill} rows left at the kill, all handled ${drainedMs} ms later; ${ROWS} rows, ${seen.length - distinct} delivered twice (the lease of rows node 3's app held ran out); per node ${apps.map((c) => c.seen.length).join("/")}; stop() ${stopMs} ms`,
+      `galera node 3 killed mid-drain: ${leftAtKill} rows left at the kill, all handled ${drainedMs} ms later; ${ROWS} rows, ${seen.length - distinct} delivered twice; per node ${apps.map((c) => c.seen.length).join("/")}; stop() ${stopMs} ms`,
     );
     expect(distinct).toBe(ROWS);
     expect(stopMs).toBeLessThan(GRACE_MS + 2000);
+    // Exactly once per lease: a row came twice only when node 3's app held its lease (claimed, in work or claimed
+    // ahead) as the node went down, and another node's app took it once that lease ran out.
+    const twice = [...new Set(seen.map((s) => s.id))].filter((id) => seen.filter((s) => s.id === id).length > 1);
+    apps.forEach((c, i) => {
+      const codes = new Map<string, number>();
+      for (const e of c.errors) {
+        const key = `${e.message}${e.code === undefined ? "" : ` (${String(e.code)})`}`;
+        codes.set(key, (codes.get(key) ?? 0) + 1);
+      }
+      console.log(`node ${i + 1}'s app logged: ${[...codes].map(([k, n]) => `${n}x ${k}`).join("; ")}`);
+    });
+    const firstBy = (id: number) => apps.findIndex((c) => c.seen.some((s) => s.id === id && s.at === Math.min(...seen.filter((x) => x.id === id).map((x) => x.at))));
+    const unexplained = twice.filter((id) => {
+      const first = firstBy(id);
+      return first !== 2 && !apps[first]?.errors.some((e) => Number(e.id) === id);
+    });
+    console.log(`twice: ${twice.length}; first delivered on node 3: ${twice.filter((id) => firstBy(id) === 2).length}; unexplained: ${unexplained.join(",")}`);
+    expect(unexplained).toEqual([]);
   } finally {
     for (const app of running) await app.stop().catch(() => {});
     await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(node1).catch(() => {});
