@@ -121,7 +121,7 @@ test("the row-lock claim across two nodes: how often both take the same row", { 
 });
 
 test("the lease form, one app per node: every row delivered exactly once; certification failures retried", { timeout: 120_000 }, async () => {
-  const ROWS = 1500;
+  const ROWS = 800;
   const table = unique("gal_lease").toLowerCase();
   await createJobsTable(maria, node1, table);
   await insertJobs(node1, table, ROWS);
@@ -146,7 +146,7 @@ test("the lease form, one app per node: every row delivered exactly once; certif
 });
 
 test("a node killed mid-drain: every row handled, none stuck, stop() within its grace", { timeout: 180_000 }, async () => {
-  const ROWS = 1500;
+  const ROWS = 800;
   const LEASE_MS = 2000;
   const table = unique("gal_down").toLowerCase();
   await createJobsTable(maria, node1, table);

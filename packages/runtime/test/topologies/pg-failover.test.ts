@@ -21,8 +21,8 @@ import { PG_HA_PRIMARY_URL, PG_HA_STANDBY_URL, PG_HA_URL, services } from "./ser
 const postgres = engines.find((e) => e.engine === "postgres");
 if (postgres === undefined) throw new Error("no Postgres engine");
 const pg = postgres;
-const ROWS = 1500;
-const HANDLER_MS = 8;
+const ROWS = 800;
+const HANDLER_MS = 5;
 const GRACE_MS = 3000;
 
 const open = async (url: string): Promise<AnyKysely> => (await parseDatabaseUrl(url).open({ max: 2 })).db;

@@ -19,7 +19,7 @@ import { PGBOUNCER_SESSION_URL, PGBOUNCER_TRANSACTION_URL, services } from "./se
 const postgres = engines.find((e) => e.engine === "postgres");
 if (postgres === undefined) throw new Error("no Postgres engine");
 const pg = postgres;
-const ROWS = 1000;
+const ROWS = 500;
 const LEASE_MS = 2000;
 let base: AnyKysely;
 
