@@ -144,7 +144,7 @@ start_pg_ha() {
   rm -rf "$PG_A" "$PG_B" "$TOPO/pg-run"
   mkdir -p "$TOPO/pg-run"
   chown postgres:postgres "$TOPO" "$TOPO/pg-run"
-  as_postgres "'$PG_BIN/initdb' -D '$PG_A' -U postgres --auth=trust -E UTF8 --locale=C.UTF-8" >/dev/null
+  as_postgres "'$PG_BIN/initdb' -D '$PG_A' -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync" >/dev/null
   cat >>"$PG_A/postgresql.conf" <<EOF
 port = 5441
 listen_addresses = '127.0.0.1'
@@ -159,7 +159,7 @@ wal_receiver_timeout = 5s
 EOF
   pg_ctl_as "-D '$PG_A' -l '$TOPO/pg-a.log' -w start" >/dev/null
   psql -h 127.0.0.1 -p 5441 -U postgres -d postgres -qc "create role root superuser login" -c "create database test"
-  as_postgres "'$PG_BIN/pg_basebackup' -h 127.0.0.1 -p 5441 -U postgres -D '$PG_B' -X stream -c fast"
+  as_postgres "'$PG_BIN/pg_basebackup' -h 127.0.0.1 -p 5441 -U postgres -D '$PG_B' -X stream -c fast --no-sync"
   touch "$PG_B/standby.signal"
   cat >>"$PG_B/postgresql.auto.conf" <<EOF
 port = 5442
