@@ -385,7 +385,6 @@ function claimQueue(state: BrokerState, sub: Subscriber, held: Array<() => void>
   held.push(() => queues.delete(queue));
 }
 
-/** A row-lock table on an engine without row locks (SQLite) is refused before anything connects. */
 /** On a multi-primary cluster (read at open) only the forms whose exclusivity is a committed write run; the log says so. */
 function refuseOnCluster(run: Startup, state: BrokerState, scope: BrokerScope): void {
   const cluster = state.cluster;
@@ -407,6 +406,7 @@ function poolerDecision(pooler: PoolerMode): string {
     : "through a pooler in session mode: every form runs as on a direct connection";
 }
 
+/** A row-lock table on an engine without row locks (SQLite) is refused before anything connects. */
 function refuseUnsupportedForm(engine: Engine, subscription: string, spec: InboxDescription): void {
   if (spec.form === "rowLock" && !dialectFor(engine).capabilities.rowLock) {
     throw rowLockTableUnsupported(engine, { subscription, table: spec.table });
