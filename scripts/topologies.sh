@@ -77,7 +77,12 @@ EOF
 }
 
 start_pgbouncer() {
-  apt_install pgbouncer postgresql-client
+  if ! dpkg -s pgbouncer >/dev/null 2>&1; then
+    apt_install pgbouncer postgresql-client
+    # Debian's package starts its own PgBouncer on 6432 where systemd runs: these ports are ours.
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet pgbouncer 2>/dev/null; then systemctl disable --now pgbouncer; fi
+  fi
+  apt_install postgresql-client
   pgbouncer_one transaction 6432
   pgbouncer_one session 6433
 }
