@@ -4,7 +4,8 @@
  * thousand rows (8,000 on the advisory form). Then sessions were killed, every row is handled, nothing stays
  * stuck, and `stop()` returns within its grace. Duplicates (rows delivered more than once) are bounded
  * by what was in work at the kills: each kill round may hand again at most the rows started and not
- * yet settled at that moment, plus what the claims in flight could hold (`workers × batch`).
+ * yet settled at that moment plus what the claims in flight could hold (`workers × batch`), and at most
+ * one row per session it killed (a row lock or an advisory key lives on its delivery's one session).
  * A drain that stalls (no row handled for 30 s) or outlasts its bound prints what is left: the rows
  * (ids, attempts, leases, key locks), the app's sessions on the server and what the subscription was doing.
  *
@@ -59,7 +60,9 @@ describe.each(serverEngines.flatMap((engine) => FORMS.map((form) => ({ engine, f
 
       let kills = 0;
       let rounds = 0;
-      // What each kill round could hand again: rows started and still in the table, plus a claim's worth per worker.
+      // What each kill round could hand again: no more rows than were in work (started and still in the table, plus
+      // a claim's worth per worker not started yet), and no more than the sessions killed, since a row lock or an
+      // advisory key lives on the one session of its delivery (the lease form holds nothing on a session).
       let inWorkBound = 0;
       const faultEnd = Date.now() + FAULT_MS;
       while (Date.now() < faultEnd) {
@@ -70,7 +73,7 @@ describe.each(serverEngines.flatMap((engine) => FORMS.map((form) => ({ engine, f
         kills += killed;
         if (killed > 0) {
           rounds++;
-          inWorkBound += inWork + WORKERS * BATCH;
+          inWorkBound += Math.min(killed, inWork + WORKERS * BATCH);
         }
         await new Promise((r) => setTimeout(r, 100 + Math.random() * 100));
       }
