@@ -29,7 +29,7 @@ export default defineConfig({
     projects: [
       project("core", "packages/core"),
       project("kysely-dialects", "packages/kysely-dialects"),
-      project("runtime", "packages/runtime", { testTimeout: 60_000, exclude: ["test/faults/**"] }),
+      project("runtime", "packages/runtime", { testTimeout: 60_000, exclude: ["test/faults/**", "test/topologies/**"] }),
       project("cli", "packages/cli", { testTimeout: 120_000 }),
       project("dashboard", "packages/dashboard", { testTimeout: 120_000, fileParallelism: false }),
       project("example-reports", "examples/reports", { testTimeout: 120_000 }),
@@ -49,6 +49,21 @@ export default defineConfig({
           hookTimeout: 60_000,
           fileParallelism: false,
           sequence: { groupOrder: 1 },
+        },
+      },
+      // Production topologies (`scripts/services.sh pgbouncer pg-ha galera`): a pooler, a failover, a
+      // cluster. A failover and a node taken down cut sessions, so these run last, one file at a time.
+      {
+        resolve: { conditions },
+        ssr: { resolve: { conditions } },
+        test: {
+          name: "topologies",
+          root: "packages/runtime",
+          include: ["test/topologies/**/*.test.ts"],
+          testTimeout: 90_000,
+          hookTimeout: 240_000,
+          fileParallelism: false,
+          sequence: { groupOrder: 2 },
         },
       },
     ],

@@ -24,6 +24,12 @@ wait_for() { # name, command...
   log "$name did not become reachable within 60 s"; return 1
 }
 
+# `services.sh pgbouncer|pg-ha|pg-ha-fail|galera|stop-<name> …`: the production topologies beside the
+# main servers (scripts/topologies.sh says what each is and on which ports).
+case "${1:-}" in
+  pgbouncer | pg-ha | pg-ha-fail | galera | stop-* | galera-stop-node-* | galera-kill-node-*) exec bash "$(dirname "$0")/topologies.sh" "$@" ;;
+esac
+
 # `services.sh restart-postgres`: a real server restart (the outage tests' fault), then ready again.
 if [ "${1:-}" = "restart-postgres" ]; then
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main restart

@@ -30,6 +30,7 @@ export type {
   DeadLetterStatements,
   DeadLetterRecord,
   SchemaStatements,
+  ClusterVariable,
   ObserveStatements,
   NotifyStatements,
   TableStatements,

@@ -15,6 +15,8 @@ import type { Engine, FoundColumn, LeaseColumnInfo } from "./types.js";
 export * from "./index.js";
 export { advisoryKeyOf } from "./shared/advisory-key.js";
 export { mysqlLockName, MYSQL_LOCK_NAME_MAX } from "./mysql/lock-name.js";
+export { clusterOf, type MultiPrimaryCluster } from "./shared/cluster.js";
+export { isRetryableConflict } from "./shared/retryable-conflict.js";
 export { readFoundColumns } from "./shared/schema-check.js";
 export { truncateToPrecision, formatUtcText, parseUtcText } from "./shared/time-text.js";
 

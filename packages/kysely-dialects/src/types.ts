@@ -264,6 +264,18 @@ export interface SchemaStatements {
   serverVersion(): CompiledQuery<{ version: string; time_probe?: unknown }>;
   /** One row with `name`: the current database (MySQL) or schema (Postgres); SQLite: `main`. */
   currentDatabase(): CompiledQuery<{ name: string }>;
+  /**
+   * What tells a multi-primary cluster from one server, read at startup: rows of `Variable_name`
+   * and `Value` that `clusterOf` reads (MySQL/MariaDB: Galera's `wsrep_on` and `wsrep_cluster_size`).
+   * None where the engine has no such cluster (Postgres' replicas are read-only; SQLite).
+   */
+  cluster(): readonly CompiledQuery<ClusterVariable>[];
+}
+
+/** One row of `SchemaStatements.cluster()`. */
+export interface ClusterVariable {
+  readonly Variable_name: string;
+  readonly Value: string;
 }
 
 /**

@@ -36,6 +36,8 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:notify.notify": () => postgresDialect.notify.notify("sqlinbox_report_jobs"),
   "postgres:schema.describeTable": () => postgresDialect.schema.describeTable("report_jobs"),
   "mysql:schema.describeTable": () => mysqlDialect.schema.describeTable("report_jobs"),
+  "mysql:schema.cluster[0]": () => mysqlDialect.schema.cluster()[0] ?? null,
+  "mysql:schema.cluster[1]": () => mysqlDialect.schema.cluster()[1] ?? null,
   "sqlite:schema.describeTable": () => sqliteDialect.schema.describeTable("report_jobs"),
   "postgres:operator.countByState(rich lease)": () => postgresOperator.countByState({ spec: richLease(), createdAt: "created_at" }, now),
   "postgres:operator.peek(fifo, ready)": () => postgresOperator.peek({ spec: fifoLease() }, { state: "ready", now, limit: 20 }),

@@ -2,12 +2,15 @@ import type { AnyInboxSpec, ClaimForm, InboxDescription } from "@sqlinbox/core/i
 import { dialectFor, type Engine } from "@sqlinbox/kysely-dialects";
 import { Activity } from "./activity.js";
 import type { BrokerParts } from "./publish/broker.js";
-import type { BrokerConnection } from "./publish/connection.js";
+import type { BrokerConnection, PoolerMode } from "./publish/connection.js";
 import type { RouteTable } from "./publish/route-table.js";
 import type { Database } from "./drivers/database.js";
 import {
   listenNeedsOwnPool,
+  formOnMultiPrimaryCluster,
+  formThroughTransactionPooler,
   listenNeedsPostgres,
+  listenThroughTransactionPooler,
   noRoute,
   noRouteInApp,
   poolTooSmall,
@@ -18,7 +21,7 @@ import {
 } from "./errors.js";
 import { brokerParts, type SqlBroker } from "./publish/sql-broker.js";
 import { claimStrategyFor } from "./claim/strategy-for.js";
-import { formUnsupported } from "./claim/form-facts.js";
+import { exclusiveByLock, formUnsupported, holdsSessionAcrossTransactions } from "./claim/form-facts.js";
 import { ParkedRows } from "./consume/parked-rows.js";
 import type { DeadLetterDeclaration, DeadLetterTarget } from "./declare/queue.js";
 import type { ClaimStrategy, ClaimSetup } from "./claim/claim-strategy.js";
@@ -268,8 +271,11 @@ async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Se
   const { connection } = parts;
   checkRoutes(run, parts, scope, names);
   if (broker.listening && !dialectFor(connection.source.engine).capabilities.listenNotify) throw listenNeedsPostgres(connection.source.engine, connection.source.label);
+  if (broker.listening && connection.source.pooler === "transaction") throw listenThroughTransactionPooler(connection.source.label);
+  if (connection.source.pooler !== undefined) run.logger.info({ database: connection.source.label, pooler: connection.source.pooler }, poolerDecision(connection.source.pooler));
   const database = await parts.open(run.logger, run.activity);
   run.opened.push(parts);
+  refuseOnCluster(run, connection, scope);
   if (broker.listening && !connection.canListen) throw listenNeedsOwnPool(connection.source.label);
   const planned = await checkSchemas(run, parts, database, broker.leaseMs, scope);
   checkPoolBudget(connection, planned, broker.listening);
@@ -290,6 +296,8 @@ function checkRoutes(run: Startup, parts: BrokerParts, scope: BrokerScope, names
     if (names.has(sub.name)) throw routeSubscribedTwice(sub.name);
     names.add(sub.name);
     refuseUnsupportedForm(parts.connection.source.engine, sub.name, spec.description);
+    if (parts.connection.source.pooler === "transaction" && holdsSessionAcrossTransactions(spec.description.form))
+      throw formThroughTransactionPooler(spec.description.form, { subscription: sub.name, table: spec.description.table });
     claimQueue(parts, sub, run.held);
   }
 }
@@ -386,6 +394,27 @@ function claimQueue(parts: BrokerParts, sub: Subscriber, held: Array<() => void>
   }
   queues.add(queue);
   held.push(() => queues.delete(queue));
+}
+
+/** On a multi-primary cluster (read at open) only the forms whose exclusivity is a committed write run; the log says so. */
+function refuseOnCluster(run: Startup, connection: BrokerConnection, scope: BrokerScope): void {
+  const cluster = connection.cluster;
+  if (cluster === undefined) return;
+  run.logger.info(
+    { database: connection.source.label, cluster: cluster.kind, nodes: cluster.nodes },
+    `a node of a ${cluster.kind} cluster (wsrep_on, ${cluster.nodes} nodes): lease tables run; row-lock and advisory tables are refused (their locks are the node's own)`,
+  );
+  for (const sub of scope.subscribers) {
+    const spec = sub.queue.spec.description;
+    if (exclusiveByLock(spec.form)) throw formOnMultiPrimaryCluster(spec.form, cluster, { subscription: sub.name, table: spec.table });
+  }
+}
+
+/** What a declared pooler means for this app, said once in the startup log. */
+function poolerDecision(pooler: PoolerMode): string {
+  return pooler === "transaction"
+    ? "through a pooler in transaction mode: lease and row-lock tables run; advisory tables and listenNotify() are refused (they keep a session across transactions)"
+    : "through a pooler in session mode: every form runs as on a direct connection";
 }
 
 /** A row-lock table on an engine without row locks (SQLite) is refused before anything connects. */

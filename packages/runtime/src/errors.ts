@@ -133,6 +133,31 @@ export function listenNeedsPostgres(engine: string, label: string): SqlInboxErro
   );
 }
 
+/** A form that keeps a session across transactions (`holdsSessionAcrossTransactions`) through a pooler in transaction mode. */
+export function formThroughTransactionPooler(form: string, place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError(
+    "UnsupportedForm",
+    `the ${form} form holds its lock on a database session across transactions, and this broker goes through a pooler in transaction mode (pooler: "transaction"), which hands each transaction to any server session: give the table a lease column, or connect this broker directly or through a pooler in session mode`,
+    place,
+  );
+}
+
+/** A form whose exclusivity is a lock (`exclusiveByLock`) on a node of a multi-primary cluster. */
+export function formOnMultiPrimaryCluster(form: string, cluster: { readonly kind: string; readonly nodes: number }, place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError(
+    "UnsupportedForm",
+    `the ${form} form rests on a lock the server holds, and this server is a node of a ${cluster.kind} cluster (wsrep_on, ${cluster.nodes} nodes), where such a lock is the node's own until commit: a worker on another node can take the same row. Give the table a lease column (a lease is a committed write, certified across the nodes)`,
+    place,
+  );
+}
+
+export function listenThroughTransactionPooler(label: string): SqlInboxError {
+  return new SqlInboxError(
+    "UnsupportedForm",
+    `listenNotify() needs LISTEN on a session of its own for the app's life, and this broker goes through a pooler in transaction mode (pooler: "transaction", ${label}), which hands each transaction to any server session: drop .listenNotify() (other processes see a publish at their next poll), or connect this broker directly or through a pooler in session mode`,
+  );
+}
+
 export function listenNeedsOwnPool(label: string): SqlInboxError {
   return new SqlInboxError(
     "Declaration",

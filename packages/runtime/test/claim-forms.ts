@@ -250,7 +250,16 @@ export function consumer(
   url: string,
   table: string,
   form: ClaimForm,
-  options: { workers?: number; batch?: number; poolMax?: number; leaseMs?: number; shutdownGrace?: number; handle?: (seen: Seen) => Promise<void> } = {},
+  options: {
+    workers?: number;
+    batch?: number;
+    poolMax?: number;
+    leaseMs?: number;
+    shutdownGrace?: number;
+    handle?: (seen: Seen) => Promise<void>;
+    pooler?: "session" | "transaction";
+    listenNotify?: boolean;
+  } = {},
 ) {
   const spec = jobsSpecOf(table, form);
   const seen: Seen[] = [];
@@ -265,7 +274,9 @@ export function consumer(
       errors.push({ message, code: fields["code"] ?? err?.code, id: fields["id"] });
     },
   };
-  const broker = SqlBroker.fromUrl(url, { pool: { max: options.poolMax ?? (options.workers ?? 1) + 1 } }).lease(options.leaseMs ?? 2000);
+  const pool = { max: options.poolMax ?? (options.workers ?? 1) + 1 + (options.listenNotify === true ? 1 : 0) };
+  const plain = SqlBroker.fromUrl(url, options.pooler === undefined ? { pool } : { pool, pooler: options.pooler }).lease(options.leaseMs ?? 2000);
+  const broker = options.listenNotify === true ? ((plain as SqlBroker<Record<never, never>, "postgres">).listenNotify() as unknown as typeof plain) : plain;
   const queue = InboxQueue.of(spec, "jobs")
     .workers(options.workers ?? 1)
     .batch(options.batch ?? 1)

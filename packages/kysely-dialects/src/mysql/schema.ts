@@ -1,5 +1,5 @@
 import { sql, type CompiledQuery } from "kysely";
-import type { RawRow, SchemaStatements } from "../types.js";
+import type { ClusterVariable, RawRow, SchemaStatements } from "../types.js";
 import type { SchemaRules } from "../forms/engine-traits.js";
 import { compiled, type Eb } from "../statements/query-db.js";
 import { mysqlDb as db } from "./query-builder.js";
@@ -37,6 +37,21 @@ export function currentDatabase(): CompiledQuery<{ name: string }> {
   return compiled(db.selectNoFrom((eb) => eb.fn<string>("database", []).as("name")));
 }
 
+/**
+ * Galera's switches: `wsrep_on` (a global variable; `OFF` on a MariaDB that is no cluster node, and
+ * absent on MySQL) and the nodes in the cluster now (a status; `0` when not connected).
+ *
+ * ```sql mysql:schema.cluster[0]
+ * SHOW GLOBAL VARIABLES LIKE 'wsrep_on'
+ * ```
+ * ```sql mysql:schema.cluster[1]
+ * SHOW GLOBAL STATUS LIKE 'wsrep_cluster_size'
+ * ```
+ */
+export function cluster(): readonly CompiledQuery<ClusterVariable>[] {
+  return [sql<ClusterVariable>`SHOW GLOBAL VARIABLES LIKE 'wsrep_on'`.compile(db), sql<ClusterVariable>`SHOW GLOBAL STATUS LIKE 'wsrep_cluster_size'`.compile(db)];
+}
+
 /** Reading a MySQL/MariaDB table against a description. */
 export const mysqlSchemaRules: SchemaRules = Object.freeze({
   // Column names are case-insensitive.
@@ -48,4 +63,4 @@ export const mysqlSchemaRules: SchemaRules = Object.freeze({
   leasePrecision: (reported: number | null) => reported ?? 0,
 });
 
-export const mysqlSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase });
+export const mysqlSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase, cluster });

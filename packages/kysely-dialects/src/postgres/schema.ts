@@ -44,4 +44,7 @@ export const postgresSchemaRules: SchemaRules = Object.freeze({
   leasePrecision: (reported: number | null) => reported ?? 6,
 });
 
-export const postgresSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase });
+/** No multi-primary cluster to detect. */
+const cluster = (): readonly [] => [];
+
+export const postgresSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase, cluster });

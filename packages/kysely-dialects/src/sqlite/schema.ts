@@ -43,4 +43,7 @@ export const sqliteSchemaRules: SchemaRules = Object.freeze({
   leasePrecision: () => 3,
 });
 
-export const sqliteSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase });
+/** No multi-primary cluster to detect. */
+const cluster = (): readonly [] => [];
+
+export const sqliteSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase, cluster });

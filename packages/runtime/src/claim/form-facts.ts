@@ -23,6 +23,18 @@ export interface FormFacts {
   readonly sharesTransactions: boolean;
   /** A delay can be stored in the form's own hold column (the lease's deadline), with no retryAfter column. */
   readonly storesDelayInHold: boolean;
+  /**
+   * The form keeps state on a database session from one transaction to the next (the advisory form holds its
+   * key's lock on the session for the whole delivery): a pooler in transaction mode, which hands each
+   * transaction to any server session, breaks it.
+   */
+  readonly sessionAcrossTransactions: boolean;
+  /**
+   * The form's exclusivity rests on a lock the server holds until the delivery ends (a row lock, an advisory
+   * lock), not on a committed write (a lease): on a multi-primary cluster such a lock is the node's own, and a
+   * worker on another node can take the same row.
+   */
+  readonly exclusiveByLock: boolean;
   /** The table, as errors name it. */
   readonly describedAs: string;
   readonly stop: StopFate;
@@ -33,6 +45,8 @@ export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freez
     needsRowLocks: true,
     sharesTransactions: true,
     storesDelayInHold: false,
+    sessionAcrossTransactions: false,
+    exclusiveByLock: true,
     describedAs: "a row-lock table",
     stop: Object.freeze({ abandoned: "rolledBack", releasesLock: false, fate: "its transaction rolls back: the row returns at once, its attempt not spent" }),
   }),
@@ -40,6 +54,8 @@ export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freez
     needsRowLocks: false,
     sharesTransactions: false,
     storesDelayInHold: true,
+    sessionAcrossTransactions: false,
+    exclusiveByLock: false,
     describedAs: "a lease table",
     stop: Object.freeze({ abandoned: "givenBack", releasesLock: false, fate: "its row returns when its lease expires" }),
   }),
@@ -47,6 +63,8 @@ export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freez
     needsRowLocks: false,
     sharesTransactions: false,
     storesDelayInHold: false,
+    sessionAcrossTransactions: true,
+    exclusiveByLock: true,
     describedAs: "an advisory table",
     stop: Object.freeze({ abandoned: "givenBack", releasesLock: true, fate: "its key's lock is released: the row returns at once, its attempt spent" }),
   }),
@@ -55,4 +73,14 @@ export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freez
 /** The form cannot run on an engine with these capabilities (a row-lock table on SQLite). */
 export function formUnsupported(form: ClaimForm, capabilities: Pick<EngineCapabilities, "rowLock">): boolean {
   return FORM_FACTS[form].needsRowLocks && !capabilities.rowLock;
+}
+
+/** The form cannot run through a pooler in transaction mode: it keeps a session across transactions. */
+export function holdsSessionAcrossTransactions(form: ClaimForm): boolean {
+  return FORM_FACTS[form].sessionAcrossTransactions;
+}
+
+/** The form is unsafe on a multi-primary cluster: its exclusivity is a lock the node holds alone. */
+export function exclusiveByLock(form: ClaimForm): boolean {
+  return FORM_FACTS[form].exclusiveByLock;
 }

@@ -1,4 +1,5 @@
 import type { EngineDialect } from "@sqlinbox/kysely-dialects";
+import { isRetryableConflict } from "@sqlinbox/kysely-dialects/internal";
 import type { CompiledQuery, Kysely, QueryResult, Transaction } from "kysely";
 import { isSqlInboxError, type ErrorPlace, type SqlInboxError } from "@sqlinbox/core/internal";
 import type { Activity } from "../activity.js";
@@ -23,10 +24,13 @@ export interface OwnStatementSession {
 
 const MAX_DEADLOCK_RETRIES = 20;
 
-/** MySQL/MariaDB deadlock (InnoDB 1213): the transaction was rolled back and can run again. */
+/**
+ * A deadlock or serialization failure (InnoDB 1213, a Galera certification failure, SQLSTATE 40P01
+ * or 40001): the server rolled the transaction back and it can run again. The classification is the
+ * dialects' (`isRetryableConflict`).
+ */
 export function isDeadlock(error: unknown): boolean {
-  const e = error as { errno?: unknown; code?: unknown } | null;
-  return e !== null && typeof e === "object" && (e.errno === 1213 || e.code === "ER_LOCK_DEADLOCK");
+  return isRetryableConflict(error);
 }
 
 /**
@@ -51,7 +55,7 @@ export function ownStatementsOn<K extends AnyKysely | AnyTransaction>(via: K): K
 
 /**
  * Runs the dialect's compiled statements: tracks them for `TestApp.settle`, applies a test's
- * fault, and retries MySQL/MariaDB deadlocks transparently, counting them in the log.
+ * fault, and retries deadlocks and serialization failures transparently, counting them in the log.
  */
 export class Database {
   /** The application's Kysely without its plugins: where sqlinbox's own statements and transactions run. */
@@ -99,9 +103,15 @@ export class Database {
     return this.#pending;
   }
 
-  /** One statement on its own (autocommit), or on `via` (a connection or transaction), without the application's plugins. */
+  /**
+   * One statement on its own (autocommit), or on `via` (a connection or transaction), without the application's plugins.
+   * A deadlock or serialization failure is retried here only outside a transaction: inside one, the server rolled the
+   * whole transaction back, so the statement alone would run again in autocommit, on rows the rolled-back statements
+   * read (a claim's stamp on rows another node or session took meanwhile). The transaction's owner runs it again whole.
+   */
   execute<R>(kind: StatementKind, query: CompiledQuery<R>, via?: AnyKysely | AnyTransaction | OwnStatementSession): Promise<QueryResult<R>> {
-    return this.#run(kind, () => (via === undefined ? this.db : "getExecutor" in via ? ownStatementsOn(via) : via).executeQuery(query));
+    const inTransaction = via !== undefined && "isTransaction" in via && via.isTransaction === true;
+    return this.#run(kind, () => (via === undefined ? this.db : "getExecutor" in via ? ownStatementsOn(via) : via).executeQuery(query), !inTransaction);
   }
 
   /** A short transaction; MySQL/MariaDB claims open it READ COMMITTED. */
@@ -129,14 +139,14 @@ export class Database {
     return this.#pending === 0 ? Promise.resolve() : new Promise((resolve) => this.#idle.push(resolve));
   }
 
-  #run<T>(kind: StatementKind, work: () => Promise<T>): Promise<T> {
+  #run<T>(kind: StatementKind, work: () => Promise<T>, retries = true): Promise<T> {
     this.#pending++;
-    return this.#runTracked(kind, work).finally(() => {
+    return this.#runTracked(kind, work, retries).finally(() => {
       if (--this.#pending === 0) for (const resolve of this.#idle.splice(0)) resolve();
     });
   }
 
-  #runTracked<T>(kind: StatementKind, work: () => Promise<T>): Promise<T> {
+  #runTracked<T>(kind: StatementKind, work: () => Promise<T>, retries: boolean): Promise<T> {
     return this.activity.track(async () => {
       for (let attempt = 0; ; attempt++) {
         const injected = this.fault?.(kind);
@@ -146,7 +156,7 @@ export class Database {
         } catch (error) {
           // A missing table is a Schema error, whatever the statement was for.
           if (this.dialect.missingTable(error)) throw tableMissing(error, {});
-          if (!isDeadlock(error) || attempt >= MAX_DEADLOCK_RETRIES) throw error;
+          if (!retries || !isDeadlock(error) || attempt >= MAX_DEADLOCK_RETRIES) throw error;
           this.#deadlocks++;
           this.#logger.warn({ statement: kind, retry: attempt + 1, deadlocksRetried: this.#deadlocks }, "deadlock retried");
         }

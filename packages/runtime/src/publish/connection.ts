@@ -1,5 +1,5 @@
 import type { AnyInboxSpec, InboxDescription, SqlInboxError } from "@sqlinbox/core/internal";
-import { dialectFor, type Engine, type RawRow } from "@sqlinbox/kysely-dialects/internal";
+import { type ClusterVariable, clusterOf, dialectFor, type Engine, type MultiPrimaryCluster, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { Activity } from "../activity.js";
 import { Database } from "../drivers/database.js";
 import type { OpenedDatabase } from "../drivers/index.js";
@@ -14,7 +14,16 @@ export interface BrokerSource {
   /** What the logs may show of where the database is: never a password. */
   readonly label: string;
   readonly open: () => Promise<OpenedDatabase & { readonly owned: boolean }>;
+  /** The connection pooler the user declared between the app and the database, if any. */
+  readonly pooler?: PoolerMode | undefined;
 }
+
+/**
+ * A connection pooler between the app and the database (PgBouncer, ProxySQL…), as declared:
+ * `"session"` gives each client a server session for as long as it is connected; `"transaction"`
+ * hands each transaction to any server session, so nothing may live on a session between transactions.
+ */
+export type PoolerMode = "session" | "transaction";
 
 /**
  * One broker's connection to its database: the pool (opened once, by whoever starts first), the
@@ -25,6 +34,7 @@ export class BrokerConnection {
   #database: Database | undefined;
   #poolMax = Infinity;
   #serverLabel = "";
+  #cluster: MultiPrimaryCluster | undefined;
   #owned = false;
   #closed = false;
   #logger: Logger | undefined;
@@ -47,6 +57,11 @@ export class BrokerConnection {
   }
 
   /** The server and its version, as the logs show it (`PostgreSQL 16.4`, `MariaDB 11.4.2`). */
+  /** The multi-primary cluster the server is a node of (read at open), if any. */
+  get cluster(): MultiPrimaryCluster | undefined {
+    return this.#cluster;
+  }
+
   get serverLabel(): string {
     return this.#serverLabel;
   }
@@ -84,12 +99,19 @@ export class BrokerConnection {
     try {
       this.#serverLabel = database.dialect.checkServerVersion(String(versionRow?.version ?? ""));
       if (versionRow !== undefined && "time_probe" in versionRow) database.readsTimeAsDate = versionRow["time_probe"] instanceof Date;
+      const clusterRows: ClusterVariable[] = [];
+      for (const query of database.dialect.schema.cluster()) clusterRows.push(...(await database.execute("schema", query)).rows);
+      this.#cluster = clusterOf(clusterRows);
     } catch (error) {
       if (this.#owned) await opened.db.destroy();
       throw error;
     }
     this.#database = database;
-    logger.info({ database: this.source.label, server: this.#serverLabel }, "database connected");
+    const cluster = this.#cluster;
+    logger.info(
+      { database: this.source.label, server: this.#serverLabel, ...(cluster === undefined ? {} : { cluster: cluster.kind, nodes: cluster.nodes }) },
+      "database connected",
+    );
     return database;
   }
 

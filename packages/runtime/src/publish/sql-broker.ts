@@ -2,6 +2,7 @@ import type { AnyInboxSpec, HasRole, IsRowLockForm, RolesOf, SpecError } from "@
 import { dialectFor, type Engine, type EngineSupports } from "@sqlinbox/kysely-dialects";
 import type { Kysely, Transaction } from "kysely";
 import { BrokerParts } from "./broker.js";
+import type { PoolerMode } from "./connection.js";
 import type { AnyKysely } from "../drivers/database.js";
 import { engineOfKysely } from "../drivers/engine-of-kysely.js";
 import { parseDatabaseUrl, type PoolOptions } from "../drivers/index.js";
@@ -16,10 +17,19 @@ export type { EngineOfUrl } from "../drivers/engine-of-url.js";
 /** Options of `SqlBroker.fromUrl`. */
 export interface BrokerOptions {
   readonly pool?: PoolOptions;
+  /**
+   * The connection pooler between the app and the database, if any (sqlinbox cannot tell one from
+   * a server). `"transaction"` (PgBouncer's `pool_mode = transaction`): the lease and row-lock forms
+   * run; the advisory form and `listenNotify()`, which keep a session across transactions, are
+   * refused at startup with `UnsupportedForm`. `"session"`: every form runs, as on a direct connection.
+   */
+  readonly pooler?: PoolerMode;
 }
 
 /** Options of `SqlBroker.fromKysely`. */
 export interface FromKyselyOptions {
+  /** The connection pooler between the Kysely instance and the database, if any: as `BrokerOptions.pooler`. */
+  readonly pooler?: PoolerMode;
   /**
    * Where `listenNotify()` takes the connection it holds for the app's life (Postgres): a factory
    * of fresh `pg` clients (`() => new pg.Client(url)`, connected and ended by the broker) or a `pg`
@@ -116,6 +126,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
         engine: parsed.engine,
         label: redactUrl(url),
         open: async () => ({ ...(await parsed.open(pool)), owned: true }),
+        pooler: options.pooler,
       }),
       30_000,
     );
@@ -129,7 +140,10 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     const anyDb = db as unknown as AnyKysely;
     const engine = engineOfKysely(anyDb);
     const listen = options.listen === undefined || !dialectFor(engine).capabilities.listenNotify ? {} : { listen: listenConnector(options.listen) };
-    return new SqlBroker(new BrokerParts({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }) }), 30_000);
+    return new SqlBroker(
+      new BrokerParts({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }), pooler: options.pooler }),
+      30_000,
+    );
   }
 
   /** The engine the URL or the Kysely instance names. */

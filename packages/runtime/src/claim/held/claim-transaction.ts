@@ -36,6 +36,8 @@ type State = "active" | "committed" | "rolled back";
  */
 export class SessionTransaction implements ClaimTransaction {
   readonly kysely = undefined;
+  /** What `Database.execute` reads: a statement failing in here is not retried alone. */
+  readonly isTransaction = true;
   readonly #connection: HeldConnection;
   readonly #statements: TransactionStatements;
   /** The transaction took its connection from the pool, and gives it back when it ends. */
