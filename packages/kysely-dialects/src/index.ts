@@ -82,8 +82,8 @@ export function dialectFor(engine: Engine): EngineDialect {
  * unique index. A data column needs a type in its description (`.type("bigint")`); to add one
  * some other way, use `createInboxTable`'s callback in `@sqlinbox/runtime`.
  *
- * The seed's lease table on PostgreSQL (one statement: it has no role an index serves):
- * ```sql postgres:table.create(seed)
+ * The reports' lease table on PostgreSQL (one statement: it has no role an index serves):
+ * ```sql postgres:table.create(reports)
  * create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null,
  *   "locked_until" timestamptz, "payload" bytea not null)
  * ```
