@@ -85,7 +85,8 @@ describe("the application's own pg.Pool under SqlBroker.fromKysely, its sessions
     expect(killed).toBeGreaterThan(0);
     expect(exitCode).not.toBe(0);
     expect(exitCode).not.toBeUndefined();
-    expect(stderr()).toContain("terminating connection due to administrator command");
+    // The server's notice when the kill reaches a session mid-read, or the socket's end when it reaches an idle one.
+    expect(stderr()).toMatch(/terminating connection due to administrator command|Connection terminated unexpectedly/);
     expect(stderr()).toMatch(/Unhandled 'error' event|Emitted 'error' event/);
   }, 90_000);
 });
