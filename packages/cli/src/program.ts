@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { dashboardCommand } from "./commands/dashboard.js";
+import { ddlCommand } from "./commands/ddl.js";
 import { peekCommand } from "./commands/peek.js";
 import { purgeCommand } from "./commands/purge.js";
 import { retryCommand } from "./commands/retry.js";
@@ -8,11 +9,11 @@ import { statusCommand } from "./commands/status.js";
 /** The `sqlinbox` command line. */
 export function sqlinboxProgram(): Command {
   const program = new Command("sqlinbox")
-    .description("Look into sqlinbox queue tables: status, peek, retry, purge, dashboard")
+    .description("Look into sqlinbox queue tables: status, peek, retry, purge, dashboard; print a table's DDL")
     .version("0.1.0")
     .showHelpAfterError()
     .exitOverride();
-  for (const command of [statusCommand(), peekCommand(), retryCommand(), purgeCommand(), dashboardCommand()]) {
+  for (const command of [statusCommand(), peekCommand(), retryCommand(), purgeCommand(), dashboardCommand(), ddlCommand()]) {
     program.addCommand(command.exitOverride().showHelpAfterError());
   }
   return program;

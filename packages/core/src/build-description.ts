@@ -1,6 +1,7 @@
 import type { AdvisoryKey, AdvisoryKeyPart, ColumnDescription, InboxDescription } from "./description.js";
 import { SqlInboxError } from "./errors.js";
 import { validateIdentifier } from "./identifier.js";
+import { validatePortableType } from "./portable-type.js";
 import type { ClaimForm, ColumnRole } from "./roles.js";
 
 type RoleColumns = Omit<InboxDescription, "table" | "schema" | "form" | "columns" | "advisoryKey" | "fifo">;
@@ -17,8 +18,11 @@ const COLUMN_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>([
   "headers",
   "lastError",
   "failedAttempts",
+  "key",
   "data",
 ]);
+/** The roles whose column type a description may give: every other role's type is fixed by the role. */
+const TYPED_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>(["id", "data"]);
 
 /** What both ways of describing a table hand over, before the rules are checked. */
 export interface DescriptionParts {
@@ -52,6 +56,11 @@ export function buildDescription(parts: DescriptionParts): InboxDescription {
   for (const col of columns) {
     validateIdentifier(col.name, `column (${col.role})`);
     if (!COLUMN_ROLES.has(col.role)) fail(`column "${col.name}" has no known role "${String(col.role)}": use one of ${[...COLUMN_ROLES].join(", ")}`, col.name);
+    if (col.type !== undefined) {
+      if (!TYPED_ROLES.has(col.role))
+        fail(`the ${col.role} column "${col.name}" has a type, but its type is fixed by its role: drop .type(…) (only id and data columns take a type)`, col.name);
+      validatePortableType(col.type, col.name);
+    }
     if (names.has(col.name)) fail(`column "${col.name}" is described twice: describe each column once`, col.name);
     if (keys.has(col.key)) fail(`the row key "${col.key}" is used by two columns: give each column its own key`, col.name);
     names.add(col.name);

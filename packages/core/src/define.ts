@@ -4,6 +4,7 @@ import type {
   AdvisoryLock,
   Attempt,
   ColumnRole,
+  DedupKey,
   FailedAttempts,
   Fifo,
   Group,
@@ -16,11 +17,13 @@ import type {
   RetryAfter,
   RowValue,
   TemplatePlaceholders,
+  TypedRole,
 } from "./roles.js";
 import type { Simplify } from "type-fest";
 import { InboxSpec } from "./spec.js";
 import type { SpecError } from "./type-errors.js";
 import type { PayloadType } from "./payload-type.js";
+import { validatePortableType, type PortableType } from "./portable-type.js";
 
 /**
  * One column of the declarative form. `Name` is the column's name when it differs
@@ -31,24 +34,43 @@ export interface Field<Role extends ColumnRole = ColumnRole, Name extends string
   readonly name: Name;
   readonly isGenerated: boolean;
   /** The payload's Standard Schema or type marker, on a payload field. */
-  readonly type?: unknown;
+  readonly payloadType?: unknown;
+  /** The portable type given with `.type(…)` (id and data fields). */
+  readonly sqlType?: PortableType;
   /** @internal phantom: the value type (a payload's decoded type, a lease's deadline type). */
   readonly value?: Value;
   /** The database fills this column: a publish never writes it. */
   generated(): Field<Role, Name, Value>;
   /** Types what an id or data column holds for row-mode handlers: `field.data("customer_id").holds<string>()`. */
   holds<T>(): Field<Role, Name, T>;
+  /**
+   * The column's type in the table `createInboxTable` creates: `field.data<number>("customer_id").type("bigint")`.
+   * Id and data fields only: every other role's type is fixed by the role, and there this member is the error that says so.
+   */
+  readonly type: Role extends TypedRole
+    ? (type: PortableType) => Field<Role, Name, Value>
+    : SpecError<`the ${Role} column's type is fixed by its role: drop .type(…) (only id and data columns take a type)`>;
 }
 
-function makeField<Role extends ColumnRole, Name extends string | undefined, Value>(role: Role, name: Name, isGenerated = false, type?: unknown): Field<Role, Name, Value> {
+function makeField<Role extends ColumnRole, Name extends string | undefined, Value>(
+  role: Role,
+  name: Name,
+  isGenerated = false,
+  payloadType?: unknown,
+  sqlType?: PortableType,
+): Field<Role, Name, Value> {
   if (name !== undefined) validateIdentifier(name, `column (${role})`);
+  const typed = (type: PortableType) => makeField<Role, Name, Value>(role, name, isGenerated, payloadType, validatePortableType(type, name ?? role));
   return Object.freeze({
     role,
     name,
     isGenerated,
-    type,
-    generated: () => makeField<Role, Name, Value>(role, name, true, type),
-    holds: <T>() => makeField<Role, Name, T>(role, name, isGenerated, type),
+    ...(payloadType !== undefined ? { payloadType } : {}),
+    ...(sqlType !== undefined ? { sqlType } : {}),
+    generated: () => makeField<Role, Name, Value>(role, name, true, payloadType, sqlType),
+    holds: <T>() => makeField<Role, Name, T>(role, name, isGenerated, payloadType, sqlType),
+    // A role whose type is fixed gets the method too (a JavaScript caller); the description refuses the type.
+    type: typed as Field<Role, Name, Value>["type"],
   });
 }
 
@@ -78,6 +100,8 @@ export const field = Object.freeze({
   lastError: <const N extends string | undefined = undefined>(name?: N): Field<"lastError", NoInfer<N>, string> => makeField("lastError", name as N),
   /** Dead-letter destinations: the attempts a moved row had spent (a number). */
   failedAttempts: <const N extends string | undefined = undefined>(name?: N): Field<"failedAttempts", NoInfer<N>, number> => makeField("failedAttempts", name as N),
+  /** A dedup key (text): the table gets a unique index on it, so at most one row holds a key. */
+  key: <const N extends string | undefined = undefined>(name?: N): Field<"key", NoInfer<N>, string> => makeField("key", name as N),
   /** `field.data<string>()` types what a row-mode handler reads (default `unknown`). */
   data: <T = unknown, const N extends string | undefined = undefined>(name?: N): Field<"data", NoInfer<N>, T> => makeField("data", name as N),
 });
@@ -177,6 +201,7 @@ export type RolesOfDefinition<D extends InboxDefinition> = [
   ...([AdvisoryOf<D>] extends [never] ? [] : [AdvisoryLock<AdvisoryOf<D>>]),
   ...Opt<D, "lastError", LastError>,
   ...Opt<D, "failedAttempts", FailedAttempts>,
+  ...Opt<D, "key", DedupKey>,
 ];
 
 /** The row a row-mode handler receives: each column under its property key. */
@@ -194,7 +219,8 @@ export function specFromDefinition<D extends InboxDefinition>(def: D): SpecOfDef
     key,
     role: f.role,
     generated: f.isGenerated,
+    ...(f.sqlType !== undefined ? { type: f.sqlType } : {}),
   }));
-  const payloadType = Object.values(def.columns).find((f) => f.role === "payload")?.type;
+  const payloadType = Object.values(def.columns).find((f) => f.role === "payload")?.payloadType;
   return InboxSpec.fromParts({ table: def.table, schema: def.schema, columns, advisoryLock: def.advisoryLock, fifo: def.fifo, payloadType });
 }

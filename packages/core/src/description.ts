@@ -1,3 +1,4 @@
+import type { PortableType } from "./portable-type.js";
 import type { ClaimForm, ColumnRole } from "./roles.js";
 
 /** One described column: its name in the database and the key it has in a row object. */
@@ -9,6 +10,8 @@ export interface ColumnDescription {
   readonly role: ColumnRole;
   /** Filled by the database (an identity, a default): never written by a publish. */
   readonly generated: boolean;
+  /** The portable type given with `.type(…)` (id, key and data columns only); absent when none was given. */
+  readonly type?: PortableType;
 }
 
 /** One piece of an advisory key template: literal text or a column's value. */
@@ -41,6 +44,8 @@ export interface InboxDescription {
   readonly lastError?: ColumnDescription;
   /** Dead-letter destinations: the attempts a moved row had spent. */
   readonly failedAttempts?: ColumnDescription;
+  /** The dedup key: a unique index holds one row per key. */
+  readonly key?: ColumnDescription;
   /** Every column in the order it was described, the role columns included. */
   readonly columns: readonly ColumnDescription[];
   readonly advisoryKey?: AdvisoryKey;

@@ -1,8 +1,9 @@
 // What an application uses. What the sibling packages need lives in `./internal`.
 export { SqlInboxError, isSqlInboxError, type SqlInboxErrorCode } from "./errors.js";
-export type { Attempt, Lease, Payload, RetryAfter, ProcessedAt, Group, Fifo, Priority, MessageHeaders, AdvisoryLock, LastError, FailedAttempts } from "./roles.js";
+export type { Attempt, Lease, Payload, RetryAfter, ProcessedAt, Group, Fifo, Priority, MessageHeaders, AdvisoryLock, LastError, FailedAttempts, DedupKey } from "./roles.js";
 export { column } from "./column.js";
 export { InboxSpec, type RolesOf, type RowOf } from "./spec.js";
 export { field } from "./define.js";
 export { defineInbox } from "./define-inbox.js";
 export { payloadOf } from "./payload-type.js";
+export { PORTABLE_TYPES, type PortableType } from "./portable-type.js";

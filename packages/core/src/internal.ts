@@ -22,6 +22,7 @@ export type {
   RoleColumnValue,
   RowValue,
   TemplatePlaceholders,
+  TypedRole,
 } from "./roles.js";
 export type { ColumnDescription, AdvisoryKey, AdvisoryKeyPart, InboxDescription } from "./description.js";
 export { buildDescription, type DescriptionParts } from "./build-description.js";

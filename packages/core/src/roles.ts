@@ -43,6 +43,13 @@ export interface Priority {
 export interface MessageHeaders {
   readonly role: "headers";
 }
+/**
+ * A dedup key column: a unique index holds one row per key, so a publish with a key that a row
+ * already holds inserts nothing. NULL (a publish without a key) is never a duplicate.
+ */
+export interface DedupKey {
+  readonly role: "key";
+}
 /** An advisory key template such as `"report-{customer_id}"`: selects the advisory form. */
 export interface AdvisoryLock<Template extends string = string> {
   readonly role: "advisoryLock";
@@ -61,11 +68,15 @@ export type RoleMarker =
   | MessageHeaders
   | AdvisoryLock
   | LastError
-  | FailedAttempts;
+  | FailedAttempts
+  | DedupKey;
 export type RoleName = RoleMarker["role"];
 
 /** The roles a column can play (the advisory key and fifo are table options, not columns). */
-export type ColumnRole = "id" | "attempt" | "lease" | "payload" | "retryAfter" | "processedAt" | "group" | "priority" | "headers" | "lastError" | "failedAttempts" | "data";
+export type ColumnRole = "id" | "attempt" | "lease" | "payload" | "retryAfter" | "processedAt" | "group" | "priority" | "headers" | "lastError" | "failedAttempts" | "key" | "data";
+
+/** The roles whose column the application fills with a value of its own choosing: their type may be given (`.type("bigint")`). Every other role's type is fixed by the role. */
+export type TypedRole = "id" | "data";
 
 /** `true` when the tuple `R` holds a marker of role `Name`. */
 export type HasRole<R extends readonly RoleMarker[], Name extends RoleName> = [Extract<R[number], { readonly role: Name }>] extends [never] ? false : true;
@@ -112,6 +123,8 @@ export interface RoleColumnValue {
   readonly headers: Readonly<Record<string, string>> | string | null;
   readonly lastError: string | null;
   readonly failedAttempts: number | null;
+  /** The dedup key; NULL where the row was published without one. */
+  readonly key: string | null;
 }
 /** The row value of a column of `Role` described as holding `Value`. */
 export type RowValue<Role extends ColumnRole, Value> = Role extends keyof RoleColumnValue ? RoleColumnValue[Role] : Value;

@@ -6,6 +6,7 @@ import type {
   Attempt,
   ClaimForm,
   ColumnRole,
+  DedupKey,
   Fifo,
   FormOf,
   FailedAttempts,
@@ -25,6 +26,7 @@ import type {
 } from "./roles.js";
 import type { FirstError, Require } from "./type-errors.js";
 import type { PayloadType } from "./payload-type.js";
+import type { PortableType } from "./portable-type.js";
 import type { Simplify } from "type-fest";
 
 type NotTwice<R extends readonly RoleMarker[], Role extends RoleName> = Require<
@@ -33,6 +35,11 @@ type NotTwice<R extends readonly RoleMarker[], Role extends RoleName> = Require<
 >;
 type NewColumn<C extends string, N extends string> = Require<[N] extends [C] ? false : true, `column "${N}" is already described: describe each column once`>;
 type Without<R extends readonly RoleMarker[], Role extends RoleName, Message extends string> = Require<HasRole<R, Role> extends true ? false : true, Message>;
+/** A role whose column type the role fixes refuses a column given a `.type(…)`. */
+type Untyped<T, Role extends RoleName> = Require<
+  [T] extends [undefined] ? true : false,
+  `the ${Role} column's type is fixed by its role: drop .type(…) (only id and data columns take a type)`
+>;
 type LeaseOrAdvisory = "a lease column and an advisory key exclude each other: keep the lease column or the advisory key, not both";
 type FifoWithAdvisory = "fifo and an advisory key exclude each other: an advisory key already keeps rows that share it apart, so drop one of them";
 
@@ -89,15 +96,15 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
   }
 
   /** The attempt column: counted at each claim; handlers read it as `keys.attempt`. */
-  attempt<N extends string>(
-    col: Column<N> & FirstError<[NotTwice<R, "attempt">, NewColumn<C, N>]>,
+  attempt<N extends string, Ty extends PortableType | undefined = undefined>(
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "attempt">, NewColumn<C, N>, Untyped<Ty, "attempt">]>,
   ): InboxSpec<[...R, Attempt], C | N, WithColumn<Row, N, RowValue<"attempt", unknown>>> {
     return this.#with(col, "attempt");
   }
 
   /** The lease column: selects the lease form. Its deadline is the token of ownership. */
-  lease<N extends string>(
-    col: Column<N> & FirstError<[NotTwice<R, "lease">, NewColumn<C, N>, Without<R, "advisoryLock", LeaseOrAdvisory>]>,
+  lease<N extends string, Ty extends PortableType | undefined = undefined>(
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "lease">, NewColumn<C, N>, Without<R, "advisoryLock", LeaseOrAdvisory>, Untyped<Ty, "lease">]>,
   ): InboxSpec<[...R, Lease<Date>], C | N, WithColumn<Row, N, RowValue<"lease", unknown>>> {
     return this.#with(col, "lease");
   }
@@ -106,35 +113,37 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
    * The payload column: the handler receives the decoded payload. Its type comes from
    * the second argument: `payloadOf<Report>()`, or a Standard Schema that also validates it.
    */
-  payload<N extends string, T = unknown>(
-    col: Column<N> & FirstError<[NotTwice<R, "payload">, NewColumn<C, N>]>,
+  payload<N extends string, T = unknown, Ty extends PortableType | undefined = undefined>(
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "payload">, NewColumn<C, N>, Untyped<Ty, "payload">]>,
     type?: PayloadType<T>,
   ): InboxSpec<[...R, Payload<T>], C | N, WithColumn<Row, N, RowValue<"payload", unknown>>> {
     return new InboxSpec({ ...this.#parts, columns: [...this.#parts.columns, describe(col, "payload")], payloadType: type }) as never;
   }
 
   /** The column that hides a row until a time (`HandlerOutcome.retryAfter`); claim order uses it. */
-  retryAfter<N extends string>(
-    col: Column<N> & FirstError<[NotTwice<R, "retryAfter">, NewColumn<C, N>]>,
+  retryAfter<N extends string, Ty extends PortableType | undefined = undefined>(
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "retryAfter">, NewColumn<C, N>, Untyped<Ty, "retryAfter">]>,
   ): InboxSpec<[...R, RetryAfter], C | N, WithColumn<Row, N, RowValue<"retryAfter", unknown>>> {
     return this.#with(col, "retryAfter");
   }
 
   /** The column ack marks instead of deleting the row. */
-  processedAt<N extends string>(
-    col: Column<N> & FirstError<[NotTwice<R, "processedAt">, NewColumn<C, N>]>,
+  processedAt<N extends string, Ty extends PortableType | undefined = undefined>(
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "processedAt">, NewColumn<C, N>, Untyped<Ty, "processedAt">]>,
   ): InboxSpec<[...R, ProcessedAt], C | N, WithColumn<Row, N, RowValue<"processedAt", unknown>>> {
     return this.#with(col, "processedAt");
   }
 
   /** The group column: a subscription name selects a group. */
-  group<N extends string>(col: Column<N> & FirstError<[NotTwice<R, "group">, NewColumn<C, N>]>): InboxSpec<[...R, Group], C | N, WithColumn<Row, N, RowValue<"group", unknown>>> {
+  group<N extends string, Ty extends PortableType | undefined = undefined>(
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "group">, NewColumn<C, N>, Untyped<Ty, "group">]>,
+  ): InboxSpec<[...R, Group], C | N, WithColumn<Row, N, RowValue<"group", unknown>>> {
     return this.#with(col, "group");
   }
 
   /** Smaller is claimed first. */
-  priority<N extends string>(
-    col: Column<N> & FirstError<[NotTwice<R, "priority">, NewColumn<C, N>]>,
+  priority<N extends string, Ty extends PortableType | undefined = undefined>(
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "priority">, NewColumn<C, N>, Untyped<Ty, "priority">]>,
   ): InboxSpec<[...R, Priority], C | N, WithColumn<Row, N, RowValue<"priority", unknown>>> {
     return this.#with(col, "priority");
   }
@@ -143,8 +152,8 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
    * The headers column: JSON string pairs (such as a W3C `traceparent`) written by
    * `publish(…, { headers })` and read by handlers as `keys.headers`.
    */
-  headers<N extends string>(
-    col: Column<N> & FirstError<[NotTwice<R, "headers">, NewColumn<C, N>]>,
+  headers<N extends string, Ty extends PortableType | undefined = undefined>(
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "headers">, NewColumn<C, N>, Untyped<Ty, "headers">]>,
   ): InboxSpec<[...R, MessageHeaders], C | N, WithColumn<Row, N, RowValue<"headers", unknown>>> {
     return this.#with(col, "headers");
   }
@@ -158,17 +167,27 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
   }
 
   /** Dead-letter destinations: the column a move writes the last error into (text). */
-  lastError<N extends string>(
-    col: Column<N> & FirstError<[NotTwice<R, "lastError">, NewColumn<C, N>]>,
+  lastError<N extends string, Ty extends PortableType | undefined = undefined>(
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "lastError">, NewColumn<C, N>, Untyped<Ty, "lastError">]>,
   ): InboxSpec<[...R, LastError], C | N, WithColumn<Row, N, RowValue<"lastError", unknown>>> {
     return this.#with(col, "lastError");
   }
 
   /** Dead-letter destinations: the column a move writes the attempts spent into (a number). */
-  failedAttempts<N extends string>(
-    col: Column<N> & FirstError<[NotTwice<R, "failedAttempts">, NewColumn<C, N>]>,
+  failedAttempts<N extends string, Ty extends PortableType | undefined = undefined>(
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "failedAttempts">, NewColumn<C, N>, Untyped<Ty, "failedAttempts">]>,
   ): InboxSpec<[...R, FailedAttempts], C | N, WithColumn<Row, N, RowValue<"failedAttempts", unknown>>> {
     return this.#with(col, "failedAttempts");
+  }
+
+  /**
+   * The dedup key column: the table gets a unique index on it, so at most one row holds a key.
+   * Text; a publish without a key leaves it NULL, which never collides.
+   */
+  key<N extends string, Ty extends PortableType | undefined = undefined>(
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "key">, NewColumn<C, N>, Untyped<Ty, "key">]>,
+  ): InboxSpec<[...R, DedupKey], C | N, WithColumn<Row, N, RowValue<"key", unknown>>> {
+    return this.#with(col, "key");
   }
 
   /** A column that plays no role: read by row-mode handlers, named by advisory keys, written by publishes. */
@@ -221,7 +240,7 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
 }
 
 function describe(col: Column, role: ColumnRole): ColumnDescription {
-  return { name: col.name, key: col.name, role, generated: col.isGenerated };
+  return { name: col.name, key: col.name, role, generated: col.isGenerated, ...(col.sqlType !== undefined ? { type: col.sqlType } : {}) };
 }
 
 /**

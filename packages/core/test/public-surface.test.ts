@@ -4,13 +4,14 @@ import * as internal from "../src/internal.js";
 
 describe("@sqlinbox/core's public surface", () => {
   test("the root exports only the values an application uses", () => {
-    expect(Object.keys(root).sort()).toEqual(["InboxSpec", "SqlInboxError", "column", "defineInbox", "field", "isSqlInboxError", "payloadOf"]);
+    expect(Object.keys(root).sort()).toEqual(["InboxSpec", "PORTABLE_TYPES", "SqlInboxError", "column", "defineInbox", "field", "isSqlInboxError", "payloadOf"]);
   });
 
   test("./internal adds what the sibling packages need, and keeps the root's names", () => {
     expect(Object.keys(internal).sort()).toEqual([
       "InboxSpec",
       "MAX_IDENTIFIER_LENGTH",
+      "PORTABLE_TYPES",
       "SqlInboxError",
       "buildDescription",
       "column",

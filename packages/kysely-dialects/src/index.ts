@@ -4,6 +4,7 @@
  * The root is what an application reads (the dialects and their statement types); the helpers
  * the runtime and the operator tools share live in `./internal`, not covered by semver.
  */
+import type { AnyInboxSpec, InboxDescription } from "@sqlinbox/core/internal";
 import type { Engine, EngineDialect } from "./types.js";
 import { mysqlDialect } from "./mysql/engine.js";
 import { postgresDialect } from "./postgres/engine.js";
@@ -30,6 +31,8 @@ export type {
   SchemaStatements,
   ObserveStatements,
   NotifyStatements,
+  TableStatements,
+  ExtendTable,
 } from "./types.js";
 export type { NotifyingDialect } from "./forms/dialect.js";
 export { postgresDialect, mysqlDialect, sqliteDialect };
@@ -51,4 +54,31 @@ export function dialectFor(engine: Engine): EngineDialect {
   const dialect = dialects[engine];
   if (dialect === undefined) throw new TypeError(`unknown engine: ${String(engine)}`);
   return dialect;
+}
+
+/**
+ * The statements that create a description's table on `engine`, for a migration written by hand:
+ * `CREATE TABLE` with every role typed for the engine, then the claim index and the dedup key's
+ * unique index. A data column needs a type in its description (`.type("bigint")`); to add one
+ * some other way, use `createInboxTable`'s callback in `@sqlinbox/runtime`.
+ *
+ * The seed's lease table on PostgreSQL (one statement: it has no role an index serves):
+ * ```sql postgres:table.create(seed)
+ * create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null,
+ *   "locked_until" timestamptz, "payload" bytea not null)
+ * ```
+ * A grouped table with priority, retryAfter and processedAt gets its claim index; on MySQL/MariaDB,
+ * with no partial index, processedAt leads it:
+ * ```sql mysql:table.create(rich lease, index)
+ * create index `jobs_claim` on `jobs` (`grp`, `processed_at`, `priority`, `retry_after`, `id`)
+ * ```
+ *
+ * @example
+ * for (const statement of inboxTableSql(RenderReport, "postgres")) await sql.raw(statement).execute(db);
+ */
+export function inboxTableSql(spec: AnyInboxSpec | InboxDescription, engine: Engine): string[] {
+  const description = "description" in spec ? spec.description : spec;
+  return dialectFor(engine)
+    .table.create(description)
+    .map((q) => q.sql);
 }

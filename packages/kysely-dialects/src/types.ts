@@ -1,5 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import type { CompiledQuery } from "kysely";
+import type { CompiledQuery, CreateTableBuilder } from "kysely";
 
 /** The engines sqlinbox speaks. `mysql` covers MySQL 8.0.1+ and MariaDB 10.6+. */
 export type Engine = "postgres" | "mysql" | "sqlite";
@@ -216,6 +216,19 @@ export interface PublishStatements {
   insert(spec: InboxDescription, rows: readonly RawRow[]): CompiledQuery<RawRow>;
 }
 
+/** Adds columns to the table `createInboxTable` creates: Kysely's own builder, so any column Kysely can describe fits. */
+export type ExtendTable = (table: CreateTableBuilder<string, string>) => CreateTableBuilder<string, string>;
+
+/** Creating a queue table from its description. */
+export interface TableStatements {
+  /**
+   * `CREATE TABLE` with every described column typed for this engine, then the indexes the claims
+   * read (see `createTableQueries`). `extend` adds columns (a data column described without a type);
+   * a data column with no type that `extend` does not add fails, naming the column.
+   */
+  create(spec: InboxDescription, extend?: ExtendTable): CompiledQuery[];
+}
+
 /** What a metrics reader samples now and then (never on the delivery path). */
 export interface ObserveStatements {
   /** One row with `depth`: the rows still to be finished (unprocessed; of `group` where the table has one). */
@@ -286,6 +299,8 @@ export interface EngineDialect {
   readonly lease: LeaseStatements;
   readonly advisory: AdvisoryStatements;
   readonly publish: PublishStatements;
+  /** The table from its description. */
+  readonly table: TableStatements;
   readonly deadLetter: DeadLetterStatements;
   readonly schema: SchemaStatements;
   readonly observe: ObserveStatements;

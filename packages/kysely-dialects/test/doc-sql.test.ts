@@ -40,6 +40,8 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:operator.countByState(rich lease)": () => postgresOperator.countByState({ spec: richLease(), createdAt: "created_at" }, now),
   "postgres:operator.peek(fifo, ready)": () => postgresOperator.peek({ spec: fifoLease() }, { state: "ready", now, limit: 20 }),
   "mysql:operator.purge(fifo, waiting)": () => operatorFor("mysql").purge({ spec: fifoLease() }, { state: "waiting", now }),
+  "postgres:table.create(seed)": () => postgresDialect.table.create(seedByHand)[0] ?? null,
+  "mysql:table.create(rich lease, index)": () => mysqlDialect.table.create(richLease())[1] ?? null,
   "postgres:operator.heldAdvisoryKeys": () => postgresOperator.heldAdvisoryKeys(["report_jobs:7"], "app"),
 };
 

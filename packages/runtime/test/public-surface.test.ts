@@ -12,6 +12,7 @@ describe("@sqlinbox/runtime's public surface", () => {
       "SqlBroker",
       "SqlInboxError",
       "consoleLogger",
+      "createInboxTable",
       "defaultOnDecodeError",
       "defaultOnError",
       "isSqlInboxError",

@@ -1,5 +1,6 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import type { EngineDialect, NotifyStatements } from "../types.js";
+import type { EngineDialect, ExtendTable, NotifyStatements } from "../types.js";
+import { createTableQueries } from "../statements/create-table.js";
 import { readFoundColumns } from "../shared/schema-check.js";
 import { advisoryStatements } from "./advisory.js";
 import { deadLetterStatements } from "./dead-letter.js";
@@ -29,6 +30,7 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
     lease: leaseStatements(engine),
     advisory: advisoryStatements(engine),
     publish: publishStatements(engine),
+    table: Object.freeze({ create: (spec: InboxDescription, extend?: ExtendTable) => createTableQueries(engine.statements, engine.tableTypes, spec, extend) }),
     deadLetter: deadLetterStatements(engine),
     schema: engine.schema,
     observe: Object.freeze({ queueDepth: (spec: InboxDescription, options: { readonly group?: string }) => queueDepthQuery(engine.statements, spec, options) }),

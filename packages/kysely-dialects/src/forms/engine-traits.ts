@@ -3,6 +3,7 @@ import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, EngineCapabilities, NotifyStatements, RawRow, SchemaStatements, TimeCodec } from "../types.js";
 import type { LeaseStamp } from "../statements/claim-stamp.js";
 import type { StatementContext } from "../statements/query-db.js";
+import type { TableTypes } from "../statements/create-table.js";
 
 /**
  * A claim in one statement: picks the claimable rows, counts the attempt, writes the deadline
@@ -32,5 +33,7 @@ export interface EngineTraits {
   readonly sessionLocks: SessionLockStatements | null;
   readonly schema: SchemaStatements;
   readonly notify: NotifyStatements | null;
+  /** What each column of a queue table is here (`createInboxTable`, `inboxTableSql`). */
+  readonly tableTypes: TableTypes;
   checkServerVersion(version: string): string;
 }

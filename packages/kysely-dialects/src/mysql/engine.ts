@@ -5,6 +5,7 @@ import { checkServerVersion } from "../shared/server-version.js";
 import { mysqlSessionLocks } from "./advisory-lock.js";
 import { mysqlDb } from "./query-builder.js";
 import { mysqlSchema } from "./schema.js";
+import { mysqlTableTypes } from "./table-types.js";
 import { mysqlTime } from "./time.js";
 
 /** What MySQL 8.0.1+ and MariaDB 10.6+ have in common, and why each answer is what it is. */
@@ -49,6 +50,8 @@ export const mysqlEngine: EngineTraits = Object.freeze({
   sessionLocks: mysqlSessionLocks,
   schema: mysqlSchema,
   notify: null,
+  // Queue tables: BIGINT AUTO_INCREMENT ids, DATETIME(3) times, LONGBLOB payloads, VARCHAR(255) keys; no partial index.
+  tableTypes: mysqlTableTypes,
   checkServerVersion: (version: string) => checkServerVersion("mysql", version),
 });
 

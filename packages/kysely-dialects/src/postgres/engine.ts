@@ -7,6 +7,7 @@ import { claimWithCte } from "./claim-cte.js";
 import { postgresNotify } from "./notify.js";
 import { postgresDb } from "./query-builder.js";
 import { postgresSchema } from "./schema.js";
+import { postgresTableTypes } from "./table-types.js";
 import { postgresTime } from "./time.js";
 
 /** What PostgreSQL 11+ has, and why each answer is what it is. */
@@ -48,6 +49,8 @@ export const postgresEngine: EngineTraits & { readonly notify: NotifyStatements 
   sessionLocks: postgresSessionLocks,
   schema: postgresSchema,
   notify: postgresNotify,
+  // Queue tables: BIGSERIAL ids, TIMESTAMPTZ times, BYTEA payloads, a partial claim index.
+  tableTypes: postgresTableTypes,
   checkServerVersion: (version: string) => checkServerVersion("postgres", version),
 });
 

@@ -5,6 +5,7 @@ import { checkServerVersion } from "../shared/server-version.js";
 import { claimUpdateReturning } from "./claim-update-returning.js";
 import { sqliteDb } from "./query-builder.js";
 import { sqliteSchema } from "./schema.js";
+import { sqliteTableTypes } from "./table-types.js";
 import { sqliteTime } from "./time.js";
 
 /** What SQLite 3.35+ has, and why each answer is what it is. */
@@ -45,6 +46,8 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   sessionLocks: null,
   schema: sqliteSchema,
   notify: null,
+  // Queue tables: INTEGER PRIMARY KEY ids, TEXT times, BLOB payloads, a partial claim index.
+  tableTypes: sqliteTableTypes,
   checkServerVersion: (version: string) => checkServerVersion("sqlite", version),
 });
 

@@ -1,0 +1,49 @@
+import { isSqlInboxError } from "@sqlinbox/core";
+import { inboxTableSql, type Engine } from "@sqlinbox/kysely-dialects";
+import { Command, Option } from "commander";
+import { CliError, ExitCode } from "../exit-codes.js";
+import { loadModule } from "../load-module.js";
+
+const ENGINES: readonly Engine[] = ["postgres", "mysql", "sqlite"];
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/**
+ * `sqlinbox ddl`: the statements that create each table a module describes, for a migration.
+ * Nothing connects; the output is SQL text, one statement per line, each table under a comment
+ * naming its export.
+ */
+export function ddlCommand(): Command {
+  return new Command("ddl")
+    .description("print the CREATE TABLE and CREATE INDEX statements of the tables a module describes")
+    .requiredOption("--module <path>", "a module whose exports are the table descriptions (InboxSpec / defineInbox values)")
+    .addOption(new Option("--engine <engine>", "the database the statements are for (mysql covers MySQL 8 and MariaDB)").choices([...ENGINES]).makeOptionMandatory())
+    .option("--table <name>", "only this table (repeatable); every described table by default", collect)
+    .action(async (options: { module: string; engine: Engine; table?: string[] }) => {
+      process.stdout.write(await ddlText(options.module, options.engine, options.table ?? []));
+    });
+}
+
+/** The statements of every table the module exports (or of `only`), as the command prints them. */
+export async function ddlText(module: string, engine: Engine, only: readonly string[]): Promise<string> {
+  const { tables } = await loadModule(module);
+  const chosen = [...tables].filter(([, d]) => only.length === 0 || only.includes(d.table));
+  const missing = only.filter((name) => !chosen.some(([, d]) => d.table === name));
+  if (missing.length > 0) {
+    throw new CliError(
+      ExitCode.usage,
+      `the module ${module} describes no table ${missing.map((n) => `"${n}"`).join(", ")}: it describes ${[...tables.values()].map((d) => `"${d.table}"`).join(", ")}`,
+    );
+  }
+  const blocks = chosen.map(([name, description]) => {
+    let statements: string[];
+    try {
+      statements = inboxTableSql(description, engine);
+    } catch (error) {
+      if (isSqlInboxError(error)) throw new CliError(ExitCode.usage, `${name}: ${error.message}`, { cause: error });
+      throw error;
+    }
+    return `-- ${name}: ${description.table}\n${statements.map((s) => `${s};\n`).join("")}`;
+  });
+  return blocks.join("\n");
+}

@@ -1,0 +1,68 @@
+import { fileURLToPath } from "node:url";
+import { inboxTableSql } from "@sqlinbox/kysely-dialects";
+import { describe, expect, test } from "vitest";
+import { ExitCode } from "../src/exit-codes.js";
+import { RenderReport, SendReceipt } from "./fixtures/ddl-inbox.js";
+import { sqlinbox } from "./run-bin.js";
+
+const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+
+describe("sqlinbox ddl", () => {
+  test.each(["postgres", "mysql", "sqlite"] as const)("prints every described table's statements for %s, as inboxTableSql gives them", async (engine) => {
+    const result = await sqlinbox(["ddl", "--module", fixture("ddl-inbox.ts"), "--engine", engine]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(ExitCode.ok);
+    // In the module namespace's order: export names sorted.
+    const expected = [
+      `-- RenderReport: report_jobs\n${inboxTableSql(RenderReport, engine)
+        .map((s) => `${s};\n`)
+        .join("")}`,
+      `-- SendReceipt: receipts\n${inboxTableSql(SendReceipt, engine)
+        .map((s) => `${s};\n`)
+        .join("")}`,
+    ].join("\n");
+    expect(result.stdout).toBe(expected);
+  });
+
+  test("the Postgres output", async () => {
+    const result = await sqlinbox(["ddl", "--module", fixture("ddl-inbox.ts"), "--engine", "postgres"]);
+    expect(result.stdout).toMatchInlineSnapshot(`
+      "-- RenderReport: report_jobs
+      create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "customer_id" bigint, "payload" bytea not null);
+
+      -- SendReceipt: receipts
+      create table "receipts" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null, "queue" text not null, "processed_at" timestamptz, "job_key" text);
+      create index "receipts_claim" on "receipts" ("queue", "id") where "processed_at" is null;
+      create unique index "receipts_dedup_key" on "receipts" ("job_key");
+      "
+    `);
+  });
+
+  test("--table picks one table; a table the module does not describe is a usage error", async () => {
+    const one = await sqlinbox(["ddl", "--module", fixture("ddl-inbox.ts"), "--engine", "sqlite", "--table", "report_jobs"]);
+    expect(one.stdout).toBe(
+      `-- RenderReport: report_jobs\n${inboxTableSql(RenderReport, "sqlite")
+        .map((s) => `${s};\n`)
+        .join("")}`,
+    );
+    const none = await sqlinbox(["ddl", "--module", fixture("ddl-inbox.ts"), "--engine", "sqlite", "--table", "orders"]);
+    expect(none.code).toBe(ExitCode.usage);
+    expect(none.stderr).toContain('describes no table "orders": it describes "report_jobs", "receipts"');
+  });
+
+  test("a data column with no type is a usage error naming the export and the column", async () => {
+    const result = await sqlinbox(["ddl", "--module", fixture("ddl-untyped.ts"), "--engine", "mysql"]);
+    expect(result.code).toBe(ExitCode.usage);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toContain('Untyped: Declaration: the data column "customer_id" has no type');
+  });
+
+  test("--engine is required and takes the three engines only", async () => {
+    const missing = await sqlinbox(["ddl", "--module", fixture("ddl-inbox.ts")]);
+    expect(missing.code).toBe(ExitCode.usage);
+    expect(missing.stderr).toContain("--engine");
+    const wrong = await sqlinbox(["ddl", "--module", fixture("ddl-inbox.ts"), "--engine", "oracle"]);
+    expect(wrong.code).toBe(ExitCode.usage);
+    expect(wrong.stderr).toContain("Allowed choices are postgres, mysql, sqlite");
+  });
+});

@@ -1,0 +1,28 @@
+import type { TableTypes } from "../statements/create-table.js";
+
+/** A queue table's columns on SQLite, each a type the startup check accepts. */
+export const sqliteTableTypes: TableTypes = Object.freeze({
+  // INTEGER PRIMARY KEY is the rowid itself: generated, and the cheapest key SQLite has.
+  generatedId: { type: "integer", autoIncrement: false },
+  portable: Object.freeze({
+    text: "text",
+    bigint: "integer",
+    integer: "integer",
+    double: "real",
+    // 0 or 1: SQLite has no boolean type.
+    boolean: "integer",
+    // Fixed-width UTC ISO-8601 text, so that text order is time order.
+    timestamp: "text",
+    json: "text",
+    bytes: "blob",
+  }),
+  indexedText: "text",
+  // Fixed-width UTC ISO-8601 text written by the codec, milliseconds kept.
+  time: "text",
+  payload: "blob",
+  headers: "text",
+  counter: "integer",
+  longText: "text",
+  // `CREATE INDEX … WHERE processed_at IS NULL` (since 3.8).
+  partialIndexes: true,
+});

@@ -1,0 +1,169 @@
+import { SqlInboxError, type ColumnDescription, type InboxDescription, type PortableType } from "@sqlinbox/core/internal";
+import { sql, type ColumnDefinitionBuilder, type CompiledQuery, type CreateIndexBuilder, type CreateTableBuilder, type Expression } from "kysely";
+import type { ExtendTable } from "../types.js";
+import type { StatementContext } from "./query-db.js";
+import { tableRef } from "./table-ref.js";
+
+/**
+ * What each column of a queue table is on one engine: every engine's `table-types.ts` fills
+ * this in, with the reason for each type, and each type is one the startup check accepts
+ * (`shared/schema-check.ts`).
+ */
+export interface TableTypes {
+  /** A generated id: an auto-increment integer that is the primary key. */
+  readonly generatedId: { readonly type: string; readonly autoIncrement: boolean };
+  /** What each portable type of a data column (or an id the application fills) becomes here. */
+  readonly portable: Readonly<Record<PortableType, string>>;
+  /** Text that can be a key or lead an index: the group, the dedup key, a text id. */
+  readonly indexedText: string;
+  /** A deadline or a time: lease, retryAfter, processedAt. */
+  readonly time: string;
+  /** The payload: JSON as UTF-8 bytes (the runtime reads the column type and writes bytes into it). */
+  readonly payload: string;
+  /** The headers: JSON text of string pairs. */
+  readonly headers: string;
+  /** A small count: attempt, priority, failedAttempts. */
+  readonly counter: string;
+  /** Text of any length: the last error of a dead letter. */
+  readonly longText: string;
+  /** `CREATE INDEX … WHERE`: the claim index covers only unprocessed rows. Elsewhere processedAt leads the index instead. */
+  readonly partialIndexes: boolean;
+}
+
+/**
+ * The statements that create a description's table on one engine: `CREATE TABLE`, then the
+ * indexes its claims read.
+ *
+ * - Every role gets its engine's type (`TableTypes`); the attempt starts at 1 (a delivery reads
+ *   `attempt - 1` after its claim counted it), the priority at 0; the group and the payload are NOT NULL.
+ * - A data column, or an id that is not generated, takes the portable type its description gives;
+ *   one with no type must be added by `extend`, else the call fails naming the column.
+ * - The claim index follows what every claim filters and orders by: the group (an equality),
+ *   processedAt (`IS NULL`: a partial index where the engine has them, else an equality that leads
+ *   the index), then claim order: priority, retryAfter (NULL first, as claims order it), id.
+ *   It is left out where it would be the primary key alone. The lease column is a filter on that
+ *   ordered walk, not an index of its own: claims order by id, never by the deadline. The advisory
+ *   key's columns are read, never filtered on, so they get no index.
+ * - The dedup key gets a unique index (NULLs never collide, so rows published without a key are free).
+ */
+export function createTableQueries(ctx: StatementContext, types: TableTypes, spec: InboxDescription, extend?: ExtendTable): CompiledQuery[] {
+  const fail = (message: string, column: ColumnDescription): never => {
+    throw new SqlInboxError("Declaration", message, { table: spec.table, column: column.name });
+  };
+  let table: CreateTableBuilder<string, string> = ctx.db.schema.createTable(tableRef(spec));
+  const untyped: ColumnDescription[] = [];
+  for (const col of spec.columns) {
+    const shape = columnShape(types, col);
+    if (shape === null) untyped.push(col);
+    else table = table.addColumn(col.name, sql.raw(shape.type), shape.build);
+  }
+  if (extend !== undefined) table = extend(table);
+
+  const created = table.toOperationNode().columns.map((c) => c.column.column.name);
+  const seen = new Set<string>();
+  for (const name of created) {
+    if (seen.has(name)) {
+      const col = spec.columns.find((c) => c.name === name) ?? { name, key: name, role: "data", generated: false };
+      fail(`column "${name}" is created twice: the description already types it, so leave it out of createInboxTable's callback`, col);
+    }
+    seen.add(name);
+  }
+  for (const col of untyped) {
+    if (seen.has(col.name)) continue;
+    fail(
+      col.role === "id"
+        ? `the id column "${col.name}" is not generated and has no type: mark it .generated(), give it a type (.type("bigint"), .type("text") …), or add it with its primary key in createInboxTable's callback`
+        : `the data column "${col.name}" has no type: give it one (.type("bigint"), .type("text") …), or add it in createInboxTable's callback`,
+      col,
+    );
+  }
+
+  const queries: CompiledQuery[] = [table.compile()];
+  const claim = claimIndex(ctx, types, spec);
+  if (claim !== null) queries.push(claim.compile());
+  if (spec.key !== undefined) {
+    queries.push(ctx.db.schema.createIndex(indexName(spec, "dedup_key")).unique().on(tableRef(spec)).column(spec.key.name).compile());
+  }
+  return queries;
+}
+
+interface ColumnShape {
+  readonly type: string;
+  readonly build: (c: ColumnDefinitionBuilder) => ColumnDefinitionBuilder;
+}
+
+const asIs = (c: ColumnDefinitionBuilder) => c;
+const notNull = (c: ColumnDefinitionBuilder) => c.notNull();
+
+/** A column's type and constraints per its role; `null` for a column whose type the description does not give. */
+function columnShape(types: TableTypes, col: ColumnDescription): ColumnShape | null {
+  switch (col.role) {
+    case "id": {
+      if (col.generated) {
+        const { type, autoIncrement } = types.generatedId;
+        return { type, build: (c) => (autoIncrement ? c.autoIncrement().primaryKey() : c.primaryKey()) };
+      }
+      if (col.type === undefined) return null;
+      return { type: col.type === "text" ? types.indexedText : types.portable[col.type], build: (c) => c.primaryKey() };
+    }
+    case "attempt":
+      // Counted at each claim; a delivery reads the value before its claim counted it, so 1 delivers attempt 1 first.
+      return { type: types.counter, build: (c) => c.notNull().defaultTo(1) };
+    case "priority":
+      return { type: types.counter, build: (c) => c.notNull().defaultTo(0) };
+    case "failedAttempts":
+      return { type: types.counter, build: asIs };
+    case "lease":
+    case "retryAfter":
+    case "processedAt":
+      return { type: types.time, build: asIs };
+    case "payload":
+      return { type: types.payload, build: notNull };
+    case "headers":
+      return { type: types.headers, build: asIs };
+    case "group":
+      return { type: types.indexedText, build: notNull };
+    case "key":
+      return { type: types.indexedText, build: asIs };
+    case "lastError":
+      return { type: types.longText, build: asIs };
+    case "data":
+      return col.type === undefined ? null : { type: types.portable[col.type], build: asIs };
+  }
+}
+
+/**
+ * The index every claim of the table walks: equalities first (group; processedAt where the engine
+ * has no partial index), then claim order. `null` where it would be the primary key alone.
+ */
+function claimIndex(ctx: StatementContext, types: TableTypes, spec: InboxDescription): CreateIndexBuilder | null {
+  const ref = (c: ColumnDescription): Expression<unknown> => sql.ref(c.name);
+  const columns: Expression<unknown>[] = [];
+  if (spec.group !== undefined) columns.push(ref(spec.group));
+  const partial = spec.processedAt !== undefined && types.partialIndexes;
+  if (spec.processedAt !== undefined && !partial) columns.push(ref(spec.processedAt));
+  if (spec.priority !== undefined) columns.push(ref(spec.priority));
+  if (spec.retryAfter !== undefined) {
+    // Claims order never-delayed rows first: where ascending order puts NULL last, the index says so too.
+    columns.push(ctx.capabilities.nullsFirstByDefault ? ref(spec.retryAfter) : sql`${ref(spec.retryAfter)} nulls first`);
+  }
+  if (columns.length === 0 && !partial) return null;
+  columns.push(ref(spec.id));
+  let index = ctx.db.schema.createIndex(indexName(spec, "claim")).on(tableRef(spec));
+  for (const column of columns) index = index.expression(column);
+  if (partial && spec.processedAt !== undefined) index = index.where(sql.ref(spec.processedAt.name), "is", null);
+  return index;
+}
+
+/**
+ * `<table>_<purpose>`, cut to fit every engine's 63 characters: a long table name keeps its start
+ * and gains a hash of the whole, so two long names never share an index name.
+ */
+export function indexName(spec: InboxDescription, purpose: string): string {
+  const name = `${spec.table}_${purpose}`;
+  if (name.length <= 63) return name;
+  let hash = 0x811c9dc5;
+  for (const ch of spec.table) hash = Math.imul(hash ^ ch.charCodeAt(0), 0x01000193) >>> 0;
+  const tail = `_${hash.toString(16).padStart(8, "0")}_${purpose}`;
+  return `${spec.table.slice(0, 63 - tail.length)}${tail}`;
+}

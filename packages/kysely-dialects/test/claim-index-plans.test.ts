@@ -1,0 +1,225 @@
+/**
+ * Every claim statement walks an index, never the whole table: on a table of 100,000 rows made by
+ * the generated DDL and analyzed, each claim of each shape (plain, priority, group and fifo,
+ * retryAfter, processedAt, an advisory key, every role at once) is compiled by the dialect and
+ * EXPLAINed on the real server. A full scan of a queue table fails, with the plan in the message.
+ */
+import { column, InboxSpec, type ClaimForm, type InboxDescription } from "@sqlinbox/core/internal";
+import { sql, type CompiledQuery, type RawBuilder } from "kysely";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { connectMariadb, connectPostgres, connectSqlite, uniqueTable, type Db, type LiveEngine } from "./live/servers.js";
+
+const ROWS = 100_000;
+
+/** A shape: the roles its table has beyond id, attempt, a lease column and the payload. */
+interface Shape {
+  readonly name: string;
+  readonly roles: (spec: InboxSpec) => InboxSpec;
+  /** The key template of its advisory description (else `{id}`). */
+  readonly key?: string;
+  /** Also claim it as a fifo table. */
+  readonly fifo?: boolean;
+}
+
+type Spec = InboxSpec;
+const shapes: readonly Shape[] = [
+  { name: "plain", roles: (s) => s },
+  { name: "priority", roles: (s) => s.priority(column("priority")) as Spec },
+  { name: "group", roles: (s) => s.group(column("grp")) as Spec, fifo: true },
+  { name: "retryAfter", roles: (s) => s.retryAfter(column("retry_after")) as Spec },
+  { name: "processedAt", roles: (s) => s.processedAt(column("processed_at")) as Spec },
+  { name: "advisory key", roles: (s) => s.data(column("customer_id").type("bigint")) as Spec, key: "c-{customer_id}" },
+  {
+    name: "every role",
+    roles: (s) => s.group(column("grp")).priority(column("priority")).retryAfter(column("retry_after")).processedAt(column("processed_at")) as Spec,
+    fifo: true,
+  },
+];
+
+const base = (table: string) => InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")) as Spec;
+
+/** The shape's description in `form` (the table has a lease column whatever the form; only the lease form describes it). */
+function describeAs(shape: Shape, table: string, form: ClaimForm, fifo: boolean): InboxDescription {
+  const spec = shape.roles(base(table));
+  const withForm = form === "lease" ? (spec.lease(column("locked_until")) as Spec) : form === "advisory" ? (spec.advisoryLock(shape.key ?? "{id}") as Spec) : spec;
+  return fifo ? { ...withForm.description, fifo: true } : withForm.description;
+}
+
+/** How each engine writes the fill's few expressions. */
+interface Fill {
+  readonly past: RawBuilder<unknown>;
+  readonly future: RawBuilder<unknown>;
+  readonly bytes: RawBuilder<unknown>;
+  group(i: RawBuilder<unknown>): RawBuilder<unknown>;
+  /** Brings the planner's statistics up to date. */
+  analyze(table: string): RawBuilder<unknown>;
+}
+const fills: Readonly<Record<LiveEngine["name"], Fill>> = {
+  postgres: {
+    past: sql`now() - interval '1 hour'`,
+    future: sql`now() + interval '1 hour'`,
+    bytes: sql`cast('{}' as bytea)`,
+    group: (i) => sql`'g' || (${i} % 100)`,
+    analyze: (t) => sql`analyze ${sql.id(t)}`,
+  },
+  mariadb: {
+    past: sql`now(3) - interval 1 hour`,
+    future: sql`now(3) + interval 1 hour`,
+    bytes: sql`cast('{}' as binary)`,
+    group: (i) => sql`concat('g', ${i} % 100)`,
+    analyze: (t) => sql`analyze table ${sql.id(t)}`,
+  },
+  sqlite: {
+    past: sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 hour')`,
+    future: sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+1 hour')`,
+    bytes: sql`cast('{}' as blob)`,
+    group: (i) => sql`'g' || (${i} % 100)`,
+    analyze: () => sql`analyze`,
+  },
+};
+
+/**
+ * 100,000 rows in one INSERT … SELECT over ten digits cross-joined five times (every engine has it):
+ * 100 groups, 10 priorities, a quarter delayed and a quarter past due, 90 % processed, 5 % leased.
+ */
+async function fill(engine: LiveEngine, spec: InboxDescription): Promise<void> {
+  const f = fills[engine.name];
+  const digits = sql`(select 0 as d union all select 1 union all select 2 union all select 3 union all select 4 union all select 5 union all select 6 union all select 7 union all select 8 union all select 9)`;
+  const i = sql`(a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * g.d)`;
+  const values: Record<string, RawBuilder<unknown>> = {
+    payload: f.bytes,
+    locked_until: sql`case when ${i} % 20 = 0 then ${f.future} else null end`,
+    priority: sql`${i} % 10`,
+    grp: f.group(i),
+    retry_after: sql`case when ${i} % 4 = 0 then ${f.future} when ${i} % 4 = 1 then ${f.past} else null end`,
+    processed_at: sql`case when ${i} % 10 = 0 then null else ${f.past} end`,
+    customer_id: sql`${i} % 1000`,
+  };
+  const names = spec.columns.map((c) => c.name).filter((n) => n in values);
+  await sql`insert into ${sql.id(spec.table)} (${sql.join(names.map((n) => sql.id(n)))})
+    select ${sql.join(names.map((n) => values[n] as RawBuilder<unknown>))}
+    from ${digits} a cross join ${digits} b cross join ${digits} c cross join ${digits} e cross join ${digits} g`.execute(engine.db);
+  await f.analyze(spec.table).execute(engine.db);
+  const { rows } = await sql<{ n: unknown }>`select count(*) as n from ${sql.id(spec.table)}`.execute(engine.db);
+  expect(Number(rows[0]?.n)).toBe(ROWS);
+}
+
+/** The claim statements a form runs, as the runtime would compile them. */
+function claimStatements(engine: LiveEngine, spec: InboxDescription, form: ClaimForm): Array<[string, CompiledQuery]> {
+  const now = new Date();
+  const options = { limit: 10, now, ...(spec.group !== undefined ? { group: "g7" } : {}) };
+  const d = engine.dialect;
+  const out: Array<[string, CompiledQuery | null | undefined]> = [];
+  if (form === "rowLock") {
+    const lock = d.rowLock?.lockFifoGroup(spec, options) ?? null;
+    out.push(["rowLock.lockFifoGroup", lock], ["rowLock.claim", d.rowLock?.claim({ ...spec }, { ...options, ...(lock !== null ? { fifoLocked: 1 } : {}) })]);
+  } else if (form === "lease") {
+    const lock = d.lease.lockFifoGroup(spec, options);
+    const leaseOptions = { ...options, until: new Date(now.getTime() + 30_000), precision: engine.precision, ...(lock !== null ? { fifoLocked: 1 } : {}) };
+    out.push(["lease.lockFifoGroup", lock], ["lease.claim", d.lease.claim(spec, leaseOptions) ?? d.lease.selectClaimable(spec, leaseOptions)]);
+  } else {
+    out.push(["advisory.selectCandidates", d.advisory.selectCandidates(spec, options)]);
+  }
+  return out.filter((s): s is [string, CompiledQuery] => s[1] !== null && s[1] !== undefined);
+}
+
+/** The full scans of a queue table in a statement's plan (empty: every table read goes through an index), and the plan as text. */
+async function fullScans(engine: LiveEngine, query: CompiledQuery): Promise<{ scans: string[]; plan: string }> {
+  const db: Db = engine.db;
+  if (engine.name === "postgres") {
+    const { rows } = await db.executeQuery<Record<string, unknown>>({ ...query, sql: `explain (format json) ${query.sql}` });
+    const plan = (rows[0]?.["QUERY PLAN"] as Array<{ Plan: PgNode }> | undefined)?.[0]?.Plan;
+    if (plan === undefined) throw new Error(`no plan for ${query.sql}`);
+    const nodes: PgNode[] = [];
+    const walk = (n: PgNode) => {
+      nodes.push(n);
+      for (const c of n.Plans ?? []) walk(c);
+    };
+    walk(plan);
+    return {
+      scans: nodes.filter((n) => n["Node Type"] === "Seq Scan").map((n) => `Seq Scan on ${n["Relation Name"]}`),
+      plan: nodes
+        .map((n) => `${n["Node Type"]}${n["Index Name"] !== undefined ? ` using ${n["Index Name"]}` : ""}${n["Relation Name"] !== undefined ? ` on ${n["Relation Name"]}` : ""}`)
+        .join(" > "),
+    };
+  }
+  if (engine.name === "mariadb") {
+    const { rows } = await db.executeQuery<Record<string, unknown>>({ ...query, sql: `explain ${query.sql}` });
+    return {
+      // `<derived2>` and the like are the statement's own row sets, not the table.
+      scans: rows.filter((r) => r["type"] === "ALL" && !String(r["table"]).startsWith("<")).map((r) => `ALL on ${r["table"]}`),
+      plan: rows.map((r) => `${r["table"]}: ${r["type"]} ${r["key"] ?? "-"} (${r["Extra"] ?? ""})`).join(" | "),
+    };
+  }
+  const { rows } = await db.executeQuery<Record<string, unknown>>({ ...query, sql: `explain query plan ${query.sql}` });
+  const details = rows.map((r) => String(r["detail"]));
+  // `SCAN t USING INDEX i` walks an index in order and stops at the LIMIT. `SCAN t` alone walks the
+  // table's own B-tree, in rowid order: with no temporary B-tree to sort it, that order is the
+  // statement's (ORDER BY the INTEGER PRIMARY KEY) and the LIMIT stops it too; with one, every row is read.
+  const sorted = details.some((d) => d.startsWith("USE TEMP B-TREE FOR ORDER BY"));
+  return { scans: details.filter((d) => /^SCAN \w+( AS \w+)?$/.test(d) && sorted), plan: details.join(" | ") };
+}
+
+interface PgNode {
+  readonly "Node Type": string;
+  readonly "Relation Name"?: string;
+  readonly "Index Name"?: string;
+  readonly Plans?: PgNode[];
+}
+
+const servers: Array<[LiveEngine["name"], () => Promise<LiveEngine>, readonly ClaimForm[]]> = [
+  ["postgres", connectPostgres, ["rowLock", "lease", "advisory"]],
+  ["mariadb", connectMariadb, ["rowLock", "lease", "advisory"]],
+  ["sqlite", async () => connectSqlite("file"), ["lease", "advisory"]],
+];
+
+describe.each(servers)("claim plans on %s, 100,000 rows", (_name, connect, forms) => {
+  let engine: LiveEngine;
+  const tables: string[] = [];
+  beforeAll(async () => {
+    engine = await connect();
+  });
+  afterAll(async () => {
+    for (const t of tables) await sql`drop table if exists ${sql.id(t)}`.execute(engine.db);
+    await engine.close();
+  });
+
+  test.each(shapes)(
+    "$name: every claim statement reads through an index",
+    async (shape) => {
+      const table = uniqueTable("plan");
+      tables.push(table);
+      // The table as the lease description creates it: the lease column is there for every form.
+      const ddl = describeAs(shape, table, "lease", false);
+      for (const statement of engine.dialect.table.create(ddl)) await engine.db.executeQuery(statement);
+      await fill(engine, ddl);
+
+      const checked: string[] = [];
+      for (const form of forms) {
+        const variants = shape.fifo === true && form !== "advisory" ? [false, true] : [false];
+        for (const fifo of variants) {
+          for (const [name, query] of claimStatements(engine, describeAs(shape, table, form, fifo), form)) {
+            const { scans, plan } = await fullScans(engine, query);
+            const label = `${name}${fifo ? " (fifo)" : ""}`;
+            expect(scans, `${label} scans the table:\n${query.sql}\nplan: ${plan}`).toEqual([]);
+            checked.push(`${label}: ${plan}`);
+          }
+        }
+      }
+      expect(checked.length).toBeGreaterThan(0);
+    },
+    120_000,
+  );
+
+  test("the check itself: without the claim index, a priority claim reads every row", async () => {
+    const table = uniqueTable("plan_noidx");
+    tables.push(table);
+    const shape = shapes.find((s) => s.name === "priority") as Shape;
+    const ddl = describeAs(shape, table, "lease", false);
+    const [create] = engine.dialect.table.create(ddl);
+    await engine.db.executeQuery(create as CompiledQuery);
+    await fill(engine, ddl);
+    const [, claim] = claimStatements(engine, ddl, "lease").at(-1) as [string, CompiledQuery];
+    expect((await fullScans(engine, claim)).scans).not.toEqual([]);
+  }, 120_000);
+});

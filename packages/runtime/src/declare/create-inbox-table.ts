@@ -1,0 +1,58 @@
+import type { AnyInboxSpec } from "@sqlinbox/core/internal";
+import { dialectFor, type EngineDialect, type ExtendTable } from "@sqlinbox/kysely-dialects";
+import type { CompiledQuery, Kysely } from "kysely";
+import { engineOfKysely } from "../drivers/engine-of-kysely.js";
+import { schemaUnsupported } from "../errors.js";
+
+/**
+ * Creates a description's table on the application's Kysely instance, unless it exists: every
+ * role's column typed for the engine (taken from the instance's dialect), data columns from their
+ * declared type, the index the claims walk and the dedup key's unique index. Resolves to `true`
+ * when it created the table, `false` when the table was there already (made by hand, by a
+ * migration, or by another process starting at the same time) — which the startup check then reads.
+ *
+ * `extend` receives Kysely's own `CreateTableBuilder`: add the columns a description leaves
+ * untyped, or columns of the application's own. A data column with no type that `extend` does
+ * not add is refused before anything runs, naming the column.
+ *
+ * On Postgres and SQLite the statements run in one transaction (their DDL is transactional), or
+ * in the caller's when `db` is one; MySQL/MariaDB commit each one.
+ *
+ * @example
+ * await createInboxTable(db, RenderReport, (t) => t.addColumn("tenant_id", "uuid", (c) => c.notNull()));
+ *
+ * @throws SqlInboxError `Declaration` for a data column with no type; `UnsupportedForm` for a
+ * schema on SQLite or a Kysely dialect sqlinbox does not speak.
+ */
+export async function createInboxTable<DB>(db: Kysely<DB>, spec: AnyInboxSpec, extend?: ExtendTable): Promise<boolean> {
+  const anyDb = db as unknown as Kysely<unknown>;
+  const engine = engineOfKysely(anyDb);
+  const dialect = dialectFor(engine);
+  const description = spec.description;
+  if (description.schema !== undefined && !dialect.capabilities.tableSchemas) throw schemaUnsupported(engine, description.schema, description.table);
+  const statements = dialect.table.create(description, extend);
+  if (await tableExists(anyDb, dialect, spec)) return false;
+  let done = 0;
+  const run = async (on: Kysely<unknown>) => {
+    for (const statement of statements) {
+      await on.executeQuery(statement as CompiledQuery<unknown>);
+      done += 1;
+    }
+  };
+  try {
+    // Inside the caller's transaction the statements join it; elsewhere they share one where DDL is transactional.
+    if (anyDb.isTransaction || !anyDb.getExecutor().adapter.supportsTransactionalDdl) await run(anyDb);
+    else await anyDb.transaction().execute(run);
+    return true;
+  } catch (error) {
+    // The CREATE TABLE itself failed and the table is there now: another process created it
+    // meanwhile, which is what the caller asked for. A later statement's failure is the caller's to see.
+    if (done === 0 && (await tableExists(anyDb, dialect, spec))) return false;
+    throw error;
+  }
+}
+
+async function tableExists(db: Kysely<unknown>, dialect: EngineDialect, spec: AnyInboxSpec): Promise<boolean> {
+  const { rows } = await db.executeQuery(dialect.schema.describeTable(spec.description.table, spec.description.schema));
+  return rows.length > 0;
+}

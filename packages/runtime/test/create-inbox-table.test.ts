@@ -1,0 +1,110 @@
+/**
+ * `createInboxTable` live, on every engine × form: a description with every role creates a table
+ * that passes the startup check, and a drain over it works. The advisory key names a column the
+ * description leaves untyped and the callback adds (with a default, as publishes write no data
+ * columns yet).
+ */
+import { defineInbox, field, type ClaimForm } from "@sqlinbox/core/internal";
+import { sql } from "kysely";
+import { afterAll, describe, expect, test } from "vitest";
+import { App, createInboxTable, InboxQueue, isSqlInboxError, SqlBroker, silentLogger, subscriber, type ExtendTable } from "../src/index.js";
+import { matrix, until } from "./claim-forms.js";
+import { engines, unique } from "./engines.js";
+
+afterAll(() => {
+  for (const e of engines) e.cleanup();
+});
+
+const ROWS = 40;
+
+/** Every role a source table can have in `form` (lease: the lease column; advisory: a key; row lock: neither). */
+function everyRole(table: string, form: ClaimForm) {
+  const columns = {
+    id: field.id().generated(),
+    attempt: field.attempt().generated(),
+    payload: field.payload<{ n: number }>(),
+    retryAfter: field.retryAfter("retry_after"),
+    processedAt: field.processedAt("processed_at"),
+    grp: field.group(),
+    priority: field.priority(),
+    headers: field.headers(),
+    customerId: field.data<number>("customer_id").type("bigint"),
+    tenant: field.data<string>(),
+    jobKey: field.key("job_key"),
+  };
+  if (form === "lease") return defineInbox({ table, columns: { ...columns, lockedUntil: field.lease("locked_until") } });
+  if (form === "advisory") return defineInbox({ table, columns, advisoryLock: "{tenant}-{id}" });
+  return defineInbox({ table, columns });
+}
+
+/** The column the description leaves untyped, added with Kysely's own builder. */
+const addTenant: ExtendTable = (t) => t.addColumn("tenant", "varchar(64)", (c) => c.notNull().defaultTo("acme"));
+
+describe.each(matrix)("createInboxTable on $engine.name × $form", ({ engine, form }) => {
+  test("the table passes the startup check and drains; a second call finds it and does nothing", async () => {
+    const url = engine.url();
+    const db = await engine.connect(url);
+    const table = unique(`ddl_${form}`);
+    try {
+      const spec = everyRole(table, form);
+      expect(await createInboxTable(db, spec, addTenant)).toBe(true);
+      expect(await createInboxTable(db, spec, addTenant)).toBe(false);
+
+      const handled: number[] = [];
+      const broker = SqlBroker.fromUrl(url, { pool: { max: 8 } }).route(spec as never, "jobs");
+      const sub = subscriber(
+        InboxQueue.of(spec as never, "jobs")
+          .pollInterval(50)
+          .workers(4)
+          .batch(4),
+        async (job: unknown) => void handled.push((job as { n: number }).n),
+      );
+      const running = await new App({ name: "ddl", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
+      try {
+        await (broker as unknown as SqlBroker).publishMany(
+          "jobs",
+          Array.from({ length: ROWS }, (_, n) => ({ n })),
+          { headers: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" } } as never,
+        );
+        await until(() => handled.length >= ROWS, 15_000, "every row handled");
+      } finally {
+        await running.stop();
+      }
+      expect([...handled].sort((a, b) => a - b)).toEqual(Array.from({ length: ROWS }, (_, n) => n));
+      // Acks mark processed_at (the rows stay); each row was claimed once; the callback's default filled the key column.
+      const { rows } = await sql<Record<string, unknown>>`SELECT attempt, processed_at, tenant, grp FROM ${sql.id(table)}`.execute(db);
+      expect(rows).toHaveLength(ROWS);
+      for (const row of rows) {
+        expect(row["processed_at"]).not.toBeNull();
+        expect(Number(row["attempt"])).toBe(2);
+        expect(row["tenant"]).toBe("acme");
+        expect(row["grp"]).toBe("jobs");
+      }
+    } finally {
+      await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db).catch(() => {});
+      await db.destroy();
+    }
+  });
+});
+
+describe.each(engines)("createInboxTable refusals on $name", (engine) => {
+  test("a data column with no type and no callback is refused before anything runs, naming the column", async () => {
+    const url = engine.url();
+    const db = await engine.connect(url);
+    const table = unique("ddl_untyped");
+    try {
+      const error = await createInboxTable(db, everyRole(table, "lease")).catch((e: unknown) => e);
+      expect(isSqlInboxError(error) && error.code).toBe("Declaration");
+      expect((error as Error).message).toContain('the data column "tenant" has no type');
+      const { rows } = await db
+        .executeQuery(
+          // The table was not created.
+          sql`SELECT 1 FROM ${sql.id(table)}`.compile(db),
+        )
+        .catch(() => ({ rows: [] }));
+      expect(rows).toEqual([]);
+    } finally {
+      await db.destroy();
+    }
+  });
+});
