@@ -265,6 +265,7 @@ async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Se
   const { connection } = parts;
   checkRoutes(run, parts, scope, names);
   if (broker.listening && connection.source.engine !== "postgres") throw listenNeedsPostgres(connection.source.engine, connection.source.label);
+  run.held.push(parts.runByApp());
   const database = await parts.open(run.logger, run.activity);
   run.opened.push(parts);
   if (broker.listening && !connection.canListen) throw listenNeedsOwnPool(connection.source.label);

@@ -1,7 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { QueryResult, Transaction } from "kysely";
-import type { AnyKysely } from "../drivers/database.js";
+import type { AnyKysely, Database } from "../drivers/database.js";
 import { closedBeforePublish, noRoute } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { PublishTelemetry } from "../telemetry/telemetry.js";
@@ -21,17 +21,20 @@ export class Publisher {
   readonly #routes: RouteTable;
   readonly #wakes: Wakes;
   readonly #telemetry: PublishTelemetry | undefined;
+  readonly #open: () => Promise<Database>;
 
-  constructor(connection: BrokerConnection, routes: RouteTable, telemetry?: PublishTelemetry, wakes = new Wakes()) {
+  /** `open`: the broker's database, opened on a first publish when no app opened it. */
+  constructor(connection: BrokerConnection, routes: RouteTable, open: () => Promise<Database>, telemetry?: PublishTelemetry, wakes = new Wakes()) {
     this.#connection = connection;
     this.#routes = routes;
+    this.#open = open;
     this.#telemetry = telemetry;
     this.#wakes = wakes;
   }
 
   /** This broker's publisher recording publish spans with `telemetry` (none: `undefined`); both wake the same subscriptions. */
   withTelemetry(telemetry: PublishTelemetry | undefined): Publisher {
-    return new Publisher(this.#connection, this.#routes, telemetry, this.#wakes);
+    return new Publisher(this.#connection, this.#routes, this.#open, telemetry, this.#wakes);
   }
 
   /** Registers a subscription's wake-up for publishes to `table`. */
@@ -60,7 +63,7 @@ export class Publisher {
     if (spec === undefined) throw noRoute(name, this.#routes.all);
     const description = spec.description;
     if (this.#connection.closed) throw closedBeforePublish({ subscription: name, table: description.table });
-    const database = this.#connection.require(name);
+    const database = await this.#open();
     const on = via as AnyKysely | undefined;
     const table = await this.#routes.table(description, on);
     const rows = publishedRows(description, name, payloads, table.storage, headers);

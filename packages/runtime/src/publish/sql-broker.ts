@@ -7,7 +7,7 @@ import { parseDatabaseUrl, type PoolOptions } from "../drivers/index.js";
 import type { EngineOfUrl } from "../drivers/engine-of-url.js";
 import { unknownKyselyDialect } from "../errors.js";
 import { listenConnector, type ListenSource } from "./listen-source.js";
-import { redactUrl } from "../logger.js";
+import { consoleLogger, redactUrl, type Logger } from "../logger.js";
 import type { MessageHeaderValues } from "./publish-rows.js";
 import { wholeSeconds, type PayloadOfSpec } from "../declare/queue.js";
 
@@ -16,10 +16,17 @@ export type { EngineOfUrl } from "../drivers/engine-of-url.js";
 /** Options of `SqlBroker.fromUrl`. */
 export interface BrokerOptions {
   readonly pool?: PoolOptions;
+  /**
+   * Where the connection logs when a publish opens it (a producer with no app): by default
+   * warnings and errors on the console. An app that starts the broker first logs to its own logger.
+   */
+  readonly logger?: Logger;
 }
 
 /** Options of `SqlBroker.fromKysely`. */
 export interface FromKyselyOptions {
+  /** As `BrokerOptions.logger`. */
+  readonly logger?: Logger;
   /**
    * Where `listenNotify()` takes the connection it holds for the app's life (Postgres): a factory
    * of fresh `pg` clients (`() => new pg.Client(url)`, connected and ended by the broker) or a `pg`
@@ -82,11 +89,12 @@ export function brokerParts(broker: object): BrokerParts {
 
 /**
  * The connection to one database and the routes (names) of its tables.
- * Nothing connects until an app that uses the broker starts.
+ * Nothing connects until an app that uses the broker starts, or until its first publish: a
+ * process that only publishes needs no app, and ends its pool with `close()`.
  *
  * @example
- * const broker = SqlBroker.fromUrl("sqlite:reports.db", { pool: { max: 10 } }).lease(minutes(1))
- * app.withBroker(broker.route(RenderReport, "reports"), (b) => b.include(render))
+ * const broker = SqlBroker.fromUrl("sqlite:reports.db", { pool: { max: 10 } }).lease(minutes(1)).route(RenderReport, "reports")
+ * app.withBroker(broker, (b) => b.include(render))
  * await broker.publish("reports", { title: "Q3" })
  */
 export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine = Engine> {
@@ -112,11 +120,14 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     const parsed = parseDatabaseUrl(url);
     const pool = options.pool ?? {};
     return new SqlBroker(
-      new BrokerParts({
-        engine: parsed.engine,
-        label: redactUrl(url),
-        open: async () => ({ ...(await parsed.open(pool)), owned: true }),
-      }),
+      new BrokerParts(
+        {
+          engine: parsed.engine,
+          label: redactUrl(url),
+          open: async () => ({ ...(await parsed.open(pool)), owned: true }),
+        },
+        options.logger ?? producerLogger(),
+      ),
       30_000,
     );
   }
@@ -129,7 +140,8 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     const anyDb = db as unknown as AnyKysely;
     const engine = engineOf(anyDb);
     const listen = options.listen === undefined || engine !== "postgres" ? {} : { listen: listenConnector(options.listen) };
-    return new SqlBroker(new BrokerParts({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }) }), 30_000);
+    const source = { engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }) };
+    return new SqlBroker(new BrokerParts(source, options.logger ?? producerLogger()), 30_000);
   }
 
   /** The engine the URL or the Kysely instance names. */
@@ -170,8 +182,9 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   /**
    * Publishes a payload to route `name` (JSON: UTF-8 bytes in a binary column, text otherwise).
    * Pass `{ via: trx }` to insert inside your own Kysely transaction: the row commits with your writes.
-   * Wakes this process's subscriptions of the table at once. Fails with `NoRoute` on an undeclared
-   * name and `Closed` before the app starts or after it stopped.
+   * Wakes this process's subscriptions of the table at once. Connects on the first use when no
+   * app has (a producer). Fails with `NoRoute` on an undeclared name and `Closed` after `close()`
+   * or after the app that ran the broker stopped.
    */
   async publish<N extends string, DB = unknown>(name: N, payload: PublishPayload<R, N>, options?: PublishOptionsFor<R, N, DB>): Promise<void> {
     const { via, headers } = (options ?? {}) as PublishOptions<DB>;
@@ -188,6 +201,21 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     const { via, headers } = (options ?? {}) as PublishOptions<DB>;
     return brokerParts(this).publisher.publishMany(name, payloads, via as unknown as AnyKysely | undefined, headers);
   }
+
+  /**
+   * Ends the pool of a broker that only publishes (opened by its first publish), after the
+   * statements in flight; later publishes fail with `Closed`. Every value of the broker shares it.
+   * On a broker an app runs it does nothing and resolves `false`: the app's `stop()` ends the pool.
+   * Resolves `true` once the pool is closed (at once when it never opened or is already closed).
+   */
+  close(): Promise<boolean> {
+    return brokerParts(this).close();
+  }
+}
+
+/** The default logger of a producer's connection: warnings and errors only. */
+function producerLogger(): Logger {
+  return consoleLogger({ level: "warn" });
 }
 
 function engineOf(db: Kysely<unknown>): Engine {
