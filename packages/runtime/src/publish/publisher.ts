@@ -90,7 +90,7 @@ export class Publisher {
       throw error;
     }
     await this.#notify(name, description, on);
-    this.#wakes.wake(description.table);
+    this.#wakes.wakeAfterCommit(description.table, on);
     return ids;
   }
 
