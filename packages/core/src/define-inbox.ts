@@ -17,7 +17,7 @@ type Holds<V, T> = [V] extends [never] ? true : [V] extends [T] ? true : false;
 
 /**
  * The rules a database interface adds: the table and every column exist, the lease column
- * holds a date (a `Date`, or ISO text on SQLite), the attempt column holds a number.
+ * holds a date (a `Date`, or ISO text on SQLite), the attempt column holds a number, the dedup key text.
  */
 export type CheckAgainstDatabase<DB, D extends InboxDefinition> = D["table"] extends keyof DB
   ? [Missing<DB, D>] extends [never]
@@ -25,7 +25,9 @@ export type CheckAgainstDatabase<DB, D extends InboxDefinition> = D["table"] ext
       ? SpecError<`the lease column "${NameWithRole<D, "lease"> & string}" of "${D["table"]}" does not hold a date: give the lease role to a column typed Date (or ISO-8601 text on SQLite)`>
       : Holds<ColumnValue<DB, D, "attempt">, number> extends false
         ? SpecError<`the attempt column "${NameWithRole<D, "attempt"> & string}" of "${D["table"]}" does not hold a number: give the attempt role to an integer column`>
-        : unknown
+        : Holds<ColumnValue<DB, D, "key">, string> extends false
+          ? SpecError<`the key column "${NameWithRole<D, "key"> & string}" of "${D["table"]}" does not hold text: give the key role to a text column`>
+          : unknown
     : SpecError<`table "${D["table"]}" has no column "${Missing<DB, D> & string}" in the database interface: check the name, or give the column's name as the field's argument`>
   : SpecError<`the database interface has no table "${D["table"]}": check the name, or add the table to the interface`>;
 
@@ -39,7 +41,9 @@ type DatabaseErrorAt<DB, D extends InboxDefinition> =
       ? [Missing<DB, D>] extends [never]
         ? Holds<ColumnValue<DB, D, "lease">, Date | string> extends false
           ? OnColumns<KeyWithRole<D, "lease">, E>
-          : OnColumns<KeyWithRole<D, "attempt">, E>
+          : Holds<ColumnValue<DB, D, "attempt">, number> extends false
+            ? OnColumns<KeyWithRole<D, "attempt">, E>
+            : OnColumns<KeyWithRole<D, "key">, E>
         : OnColumns<KeyNamed<D, Missing<DB, D>>, E>
       : { readonly table: E }
     : unknown;
@@ -62,7 +66,7 @@ type CheckWithDatabase<DB, D extends InboxDefinition> = CheckDefinition<D> exten
  * });
  *
  * Given the application's Kysely database interface, `defineInbox<DB>()({ … })` also checks
- * the table, the column names and the lease and attempt columns' types against it.
+ * the table, the column names and the lease, attempt and dedup key columns' types against it.
  */
 export function defineInbox<const D extends InboxDefinition>(definition: D & DefinitionErrorAt<D>): SpecOfDefinition<D>;
 export function defineInbox<DB>(): <const D extends InboxDefinition & { readonly table: TableName<DB> }>(definition: D & CheckWithDatabase<DB, D>) => SpecOfDefinition<D>;

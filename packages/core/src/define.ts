@@ -44,7 +44,7 @@ export interface Field<Role extends ColumnRole = ColumnRole, Name extends string
   /** Types what an id or data column holds for row-mode handlers: `field.data("customer_id").holds<string>()`. */
   holds<T>(): Field<Role, Name, T>;
   /**
-   * The column's type in the table `createInboxTable` creates: `field.data<number>("customer_id").type("bigint")`.
+   * The column's type in the table `createInboxTable` creates: `field.data("customer_id").holds<number>().type("bigint")`.
    * Id and data fields only: every other role's type is fixed by the role, and there this member is the error that says so.
    */
   readonly type: Role extends TypedRole

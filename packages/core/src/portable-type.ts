@@ -8,7 +8,7 @@ import { SqlInboxError } from "./errors.js";
  */
 export const PORTABLE_TYPES = Object.freeze(["text", "bigint", "integer", "double", "boolean", "timestamp", "json", "bytes"] as const);
 
-/** One of `PORTABLE_TYPES`: `field.data<number>("customer_id").type("bigint")`. */
+/** One of `PORTABLE_TYPES`: `field.data("customer_id").holds<number>().type("bigint")`. */
 export type PortableType = (typeof PORTABLE_TYPES)[number];
 
 /** Refuses a type that is not portable (a description may come from JavaScript). */

@@ -46,6 +46,14 @@ describe("types and the dedup key: what compiles", () => {
     }>();
   });
 
+  test("a named data column typed for handlers and for the table: name, then holds, then type", () => {
+    const spec = defineInbox({ table: "jobs", columns: { id: field.id(), customerId: field.data("customer_id").holds<number>().type("bigint") } });
+    expectTypeOf<RowOf<typeof spec>>().toEqualTypeOf<{ readonly id: unknown; readonly customerId: number }>();
+    // A type argument and a name together leave the name to its default: TypeScript infers none of a call's type arguments once one is given.
+    // @ts-expect-error "customer_id" is not assignable to undefined
+    field.data<number>("customer_id");
+  });
+
   test(".type(…) takes the portable types only", () => {
     expectTypeOf(column("n").type).parameter(0).toEqualTypeOf<PortableType>();
     // @ts-expect-error not a portable type

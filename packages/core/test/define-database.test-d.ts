@@ -15,6 +15,7 @@ interface Database {
     locked_until: ColumnType<Date, Date | string, Date | string> | null;
     payload: Uint8Array;
     customer_id: string;
+    job_key: string | null;
   };
   /** SQLite keeps dates as ISO-8601 text. */
   sqlite_jobs: {
@@ -27,6 +28,7 @@ interface Database {
     id: Generated<number>;
     attempt: string;
     locked_until: number | null;
+    job_key: number | null;
   };
 }
 const defineReportInbox = defineInbox<Database>();
@@ -101,6 +103,17 @@ describe("defineInbox<DB>(): what does not compile, and why", () => {
     >();
     // @ts-expect-error the attempt column does not hold a number
     defineReportInbox(def);
+  });
+
+  test("a dedup key column that does not hold text; one that does compiles", () => {
+    const def = definition({ table: "wrong_types", columns: { id: field.id(), job_key: field.key() } });
+    expectTypeOf<CheckDefinition<typeof def>>().toEqualTypeOf<unknown>();
+    expectTypeOf<CheckAgainstDatabase<Database, typeof def>>().toEqualTypeOf<
+      SpecError<'the key column "job_key" of "wrong_types" does not hold text: give the key role to a text column'>
+    >();
+    // @ts-expect-error the key column does not hold text
+    defineReportInbox(def);
+    defineReportInbox({ table: "report_jobs", columns: { id: field.id().generated(), jobKey: field.key("job_key") } });
   });
 
   test("a definition breaking its own rule and the database's reports its own rule first, not never", () => {

@@ -13,7 +13,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const prelude = `import { defineInbox, field } from "../src/index.js";
 interface Database {
   report_jobs: { id: number; attempt: number; locked_until: Date | null; payload: Uint8Array };
-  wrong_types: { id: number; attempt: string; locked_until: number | null };
+  wrong_types: { id: number; attempt: string; locked_until: number | null; job_key: number | null };
 }
 const defineReportInbox = defineInbox<Database>();
 `;
@@ -80,6 +80,16 @@ const rules: readonly Rule[] = [
     name: "an attempt column that does not hold a number",
     sentence: 'the attempt column \\"attempt\\" of \\"wrong_types\\" does not hold a number: give the attempt role to an integer column',
     snippet: `defineReportInbox({ table: "wrong_types", columns: { id: field.id(), ${MARK}attempt: field.attempt() } });`,
+  },
+  {
+    name: "a dedup key column that does not hold text",
+    sentence: 'the key column \\"job_key\\" of \\"wrong_types\\" does not hold text: give the key role to a text column',
+    snippet: `defineReportInbox({ table: "wrong_types", columns: { id: field.id(), ${MARK}job_key: field.key() } });`,
+  },
+  {
+    name: "the key role played by two columns",
+    sentence: "the key role is played by two columns: a table has at most one key column, so describe the others with field.data()",
+    snippet: `defineInbox({ table: "t", columns: { id: field.id(), ${MARK}a: field.key(), ${MARK}b: field.key() } });`,
   },
 ];
 

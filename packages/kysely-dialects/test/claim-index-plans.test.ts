@@ -4,45 +4,55 @@
  * retryAfter, processedAt, an advisory key, every role at once) is compiled by the dialect and
  * EXPLAINed on the real server. A full scan of a queue table fails, with the plan in the message.
  */
-import { column, InboxSpec, type ClaimForm, type InboxDescription } from "@sqlinbox/core/internal";
+import { buildDescription, type ClaimForm, type ColumnDescription, type ColumnRole, type InboxDescription, type PortableType } from "@sqlinbox/core/internal";
 import { sql, type CompiledQuery, type RawBuilder } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { connectMariadb, connectPostgres, connectSqlite, uniqueTable, type Db, type LiveEngine } from "./live/servers.js";
 
 const ROWS = 100_000;
 
-/** A shape: the roles its table has beyond id, attempt, a lease column and the payload. */
+/** A shape: the columns its table has beyond id, attempt, a lease column and the payload. */
 interface Shape {
   readonly name: string;
-  readonly roles: (spec: InboxSpec) => InboxSpec;
+  readonly columns: readonly ColumnDescription[];
   /** The key template of its advisory description (else `{id}`). */
   readonly key?: string;
   /** Also claim it as a fifo table. */
   readonly fifo?: boolean;
 }
 
-type Spec = InboxSpec;
-const shapes: readonly Shape[] = [
-  { name: "plain", roles: (s) => s },
-  { name: "priority", roles: (s) => s.priority(column("priority")) as Spec },
-  { name: "group", roles: (s) => s.group(column("grp")) as Spec, fifo: true },
-  { name: "retryAfter", roles: (s) => s.retryAfter(column("retry_after")) as Spec },
-  { name: "processedAt", roles: (s) => s.processedAt(column("processed_at")) as Spec },
-  { name: "advisory key", roles: (s) => s.data(column("customer_id").type("bigint")) as Spec, key: "c-{customer_id}" },
-  {
-    name: "every role",
-    roles: (s) => s.group(column("grp")).priority(column("priority")).retryAfter(column("retry_after")).processedAt(column("processed_at")) as Spec,
-    fifo: true,
-  },
-];
+const described = (name: string, role: ColumnRole, type?: PortableType): ColumnDescription => ({
+  name,
+  key: name,
+  role,
+  generated: false,
+  ...(type !== undefined ? { type } : {}),
+});
+const priority = described("priority", "priority");
+const group = described("grp", "group");
+const retryAfter = described("retry_after", "retryAfter");
+const processedAt = described("processed_at", "processedAt");
 
-const base = (table: string) => InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")) as Spec;
+const shapes: readonly Shape[] = [
+  { name: "plain", columns: [] },
+  { name: "priority", columns: [priority] },
+  { name: "group", columns: [group], fifo: true },
+  { name: "retryAfter", columns: [retryAfter] },
+  { name: "processedAt", columns: [processedAt] },
+  { name: "advisory key", columns: [described("customer_id", "data", "bigint")], key: "c-{customer_id}" },
+  { name: "every role", columns: [group, priority, retryAfter, processedAt], fifo: true },
+];
 
 /** The shape's description in `form` (the table has a lease column whatever the form; only the lease form describes it). */
 function describeAs(shape: Shape, table: string, form: ClaimForm, fifo: boolean): InboxDescription {
-  const spec = shape.roles(base(table));
-  const withForm = form === "lease" ? (spec.lease(column("locked_until")) as Spec) : form === "advisory" ? (spec.advisoryLock(shape.key ?? "{id}") as Spec) : spec;
-  return fifo ? { ...withForm.description, fifo: true } : withForm.description;
+  const columns = [
+    { ...described("id", "id"), generated: true },
+    { ...described("attempt", "attempt"), generated: true },
+    described("payload", "payload"),
+    ...shape.columns,
+    ...(form === "lease" ? [described("locked_until", "lease")] : []),
+  ];
+  return buildDescription({ table, columns, fifo, ...(form === "advisory" ? { advisoryLock: shape.key ?? "{id}" } : {}) });
 }
 
 /** How each engine writes the fill's few expressions. */

@@ -72,7 +72,7 @@ describe("inboxTableSql: the table of a description, per engine", () => {
         grp: field.group(),
         priority: field.priority(),
         headers: field.headers(),
-        customerId: field.data<number>("customer_id").type("bigint"),
+        customerId: field.data("customer_id").holds<number>().type("bigint"),
         jobKey: field.key("job_key"),
       },
     });

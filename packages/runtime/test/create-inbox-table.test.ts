@@ -7,7 +7,7 @@
 import { defineInbox, field, type ClaimForm } from "@sqlinbox/core/internal";
 import { sql } from "kysely";
 import { afterAll, describe, expect, test } from "vitest";
-import { App, createInboxTable, InboxQueue, isSqlInboxError, SqlBroker, silentLogger, subscriber, type ExtendTable } from "../src/index.js";
+import { App, createInboxTable, InboxQueue, isSqlInboxError, keys, SqlBroker, silentLogger, subscriber, type ExtendTable } from "../src/index.js";
 import { matrix, until } from "./claim-forms.js";
 import { engines, unique } from "./engines.js";
 
@@ -16,6 +16,7 @@ afterAll(() => {
 });
 
 const ROWS = 40;
+const TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
 /** Every role a source table can have in `form` (lease: the lease column; advisory: a key; row lock: neither). */
 function everyRole(table: string, form: ClaimForm) {
@@ -28,7 +29,7 @@ function everyRole(table: string, form: ClaimForm) {
     grp: field.group(),
     priority: field.priority(),
     headers: field.headers(),
-    customerId: field.data<number>("customer_id").type("bigint"),
+    customerId: field.data("customer_id").holds<number>().type("bigint"),
     tenant: field.data<string>(),
     jobKey: field.key("job_key"),
   };
@@ -51,26 +52,32 @@ describe.each(matrix)("createInboxTable on $engine.name × $form", ({ engine, fo
       expect(await createInboxTable(db, spec, addTenant)).toBe(false);
 
       const handled: number[] = [];
+      const traceparents = new Set<string | undefined>();
       const broker = SqlBroker.fromUrl(url, { pool: { max: 8 } }).route(spec as never, "jobs");
       const sub = subscriber(
         InboxQueue.of(spec as never, "jobs")
           .pollInterval(50)
           .workers(4)
           .batch(4),
-        async (job: unknown) => void handled.push((job as { n: number }).n),
+        async (job: unknown, ctx: unknown) => {
+          handled.push((job as { n: number }).n);
+          traceparents.add((ctx as { get(k: typeof keys.headers): Readonly<Record<string, string>> }).get(keys.headers)["traceparent"]);
+        },
       );
       const running = await new App({ name: "ddl", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
       try {
         await (broker as unknown as SqlBroker).publishMany(
           "jobs",
           Array.from({ length: ROWS }, (_, n) => ({ n })),
-          { headers: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" } } as never,
+          { headers: { traceparent: TRACEPARENT } } as never,
         );
         await until(() => handled.length >= ROWS, 15_000, "every row handled");
       } finally {
         await running.stop();
       }
       expect([...handled].sort((a, b) => a - b)).toEqual(Array.from({ length: ROWS }, (_, n) => n));
+      // The headers column (JSONB on Postgres, text elsewhere) carries them to keys.headers.
+      expect([...traceparents]).toEqual([TRACEPARENT]);
       // Acks mark processed_at (the rows stay); each row was claimed once; the callback's default filled the key column.
       const { rows } = await sql<Record<string, unknown>>`SELECT attempt, processed_at, tenant, grp FROM ${sql.id(table)}`.execute(db);
       expect(rows).toHaveLength(ROWS);
@@ -104,6 +111,36 @@ describe.each(engines)("createInboxTable refusals on $name", (engine) => {
         .catch(() => ({ rows: [] }));
       expect(rows).toEqual([]);
     } finally {
+      await db.destroy();
+    }
+  });
+});
+
+describe.each(engines.filter((e) => e.engine !== "mysql"))("createInboxTable inside the caller's transaction on $name", (engine) => {
+  test("the statements join it: a rollback leaves no table, a commit keeps it", async () => {
+    const url = engine.url();
+    const db = await engine.connect(url);
+    const table = unique("ddl_tx");
+    const spec = everyRole(table, "lease");
+    const exists = async () =>
+      await db.executeQuery(sql`SELECT count(*) AS n FROM ${sql.id(table)}`.compile(db)).then(
+        () => true,
+        () => false,
+      );
+    try {
+      const rolledBack = await db
+        .transaction()
+        .execute(async (trx) => {
+          expect(await createInboxTable(trx, spec, addTenant)).toBe(true);
+          throw new Error("roll back");
+        })
+        .catch((e: unknown) => e);
+      expect((rolledBack as Error).message).toBe("roll back");
+      expect(await exists()).toBe(false);
+      await db.transaction().execute((trx) => createInboxTable(trx, spec, addTenant));
+      expect(await exists()).toBe(true);
+    } finally {
+      await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db).catch(() => {});
       await db.destroy();
     }
   });
