@@ -359,7 +359,7 @@ function startSubscriptions(run: Startup, parts: BrokerParts, database: Database
       strategy,
       clock: run.clock,
       logger: childLogger(run.logger, { subscription: sub.name, table: spec.table }),
-      outputs: { publish: (route, payload) => parts.publisher.publish(route, payload, undefined) },
+      outputs: { publish: async (route, payload) => void (await parts.publisher.publish(route, payload, undefined)) },
       activity: run.activity,
       decodeRetryMs: leaseMs,
       observer: run.observer,
