@@ -36,8 +36,7 @@ export function publishedRows(spec: InboxDescription, name: string, payloads: re
   if (runAt !== undefined && runAtColumn === undefined)
     throw refuse("a publish with runAt or delay needs somewhere to store the time: a retryAfter column (field.retryAfter()) or a lease column");
   if (runAt !== undefined && Number.isNaN(runAt.getTime())) throw refuse("runAt is not a valid Date");
-  if (keys?.some((k) => k !== undefined) && spec.key === undefined)
-    throw refuse("a publish with a key needs a dedup key column: describe one with field.key() or .key(column(…))");
+  if (keys?.some((k) => k !== undefined) && spec.key === undefined) throw refuse("a publish with a key needs a dedup key column: describe one with field.key() or .key(column(…))");
   if (keys !== undefined && keys.length !== payloads.length) throw refuse(`publishMany got ${keys.length} keys for ${payloads.length} payloads: give one key per payload`);
   const headersText = headers === undefined ? undefined : JSON.stringify(headers);
   return payloads.map((payload, index) => {
