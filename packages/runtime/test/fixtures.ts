@@ -92,3 +92,12 @@ export function useLeaseTable(engine: TestEngine, prefix: string, onScope: (scop
     return app;
   };
 }
+
+/** A lease table with a dedup key column `job_key` (the generated DDL gives it its unique index). */
+export function keyedSpec(table: string) {
+  return InboxSpec.table(table, column("id").generated())
+    .attempt(column("attempt").generated())
+    .lease(column("locked_until"))
+    .key(column("job_key"))
+    .payload(column("payload"), payloadOf<Job>());
+}

@@ -6,11 +6,13 @@
 import { spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { sql } from "kysely";
 import { afterAll, describe, expect, test } from "vitest";
 import { App, InboxQueue, SqlBroker, silentLogger, subscriber } from "../src/index.js";
 import { until } from "./claim-forms.js";
 import { engines, readRows, unique } from "./engines.js";
-import { jobsSpec } from "./fixtures.js";
+import { createInboxTable } from "../src/index.js";
+import { jobsSpec, keyedSpec } from "./fixtures.js";
 
 const runtimeRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -19,11 +21,23 @@ afterAll(() => {
 });
 
 /** Runs the producer fixture; resolves with its exit code, output and how long it lived. */
-function runProducer(url: string, table: string, count: number): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string; ms: number }> {
+function runProducer(url: string, table: string, count: number): Promise<FixtureRun> {
+  return runFixture("test/fixtures/producer.ts", { PRODUCER_URL: url, PRODUCER_TABLE: table, PRODUCER_COUNT: String(count) });
+}
+
+interface FixtureRun {
+  readonly code: number | null;
+  readonly signal: string | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly ms: number;
+}
+
+function runFixture(file: string, env: Record<string, string>): Promise<FixtureRun> {
   const started = Date.now();
-  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", "test/fixtures/producer.ts"], {
+  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", file], {
     cwd: runtimeRoot,
-    env: { ...process.env, PRODUCER_URL: url, PRODUCER_TABLE: table, PRODUCER_COUNT: String(count) },
+    env: { ...process.env, ...env },
   });
   let stdout = "";
   let stderr = "";
@@ -41,6 +55,11 @@ function runProducer(url: string, table: string, count: number): Promise<{ code:
       resolve({ code, signal, stdout, stderr, ms: Date.now() - started });
     }),
   );
+}
+
+/** Runs the keyed producer fixture (see fixtures/keyed-producer.ts). */
+function runKeyed(url: string, table: string, count: number, order: "forward" | "reverse") {
+  return runFixture("test/fixtures/keyed-producer.ts", { KEYED_URL: url, KEYED_TABLE: table, KEYED_COUNT: String(count), KEYED_ORDER: order });
 }
 
 describe.each(engines)("a producer with no App on $name", (engine) => {
@@ -93,4 +112,30 @@ describe.each(engines)("a producer with no App on $name", (engine) => {
       await db.destroy();
     }
   }, 60_000);
+
+  test("two processes publishing the same keys at once, in opposite orders: one row per key, the same id in both, no error", async () => {
+    const url = engine.url();
+    const db = await engine.connect(url);
+    const table = unique("producer_keys");
+    const COUNT = 60;
+    try {
+      await createInboxTable(db, keyedSpec(table));
+      const [a, b] = await Promise.all([runKeyed(url, table, COUNT, "forward"), runKeyed(url, table, COUNT, "reverse")]);
+      for (const run of [a, b]) {
+        expect(run.stderr).toBe("");
+        expect(run.code).toBe(0);
+      }
+      const outA = JSON.parse(a.stdout.trim()) as { ids: Record<string, string>; created: Record<string, number> };
+      const outB = JSON.parse(b.stdout.trim()) as { ids: Record<string, string>; created: Record<string, number> };
+      expect(outA.ids).toEqual(outB.ids);
+      // Each key's row was created by exactly one of the two processes' publishes.
+      for (let i = 0; i < COUNT; i++) expect((outA.created[`key-${i}`] ?? 0) + (outB.created[`key-${i}`] ?? 0)).toBe(1);
+      const { rows } = await sql<{ job_key: string; id: unknown }>`SELECT job_key, id FROM ${sql.id(table)}`.execute(db);
+      expect(rows).toHaveLength(COUNT);
+      for (const row of rows) expect(String(row.id)).toBe(outA.ids[row.job_key]);
+    } finally {
+      await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db).catch(() => {});
+      await db.destroy();
+    }
+  }, 120_000);
 });

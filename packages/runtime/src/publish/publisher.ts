@@ -88,7 +88,10 @@ export class Publisher {
     const chunks = chunkRows(rows, database.dialect.capabilities.maxParameters);
     let published: Published[];
     try {
-      const ownTransaction = on === undefined && (chunks.length > 1 || (keyed && rows.length > 1));
+      // More than one insert commits together, but keyed rows inserted one per statement (MySQL/MariaDB): each
+      // commits alone there, as a transaction holding some keys while it waits for others' could deadlock another publisher.
+      const onePerStatement = keyed && !database.dialect.capabilities.insertReturning;
+      const ownTransaction = on === undefined && chunks.length > 1 && !onePerStatement;
       published = ownTransaction ? await database.db.transaction().execute((trx) => insertAll(trx)) : await insertAll(on);
       trace?.end(undefined, published.length === 1 ? published[0]?.id : undefined);
     } catch (error) {
