@@ -31,7 +31,7 @@ describe("inboxTableSql: the table of a description, per engine", () => {
           "create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null)",
         ],
         "sqlite": [
-          "create table "report_jobs" ("id" integer primary key, "attempt" integer default 1 not null, "locked_until" text, "payload" blob not null)",
+          "create table "report_jobs" ("id" integer primary key autoincrement, "attempt" integer default 1 not null, "locked_until" text, "payload" blob not null)",
         ],
       }
     `);
@@ -51,7 +51,7 @@ describe("inboxTableSql: the table of a description, per engine", () => {
           "create unique index "jobs_dedup_key" on "jobs" ("job_key")",
         ],
         "sqlite": [
-          "create table "jobs" ("id" integer primary key, "attempt" integer default 1 not null, "locked_until" text, "payload" blob not null, "retry_after" text, "processed_at" text, "grp" text not null, "priority" integer default 0 not null, "headers" text, "customer_id" integer, "job_key" text)",
+          "create table "jobs" ("id" integer primary key autoincrement, "attempt" integer default 1 not null, "locked_until" text, "payload" blob not null, "retry_after" text, "processed_at" text, "grp" text not null, "priority" integer default 0 not null, "headers" text, "customer_id" integer, "job_key" text)",
           "create index "jobs_claim" on "jobs" ("grp", "priority", "retry_after", "id") where "processed_at" is null",
           "create unique index "jobs_dedup_key" on "jobs" ("job_key")",
         ],
@@ -91,7 +91,7 @@ describe("inboxTableSql: the table of a description, per engine", () => {
           "create index "done_jobs_claim" on "done_jobs" ("id") where "done_at" is null",
         ],
         "sqlite": [
-          "create table "done_jobs" ("id" integer primary key, "done_at" text, "payload" blob not null)",
+          "create table "done_jobs" ("id" integer primary key autoincrement, "done_at" text, "payload" blob not null)",
           "create index "done_jobs_claim" on "done_jobs" ("id") where "done_at" is null",
         ],
       }
@@ -134,7 +134,7 @@ describe("inboxTableSql: the table of a description, per engine", () => {
           "create table "dead_jobs" ("id" bigserial primary key, "payload" bytea not null, "last_error" text, "failed_attempts" integer)",
         ],
         "sqlite": [
-          "create table "dead_jobs" ("id" integer primary key, "payload" blob not null, "last_error" text, "failed_attempts" integer)",
+          "create table "dead_jobs" ("id" integer primary key autoincrement, "payload" blob not null, "last_error" text, "failed_attempts" integer)",
         ],
       }
     `);
@@ -155,7 +155,7 @@ describe("inboxTableSql: the table of a description, per engine", () => {
           "create table "adv_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "customer_id" bigint, "payload" bytea not null)",
         ],
         "sqlite": [
-          "create table "adv_jobs" ("id" integer primary key, "attempt" integer default 1 not null, "customer_id" integer, "payload" blob not null)",
+          "create table "adv_jobs" ("id" integer primary key autoincrement, "attempt" integer default 1 not null, "customer_id" integer, "payload" blob not null)",
         ],
       }
     `);

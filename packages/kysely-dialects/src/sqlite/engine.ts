@@ -46,7 +46,7 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   sessionLocks: null,
   schema: sqliteSchema,
   notify: null,
-  // Queue tables: INTEGER PRIMARY KEY ids, TEXT times, BLOB payloads, a partial claim index.
+  // Queue tables: INTEGER PRIMARY KEY AUTOINCREMENT ids (never handed out twice), TEXT times, BLOB payloads, a partial claim index.
   tableTypes: sqliteTableTypes,
   checkServerVersion: (version: string) => checkServerVersion("sqlite", version),
 });

@@ -2,8 +2,10 @@ import type { TableTypes } from "../statements/create-table.js";
 
 /** A queue table's columns on SQLite, each a type the startup check accepts. */
 export const sqliteTableTypes: TableTypes = Object.freeze({
-  // INTEGER PRIMARY KEY is the rowid itself: generated, and the cheapest key SQLite has.
-  generatedId: { type: "integer", autoIncrement: false },
+  // The rowid itself, with AUTOINCREMENT: a plain INTEGER PRIMARY KEY hands a drained table's ids out
+  // again (max + 1 starts over at 1), and a claim that read a row before it was finished must never
+  // meet a new row under the same id.
+  generatedId: { type: "integer", autoIncrement: true },
   portable: Object.freeze({
     text: "text",
     bigint: "integer",
