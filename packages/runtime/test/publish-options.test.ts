@@ -131,8 +131,8 @@ describe.each(matrix)("publish options on $engine.name × $form", ({ engine, for
       try {
         await until(async () => seen.length === 3 && (await count()) === 0, 15_000, "every row acked (deleted)");
         const later = await broker.publish("jobs", { n: 7 }, { key: "a", columns: { customerId: 1 } });
-        // A new row (SQLite may give it the freed id again: an INTEGER PRIMARY KEY without AUTOINCREMENT reuses the largest).
         expect(later.created).toBe(true);
+        expect(String(later.id)).not.toBe(String(first.id));
         await until(() => seen.length === 4, 15_000, "the new row delivered");
       } finally {
         await stop();
