@@ -1,4 +1,4 @@
-import type { AnyInboxSpec, DataOf, HasRole, IsRowLockForm, RoleMarker, RolesOf, SpecError } from "@sqlinbox/core/internal";
+import type { AnyInboxSpec, DataOf, HasLeaseColumn, HasRole, IsRowLockForm, RoleMarker, RolesOf, SpecError } from "@sqlinbox/core/internal";
 import type { Engine } from "@sqlinbox/kysely-dialects";
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely, type Transaction } from "kysely";
 import { BrokerParts } from "./broker.js";
@@ -101,7 +101,7 @@ type PriorityPart<R extends readonly RoleMarker[]> = When<
   "publish(…, { priority }) needs a priority column: describe one with field.priority() or .priority(column(…))"
 >;
 type RunAtPart<R extends readonly RoleMarker[]> = When<
-  HasRole<R, "retryAfter"> extends true ? true : HasRole<R, "lease">,
+  HasRole<R, "retryAfter"> extends true ? true : HasLeaseColumn<R>,
   { readonly runAt?: Date; readonly delay?: number },
   "publish(…, { runAt, delay }) needs somewhere to store the time: a retryAfter column (field.retryAfter()) or a lease column"
 >;
