@@ -223,6 +223,11 @@ export interface PublishStatements {
   insertKeyed(spec: InboxDescription, rows: readonly RawRow[]): CompiledQuery<RawRow> | null;
   /** The id and key of the rows holding `keys` (a locking read on MySQL/MariaDB, which sees the latest commit). */
   keyedRows(spec: InboxDescription, keys: readonly string[]): CompiledQuery<RawRow>;
+  /**
+   * Debounce on a lease table: the row holding `row`'s key takes its other values unless its lease
+   * runs past `now` (in work). Affects 0 or 1 rows.
+   */
+  replaceKeyed(spec: InboxDescription, row: RawRow, now: Date): CompiledQuery;
 }
 
 /** Adds columns to the table `createInboxTable` creates: Kysely's own builder, so any column Kysely can describe fits. */

@@ -72,3 +72,17 @@ describe("publish options", () => {
     await broker.publishMany("nope", [{ n: 1 }]);
   });
 });
+
+describe("replace", () => {
+  test("compiles on a lease table with a key and a retryAfter column, and nowhere else", async () => {
+    const Debounced = InboxSpec.table("debounced_jobs", column("id").generated())
+      .lease(column("locked_until"))
+      .retryAfter(column("retry_after"))
+      .key(column("job_key"))
+      .payload(column("payload"), payloadOf<Job>());
+    const b = SqlBroker.fromUrl("postgres://u@h/db").route(Debounced, "d").route(Full, "full");
+    await b.publish("d", { n: 1 }, { key: "k", delay: 1000, replace: true });
+    // @ts-expect-error replace needs a lease column to tell a row in work
+    await b.publish("full", { n: 1 }, { key: "k", replace: true });
+  });
+});

@@ -201,3 +201,70 @@ describe.each(engines)("a dedup key on a table that marks processedAt, on $name"
     );
   });
 });
+
+/** A lease table with a retryAfter column (the run-at) and a dedup key: what `replace` needs. */
+function debounceSpec(table: string) {
+  return defineInbox({
+    table,
+    columns: {
+      id: field.id().generated(),
+      attempt: field.attempt().generated(),
+      payload: field.payload<Job>(),
+      lockedUntil: field.lease("locked_until"),
+      retryAfter: field.retryAfter("retry_after"),
+      jobKey: field.key("job_key"),
+    },
+  });
+}
+
+describe.each(engines)("replace (debounce) on $name", (engine) => {
+  test("a held key's waiting row takes the new payload and run-at; a row in work is left alone", async () => {
+    const url = engine.url();
+    const db = await engine.connect(url);
+    const table = unique("pub_debounce");
+    const spec = debounceSpec(table);
+    try {
+      await createInboxTable(db, spec);
+      const broker = SqlBroker.fromUrl(url, { pool: { max: 8 } }).route(spec, "jobs");
+      const first = await broker.publish("jobs", { n: 1 }, { key: "d", delay: 60_000 });
+      // Not in work: it takes the new payload and is due now.
+      const replaced = await broker.publish("jobs", { n: 2 }, { key: "d", delay: 0, replace: true });
+      expect(replaced).toEqual({ id: first.id, created: false, replaced: true });
+      const started: number[] = [];
+      let release: () => void = () => {};
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      const queue = InboxQueue.of(spec, "jobs").lease(5000).pollInterval(50).workers(2);
+      const app = await new App({ name: "debounce", version: "0", logger: silentLogger })
+        .withBroker(broker, (b) =>
+          b.include(
+            subscriber(queue, async (job) => {
+              started.push(job.n);
+              if (job.n === 3) await held;
+            }),
+          ),
+        )
+        .start();
+      try {
+        await until(() => started.includes(2), 10_000, "the replaced row delivered at its new time");
+        await broker.publish("jobs", { n: 3 }, { key: "w" });
+        await until(() => started.includes(3), 10_000, "the keyed row in work");
+        const inWork = await broker.publish("jobs", { n: 4 }, { key: "w", replace: true });
+        expect(inWork.created).toBe(false);
+        expect(inWork.replaced).toBe(false);
+        release();
+        await sleep(300);
+      } finally {
+        release();
+        await app.stop();
+      }
+      expect([...started].sort()).toEqual([2, 3]);
+      const { rows } = await sql<{ n: unknown }>`SELECT count(*) AS n FROM ${sql.id(table)}`.execute(db);
+      expect(Number(rows[0]?.n)).toBe(0);
+    } finally {
+      await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db).catch(() => {});
+      await db.destroy();
+    }
+  });
+});

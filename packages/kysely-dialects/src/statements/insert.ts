@@ -45,6 +45,33 @@ export function keyedRowsQuery(ctx: StatementContext, spec: InboxDescription, ke
   return ctx.capabilities.insertReturning ? compiled(select) : compiled(select.forUpdate());
 }
 
+/**
+ * Debounce: the row holding `row`'s key takes the row's other values (payload, run-at, priority,
+ * data columns) unless it is in work. Lease tables only, where the lease column fences it: a row
+ * whose lease runs past `now` is in work and left alone, and a claim stamping the lease meanwhile
+ * holds the row lock, so exactly one of the two changes the row. Affects 0 or 1 rows.
+ */
+export function replaceKeyedQuery(ctx: StatementContext, spec: InboxDescription, row: RawRow, now: Date): CompiledQuery {
+  const key = spec.key;
+  const lease = spec.lease;
+  if (key === undefined || lease === undefined) throw new SqlInboxError("Declaration", "replace needs a dedup key column and a lease column", { table: spec.table });
+  const keyValue = row[key.name];
+  const values: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(row)) {
+    const column = spec.columns.find((c) => c.name === name);
+    if (column === undefined || column.generated || name === key.name || value === undefined) continue;
+    values[name] = value instanceof Date && (column.role === "retryAfter" || column.role === "lease") ? ctx.time.encode(value, COMPARE_PRECISION) : value;
+  }
+  const at = ctx.time.encode(now, COMPARE_PRECISION);
+  return compiled(
+    ctx.db
+      .updateTable(tableRef(spec))
+      .set(values)
+      .where(key.name, "=", keyValue)
+      .where((eb) => eb.or([eb(lease.name, "is", null), eb(lease.name, "<=", at)])),
+  );
+}
+
 function insertOf(ctx: StatementContext, spec: InboxDescription, rows: readonly RawRow[]) {
   if (rows.length === 0) throw new SqlInboxError("Declaration", "a publish needs at least one row", { table: spec.table });
   const values = rows.map((row) => {

@@ -16,6 +16,8 @@ export interface RowOptions {
   readonly columns?: Readonly<Record<string, unknown>> | ((payload: unknown, index: number) => Readonly<Record<string, unknown>>) | undefined;
   /** The dedup key of each row, in order (`undefined`: no key). */
   readonly keys?: readonly (string | undefined)[] | undefined;
+  /** A held key's row takes this publish's values unless it is in work (lease tables with a retryAfter column). */
+  readonly replace?: boolean | undefined;
 }
 
 /**
@@ -27,7 +29,7 @@ export interface RowOptions {
  * no column for is a `Declaration` error.
  */
 export function publishedRows(spec: InboxDescription, name: string, payloads: readonly unknown[], storage: PayloadStorage, options: RowOptions = {}): RawRow[] {
-  const { headers, priority, runAt, columns, keys } = options;
+  const { headers, priority, runAt, columns, keys, replace } = options;
   const refuse = (message: string, column?: string) => publishOptionWithoutColumn(name, spec.table, message, column);
   if (headers !== undefined && spec.headers === undefined) throw headersWithoutColumn(name, spec.table);
   if (priority !== undefined && spec.priority === undefined)
@@ -37,6 +39,8 @@ export function publishedRows(spec: InboxDescription, name: string, payloads: re
     throw refuse("a publish with runAt or delay needs somewhere to store the time: a retryAfter column (field.retryAfter()) or a lease column");
   if (runAt !== undefined && Number.isNaN(runAt.getTime())) throw refuse("runAt is not a valid Date");
   if (keys?.some((k) => k !== undefined) && spec.key === undefined) throw refuse("a publish with a key needs a dedup key column: describe one with field.key() or .key(column(…))");
+  if (replace === true && (spec.key === undefined || spec.lease === undefined || spec.retryAfter === undefined))
+    throw refuse("replace needs a dedup key column, a lease column (it tells a row in work) and a retryAfter column (it holds the run-at)");
   if (keys !== undefined && keys.length !== payloads.length) throw refuse(`publishMany got ${keys.length} keys for ${payloads.length} payloads: give one key per payload`);
   const headersText = headers === undefined ? undefined : JSON.stringify(headers);
   return payloads.map((payload, index) => {

@@ -73,7 +73,10 @@ export class Publisher {
     if (rows.length === 0) return [];
     const keyed = description.key !== undefined && options.keys?.some((k) => k !== undefined) === true;
     const insertAll = async (target: AnyKysely | undefined): Promise<Published[]> => {
-      if (keyed) return insertKeyed(database, description, name, rows, target);
+      if (keyed) {
+        const outcome = await insertKeyed(database, description, name, rows, target);
+        return options.replace === true ? replaceHeld(database, description, rows, outcome, target) : outcome;
+      }
       const published: Published[] = [];
       for (const chunk of chunks) {
         const result = await database.execute("publish", database.dialect.publish.insert(description, chunk), target);
@@ -98,7 +101,7 @@ export class Publisher {
       trace?.end(error, undefined);
       throw error;
     }
-    if (published.some((p) => p.created)) {
+    if (published.some((p) => p.created || p.replaced === true)) {
       await this.#notify(name, description, on);
       this.#wakes.wakeAfterCommit(description.table, on);
     }
@@ -128,6 +131,32 @@ export class Publisher {
 export interface Published {
   readonly id: unknown;
   readonly created: boolean;
+  /** With `replace`: whether the row holding the key took this publish's values (`false`: it was in work, left alone). */
+  readonly replaced?: boolean;
+}
+
+/**
+ * `replace`: each row whose key was held updates the holding row unless that row is in work (its
+ * lease runs past now), in order, so the last payload of a key wins. One UPDATE per row, fenced by
+ * the lease column: a claim stamping it meanwhile holds the row lock, and exactly one of the two wins.
+ */
+async function replaceHeld(
+  database: Database,
+  spec: InboxDescription,
+  rows: readonly RawRow[],
+  outcome: readonly Published[],
+  target: AnyKysely | undefined,
+): Promise<Published[]> {
+  const out: Published[] = [];
+  for (const [i, published] of outcome.entries()) {
+    if (published.created) {
+      out.push(published);
+      continue;
+    }
+    const result = await database.execute("publish", database.dialect.publish.replaceKeyed(spec, rows[i] as RawRow, new Date()), target);
+    out.push({ ...published, replaced: (result.numAffectedRows ?? 0n) > 0n });
+  }
+  return out;
 }
 
 /** How often a keyed row is tried again when the row holding its key went away (acked) between the insert and the read. */

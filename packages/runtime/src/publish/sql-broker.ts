@@ -56,6 +56,11 @@ export interface PublishOptions<DB = unknown> {
   readonly columns?: Readonly<Record<string, unknown>>;
   /** The dedup key: a row holding it already means nothing is inserted, and its id comes back with `created: false`. */
   readonly key?: string;
+  /**
+   * Debounce: a row already holding the key takes this publish's payload, run-at, priority and data
+   * columns unless it is in work (`replaced` says which). Lease tables with a retryAfter column.
+   */
+  readonly replace?: boolean;
 }
 
 /** Options of `publishMany`: a publish's, with one key per payload and the data columns for all rows or per payload. */
@@ -110,6 +115,11 @@ type KeyPart<R extends readonly RoleMarker[], Many extends boolean> = When<
   Many extends true ? { readonly keys?: readonly (string | undefined)[] } : { readonly key?: string },
   "a publish with a key needs a dedup key column: describe one with field.key() or .key(column(…))"
 >;
+type ReplacePart<R extends readonly RoleMarker[]> = When<
+  HasRole<R, "key"> extends true ? (HasLeaseColumn<R> extends true ? HasRole<R, "retryAfter"> : false) : false,
+  { readonly replace?: boolean },
+  "replace needs a dedup key column, a lease column (it tells a row in work) and a retryAfter column (it holds the run-at)"
+>;
 type DataColumns<S> = { readonly [K in keyof DataOf<S>]?: DataOf<S>[K] };
 type ColumnsPart<S extends AnyInboxSpec, Many extends boolean> = [keyof DataOf<S>] extends [never]
   ? { readonly columns?: SpecError<"publish(…, { columns }) sets data columns: this table describes none (field.data() or .data(column(…)))"> }
@@ -119,7 +129,7 @@ type ColumnsPart<S extends AnyInboxSpec, Many extends boolean> = [keyof DataOf<S
 type SpecOptions<S, Many extends boolean> = [S] extends [never]
   ? Omit<Many extends true ? PublishManyOptions : PublishOptions, "via">
   : S extends AnyInboxSpec
-    ? HeadersPart<RolesOf<S>> & PriorityPart<RolesOf<S>> & RunAtPart<RolesOf<S>> & KeyPart<RolesOf<S>, Many> & ColumnsPart<S, Many>
+    ? HeadersPart<RolesOf<S>> & PriorityPart<RolesOf<S>> & RunAtPart<RolesOf<S>> & KeyPart<RolesOf<S>, Many> & ReplacePart<RolesOf<S>> & ColumnsPart<S, Many>
     : unknown;
 /** The options of a publish to route `N`: each only where its table has a column for it. */
 export type PublishOptionsFor<R extends Routes, N extends string, DB> = { readonly via?: Kysely<DB> | Transaction<DB> } & SpecOptions<RouteSpecOf<R, N>, false>;
@@ -283,9 +293,9 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
 
 /** The run-time options of a publish: `delay` becomes a `runAt` on the host clock, which claims compare against. */
 function rowOptions(options: Omit<PublishManyOptions, "via" | "keys"> & { readonly key?: string }, keys: readonly (string | undefined)[] | undefined): RowOptions {
-  const { headers, priority, runAt, delay, columns } = options;
+  const { headers, priority, runAt, delay, columns, replace } = options;
   const at = runAt ?? (delay === undefined ? undefined : new Date(Date.now() + delay));
-  return { headers, priority, runAt: at, columns: columns as RowOptions["columns"], keys };
+  return { headers, priority, runAt: at, columns: columns as RowOptions["columns"], keys, replace };
 }
 
 /** The default logger of a producer's connection: warnings and errors only. */
