@@ -42,10 +42,8 @@ export class RenderHandler implements Handler<typeof RenderReportSpec> {
 
 export function byHandReports(options: ReportsOptions) {
   const { lease, pace, workers, pollInterval, log, onRendered } = resolved(options);
-  const broker = SqlBroker.fromUrl(options.url, { pool: { max: 10 } });
+  const broker = SqlBroker.fromUrl(options.url, { pool: { max: 10 } }).route(RenderReportSpec, "reports");
   const render = subscriber(InboxQueue.of(RenderReportSpec, "reports").lease(lease).workers(workers).pollInterval(pollInterval), new RenderHandler(log, pace, onRendered));
-  const app = new App({ name: "reports", version: "0.1.0", logger: log })
-    .onStartup(createReportJobs(options.url))
-    .withBroker(broker.route(RenderReportSpec, "reports"), (b) => b.include(render));
+  const app = new App({ name: "reports", version: "0.1.0", logger: log }).onStartup(createReportJobs(options.url)).withBroker(broker, (b) => b.include(render));
   return { app, broker, render };
 }

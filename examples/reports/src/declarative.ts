@@ -19,7 +19,7 @@ export const RenderReport = defineInbox({
 
 export function declarativeReports(options: ReportsOptions) {
   const { lease, pace, workers, pollInterval, log, onRendered } = resolved(options);
-  const broker = SqlBroker.fromUrl(options.url, { pool: { max: 10 } }); // nothing connects here
+  const broker = SqlBroker.fromUrl(options.url, { pool: { max: 10 } }).route(RenderReport, "reports"); // nothing connects here
 
   const render = subscriber(InboxQueue.of(RenderReport, "reports").lease(lease).workers(workers).pollInterval(pollInterval), async (report, ctx) => {
     const attempt = ctx.get(keys.attempt);
@@ -30,8 +30,6 @@ export function declarativeReports(options: ReportsOptions) {
     return HandlerOutcome.ack();
   });
 
-  const app = new App({ name: "reports", version: "0.1.0", logger: log })
-    .onStartup(createReportJobs(options.url))
-    .withBroker(broker.route(RenderReport, "reports"), (b) => b.include(render));
+  const app = new App({ name: "reports", version: "0.1.0", logger: log }).onStartup(createReportJobs(options.url)).withBroker(broker, (b) => b.include(render));
   return { app, broker, render };
 }

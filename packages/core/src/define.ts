@@ -215,7 +215,12 @@ export type RowOfDefinition<D extends InboxDefinition> = Simplify<{
 }>;
 
 /** The spec type a definition produces: the same type the by-hand form builds. */
-export type SpecOfDefinition<D extends InboxDefinition> = InboxSpec<RolesOfDefinition<D>, AllNames<D>, RowOfDefinition<D>>;
+export type SpecOfDefinition<D extends InboxDefinition> = InboxSpec<RolesOfDefinition<D>, AllNames<D>, RowOfDefinition<D>, DataOfDefinition<D>>;
+
+/** The data columns of a definition under their property keys, each with the type it holds. */
+export type DataOfDefinition<D extends InboxDefinition> = Simplify<{
+  readonly [K in KeysWithRole<D, "data"> & string]: Cols<D>[K] extends Field<ColumnRole, string | undefined, infer V> ? V : never;
+}>;
 
 /** Builds the spec of a checked definition; shared by both overloads of `defineInbox`. */
 export function specFromDefinition<D extends InboxDefinition>(def: D): SpecOfDefinition<D> {

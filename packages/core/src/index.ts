@@ -2,7 +2,7 @@
 export { SqlInboxError, isSqlInboxError, type SqlInboxErrorCode } from "./errors.js";
 export type { Attempt, Lease, Payload, RetryAfter, ProcessedAt, Group, Fifo, Priority, MessageHeaders, AdvisoryLock, LastError, FailedAttempts, DedupKey } from "./roles.js";
 export { column } from "./column.js";
-export { InboxSpec, type RolesOf, type RowOf } from "./spec.js";
+export { InboxSpec, type RolesOf, type RowOf, type DataOf } from "./spec.js";
 export { field } from "./define.js";
 export { defineInbox } from "./define-inbox.js";
 export { payloadOf } from "./payload-type.js";

@@ -28,6 +28,6 @@ export type { ColumnDescription, AdvisoryKey, AdvisoryKeyPart, InboxDescription 
 export { buildDescription, type DescriptionParts } from "./build-description.js";
 export type { Column } from "./column.js";
 export type { AnyInboxSpec } from "./spec.js";
-export type { Field, InboxDefinition, CheckDefinition, DefinitionErrorAt, RolesOfDefinition, RowOfDefinition, SpecOfDefinition } from "./define.js";
+export type { Field, InboxDefinition, CheckDefinition, DefinitionErrorAt, RolesOfDefinition, RowOfDefinition, DataOfDefinition, SpecOfDefinition } from "./define.js";
 export type { CheckAgainstDatabase } from "./define-inbox.js";
 export { isStandardSchema, type PayloadType, type PayloadTypeMarker, type PayloadTypeOf, type StandardSchemaLike, type StandardResult } from "./payload-type.js";

@@ -43,6 +43,9 @@ type Untyped<T, Role extends RoleName> = Require<
 type LeaseOrAdvisory = "a lease column and an advisory key exclude each other: keep the lease column or the advisory key, not both";
 type FifoWithAdvisory = "fifo and an advisory key exclude each other: an advisory key already keeps rows that share it apart, so drop one of them";
 
+/** No data columns known. */
+type NoData = Record<never, never>;
+
 const specBrand: unique symbol = Symbol("sqlinbox.InboxSpec");
 
 /**
@@ -50,7 +53,8 @@ const specBrand: unique symbol = Symbol("sqlinbox.InboxSpec");
  * Its type carries the role tuple, so `InboxSpec<[Attempt, Lease<Date>, Payload<Report>]>`
  * says at compile time which form the table uses and what its handlers receive.
  * `C` is the union of described column names, `Row` the row a row-mode handler receives
- * (each described column under its key, typed by its role or by what it `holds`).
+ * (each described column under its key, typed by its role or by what it `holds`), `Data` the data
+ * columns alone (what a publish's `columns` option may set).
  *
  * Immutable: every method returns a new frozen spec.
  *
@@ -65,9 +69,14 @@ const specBrand: unique symbol = Symbol("sqlinbox.InboxSpec");
 // `const s: InboxSpec<[Attempt, Lease<Date>, Payload<Report>]> = InboxSpec.table(…)…` compiles.
 // The compiler cannot verify it because the methods' rules are conditional types of C; they only
 // ever refuse more on a wider C (`string` holds every name), so the annotation loses no check.
-// @ts-expect-error TS2636: variance of conditional rule types is not measurable
-export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker[], out C extends string = string, out Row extends object = ColumnsRow<C>> {
-  declare readonly [specBrand]: { roles: R; columns: C; row: Row };
+export class InboxSpec<
+  out R extends readonly RoleMarker[] = readonly RoleMarker[],
+  // @ts-expect-error TS2636: variance of conditional rule types is not measurable
+  out C extends string = string,
+  out Row extends object = ColumnsRow<C>,
+  out Data extends object = NoData,
+> {
+  declare readonly [specBrand]: { roles: R; columns: C; row: Row; data: Data };
   /** The plain description the statements and the runtime read. */
   readonly description: InboxDescription;
   readonly #parts: DescriptionParts;
@@ -84,7 +93,7 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
   }
 
   /** @internal Used by `defineInbox`: the parts are checked exactly as the builder's. */
-  static fromParts<R extends readonly RoleMarker[], C extends string, Row extends object>(parts: DescriptionParts): InboxSpec<R, C, Row> {
+  static fromParts<R extends readonly RoleMarker[], C extends string, Row extends object, Data extends object = NoData>(parts: DescriptionParts): InboxSpec<R, C, Row, Data> {
     return new InboxSpec(parts);
   }
 
@@ -98,14 +107,14 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
   /** The attempt column: counted at each claim; handlers read it as `keys.attempt`. */
   attempt<N extends string, Ty extends PortableType | undefined = undefined>(
     col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "attempt">, NewColumn<C, N>, Untyped<Ty, "attempt">]>,
-  ): InboxSpec<[...R, Attempt], C | N, WithColumn<Row, N, RowValue<"attempt", unknown>>> {
+  ): InboxSpec<[...R, Attempt], C | N, WithColumn<Row, N, RowValue<"attempt", unknown>>, Data> {
     return this.#with(col, "attempt");
   }
 
   /** The lease column: selects the lease form. Its deadline is the token of ownership. */
   lease<N extends string, Ty extends PortableType | undefined = undefined>(
     col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "lease">, NewColumn<C, N>, Without<R, "advisoryLock", LeaseOrAdvisory>, Untyped<Ty, "lease">]>,
-  ): InboxSpec<[...R, Lease<Date>], C | N, WithColumn<Row, N, RowValue<"lease", unknown>>> {
+  ): InboxSpec<[...R, Lease<Date>], C | N, WithColumn<Row, N, RowValue<"lease", unknown>>, Data> {
     return this.#with(col, "lease");
   }
 
@@ -116,35 +125,35 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
   payload<N extends string, T = unknown, Ty extends PortableType | undefined = undefined>(
     col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "payload">, NewColumn<C, N>, Untyped<Ty, "payload">]>,
     type?: PayloadType<T>,
-  ): InboxSpec<[...R, Payload<T>], C | N, WithColumn<Row, N, RowValue<"payload", unknown>>> {
+  ): InboxSpec<[...R, Payload<T>], C | N, WithColumn<Row, N, RowValue<"payload", unknown>>, Data> {
     return new InboxSpec({ ...this.#parts, columns: [...this.#parts.columns, describe(col, "payload")], payloadType: type }) as never;
   }
 
   /** The column that hides a row until a time (`HandlerOutcome.retryAfter`); claim order uses it. */
   retryAfter<N extends string, Ty extends PortableType | undefined = undefined>(
     col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "retryAfter">, NewColumn<C, N>, Untyped<Ty, "retryAfter">]>,
-  ): InboxSpec<[...R, RetryAfter], C | N, WithColumn<Row, N, RowValue<"retryAfter", unknown>>> {
+  ): InboxSpec<[...R, RetryAfter], C | N, WithColumn<Row, N, RowValue<"retryAfter", unknown>>, Data> {
     return this.#with(col, "retryAfter");
   }
 
   /** The column ack marks instead of deleting the row. */
   processedAt<N extends string, Ty extends PortableType | undefined = undefined>(
     col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "processedAt">, NewColumn<C, N>, Untyped<Ty, "processedAt">]>,
-  ): InboxSpec<[...R, ProcessedAt], C | N, WithColumn<Row, N, RowValue<"processedAt", unknown>>> {
+  ): InboxSpec<[...R, ProcessedAt], C | N, WithColumn<Row, N, RowValue<"processedAt", unknown>>, Data> {
     return this.#with(col, "processedAt");
   }
 
   /** The group column: a subscription name selects a group. */
   group<N extends string, Ty extends PortableType | undefined = undefined>(
     col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "group">, NewColumn<C, N>, Untyped<Ty, "group">]>,
-  ): InboxSpec<[...R, Group], C | N, WithColumn<Row, N, RowValue<"group", unknown>>> {
+  ): InboxSpec<[...R, Group], C | N, WithColumn<Row, N, RowValue<"group", unknown>>, Data> {
     return this.#with(col, "group");
   }
 
   /** Smaller is claimed first. */
   priority<N extends string, Ty extends PortableType | undefined = undefined>(
     col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "priority">, NewColumn<C, N>, Untyped<Ty, "priority">]>,
-  ): InboxSpec<[...R, Priority], C | N, WithColumn<Row, N, RowValue<"priority", unknown>>> {
+  ): InboxSpec<[...R, Priority], C | N, WithColumn<Row, N, RowValue<"priority", unknown>>, Data> {
     return this.#with(col, "priority");
   }
 
@@ -154,7 +163,7 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
    */
   headers<N extends string, Ty extends PortableType | undefined = undefined>(
     col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "headers">, NewColumn<C, N>, Untyped<Ty, "headers">]>,
-  ): InboxSpec<[...R, MessageHeaders], C | N, WithColumn<Row, N, RowValue<"headers", unknown>>> {
+  ): InboxSpec<[...R, MessageHeaders], C | N, WithColumn<Row, N, RowValue<"headers", unknown>>, Data> {
     return this.#with(col, "headers");
   }
 
@@ -162,21 +171,21 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
    * The Postgres schema or MySQL/MariaDB database that holds the table: every statement names
    * `schema.table`. Refused at startup on SQLite. Validated like any identifier.
    */
-  schema(name: string): InboxSpec<R, C, Row> {
+  schema(name: string): InboxSpec<R, C, Row, Data> {
     return new InboxSpec({ ...this.#parts, schema: name });
   }
 
   /** Dead-letter destinations: the column a move writes the last error into (text). */
   lastError<N extends string, Ty extends PortableType | undefined = undefined>(
     col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "lastError">, NewColumn<C, N>, Untyped<Ty, "lastError">]>,
-  ): InboxSpec<[...R, LastError], C | N, WithColumn<Row, N, RowValue<"lastError", unknown>>> {
+  ): InboxSpec<[...R, LastError], C | N, WithColumn<Row, N, RowValue<"lastError", unknown>>, Data> {
     return this.#with(col, "lastError");
   }
 
   /** Dead-letter destinations: the column a move writes the attempts spent into (a number). */
   failedAttempts<N extends string, Ty extends PortableType | undefined = undefined>(
     col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "failedAttempts">, NewColumn<C, N>, Untyped<Ty, "failedAttempts">]>,
-  ): InboxSpec<[...R, FailedAttempts], C | N, WithColumn<Row, N, RowValue<"failedAttempts", unknown>>> {
+  ): InboxSpec<[...R, FailedAttempts], C | N, WithColumn<Row, N, RowValue<"failedAttempts", unknown>>, Data> {
     return this.#with(col, "failedAttempts");
   }
 
@@ -186,12 +195,12 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
    */
   key<N extends string, Ty extends PortableType | undefined = undefined>(
     col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "key">, NewColumn<C, N>, Untyped<Ty, "key">]>,
-  ): InboxSpec<[...R, DedupKey], C | N, WithColumn<Row, N, RowValue<"key", unknown>>> {
+  ): InboxSpec<[...R, DedupKey], C | N, WithColumn<Row, N, RowValue<"key", unknown>>, Data> {
     return this.#with(col, "key");
   }
 
   /** A column that plays no role: read by row-mode handlers, named by advisory keys, written by publishes. */
-  data<N extends string, V = unknown>(col: Column<N, boolean, V> & NewColumn<C, N>): InboxSpec<R, C | N, WithColumn<Row, N, V>> {
+  data<N extends string, V = unknown>(col: Column<N, boolean, V> & NewColumn<C, N>): InboxSpec<R, C | N, WithColumn<Row, N, V>, WithColumn<Data, N, V>> {
     return this.#with(col, "data");
   }
 
@@ -200,7 +209,7 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
    * The rules sit on `this`, so a broken one reads "The 'this' context … is not assignable to … SpecError<"…">".
    */
   fifo(
-    this: InboxSpec<R, C, Row> &
+    this: InboxSpec<R, C, Row, Data> &
       FirstError<
         [
           Require<HasRole<R, "group">, "fifo needs a group column: describe one with .group(column(…)) before .fifo()">,
@@ -208,7 +217,7 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
           Without<R, "fifo", "fifo is already set: call .fifo() once">,
         ]
       >,
-  ): InboxSpec<[...R, Fifo], C, Row> {
+  ): InboxSpec<[...R, Fifo], C, Row, Data> {
     return new InboxSpec({ ...this.#parts, fifo: true });
   }
 
@@ -229,7 +238,7 @@ export class InboxSpec<out R extends readonly RoleMarker[] = readonly RoleMarker
           >,
         ]
       >,
-  ): InboxSpec<[...R, AdvisoryLock<T>], C, Row> {
+  ): InboxSpec<[...R, AdvisoryLock<T>], C, Row, Data> {
     return new InboxSpec({ ...this.#parts, advisoryLock: template });
   }
 
@@ -261,6 +270,8 @@ export type RolesOf<S> = S extends { readonly [specBrand]: { roles: infer R exte
  * by their role (attempt `number`, lease `Date | string | null` …), id and data columns by what they hold.
  */
 export type RowOf<S> = S extends { readonly [specBrand]: { row: infer Row extends object } } ? Row : never;
+/** The data columns of a spec (those that play no role) under their keys, each with the type it holds (`unknown` unless given). */
+export type DataOf<S> = S extends { readonly [specBrand]: { data: infer Data extends object } } ? Data : Record<never, never>;
 
 /** The row when only the column names are known (an annotation such as `InboxSpec<[Attempt], "id" | "attempt">`). */
 type ColumnsRow<C extends string> = { readonly [P in C]: unknown };

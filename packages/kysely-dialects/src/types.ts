@@ -228,6 +228,20 @@ export interface AdvisoryStatements {
 export interface PublishStatements {
   /** The insert of new rows; generated columns left out; values keyed by column name, already encoded. Returns the new ids where the engine can. */
   insert(spec: InboxDescription, rows: readonly RawRow[]): CompiledQuery<RawRow>;
+  /**
+   * Rows that may carry a dedup key, where the engine has `INSERT … RETURNING` (Postgres, SQLite):
+   * `ON CONFLICT (key) DO NOTHING RETURNING id, key`, so a held key inserts nothing and fails
+   * nothing. `null` on MySQL/MariaDB: a keyed row is a plain insert there, one per statement, and
+   * a duplicate-key error (1062) says the key is held.
+   */
+  insertKeyed(spec: InboxDescription, rows: readonly RawRow[]): CompiledQuery<RawRow> | null;
+  /** The id and key of the rows holding `keys` (a locking read on MySQL/MariaDB, which sees the latest commit). */
+  keyedRows(spec: InboxDescription, keys: readonly string[]): CompiledQuery<RawRow>;
+  /**
+   * Debounce on a lease table: the row holding `row`'s key takes its other values unless its lease
+   * runs past `now` (in work). Affects 0 or 1 rows.
+   */
+  replaceKeyed(spec: InboxDescription, row: RawRow, now: Date): CompiledQuery;
 }
 
 /** Adds columns to the table `createInboxTable` creates: Kysely's own builder, so any column Kysely can describe fits. */

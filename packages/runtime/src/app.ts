@@ -273,6 +273,7 @@ async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Se
   if (broker.listening && !dialectFor(connection.source.engine).capabilities.listenNotify) throw listenNeedsPostgres(connection.source.engine, connection.source.label);
   if (broker.listening && connection.source.pooler === "transaction") throw listenThroughTransactionPooler(connection.source.label);
   if (connection.source.pooler !== undefined) run.logger.info({ database: connection.source.label, pooler: connection.source.pooler }, poolerDecision(connection.source.pooler));
+  run.held.push(parts.runByApp());
   const database = await parts.open(run.logger, run.activity);
   run.opened.push(parts);
   refuseOnCluster(run, connection, scope);
@@ -370,7 +371,7 @@ function startSubscriptions(run: Startup, parts: BrokerParts, database: Database
       strategy,
       clock: run.clock,
       logger,
-      outputs: { publish: (route, payload) => parts.publisher.publish(route, payload, undefined) },
+      outputs: { publish: async (route, payload) => void (await parts.publisher.publish(route, payload, undefined)) },
       activity: run.activity,
       decodeRetryMs: leaseMs,
       observer: run.observer,

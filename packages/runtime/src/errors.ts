@@ -165,6 +165,11 @@ export function listenNeedsOwnPool(label: string): SqlInboxError {
   );
 }
 
+/** A publish option the route's table has no column for (`priority`, `runAt`/`delay`, `key`, a data column). */
+export function publishOptionWithoutColumn(route: string, table: string, message: string, column?: string): SqlInboxError {
+  return new SqlInboxError("Declaration", message, { subscription: route, table, ...(column !== undefined ? { column } : {}) });
+}
+
 export function headersWithoutColumn(route: string, table: string): SqlInboxError {
   return new SqlInboxError("Declaration", "a publish with headers needs a headers column: describe one with field.headers() or .headers(column(…))", {
     route,

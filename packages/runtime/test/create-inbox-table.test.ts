@@ -66,7 +66,7 @@ describe.each(matrix)("createInboxTable on $engine.name × $form", ({ engine, fo
       );
       const running = await new App({ name: "ddl", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
       try {
-        await (broker as unknown as SqlBroker).publishMany(
+        await (broker as unknown as SqlBroker<Record<string, never>>).publishMany(
           "jobs",
           Array.from({ length: ROWS }, (_, n) => ({ n })),
           { headers: { traceparent: TRACEPARENT } } as never,

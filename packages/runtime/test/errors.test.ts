@@ -68,6 +68,12 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     "listenNotify() needs a connection of its own: build the broker with SqlBroker.fromUrl, or give SqlBroker.fromKysely(db, { listen }) a pg client factory or pool; this broker is kysely (postgres)",
   ],
   [
+    "publishOptionWithoutColumn",
+    errors.publishOptionWithoutColumn("jobs", "job_rows", 'publish(…, { columns }) names "tenant", which is not a data column of the table', "tenant"),
+    "Declaration",
+    'publish(…, { columns }) names "tenant", which is not a data column of the table (subscription "jobs", table "job_rows", column "tenant")',
+  ],
+  [
     "headersWithoutColumn",
     errors.headersWithoutColumn("jobs", "job_rows"),
     "Declaration",

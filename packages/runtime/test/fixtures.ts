@@ -25,9 +25,9 @@ export function jobsApp(
   app: { shutdownGrace?: number } = {},
 ) {
   const spec = jobsSpec(table);
-  const broker = SqlBroker.fromUrl(url, { pool: { max: 5 } });
+  const broker = SqlBroker.fromUrl(url, { pool: { max: 5 } }).route(spec, "jobs");
   const sub = subscriber(configure(InboxQueue.of(spec, "jobs").lease(2000)), handler);
-  const built = new App({ name: "test", version: "0", logger: silentLogger, ...app }).withBroker(broker.route(spec, "jobs"), (b) => b.include(sub));
+  const built = new App({ name: "test", version: "0", logger: silentLogger, ...app }).withBroker(broker, (b) => b.include(sub));
   return { app: built, broker, sub, spec };
 }
 
@@ -91,4 +91,13 @@ export function useLeaseTable(engine: TestEngine, prefix: string, onScope: (scop
     stops.push(() => app.stop());
     return app;
   };
+}
+
+/** A lease table with a dedup key column `job_key` (the generated DDL gives it its unique index). */
+export function keyedSpec(table: string) {
+  return InboxSpec.table(table, column("id").generated())
+    .attempt(column("attempt").generated())
+    .lease(column("locked_until"))
+    .key(column("job_key"))
+    .payload(column("payload"), payloadOf<Job>());
 }

@@ -64,7 +64,8 @@ describe.each(matrix)("groups on $engine.name × $form", ({ engine, form }) => {
         .withBroker(broker.route(spec as never, "blues"), (b) => b.include(consume("blues")));
       const running = await app.start();
       try {
-        for (let n = 0; n < 10; n++) await broker.publish(n % 2 === 0 ? "reds" : "blues", { n });
+        const routed = broker.route(spec as never, "reds").route(spec as never, "blues");
+        for (let n = 0; n < 10; n++) await routed.publish(n % 2 === 0 ? "reds" : "blues", { n });
         await until(() => (seen["reds"]?.length ?? 0) + (seen["blues"]?.length ?? 0) === 10, 10_000, "every row");
       } finally {
         await running.stop();

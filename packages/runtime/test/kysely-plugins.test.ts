@@ -150,11 +150,14 @@ describe.each(matrix)("a broker on a Kysely with CamelCasePlugin and ParseJSONRe
       await broker.publish("jobs", { n: 0 }, { headers: { traceparent } });
       const ids = await broker.publishMany("jobs", [{ n: 1 }, { n: 2 }]);
       expect(ids).toHaveLength(2);
-      for (const id of ids) expect(Number(id)).toBeGreaterThan(0);
+      for (const { id, created } of ids) {
+        expect(Number(id)).toBeGreaterThan(0);
+        expect(created).toBe(true);
+      }
       await appDb.transaction().execute(async (trx) => {
         await broker.publish("jobs", { n: 3 }, { via: trx });
         const [viaId] = await broker.publishMany("jobs", [{ n: 4 }], { via: trx });
-        expect(Number(viaId)).toBeGreaterThan(0);
+        expect(Number(viaId?.id)).toBeGreaterThan(0);
       });
       await until(async () => (await readRows(db, jobs)).length === 0 && (await readRows(db, dead)).length === 1, 20_000, "every row settled");
       await until(() => seen.length >= 7, 5000, "every delivery recorded");

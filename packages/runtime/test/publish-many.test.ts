@@ -32,7 +32,9 @@ describe.each(engines)("publishMany on $name", (engine) => {
       try {
         await sleep(200); // the first claim came back empty: the subscription now waits for a wake
         const payloads: Job[] = Array.from({ length: 300 }, (_, n) => ({ n }));
-        ids = await broker.publishMany("jobs", payloads);
+        const published = await broker.publishMany("jobs", payloads);
+        expect(published.every((p) => p.created)).toBe(true);
+        ids = published.map((p) => p.id);
         rows = await readRows(engine, db, table);
         await until(() => received.length === 300, 15_000, "every published row delivered after one wake");
       } finally {
@@ -71,7 +73,7 @@ describe.each(engines)("publishMany on $name", (engine) => {
         expect(await readRows(engine, db, table)).toEqual([]);
         const ids = await db.transaction().execute((trx) => broker.publishMany("jobs", [{ n: 3 }, { n: 4 }, { n: 5 }], { via: trx }));
         const rows = await readRows(engine, db, table);
-        expect(rows.map((r) => r.id)).toEqual(ids.map(Number));
+        expect(rows.map((r) => r.id)).toEqual(ids.map((p) => Number(p.id)));
         expect(rows.map((r) => JSON.parse(r.payload).n)).toEqual([3, 4, 5]);
         expect(await broker.publishMany("jobs", [])).toEqual([]);
       } finally {
@@ -99,7 +101,7 @@ describe.each(engines)("publishMany on $name", (engine) => {
           Array.from({ length: count }, (_, n) => ({ n })),
         );
         expect(ids).toHaveLength(count);
-        expect(new Set(ids.map(Number)).size).toBe(count);
+        expect(new Set(ids.map((p) => Number(p.id))).size).toBe(count);
       } finally {
         await app.stop();
       }

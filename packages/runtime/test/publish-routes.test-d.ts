@@ -7,7 +7,7 @@ import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
 import type { Kysely } from "kysely";
 import pg from "pg";
 import { describe, expectTypeOf, test } from "vitest";
-import { InboxQueue, SqlBroker, keys, subscriber } from "../src/index.js";
+import { InboxQueue, SqlBroker, keys, subscriber, type Published } from "../src/index.js";
 
 interface Report {
   readonly title: string;
@@ -23,7 +23,7 @@ describe("publish and publishMany", () => {
   test("a prefix route types the names it takes; publishMany takes an array of the same payload", async () => {
     await broker.publish("reports.daily", { title: "Q3" });
     await broker.publishMany("reports.daily", [{ title: "Q3" }, { title: "Q4" }]);
-    expectTypeOf(broker.publishMany("mail", [{ to: "a@b" }])).toEqualTypeOf<Promise<unknown[]>>();
+    expectTypeOf(broker.publishMany("mail", [{ to: "a@b" }])).toEqualTypeOf<Promise<Published[]>>();
     // @ts-expect-error a Report is not a Mail
     await broker.publish("mail", { title: "Q3" });
     // @ts-expect-error every element is a Report on reports.*

@@ -72,7 +72,7 @@ describe.each(matrix)("prefix routes and headers on $engine.name × $form", ({ e
         await broker.publish("reports.daily", { n: 1 } as never, { headers: { traceparent } } as never);
         await broker.publish("reports.weekly", { n: 2 } as never);
         await broker.publishMany("reports.daily", [{ n: 3 }, { n: 4 }] as never, { headers: { tenant: "acme" } } as never);
-        const refused = await broker.publish("mail.welcome", { n: 5 } as never).catch((e: unknown) => e);
+        const refused = await broker.publish("mail.welcome" as string, { n: 5 } as never).catch((e: unknown) => e);
         expect(isSqlInboxError(refused, "NoRoute")).toBe(true);
         expect((refused as Error).message).toContain('no route named "mail.welcome" (declared: "reports.*", "reports.weekly")');
         await until(() => seen.length === 4, 10_000, "four deliveries");

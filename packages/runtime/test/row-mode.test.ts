@@ -65,7 +65,7 @@ describe.each(matrix)("row mode on $engine.name × $form", ({ engine, form }) =>
       await createExports(engine, db, table);
       const Exports = exportsOf(table, form);
       const received = deferred<ReceivedRow>();
-      const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } });
+      const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } }).route(Exports, "exports");
       const queue = InboxQueue.of(Exports, "exports").pollInterval(50);
       const sub = subscriber(queue, async (row, ctx) => {
         // The lease and advisory claims committed before the handler: the table shows what they wrote.
@@ -75,7 +75,7 @@ describe.each(matrix)("row mode on $engine.name × $form", ({ engine, form }) =>
             : ((await sql<Record<string, unknown>>`SELECT attempt, locked_until FROM ${sql.id(table)} WHERE id = ${row.id}`.execute(db)).rows[0] ?? {});
         received.resolve({ row, ctxAttempt: ctx.get(keys.attempt), stored });
       });
-      const app = await new App({ name: "row-mode", version: "0", logger: silentLogger }).withBroker(broker.route(Exports, "exports"), (b) => b.include(sub)).start();
+      const app = await new App({ name: "row-mode", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
       try {
         const before = Date.now();
         await broker.publish("exports", { customer_id: "c-42", amount: 1250 });
@@ -119,12 +119,12 @@ describe("row mode on MariaDB through fromKysely, a mysql2 pool without dateStri
       await createExports(mariadb, db, table);
       const Exports = exportsOf(table, "lease");
       const received = deferred<ReceivedRow>();
-      const broker = SqlBroker.fromKysely(own);
+      const broker = SqlBroker.fromKysely(own).route(Exports, "exports");
       const sub = subscriber(InboxQueue.of(Exports, "exports").pollInterval(50), async (row, ctx) => {
         const stored = (await sql<Record<string, unknown>>`SELECT attempt, locked_until FROM ${sql.id(table)} WHERE id = ${row.id}`.execute(own)).rows[0];
         received.resolve({ row, ctxAttempt: ctx.get(keys.attempt), stored });
       });
-      const app = await new App({ name: "row-mode", version: "0", logger: silentLogger }).withBroker(broker.route(Exports, "exports"), (b) => b.include(sub)).start();
+      const app = await new App({ name: "row-mode", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
       try {
         await broker.publish("exports", { customer_id: "c-7", amount: 10 });
         const { row, stored } = await received.promise;

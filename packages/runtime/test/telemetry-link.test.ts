@@ -166,8 +166,8 @@ describe("traceparent end to end", () => {
       },
     });
     const seen = deferred<Readonly<Record<string, string>>>();
-    const broker = SqlBroker.fromUrl(url);
-    const app = new App({ name: "trace", version: "0", logger: silentLogger }).withBroker(broker.route(spec, "jobs"), (b) =>
+    const broker = SqlBroker.fromUrl(url).route(spec, "jobs");
+    const app = new App({ name: "trace", version: "0", logger: silentLogger }).withBroker(broker, (b) =>
       b.include(
         subscriber(InboxQueue.of(spec, "jobs").pollInterval(50), async (_job, ctx) => {
           seen.resolve(ctx.get(keys.headers));

@@ -85,6 +85,68 @@ function sqlinboxInProcess(engine: EngineName): LatencyCase {
 }
 
 /**
+ * A publish inside the caller's Kysely transaction (`{ via: trx }`), the subscription in this
+ * process: latency from the end of the caller's transaction callback (the COMMIT is still to
+ * run) to the handler's start. The runtime watches the transaction and wakes after its commit.
+ */
+function sqlinboxInProcessTrx(engine: EngineName): LatencyCase {
+  let rt: Runtime | undefined;
+  let broker: Runtime | undefined;
+  let running: RunningApp | undefined;
+  let db: AnyDb | undefined;
+  const committing = new Map<number, number>();
+  const arrived = new Map<number, number>();
+  let arrive: (seq: number, latencyMs: number) => void = () => {};
+  const both = (seq: number): void => {
+    const c = committing.get(seq);
+    const a = arrived.get(seq);
+    if (c !== undefined && a !== undefined) arrive(seq, a - c);
+  };
+  return {
+    id: `sqlinbox/${engine}/in-process-trx`,
+    system: "sqlinbox",
+    engine,
+    how: "publish({ via: trx }) in the caller's transaction; the wake follows its commit (end of the callback to the handler's start)",
+    async check() {
+      const r = await loadRuntime();
+      if (typeof r === "string") return r;
+      rt = r;
+      return null;
+    },
+    async start(onArrival) {
+      arrive = onArrival;
+      db = connect(engine, 12);
+      await recreateTable(db, engine, "lease");
+      const built = buildApp(rt!, {
+        engine,
+        form: "lease",
+        batch: 1,
+        workers: 8,
+        kysely: db,
+        handler: (p) => {
+          const { i } = p as { i: number };
+          arrived.set(i, wallNow());
+          both(i);
+        },
+      });
+      broker = built.broker;
+      running = await startApp(built.app);
+    },
+    async publish(seq) {
+      await db!.transaction().execute(async (trx) => {
+        await broker!.publish("bench", { i: seq, t: 0 }, { via: trx });
+        committing.set(seq, wallNow());
+      });
+      both(seq);
+    },
+    async stop() {
+      await running?.stop();
+      await db?.destroy();
+    },
+  };
+}
+
+/**
  * The floor for an in-process wake: a raw insert, then at once the claim statement(s) sqlinbox runs
  * (the lease form's, built by @sqlinbox/kysely-dialects), on one pool; the arrival is the moment
  * the claim returns the row. No handler, no wake, no library between them.
@@ -276,7 +338,11 @@ let notify: (seq: number) => void = () => {};
 
 /** W3: publish → handler start, p50/p95/p99, idle and at a fixed rate. */
 export async function runLatency(s: BenchSettings, select: <T extends { id: string }>(c: T[]) => T[]): Promise<LatencyResult[]> {
-  const cases = select([...ENGINES.flatMap((e) => [sqlinboxInProcess(e), rawInsertThenClaim(e)]), ...ENGINES.map(sqlinboxSecondProcess), graphileLatency()]);
+  const cases = select([
+    ...ENGINES.flatMap((e) => [sqlinboxInProcess(e), sqlinboxInProcessTrx(e), rawInsertThenClaim(e)]),
+    ...ENGINES.map(sqlinboxSecondProcess),
+    graphileLatency(),
+  ]);
   const results: LatencyResult[] = [];
   for (const c of cases) {
     const base = { id: c.id, system: c.system, engine: c.engine, how: c.how };

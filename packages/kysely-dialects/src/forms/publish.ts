@@ -1,6 +1,6 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { PublishStatements, RawRow } from "../types.js";
-import { insertQuery } from "../statements/insert.js";
+import { insertKeyedQuery, insertQuery, keyedRowsQuery, replaceKeyedQuery } from "../statements/insert.js";
 import type { EngineTraits } from "./engine-traits.js";
 
 /**
@@ -9,5 +9,10 @@ import type { EngineTraits } from "./engine-traits.js";
  */
 export function publishStatements(engine: EngineTraits): PublishStatements {
   const ctx = engine.statements;
-  return Object.freeze({ insert: (spec: InboxDescription, rows: readonly RawRow[]) => insertQuery(ctx, spec, rows) });
+  return Object.freeze({
+    insert: (spec: InboxDescription, rows: readonly RawRow[]) => insertQuery(ctx, spec, rows),
+    insertKeyed: (spec: InboxDescription, rows: readonly RawRow[]) => insertKeyedQuery(ctx, spec, rows),
+    keyedRows: (spec: InboxDescription, keys: readonly string[]) => keyedRowsQuery(ctx, spec, keys),
+    replaceKeyed: (spec: InboxDescription, row: RawRow, now: Date) => replaceKeyedQuery(ctx, spec, row, now),
+  });
 }

@@ -43,6 +43,12 @@ export function missingTableError(dialect: EngineDialect, error: unknown, place:
   return dialect.missingTable(cause) ? tableMissing(cause, place) : undefined;
 }
 
+/** MySQL/MariaDB duplicate key (1062): an insert found its unique key already held. */
+export function isDuplicateKey(error: unknown): boolean {
+  const e = error as { errno?: unknown; code?: unknown } | null;
+  return e !== null && typeof e === "object" && (e.errno === 1062 || e.code === "ER_DUP_ENTRY");
+}
+
 /**
  * Where sqlinbox's own statements run: `via` without the application's plugins. A statement is compiled
  * already (no plugin rewrites it), but `executeQuery` would still run every plugin's `transformResult`

@@ -1,4 +1,4 @@
-import type { Activity } from "../activity.js";
+import { Activity } from "../activity.js";
 import type { Database } from "../drivers/database.js";
 import type { Logger } from "../logger.js";
 import type { PublishTelemetry } from "../telemetry/telemetry.js";
@@ -16,12 +16,42 @@ export class BrokerParts {
   readonly connection: BrokerConnection;
   readonly routes: RouteTable;
   readonly #plain: Publisher;
+  readonly #producerLogger: Logger;
   #bound: Publisher | undefined;
+  #apps = 0;
 
-  constructor(source: BrokerSource) {
+  /** `producerLogger`: what the connection logs to when a publish, not an app, opens it. */
+  constructor(source: BrokerSource, producerLogger: Logger) {
     this.connection = new BrokerConnection(source);
     this.routes = new RouteTable(this.connection);
-    this.#plain = new Publisher(this.connection, this.routes);
+    this.#producerLogger = producerLogger;
+    this.#plain = new Publisher(this.connection, this.routes, () => this.#openForPublish());
+  }
+
+  /** A publish with no app: the open connection, else it opens now (a producer's first publish). */
+  #openForPublish(): Promise<Database> {
+    return this.connection.database !== undefined ? Promise.resolve(this.connection.database) : this.open(this.#producerLogger, new Activity());
+  }
+
+  /** An app runs this broker until the returned function is called: `close()` leaves the pool to the app's stop meanwhile. */
+  runByApp(): () => void {
+    this.#apps++;
+    let done = false;
+    return () => {
+      if (!done) this.#apps--;
+      done = true;
+    };
+  }
+
+  /**
+   * A producer's close: ends the pool a publish opened, after the statements in flight. While an
+   * app runs the broker it does nothing and resolves `false` (the app's stop closes the pool);
+   * otherwise `true`, also when already closed. A closed broker refuses publishes with `Closed`.
+   */
+  async close(): Promise<boolean> {
+    if (this.#apps > 0) return false;
+    await this.connection.close();
+    return true;
   }
 
   /** The publisher publishes go through now: the one an app bound, else the plain one. */

@@ -32,6 +32,8 @@ export type PoolerMode = "session" | "transaction";
 export class BrokerConnection {
   readonly source: BrokerSource;
   #database: Database | undefined;
+  #opening: Promise<Database> | undefined;
+  #closing: Promise<number> | undefined;
   #poolMax = Infinity;
   #serverLabel = "";
   #cluster: MultiPrimaryCluster | undefined;
@@ -79,9 +81,17 @@ export class BrokerConnection {
    * Opens the pool (loading the driver now) and checks the server's version. `routes` are what
    * the broker serves: a first statement that fails is a `Connect` error naming them.
    */
-  async open(logger: Logger, activity: Activity, routes: ReadonlyMap<string, AnyInboxSpec>): Promise<Database> {
-    if (this.#database) return this.#database;
-    if (this.#closed) throw brokerStopped();
+  open(logger: Logger, activity: Activity, routes: ReadonlyMap<string, AnyInboxSpec>): Promise<Database> {
+    if (this.#database) return Promise.resolve(this.#database);
+    if (this.#closed) return Promise.reject(brokerStopped());
+    // Two first uses at once (an app's start, a producer's first publishes) share one pool.
+    this.#opening ??= this.#open(logger, activity, routes).finally(() => {
+      this.#opening = undefined;
+    });
+    return this.#opening;
+  }
+
+  async #open(logger: Logger, activity: Activity, routes: ReadonlyMap<string, AnyInboxSpec>): Promise<Database> {
     this.#logger = logger;
     const opened = await this.source.open();
     this.#owned = opened.owned;
@@ -156,10 +166,16 @@ export class BrokerConnection {
     this.#listener = listener;
   }
 
-  /** Closes the pool (when the broker opened it); resolves with the connections it held then. */
-  async close(): Promise<number> {
-    if (this.#closed) return 0;
+  /** Closes the pool (when the broker opened it); resolves with the connections it held then (0 to a second caller). */
+  close(): Promise<number> {
+    if (this.#closing !== undefined) return this.#closing.then(() => 0);
     this.#closed = true;
+    this.#closing = this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<number> {
+    await this.#opening?.catch(() => {});
     await this.#listener?.stop();
     if (this.#database) await this.#database.idle();
     const connections = this.#owned ? (this.#connections?.() ?? 0) : 0;

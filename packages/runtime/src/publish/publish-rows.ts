@@ -1,20 +1,49 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
-import { headersWithoutColumn } from "../errors.js";
+import { headersWithoutColumn, publishOptionWithoutColumn } from "../errors.js";
 import { encodePayload, type PayloadStorage } from "../declare/payload.js";
 
 /** Metadata carried from a publish to `keys.headers`: string pairs such as a W3C `traceparent`. */
 export type MessageHeaderValues = Readonly<Record<string, string>>;
 
+/** What a publish writes beside the payload, as the runtime receives it (typed by the route on `SqlBroker`). */
+export interface RowOptions {
+  readonly headers?: MessageHeaderValues | undefined;
+  readonly priority?: number | undefined;
+  /** When the row may be claimed first: `runAt`, or now plus `delay`. */
+  readonly runAt?: Date | undefined;
+  /** Data columns by key: one object for every row, or one per payload. */
+  readonly columns?: Readonly<Record<string, unknown>> | ((payload: unknown, index: number) => Readonly<Record<string, unknown>>) | undefined;
+  /** The dedup key of each row, in order (`undefined`: no key). */
+  readonly keys?: readonly (string | undefined)[] | undefined;
+  /** A held key's row takes this publish's values unless it is in work (lease tables with a retryAfter column). */
+  readonly replace?: boolean | undefined;
+}
+
 /**
  * The rows a publish writes, keyed by column name: each payload encoded for its column (or, in
- * row mode, the described columns it names), the headers as JSON text in the headers column, and
- * the published name in the group column: a prefix route's published name is the group value.
+ * row mode, the described columns it names), the headers as JSON text in the headers column, the
+ * published name in the group column (a prefix route's published name is the group value), and
+ * the options: priority, the time to run at (the retryAfter column, else the lease column, which
+ * hides the row from claims just as well), data columns, the dedup key. An option the table has
+ * no column for is a `Declaration` error.
  */
-export function publishedRows(spec: InboxDescription, name: string, payloads: readonly unknown[], storage: PayloadStorage, headers: MessageHeaderValues | undefined): RawRow[] {
+export function publishedRows(spec: InboxDescription, name: string, payloads: readonly unknown[], storage: PayloadStorage, options: RowOptions = {}): RawRow[] {
+  const { headers, priority, runAt, columns, keys, replace } = options;
+  const refuse = (message: string, column?: string) => publishOptionWithoutColumn(name, spec.table, message, column);
   if (headers !== undefined && spec.headers === undefined) throw headersWithoutColumn(name, spec.table);
+  if (priority !== undefined && spec.priority === undefined)
+    throw refuse("a publish with a priority needs a priority column: describe one with field.priority() or .priority(column(…))");
+  const runAtColumn = spec.retryAfter ?? spec.lease;
+  if (runAt !== undefined && runAtColumn === undefined)
+    throw refuse("a publish with runAt or delay needs somewhere to store the time: a retryAfter column (field.retryAfter()) or a lease column");
+  if (runAt !== undefined && Number.isNaN(runAt.getTime())) throw refuse("runAt is not a valid Date");
+  if (keys?.some((k) => k !== undefined) && spec.key === undefined) throw refuse("a publish with a key needs a dedup key column: describe one with field.key() or .key(column(…))");
+  if (replace === true && (spec.key === undefined || spec.lease === undefined || spec.retryAfter === undefined))
+    throw refuse("replace needs a dedup key column, a lease column (it tells a row in work) and a retryAfter column (it holds the run-at)");
+  if (keys !== undefined && keys.length !== payloads.length) throw refuse(`publishMany got ${keys.length} keys for ${payloads.length} payloads: give one key per payload`);
   const headersText = headers === undefined ? undefined : JSON.stringify(headers);
-  return payloads.map((payload) => {
+  return payloads.map((payload, index) => {
     const row: RawRow = {};
     if (spec.payload !== undefined) {
       row[spec.payload.name] = encodePayload(payload, storage, { route: name, table: spec.table });
@@ -22,8 +51,20 @@ export function publishedRows(spec: InboxDescription, name: string, payloads: re
       const values = (payload ?? {}) as Record<string, unknown>;
       for (const col of spec.columns) if (!col.generated && col.key in values) row[col.name] = values[col.key];
     }
+    const data = typeof columns === "function" ? columns(payload, index) : columns;
+    if (data !== undefined) {
+      for (const [key, value] of Object.entries(data)) {
+        const col = spec.columns.find((c) => c.role === "data" && c.key === key) ?? spec.columns.find((c) => c.role === "data" && c.name === key);
+        if (col === undefined) throw refuse(`publish(…, { columns }) names "${key}", which is not a data column of the table`, key);
+        if (value !== undefined) row[col.name] = value;
+      }
+    }
     if (headersText !== undefined && spec.headers !== undefined) row[spec.headers.name] = headersText;
     if (spec.group !== undefined) row[spec.group.name] = name;
+    if (priority !== undefined && spec.priority !== undefined) row[spec.priority.name] = priority;
+    if (runAt !== undefined && runAtColumn !== undefined) row[runAtColumn.name] = runAt;
+    const key = keys?.[index];
+    if (key !== undefined && spec.key !== undefined) row[spec.key.name] = key;
     return row;
   });
 }

@@ -1,4 +1,4 @@
-import type { AnyInboxSpec, HasRole, IsRowLockForm, RolesOf, SpecError } from "@sqlinbox/core/internal";
+import type { AnyInboxSpec, DataOf, HasLeaseColumn, HasRole, IsRowLockForm, RoleMarker, RolesOf, SpecError } from "@sqlinbox/core/internal";
 import { dialectFor, type Engine, type EngineSupports } from "@sqlinbox/kysely-dialects";
 import type { Kysely, Transaction } from "kysely";
 import { BrokerParts } from "./broker.js";
@@ -8,11 +8,13 @@ import { engineOfKysely } from "../drivers/engine-of-kysely.js";
 import { parseDatabaseUrl, type PoolOptions } from "../drivers/index.js";
 import type { EngineOfUrl } from "../drivers/engine-of-url.js";
 import { listenConnector, type ListenSource } from "./listen-source.js";
-import { redactUrl } from "../logger.js";
-import type { MessageHeaderValues } from "./publish-rows.js";
+import { consoleLogger, redactUrl, type Logger } from "../logger.js";
+import type { MessageHeaderValues, RowOptions } from "./publish-rows.js";
+import type { Published } from "./publisher.js";
 import { wholeSeconds, type PayloadOfSpec } from "../declare/queue.js";
 
 export type { EngineOfUrl } from "../drivers/engine-of-url.js";
+export type { Published } from "./publisher.js";
 
 /** Options of `SqlBroker.fromUrl`. */
 export interface BrokerOptions {
@@ -24,12 +26,19 @@ export interface BrokerOptions {
    * refused at startup with `UnsupportedForm`. `"session"`: every form runs, as on a direct connection.
    */
   readonly pooler?: PoolerMode;
+  /**
+   * Where the connection logs when a publish opens it (a producer with no app): by default
+   * warnings and errors on the console. An app that starts the broker first logs to its own logger.
+   */
+  readonly logger?: Logger;
 }
 
 /** Options of `SqlBroker.fromKysely`. */
 export interface FromKyselyOptions {
   /** The connection pooler between the Kysely instance and the database, if any: as `BrokerOptions.pooler`. */
   readonly pooler?: PoolerMode;
+  /** As `BrokerOptions.logger`. */
+  readonly logger?: Logger;
   /**
    * Where `listenNotify()` takes the connection it holds for the app's life (Postgres): a factory
    * of fresh `pg` clients (`() => new pg.Client(url)`, connected and ended by the broker) or a `pg`
@@ -38,12 +47,37 @@ export interface FromKyselyOptions {
   readonly listen?: ListenSource;
 }
 
-/** Options of a publish. */
+/**
+ * Options of a publish, as the runtime reads them; on a routed broker each is typed by the route's
+ * table (`PublishOptionsFor`), and one the table has no column for does not compile.
+ */
 export interface PublishOptions<DB = unknown> {
   /** Publish inside the caller's own Kysely transaction (or through another Kysely instance). */
   readonly via?: Kysely<DB> | Transaction<DB>;
   /** Metadata for the headers column (a W3C `traceparent`, …), read by handlers as `keys.headers`. */
   readonly headers?: MessageHeaderValues;
+  /** The priority column's value (lower is claimed first). */
+  readonly priority?: number;
+  /** No claim before this time: stored in the retryAfter column, else in the lease column. */
+  readonly runAt?: Date;
+  /** No claim before this many ms from now (the host clock): `runAt` by another name. */
+  readonly delay?: number;
+  /** Data columns, by key. */
+  readonly columns?: Readonly<Record<string, unknown>>;
+  /** The dedup key: a row holding it already means nothing is inserted, and its id comes back with `created: false`. */
+  readonly key?: string;
+  /**
+   * Debounce: a row already holding the key takes this publish's payload, run-at, priority and data
+   * columns unless it is in work (`replaced` says which). Lease tables with a retryAfter column.
+   */
+  readonly replace?: boolean;
+}
+
+/** Options of `publishMany`: a publish's, with one key per payload and the data columns for all rows or per payload. */
+export interface PublishManyOptions<DB = unknown> extends Omit<PublishOptions<DB>, "key" | "columns"> {
+  readonly columns?: Readonly<Record<string, unknown>> | ((payload: never, index: number) => Readonly<Record<string, unknown>>);
+  /** One dedup key per payload, in order (`undefined`: that row has none). */
+  readonly keys?: readonly (string | undefined)[];
 }
 
 type Routes = Record<string, AnyInboxSpec>;
@@ -58,16 +92,59 @@ type PrefixRoutesOf<R extends Routes, N extends string> = {
  */
 export type RouteSpecOf<R extends Routes, N extends string> = N extends keyof R ? R[N] : R[PrefixRoutesOf<R, N>];
 
-/** `headers` compiles on a route whose table has a headers column, or on a route the broker's type does not know. */
-type HeadersOption<S> = [S] extends [never]
+/**
+ * A publish's name compiles when the broker's type routes it (exactly or by a prefix route), or
+ * when it is a `string` only known at run time (then an unrouted name fails with `NoRoute`).
+ */
+export type KnownRoute<R extends Routes, N extends string> = string extends N
   ? unknown
+  : N extends keyof R
+    ? unknown
+    : [PrefixRoutesOf<R, N>] extends [never]
+      ? SpecError<"this broker's type routes no such name: declare it with .route(spec, name) and publish on the broker .route() returns">
+      : unknown;
+
+type When<Has extends boolean, Option, Message extends string> = Has extends true ? Option : { readonly [K in keyof Option]?: SpecError<Message> };
+type HeadersPart<R extends readonly RoleMarker[]> = When<
+  HasRole<R, "headers">,
+  { readonly headers?: MessageHeaderValues },
+  "publish(…, { headers }) needs a headers column: describe one with field.headers() or .headers(column(…))"
+>;
+type PriorityPart<R extends readonly RoleMarker[]> = When<
+  HasRole<R, "priority">,
+  { readonly priority?: number },
+  "publish(…, { priority }) needs a priority column: describe one with field.priority() or .priority(column(…))"
+>;
+type RunAtPart<R extends readonly RoleMarker[]> = When<
+  HasRole<R, "retryAfter"> extends true ? true : HasLeaseColumn<R>,
+  { readonly runAt?: Date; readonly delay?: number },
+  "publish(…, { runAt, delay }) needs somewhere to store the time: a retryAfter column (field.retryAfter()) or a lease column"
+>;
+type KeyPart<R extends readonly RoleMarker[], Many extends boolean> = When<
+  HasRole<R, "key">,
+  Many extends true ? { readonly keys?: readonly (string | undefined)[] } : { readonly key?: string },
+  "a publish with a key needs a dedup key column: describe one with field.key() or .key(column(…))"
+>;
+type ReplacePart<R extends readonly RoleMarker[]> = When<
+  HasRole<R, "key"> extends true ? (HasLeaseColumn<R> extends true ? HasRole<R, "retryAfter"> : false) : false,
+  { readonly replace?: boolean },
+  "replace needs a dedup key column, a lease column (it tells a row in work) and a retryAfter column (it holds the run-at)"
+>;
+type DataColumns<S> = { readonly [K in keyof DataOf<S>]?: DataOf<S>[K] };
+type ColumnsPart<S extends AnyInboxSpec, Many extends boolean> = [keyof DataOf<S>] extends [never]
+  ? { readonly columns?: SpecError<"publish(…, { columns }) sets data columns: this table describes none (field.data() or .data(column(…)))"> }
+  : { readonly columns?: DataColumns<S> | (Many extends true ? (payload: PayloadOfSpec<S>, index: number) => DataColumns<S> : never) };
+
+/** Every option a publish to a table of spec `S` takes, each typed by the table; every option, loosely typed, when the broker's type does not know the route (a name given as a `string`). */
+type SpecOptions<S, Many extends boolean> = [S] extends [never]
+  ? Omit<Many extends true ? PublishManyOptions : PublishOptions, "via">
   : S extends AnyInboxSpec
-    ? HasRole<RolesOf<S>, "headers"> extends true
-      ? unknown
-      : { readonly headers?: SpecError<"publish(…, { headers }) needs a headers column: describe one with field.headers() or .headers(column(…))"> }
+    ? HeadersPart<RolesOf<S>> & PriorityPart<RolesOf<S>> & RunAtPart<RolesOf<S>> & KeyPart<RolesOf<S>, Many> & ReplacePart<RolesOf<S>> & ColumnsPart<S, Many>
     : unknown;
-/** The options of a publish to route `N`: `headers` only where its table has a headers column. */
-export type PublishOptionsFor<R extends Routes, N extends string, DB> = PublishOptions<DB> & HeadersOption<RouteSpecOf<R, N>>;
+/** The options of a publish to route `N`: each only where its table has a column for it. */
+export type PublishOptionsFor<R extends Routes, N extends string, DB> = { readonly via?: Kysely<DB> | Transaction<DB> } & SpecOptions<RouteSpecOf<R, N>, false>;
+/** The options of a `publishMany` to route `N`. */
+export type PublishManyOptionsFor<R extends Routes, N extends string, DB> = { readonly via?: Kysely<DB> | Transaction<DB> } & SpecOptions<RouteSpecOf<R, N>, true>;
 
 /** A row-lock table cannot be routed on a broker whose engine has no row locks (SQLite). */
 export type RouteAllowed<S extends AnyInboxSpec, E extends Engine> = [EngineSupports<E, "rowLock">] extends [false]
@@ -92,11 +169,12 @@ export function brokerParts(broker: object): BrokerParts {
 
 /**
  * The connection to one database and the routes (names) of its tables.
- * Nothing connects until an app that uses the broker starts.
+ * Nothing connects until an app that uses the broker starts, or until its first publish: a
+ * process that only publishes needs no app, and ends its pool with `close()`.
  *
  * @example
- * const broker = SqlBroker.fromUrl("sqlite:reports.db", { pool: { max: 10 } }).lease(minutes(1))
- * app.withBroker(broker.route(RenderReport, "reports"), (b) => b.include(render))
+ * const broker = SqlBroker.fromUrl("sqlite:reports.db", { pool: { max: 10 } }).lease(minutes(1)).route(RenderReport, "reports")
+ * app.withBroker(broker, (b) => b.include(render))
  * await broker.publish("reports", { title: "Q3" })
  */
 export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine = Engine> {
@@ -122,12 +200,15 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     const parsed = parseDatabaseUrl(url);
     const pool = options.pool ?? {};
     return new SqlBroker(
-      new BrokerParts({
-        engine: parsed.engine,
-        label: redactUrl(url),
-        open: async () => ({ ...(await parsed.open(pool)), owned: true }),
-        pooler: options.pooler,
-      }),
+      new BrokerParts(
+        {
+          engine: parsed.engine,
+          label: redactUrl(url),
+          open: async () => ({ ...(await parsed.open(pool)), owned: true }),
+          pooler: options.pooler,
+        },
+        options.logger ?? producerLogger(),
+      ),
       30_000,
     );
   }
@@ -140,10 +221,8 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     const anyDb = db as unknown as AnyKysely;
     const engine = engineOfKysely(anyDb);
     const listen = options.listen === undefined || !dialectFor(engine).capabilities.listenNotify ? {} : { listen: listenConnector(options.listen) };
-    return new SqlBroker(
-      new BrokerParts({ engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }), pooler: options.pooler }),
-      30_000,
-    );
+    const source = { engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }), pooler: options.pooler };
+    return new SqlBroker(new BrokerParts(source, options.logger ?? producerLogger()), 30_000);
   }
 
   /** The engine the URL or the Kysely instance names. */
@@ -183,24 +262,55 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   }
 
   /**
-   * Publishes a payload to route `name` (JSON: UTF-8 bytes in a binary column, text otherwise).
-   * Pass `{ via: trx }` to insert inside your own Kysely transaction: the row commits with your writes.
-   * Wakes this process's subscriptions of the table at once. Fails with `NoRoute` on an undeclared
-   * name and `Closed` before the app starts or after it stopped.
+   * Publishes a payload to route `name` (JSON: UTF-8 bytes in a binary column, text otherwise),
+   * with what the table has columns for: `priority`, `runAt` or `delay`, data `columns`, a dedup
+   * `key`, `headers`. Pass `{ via: trx }` to insert inside your own Kysely transaction: the row
+   * commits with your writes, and this process's subscriptions are woken after that commit (never
+   * on a rollback); otherwise they are woken at once. Connects on the first use when no app has
+   * (a producer). Resolves to the row's `{ id, created }`: `created: false` when a row already held
+   * the key (its id). Fails with `NoRoute` on an undeclared name and `Closed` after `close()` or
+   * after the app that ran the broker stopped.
    */
-  async publish<N extends string, DB = unknown>(name: N, payload: PublishPayload<R, N>, options?: PublishOptionsFor<R, N, DB>): Promise<void> {
-    const { via, headers } = (options ?? {}) as PublishOptions<DB>;
-    await brokerParts(this).publisher.publish(name, payload, via as unknown as AnyKysely | undefined, headers);
+  async publish<N extends string, DB = unknown>(name: N & KnownRoute<R, N>, payload: PublishPayload<R, N>, options?: PublishOptionsFor<R, N, DB>): Promise<Published> {
+    const { via, ...rest } = (options ?? {}) as PublishOptions<DB>;
+    return brokerParts(this).publisher.publish(name, payload, via as unknown as AnyKysely | undefined, rowOptions(rest, rest.key === undefined ? undefined : [rest.key]));
   }
 
   /**
    * Publishes many payloads to route `name` in one multi-row insert per chunk (each chunk within
    * the engine's parameter limit), inside `{ via: trx }` when given, else in one transaction when
-   * there is more than one chunk; one wake and one NOTIFY per call. Returns the new ids, in order,
-   * where the engine can tell them (RETURNING on Postgres and SQLite, insertId on MySQL/MariaDB).
+   * there is more than one chunk (or keys); one wake and one NOTIFY per call. The options apply
+   * to every row, but `keys` (one per payload) and `columns` given as a function of each payload.
+   * Resolves to one `{ id, created }` per payload, in order; payloads sharing a key insert one row.
    */
-  async publishMany<N extends string, DB = unknown>(name: N, payloads: readonly PublishPayload<R, N>[], options?: PublishOptionsFor<R, N, DB>): Promise<unknown[]> {
-    const { via, headers } = (options ?? {}) as PublishOptions<DB>;
-    return brokerParts(this).publisher.publishMany(name, payloads, via as unknown as AnyKysely | undefined, headers);
+  async publishMany<N extends string, DB = unknown>(
+    name: N & KnownRoute<R, N>,
+    payloads: readonly PublishPayload<R, N>[],
+    options?: PublishManyOptionsFor<R, N, DB>,
+  ): Promise<Published[]> {
+    const { via, keys, ...rest } = (options ?? {}) as PublishManyOptions<DB>;
+    return brokerParts(this).publisher.publishMany(name, payloads, via as unknown as AnyKysely | undefined, rowOptions(rest, keys));
   }
+
+  /**
+   * Ends the pool of a broker that only publishes (opened by its first publish), after the
+   * statements in flight; later publishes fail with `Closed`. Every value of the broker shares it.
+   * On a broker an app runs it does nothing and resolves `false`: the app's `stop()` ends the pool.
+   * Resolves `true` once the pool is closed (at once when it never opened or is already closed).
+   */
+  close(): Promise<boolean> {
+    return brokerParts(this).close();
+  }
+}
+
+/** The run-time options of a publish: `delay` becomes a `runAt` on the host clock, which claims compare against. */
+function rowOptions(options: Omit<PublishManyOptions, "via" | "keys"> & { readonly key?: string }, keys: readonly (string | undefined)[] | undefined): RowOptions {
+  const { headers, priority, runAt, delay, columns, replace } = options;
+  const at = runAt ?? (delay === undefined ? undefined : new Date(Date.now() + delay));
+  return { headers, priority, runAt: at, columns: columns as RowOptions["columns"], keys, replace };
+}
+
+/** The default logger of a producer's connection: warnings and errors only. */
+function producerLogger(): Logger {
+  return consoleLogger({ level: "warn" });
 }
