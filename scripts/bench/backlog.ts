@@ -104,7 +104,7 @@ function fill(engine: EngineName, shape: Shape, size: number): string {
         ? `utc_timestamp(6) ${offset === "+1 day" ? "+ interval 1 day" : "- interval 1 hour"}`
         : `strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '${offset}')`;
   const cols = {
-    priority: shape === "priority" ? `(${g} * 7919) % 10` : "0",
+    priority: shape === "priority" ? `(${g} * 7) % 10` : "0",
     grp: shape === "fifo" ? cat("'g'", `((${g} - 1) % ${GROUPS})`) : "null",
     retry_after: shape === "delayed" ? `case when ${g} % 10 = 0 then null else ${at("+1 day")} end` : "null",
     processed_at: shape === "processed" ? `case when ${g} <= ${size} then ${at("-1 hour")} else null end` : "null",
@@ -276,6 +276,7 @@ interface Row {
 }
 
 const rows: Row[] = [];
+const failures: { engine: EngineName; shape: Shape; error: string }[] = [];
 const explains: { engine: EngineName; shape: Shape; size: number; plan: string }[] = [];
 const started = new Date();
 const loadAtStart = loadavg();
@@ -291,50 +292,56 @@ for (const engine of engines) {
       const database = String((await conn.executeQuery(dialect.schema.currentDatabase())).rows[0]?.name ?? "");
       const engineSizes = sizes.filter((n) => engine !== "sqlite" || n <= sqliteMax);
       for (const shape of shapes) {
-        for (const size of engineSizes) {
-          const due = shape === "delayed" ? size / 10 : size;
-          const warm = Math.min(warmup, Math.floor(due / 40));
-          const claims = Math.max(10, Math.min(maxClaims, Math.floor(due / 4) - warm));
-          let buildMs = 0;
-          for (const form of forms) {
-            if (form === "rowLock" && dialect.rowLock === null) continue;
-            if (form === "advisory" && shape === "fifo") continue; // fifo is not an advisory table's shape
-            // A fresh backlog per form up to 10⁵ rows (a form takes up to a quarter of the due rows); above, one build serves
-            // every form, whose claims take under 1% of it.
-            if (buildMs === 0 || size <= REBUILD_UP_TO) {
-              buildMs = await build(conn as AnyDb, engine, shape, size);
-              log(`${engine} ${shape} ${size}: built in ${(buildMs / 1000).toFixed(1)} s`);
-            }
-            const step = stepper(engine, form, shape, size, dialect, conn, database);
-            // Each form starts at the next groups (at 10⁴ a group holds one row, which an earlier form may have taken).
-            const offset = size <= REBUILD_UP_TO ? 0 : forms.indexOf(form) * (claims + warm);
-            const claim: number[] = [];
-            const settle: number[] = [];
-            for (let i = 0; i < claims + warm; i++) {
-              const r = await step(offset + i);
-              if (r === null) throw new Error(`${engine} ${shape} ${form} ${size}: claim ${i} found nothing`);
-              if (i >= warm) {
-                claim.push(r.claim);
-                settle.push(r.settle);
+        // A shape that fails is reported and the run goes on with the next one.
+        try {
+          for (const size of engineSizes) {
+            const due = shape === "delayed" ? size / 10 : size;
+            const warm = Math.min(warmup, Math.floor(due / 40));
+            const claims = Math.max(10, Math.min(maxClaims, Math.floor(due / 4) - warm));
+            let buildMs = 0;
+            for (const form of forms) {
+              if (form === "rowLock" && dialect.rowLock === null) continue;
+              if (form === "advisory" && shape === "fifo") continue; // fifo is not an advisory table's shape
+              // A fresh backlog per form up to 10⁵ rows (a form takes up to a quarter of the due rows); above, one build serves
+              // every form, whose claims take under 1% of it.
+              if (buildMs === 0 || size <= REBUILD_UP_TO) {
+                buildMs = await build(conn as AnyDb, engine, shape, size);
+                log(`${engine} ${shape} ${size}: built in ${(buildMs / 1000).toFixed(1)} s`);
               }
+              const step = stepper(engine, form, shape, size, dialect, conn, database);
+              // Each form starts at the next groups (at 10⁴ a group holds one row, which an earlier form may have taken).
+              const offset = size <= REBUILD_UP_TO ? 0 : forms.indexOf(form) * (claims + warm);
+              const claim: number[] = [];
+              const settle: number[] = [];
+              for (let i = 0; i < claims + warm; i++) {
+                const r = await step(offset + i);
+                if (r === null) throw new Error(`${engine} ${shape} ${form} ${size}: claim ${i} found nothing`);
+                if (i >= warm) {
+                  claim.push(r.claim);
+                  settle.push(r.settle);
+                }
+              }
+              const row: Row = {
+                engine,
+                shape,
+                form,
+                size,
+                claims,
+                claimP50: pct(claim, 0.5),
+                claimP99: pct(claim, 0.99),
+                claimMean: mean(claim),
+                settleP50: pct(settle, 0.5),
+                settleMean: mean(settle),
+                buildMs,
+              };
+              rows.push(row);
+              log(`  ${form}: claim p50 ${row.claimP50.toFixed(0)} µs (mean ${row.claimMean.toFixed(0)}), settle p50 ${row.settleP50.toFixed(0)} µs, ${claims} claims`);
             }
-            const row: Row = {
-              engine,
-              shape,
-              form,
-              size,
-              claims,
-              claimP50: pct(claim, 0.5),
-              claimP99: pct(claim, 0.99),
-              claimMean: mean(claim),
-              settleP50: pct(settle, 0.5),
-              settleMean: mean(settle),
-              buildMs,
-            };
-            rows.push(row);
-            log(`  ${form}: claim p50 ${row.claimP50.toFixed(0)} µs (mean ${row.claimMean.toFixed(0)}), settle p50 ${row.settleP50.toFixed(0)} µs, ${claims} claims`);
+            if (size === Math.max(...engineSizes)) explains.push({ engine, shape, size, plan: await explain(engine, shape, dialect, conn) });
           }
-          if (size === Math.max(...engineSizes)) explains.push({ engine, shape, size, plan: await explain(engine, shape, dialect, conn) });
+        } catch (e) {
+          log(`${engine} ${shape}: FAILED: ${(e as Error).message}`);
+          failures.push({ engine, shape, error: (e as Error).message });
         }
         await sql.raw(`drop table if exists ${table(shape)}`).execute(conn as AnyDb);
       }
@@ -377,11 +384,12 @@ for (const e of explains) {
   out.push(e.plan);
   out.push("```");
 }
+for (const f of failures) out.push(`\n${f.engine} ${f.shape}: FAILED: ${f.error}`);
 console.log(out.join("\n"));
 mkdirSync("bench-results", { recursive: true });
 const file = join("bench-results", `backlog-${started.toISOString().replace(/[:.]/g, "-")}.json`);
 writeFileSync(
   file,
-  `${JSON.stringify({ command: `npm run bench:backlog -- ${argv.join(" ")}`.trim(), started: started.toISOString(), loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg(), rows, explains }, null, 2)}\n`,
+  `${JSON.stringify({ command: `npm run bench:backlog -- ${argv.join(" ")}`.trim(), started: started.toISOString(), loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg(), rows, explains, failures }, null, 2)}\n`,
 );
 log(`results: ${file}`);
