@@ -226,7 +226,10 @@ function stepper(engine: EngineName, form: FormName, shape: Shape, size: number,
   };
 }
 
-/** The claim statement of the shape's lease form (the select on MySQL/MariaDB), EXPLAINed: Postgres EXPLAIN ANALYZE in a rolled-back transaction. */
+/**
+ * The claim statement of the shape's lease form (the select on MySQL/MariaDB), with the rows it read: Postgres EXPLAIN ANALYZE
+ * in a rolled-back transaction, MariaDB ANALYZE (the select alone, its locks released at once), SQLite EXPLAIN QUERY PLAN.
+ */
 async function explain(engine: EngineName, shape: Shape, dialect: EngineDialect, conn: Session): Promise<string> {
   const spec = backlogSpec("lease", shape);
   const now = new Date();
@@ -245,12 +248,15 @@ async function explain(engine: EngineName, shape: Shape, dialect: EngineDialect,
       await conn.executeQuery(CompiledQuery.raw("rollback"));
     }
   }
-  const prefix = engine === "mariadb" ? "explain" : "explain query plan";
+  // MariaDB's ANALYZE runs the select and reports the rows each step actually read (r_rows) beside the estimate.
+  const prefix = engine === "mariadb" ? "analyze" : "explain query plan";
   const r = await conn.executeQuery(CompiledQuery.raw(`${prefix} ${q.sql}`, [...q.parameters]));
   return r.rows
     .map((x) => {
       const o = x as Record<string, unknown>;
-      return engine === "mariadb" ? `${o.select_type} ${o.table} type=${o.type} key=${o.key ?? "-"} rows=${o.rows} ${o.Extra ?? ""}` : `${o.id}/${o.parent} ${o.detail}`;
+      return engine === "mariadb"
+        ? `${o.select_type} ${o.table} type=${o.type} key=${o.key ?? "-"} rows=${o.rows} r_rows=${o.r_rows ?? "-"} ${o.Extra ?? ""}`
+        : `${o.id}/${o.parent} ${o.detail}`;
     })
     .join("\n");
 }
