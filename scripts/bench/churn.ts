@@ -2,7 +2,9 @@
  * Churn: a steady publish and consume at a fixed rate for a long time, on Postgres and MariaDB, to see what the queue table
  * becomes (its size on disk, its dead rows) and what the claim costs meanwhile. Not part of `npm test`.
  *
- *   npm run bench:churn -- [--engines=postgres,mariadb] [--minutes=60] [--rate=2000] [--sample-sec=60] [--configs=default,tuned]
+ *   npm run bench:churn -- [--engines=postgres,mariadb] [--minutes=60] [--rate=2000] [--sample-sec=60] [--configs=default,tuned] [--backlog=0]
+ * `--backlog=N` (Postgres): N rows held (leased) for a day before the churn starts, with ids above the hot rows' — a big table
+ * with a small hot part, where the default `autovacuum_vacuum_scale_factor` (0.2) waits for 0.2 × N dead rows.
  *
  * Publishing: one multi-row INSERT every 100 ms, sized so the rows published so far keep up with `rate` × elapsed time.
  * Consuming: a sqlinbox App (public API) on the bench's lease table, `batch(64).workers(8)`, a handler that decodes the payload.
@@ -35,6 +37,8 @@ const minutes = Number(flag("minutes") ?? 60);
 const rate = Number(flag("rate") ?? 2_000);
 const sampleSec = Number(flag("sample-sec") ?? 60);
 const configs = list("configs", ["default", "tuned"]);
+/** Postgres: rows held for a day when the churn starts (one INSERT … SELECT, then analyzed), ids above the hot rows': a big table with a small hot part. */
+const standing = Number(flag("backlog") ?? 0);
 const BATCH = 64;
 const WORKERS = 8;
 const TABLE = tableOf("lease");
@@ -91,6 +95,14 @@ async function runOne(engine: EngineName, config: string): Promise<{ engine: Eng
     autovacuum = String((await sql<{ a: string }>`select current_setting('autovacuum') as a`.execute(admin)).rows[0]?.a);
     if (autovacuum !== "on") log(`postgres: the server runs with autovacuum = ${autovacuum}: neither configuration is vacuumed, the comparison shows bloat only`);
     if (config === "tuned") await sql.raw(`alter table ${TABLE} set (${TUNED_PG})`).execute(admin);
+  }
+  if (standing > 0 && engine === "postgres") {
+    // Rows in work for a day, with ids above the sequence's (so claims in id order meet the hot rows first): a big table
+    // with a small hot part, where autovacuum's default scale factor waits for 20% of the big part in dead rows.
+    await sql
+      .raw(`insert into ${TABLE} (id, locked_until, payload) select 1000000000000 + g, now() + interval '1 day', '{"i":' || g || '}' from generate_series(1, ${standing}) g`)
+      .execute(admin);
+    await sql.raw(`vacuum analyze ${TABLE}`).execute(admin);
   }
   let claimMs: number[] = [];
   const onLog = (e: LogEvent) => {
@@ -177,7 +189,9 @@ const results = [];
 for (const engine of engines) for (const config of engine === "postgres" ? configs : ["default"]) results.push(await runOne(engine, config));
 
 const out: string[] = [];
-out.push(`Churn — ${startedAt.toISOString()}; ${minutes} min per configuration at ${rate} jobs/s, lease batch(${BATCH}).workers(${WORKERS}); a sample every ${sampleSec} s`);
+out.push(
+  `Churn — ${startedAt.toISOString()}; ${minutes} min per configuration at ${rate} jobs/s, lease batch(${BATCH}).workers(${WORKERS}); a sample every ${sampleSec} s; ${standing} rows held apart (Postgres)`,
+);
 const mb = (b: number) => (b / 1024 / 1024).toFixed(1);
 for (const r of results) {
   out.push("");
@@ -197,7 +211,7 @@ mkdirSync("bench-results", { recursive: true });
 const file = join("bench-results", `churn-${startedAt.toISOString().replace(/[:.]/g, "-")}.json`);
 writeFileSync(
   file,
-  `${JSON.stringify({ command: `npm run bench:churn -- ${argv.join(" ")}`.trim(), started: startedAt.toISOString(), loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg(), minutes, rate, sampleSec, tuned: TUNED_PG, results }, null, 2)}\n`,
+  `${JSON.stringify({ command: `npm run bench:churn -- ${argv.join(" ")}`.trim(), started: startedAt.toISOString(), loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg(), minutes, rate, sampleSec, standing, tuned: TUNED_PG, results }, null, 2)}\n`,
 );
 log(`results: ${file}`);
 process.exit(0);
