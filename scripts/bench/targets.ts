@@ -88,7 +88,7 @@ const graphileBest = graphile?.jobsPerSec?.median ?? 0;
 const pgBoss = bestOf("pg-boss");
 for (const p of [graphile, pgBoss])
   if (p) targets.push(`- Best ${p.system} configuration in this run: ${p.id} at ${fmt(p.jobsPerSec!.median)} jobs/s, ${fmt(p.cpuMicrosPerJob ?? 0, 1)} client CPU µs/job`);
-// Issue 12: b64-w8 ≥ 1.3× graphile-worker's best configuration, b500-w8 ≥ 2×; issue 24: both ≥ 0.9× the raw loop of the same statements.
+// b64-w8 ≥ 1.3× graphile-worker's best configuration, b500-w8 ≥ 2×; both ≥ 0.9× the raw loop of the same statements.
 for (const [shape, goal] of [
   ["b64-w8", 1.3],
   ["b500-w8", 2],
