@@ -1,5 +1,5 @@
 import type { FormName } from "./db.js";
-import { graphileDrainCase } from "./systems/graphile-worker.js";
+import { GRAPHILE_DEFAULT, graphileBatched, graphileDrainCase } from "./systems/graphile-worker.js";
 import { pgBossDrainCase } from "./systems/pg-boss.js";
 import { rawDrainCase } from "./systems/raw-sql.js";
 import { sqlinboxDrainCase } from "./systems/sqlinbox.js";
@@ -18,9 +18,26 @@ const SHARED_ROW_LOCK = { batch: 64, workers: 8 } as const;
 /** The extra Postgres lease shape sized like graphile-worker's batched configuration. */
 const GRAPHILE_SIZED = { batch: 500, workers: 8 } as const;
 
-/** Every W1 case, in the order rounds run them: peers first, then per engine and form sqlinbox beside its raw loop. */
-export function drainCases(): DrainCase[] {
-  const cases: DrainCase[] = [graphileDrainCase("default", 1), graphileDrainCase("batched", 1), graphileDrainCase("batched", 8), pgBossDrainCase()];
+/**
+ * The peers' configurations, swept so that each is reported at its best in the same run: graphile-worker's defaults, and
+ * its batched mode (`localQueue` on, completions batched with no delay) at three local queue sizes × three concurrencies;
+ * pg-boss at three batch sizes × 1 and 4 workers (`work()` calls).
+ */
+export const GRAPHILE_SWEEP = { localQueueSizes: [100, 500, 1000], concurrencies: [10, 32, 64] } as const;
+export const PGBOSS_SWEEP = { batchSizes: [100, 1000, 5000], workers: [1, 4] } as const;
+
+export function peerCases(sweep = true): DrainCase[] {
+  // The smoke checks each adapter's code paths (defaults, batched, one and several pg-boss workers), not the sweep.
+  if (!sweep) return [graphileDrainCase(GRAPHILE_DEFAULT, 1), graphileDrainCase(graphileBatched(500), 10), pgBossDrainCase(100, 1), pgBossDrainCase(1000, 4)];
+  const cases: DrainCase[] = [graphileDrainCase(GRAPHILE_DEFAULT, 1)];
+  for (const size of GRAPHILE_SWEEP.localQueueSizes) for (const c of GRAPHILE_SWEEP.concurrencies) cases.push(graphileDrainCase(graphileBatched(size), c));
+  for (const b of PGBOSS_SWEEP.batchSizes) for (const w of PGBOSS_SWEEP.workers) cases.push(pgBossDrainCase(b, w));
+  return cases;
+}
+
+/** Every W1 case, in the order rounds run them: peers first, then per engine and form sqlinbox beside its raw loop. `sweep: false` (the smoke): one peer case per code path. */
+export function drainCases(sweep = true): DrainCase[] {
+  const cases: DrainCase[] = peerCases(sweep);
   for (const engine of ENGINES) {
     for (const form of FORMS) {
       if (engine === "sqlite" && form === "rowLock") continue; // no row locks on SQLite: UnsupportedForm

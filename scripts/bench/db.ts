@@ -70,6 +70,15 @@ export async function insertJobs(db: AnyDb, form: FormName, n: number, from = 0)
   }
 }
 
+/**
+ * Fresh planner statistics for the form's table, as autovacuum would leave them on a table that has been live a while:
+ * Postgres `VACUUM ANALYZE` (the visibility map too), MariaDB `ANALYZE TABLE`, SQLite `ANALYZE`.
+ */
+export async function analyzeTable(db: AnyDb, engine: EngineName, table: string): Promise<void> {
+  const statement = { postgres: `VACUUM ANALYZE ${table}`, mariadb: `ANALYZE TABLE ${table}`, sqlite: `ANALYZE ${table}` }[engine];
+  await sql.raw(statement).execute(db);
+}
+
 export async function countRows(db: AnyDb, form: FormName): Promise<number> {
   const r = await db
     .selectFrom(tableOf(form))

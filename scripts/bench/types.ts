@@ -12,7 +12,7 @@ export interface DrainRun {
 
 /**
  * One system in one configuration on one engine: the common interface every adapter implements.
- * Rounds call `reset` → `insert(n)` → `drain(tracker)`; `setup`/`teardown` run once around them.
+ * Rounds call `reset` → `insert(n)` → `analyze()` → `drain(tracker)`; `setup`/`teardown` run once around them.
  */
 export interface DrainCase {
   /** Unique and stable: `system/engine/form/bB-wW`. */
@@ -29,6 +29,11 @@ export interface DrainCase {
   reset(): Promise<void>;
   /** Pre-inserts `n` no-op jobs whose payload is `{ "i": <index> }`. Not timed. */
   insert(n: number): Promise<void>;
+  /**
+   * Brings the planner's statistics up to date after the insert, as autovacuum would on a real table: Postgres
+   * `VACUUM ANALYZE`, MariaDB `ANALYZE TABLE`, SQLite `ANALYZE`, on every table the system's claim reads. Not timed.
+   */
+  analyze(): Promise<void>;
   /** Starts consuming, resolves once every job was handled and settled, and stops. Timed by the caller. */
   drain(tracker: import("./jobs.js").JobTracker): Promise<Omit<DrainRun, "ms">>;
   teardown(): Promise<void>;

@@ -8,22 +8,33 @@ const SCHEMA = "bench_graphile_worker";
 const TASK = "noop";
 export const silentLogger = new Logger(() => () => {});
 
-/** graphile-worker 0.18 settings the bench compares: its defaults, and its batched configuration. */
-export const GRAPHILE_CONFIGS = {
-  default: {},
-  batched: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 },
-} as const;
+/**
+ * A graphile-worker 0.18 configuration: its defaults (`localQueue` off, completions one by one), or its batched mode as its
+ * performance page runs it (https://worker.graphile.org/docs/performance: `localQueue: { size: 500 }`,
+ * `completeJobBatchDelay: 0`, `failJobBatchDelay: 0`, `concurrentJobs: 24`, `maxPoolSize: 25`) at a given local queue size.
+ */
+export interface GraphileConfig {
+  /** `default`, or `lq<size>` for the batched mode. */
+  readonly name: string;
+  readonly worker: Readonly<Record<string, unknown>>;
+}
 
-export type GraphileConfigName = keyof typeof GRAPHILE_CONFIGS;
+export const GRAPHILE_DEFAULT: GraphileConfig = { name: "default", worker: {} };
 
-export function graphileOptions(config: GraphileConfigName, concurrency: number) {
+export function graphileBatched(localQueueSize: number): GraphileConfig {
+  return { name: `lq${localQueueSize}`, worker: { localQueue: { size: localQueueSize }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } };
+}
+
+/** `run()` options; the pool is sized as the performance page sizes it (concurrency + 1), never below graphile-worker's default 10. */
+export function graphileOptions(config: GraphileConfig, concurrency: number) {
   return {
     connectionString: PG_URL,
     schema: SCHEMA,
     concurrency,
+    maxPoolSize: Math.max(10, concurrency + 1),
     noHandleSignals: true,
     logger: silentLogger,
-    preset: { worker: { ...GRAPHILE_CONFIGS[config] } },
+    preset: { worker: { ...config.worker } },
   };
 }
 
@@ -40,18 +51,23 @@ export async function graphilePending(pool: pg.Pool): Promise<number> {
   return r.rows[0].n as number;
 }
 
+/** The tables graphile-worker's claim (`get_job`) reads, with fresh statistics, as autovacuum would leave them. */
+export async function graphileAnalyze(pool: pg.Pool): Promise<void> {
+  await pool.query(`VACUUM ANALYZE ${SCHEMA}._private_jobs, ${SCHEMA}._private_job_queues, ${SCHEMA}._private_tasks`);
+}
+
 export { SCHEMA as GRAPHILE_SCHEMA, TASK as GRAPHILE_TASK };
 
 /** W1 drain with graphile-worker: jobs added in bulk through `addJobs`, a `noop` task that decodes its payload. */
-export function graphileDrainCase(config: GraphileConfigName, concurrency: number): DrainCase {
+export function graphileDrainCase(config: GraphileConfig, concurrency: number): DrainCase {
   let pool: pg.Pool | undefined;
   let utils: WorkerUtils | undefined;
   return {
-    id: `graphile-worker/postgres/${config}/c${concurrency}`,
+    id: `graphile-worker/postgres/${config.name}/c${concurrency}`,
     system: "graphile-worker",
     engine: "postgres",
-    variant: `${config} c${concurrency}`,
-    settings: { version: "0.18", concurrency, ...GRAPHILE_CONFIGS[config] },
+    variant: `${config.name} c${concurrency}`,
+    settings: { version: "0.18", concurrency, maxPoolSize: Math.max(10, concurrency + 1), ...config.worker },
     async check() {
       return null;
     },
@@ -69,6 +85,9 @@ export function graphileDrainCase(config: GraphileConfigName, concurrency: numbe
         for (let i = start; i < Math.min(n, start + 5_000); i++) specs.push({ identifier: TASK, payload: payloadOf(i) });
         await utils!.addJobs(specs);
       }
+    },
+    async analyze() {
+      await graphileAnalyze(pool!);
     },
     async drain(tracker: JobTracker) {
       const runner: Runner = await run({

@@ -1,7 +1,7 @@
 import { column, InboxSpec, type InboxDescription } from "@sqlinbox/core/internal";
 import { advisoryKeyOf, type EngineDialect, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { CompiledQuery, QueryResult } from "kysely";
-import { connect, countRows, insertJobs, LEASE_PRECISION, recreateTable, tableOf, type AnyDb, type FormName } from "../db.js";
+import { analyzeTable, connect, countRows, insertJobs, LEASE_PRECISION, recreateTable, tableOf, type AnyDb, type FormName } from "../db.js";
 import { sleep, type JobTracker } from "../jobs.js";
 import type { DrainCase, EngineName } from "../types.js";
 import { loadDialect } from "./dialects.js";
@@ -216,6 +216,9 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
     },
     async insert(n) {
       await insertJobs(admin!, form, n);
+    },
+    async analyze() {
+      await analyzeTable(admin!, engine, tableOf(form));
     },
     async drain(tracker) {
       statements = 0;

@@ -1,4 +1,4 @@
-import { connect, countRows, insertJobs, recreateTable, urlOf, type AnyDb, type FormName } from "../db.js";
+import { analyzeTable, connect, countRows, insertJobs, recreateTable, tableOf, urlOf, type AnyDb, type FormName } from "../db.js";
 import { sleep, waitUntilEmpty, type JobTracker } from "../jobs.js";
 import type { DrainCase, EngineName } from "../types.js";
 import { benchSpec } from "./raw-sql.js";
@@ -121,6 +121,9 @@ export function sqlinboxDrainCase(
     },
     async insert(n) {
       await insertJobs(db!, form, n);
+    },
+    async analyze() {
+      await analyzeTable(db!, engine, tableOf(form));
     },
     async drain(tracker: JobTracker) {
       // The broker runs on a Kysely of the same pool size as `fromUrl` would build, which counts its statements.

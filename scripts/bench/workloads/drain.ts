@@ -28,6 +28,7 @@ const log = (msg: string) => process.stderr.write(`${msg}\n`);
 async function runRound(c: DrainCase, n: number): Promise<{ jobsPerSec: number; statements?: number; cpuMicros: number; duplicates: number }> {
   await c.reset();
   await c.insert(n);
+  await c.analyze();
   const tracker = new JobTracker(n);
   const cpu = process.cpuUsage();
   const started = performance.now();

@@ -12,7 +12,7 @@ import { sleep, withTimeout } from "../jobs.js";
 import { report } from "../report-helpers.js";
 import { short, table } from "../report.js";
 import { fmt, percentiles, type Percentiles } from "../stats.js";
-import { graphileOptions, graphileReset, graphileSetup, GRAPHILE_SCHEMA, GRAPHILE_TASK, silentLogger } from "../systems/graphile-worker.js";
+import { GRAPHILE_DEFAULT, graphileOptions, graphileReset, graphileSetup, GRAPHILE_SCHEMA, GRAPHILE_TASK, silentLogger } from "../systems/graphile-worker.js";
 import { buildApp, loadRuntime, startApp, type RunningApp, type Runtime } from "../systems/sqlinbox.js";
 import type { EngineName, SystemName } from "../types.js";
 import { ENGINES } from "../cases.js";
@@ -294,7 +294,7 @@ function graphileLatency(): LatencyCase {
       await pool.end();
       utils = await makeWorkerUtils({ connectionString: PG_URL, schema: GRAPHILE_SCHEMA, logger: silentLogger });
       runner = await run({
-        ...graphileOptions("default", 1),
+        ...graphileOptions(GRAPHILE_DEFAULT, 1),
         taskList: {
           [GRAPHILE_TASK]: async (p) => {
             const { i, t } = p as { i: number; t: number };
