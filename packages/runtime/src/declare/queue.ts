@@ -54,24 +54,41 @@ type SharedThis<S extends AnyInboxSpec, Tx> =
       : SpecError<"transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share">
     : SpecError<"sharedTransaction() needs a row-lock table (no lease column, no advisory key): the lease and advisory forms settle each row on its own">;
 
+/** The delay rule's sentence for `S`'s table. */
+export type DelayRule<S extends AnyInboxSpec> =
+  `retryAfter needs a retryAfter column: this ${FormLabel<RolesOf<S>>} table has nowhere to store a time, and a delay is never served by holding the row; describe one with field.retryAfter() or .retryAfter(column("retry_after")), or return retry()`;
+
+/** Whether `S`'s table can store a delay: a retryAfter column, or a lease column (where a delay is written). */
+type StoresDelay<S extends AnyInboxSpec> = HasRole<RolesOf<S>, "retryAfter"> extends true ? true : HasLeaseColumn<RolesOf<S>>;
+
 /**
  * A delay on a table with nowhere to store a time (row lock or advisory without a retryAfter
  * column): the `retryAfter` outcome's place in `OutcomeFor`, branded with the sentence the
  * compiler shows, so a handler or policy that can return one does not compile.
  */
-export type DelayRefused<S extends AnyInboxSpec> = RetryAfterOutcome &
-  SpecError<`retryAfter needs a retryAfter column: this ${FormLabel<RolesOf<S>>} table has nowhere to store a time, and a delay is never served by holding the row; describe one with field.retryAfter() or .retryAfter(column("retry_after")), or return retry()`>;
+export type DelayRefused<Rule extends string> = RetryAfterOutcome & SpecError<Rule>;
+
+/**
+ * The outcomes of a table without a place for a delay. Named after its rule, so that the compiler's
+ * first line says it: "Type 'RetryAfterOutcome' is not assignable to type 'OutcomeWithoutDelay<"retryAfter needs …">'".
+ */
+export type OutcomeWithoutDelay<Rule extends string> = Exclude<HandlerOutcome, RetryAfterOutcome> | DelayRefused<Rule>;
 
 /**
  * The outcomes a table can store: a delay needs a retryAfter column or a lease column (where a
  * delay is written); elsewhere a handler or policy returning `retryAfter` does not compile.
  */
-export type OutcomeFor<S extends AnyInboxSpec> =
-  HasRole<RolesOf<S>, "retryAfter"> extends true
-    ? HandlerOutcome
-    : HasLeaseColumn<RolesOf<S>> extends true
-      ? HandlerOutcome
-      : Exclude<HandlerOutcome, RetryAfterOutcome> | DelayRefused<S>;
+export type OutcomeFor<S extends AnyInboxSpec> = StoresDelay<S> extends true ? HandlerOutcome : OutcomeWithoutDelay<DelayRule<S>>;
+
+/**
+ * `T` on a table that cannot store a delay, named after the delay rule (`Rule`) so that the
+ * compiler's first line says it: a handler that returns `retryAfter` there is "not assignable to
+ * parameter of type 'WithoutDelay<"retryAfter needs a retryAfter column: …", …>'".
+ */
+export type WithoutDelay<Rule extends string, T> = T & { readonly "~delayRule"?: Rule };
+
+/** `T` as it is where `S`'s table stores delays, and `WithoutDelay<…>` where it cannot. */
+export type DelayChecked<S extends AnyInboxSpec, T> = StoresDelay<S> extends true ? T : WithoutDelay<DelayRule<S>, T>;
 
 type SamePayload<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 
@@ -171,7 +188,7 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
    * @example
    * InboxQueue.of(RenderReport, "reports").deadLetter(DeadReports, { maxAttempts: 5 })
    */
-  deadLetter<D extends AnyInboxSpec | { readonly group: string }>(destination: D & DeadLetterDestination<S, D>, options: DeadLetterOptions<S> = {}): InboxQueue<S, Tx> {
+  deadLetter<D>(destination: D & DeadLetterDestination<S, D>, options: DeadLetterOptions<S> = {}): InboxQueue<S, Tx> {
     const source = this.spec.description;
     const place = { subscription: this.name, table: source.table };
     const maxAttempts = (options as { maxAttempts?: unknown }).maxAttempts;
@@ -196,7 +213,7 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
    * What a handler's throw becomes: a pure function of the error, the attempt and the context.
    * Default: the dead letter at `maxAttempts`, otherwise a backoff with full jitter (1 s doubling, at most 1 h).
    */
-  onError(policy: FailurePolicy<OutcomeFor<S>>): InboxQueue<S, Tx> {
+  onError(policy: DelayChecked<S, FailurePolicy<OutcomeFor<S>>>): InboxQueue<S, Tx> {
     return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, onError: policy });
   }
 
@@ -204,7 +221,7 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
    * What a payload that cannot be decoded (or fails its schema) becomes. Default: the dead letter
    * where declared, otherwise the row is kept, logged, and kept out of claims for a lease term.
    */
-  onDecodeError(policy: FailurePolicy<OutcomeFor<S>>): InboxQueue<S, Tx> {
+  onDecodeError(policy: DelayChecked<S, FailurePolicy<OutcomeFor<S>>>): InboxQueue<S, Tx> {
     return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, onDecodeError: policy });
   }
 

@@ -3,7 +3,7 @@ import type { Transaction } from "kysely";
 import type { BatchContext, ContextOf, InboxContext } from "./context.js";
 import { transactionalBatchRefused } from "../errors.js";
 import type { HandlerOutcome } from "./outcome.js";
-import type { DeliveredOf, InboxQueue, OutcomeFor } from "./queue.js";
+import type { DelayChecked, DeliveredOf, InboxQueue, OutcomeFor, OutcomeWithoutDelay } from "./queue.js";
 
 /** What a handler can send on: publishes through the broker its subscription runs on. */
 export interface Outputs {
@@ -22,11 +22,17 @@ export type BatchResult = HandlerResult | readonly HandlerResult[];
  * What a handler of `S`'s table may return: an outcome the table can store (`OutcomeFor`: no
  * `retryAfter` on a row-lock or advisory table without a retryAfter column), or nothing for ack.
  */
+export type HandlerResultFor<S extends AnyInboxSpec> = OutcomeFor<S> extends OutcomeWithoutDelay<infer Rule> ? ResultWithoutDelay<Rule> : HandlerResult;
+
+/** What a handler of a table without a place for a delay may return, named after the delay rule (see `OutcomeWithoutDelay`). */
 // biome-ignore lint/suspicious/noConfusingVoidType: as in HandlerResult, Promise<void> means ack
-export type HandlerResultFor<S extends AnyInboxSpec> = OutcomeFor<S> | void | undefined;
+export type ResultWithoutDelay<Rule extends string> = OutcomeWithoutDelay<Rule> | void | undefined;
 
 /** What a batch handler of `S`'s table may return: one storable outcome per row, or one for all. */
-export type BatchResultFor<S extends AnyInboxSpec> = HandlerResultFor<S> | readonly HandlerResultFor<S>[];
+export type BatchResultFor<S extends AnyInboxSpec> = OutcomeFor<S> extends OutcomeWithoutDelay<infer Rule> ? BatchResultWithoutDelay<Rule> : BatchResult;
+
+/** What a batch handler of a table without a place for a delay may return, named after the delay rule (see `OutcomeWithoutDelay`). */
+export type BatchResultWithoutDelay<Rule extends string> = ResultWithoutDelay<Rule> | readonly ResultWithoutDelay<Rule>[];
 
 /**
  * The function form: `(payload, ctx) => HandlerOutcome.ack()`; in row mode `payload` is the row.
@@ -78,7 +84,7 @@ type BatchAllowed<Tx> = [Tx] extends [never]
     ? SpecError<"a batch handler cannot be transactional: its rows have one outcome each, its writes one transaction; drop .transactional() or use a per-row handler">
     : unknown;
 
-function subscribeRows<S extends AnyInboxSpec, Tx = never>(queue: InboxQueue<S, Tx>, handler: HandlerFunction<S, Tx> | Handler<S, Tx>): Subscriber<S> {
+function subscribeRows<S extends AnyInboxSpec, Tx = never>(queue: InboxQueue<S, Tx>, handler: DelayChecked<S, HandlerFunction<S, Tx> | Handler<S, Tx>>): Subscriber<S> {
   const invoke: RowSubscriber<S>["invoke"] =
     typeof handler === "function"
       ? (payload, _outs, ctx) => handler(payload, ctx as ContextOf<RolesOf<S>, Tx>)
@@ -100,7 +106,7 @@ function subscribeRows<S extends AnyInboxSpec, Tx = never>(queue: InboxQueue<S, 
  */
 function subscribeBatch<S extends AnyInboxSpec, Tx = never>(
   allowed: BatchAllowed<Tx> extends SpecError<string> ? BatchAllowed<Tx> : InboxQueue<S, Tx>,
-  handler: BatchHandlerFunction<S>,
+  handler: DelayChecked<S, BatchHandlerFunction<S>>,
 ): Subscriber<S> {
   const queue = allowed as InboxQueue<S, Tx>;
   if (queue.options.transactional === true) throw transactionalBatchRefused(queue.name);
