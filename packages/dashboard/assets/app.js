@@ -58,7 +58,7 @@ function histogram(buckets) {
   const max = Math.max(...buckets.map((b) => b.rows));
   return h(
     "div",
-    { class: "histogram", title: buckets.map((b) => `attempt ${b.attempt}: ${b.rows}`).join("\n") },
+    { class: "histogram", title: buckets.map((b) => `${b.rows} ${b.rows === 1 ? "row" : "rows"} with ${b.attempt} ${b.attempt === 1 ? "attempt" : "attempts"} made`).join("\n") },
     buckets.map((b) => h("div", { class: `bar ${b.attempt >= 5 ? "many" : b.attempt >= 2 ? "retry" : ""}`, style: `height:${Math.max(8, (b.rows / max) * 100)}%` })),
   );
 }
@@ -72,7 +72,7 @@ function groupsTable(t) {
     {},
     grouped ? h("th", {}, "Group") : null,
     ["Ready", ...(fifo ? ["Waiting"] : []), "In work", "Delayed", "Dead", "Done", "Oldest"].map((c) => h("th", { class: "num" }, c)),
-    h("th", {}, "Attempts"),
+    h("th", {}, "Attempts made"),
   );
   const rows = t.groups.map((g) =>
     h(

@@ -6,7 +6,7 @@
 /** The claim forms, as the page names them. */
 export type FormName = "rowLock" | "lease" | "advisory";
 
-/** One bar of the attempts histogram: how many rows not done carry this attempt count. */
+/** One bar of the attempts histogram: how many rows not done have made this many attempts (0: never delivered; a lease or advisory delivery in work counts its own). */
 export interface AttemptBucket {
   readonly attempt: number;
   readonly rows: number;

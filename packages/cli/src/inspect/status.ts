@@ -51,7 +51,10 @@ export async function readTableStatus(opened: OpenedDatabase, table: QueueTable,
     for (const row of await exec(histogramQuery)) {
       const g = groupKey(row.grp);
       if (deadGroups.has(g)) continue;
-      histogram.set(g, [...(histogram.get(g) ?? []), { attempt: n(row.attempt), rows: n(row.rows) }]);
+      // Attempts made: a claim counts the column up as it takes a row, and a delivery reads one less
+      // (deliveredAttempt), so a row never delivered holds 1 and has made 0. A row-lock delivery in
+      // work counts once it commits: its claim's increment is not visible outside its transaction.
+      histogram.set(g, [...(histogram.get(g) ?? []), { attempt: n(row.attempt) - 1, rows: n(row.rows) }]);
     }
   }
 

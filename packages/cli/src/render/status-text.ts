@@ -45,7 +45,7 @@ export function statusText(report: StatusReport, expiringWithinMs: number): stri
       rows.push(["(all)", count(t.ready), ...(fifo ? [count(t.waiting)] : []), count(t.inWork), count(t.delayed), count(t.dead), count(t.done), duration(t.oldestAgeMs), ""]);
     }
     if (rows.length === 0) rows.push([...(grouped ? [""] : []), "0", ...(fifo ? ["0"] : []), "0", "0", count(table.totals.dead), count(table.totals.done), "—", "—"]);
-    parts.push(textTable([...(grouped ? ["GROUP"] : []), "READY", ...(fifo ? ["WAITING"] : []), "IN WORK", "DELAYED", "DEAD", "DONE", "OLDEST", "ATTEMPTS (attempt:rows)"], rows));
+    parts.push(textTable([...(grouped ? ["GROUP"] : []), "READY", ...(fifo ? ["WAITING"] : []), "IN WORK", "DELAYED", "DEAD", "DONE", "OLDEST", "ATTEMPTS MADE (n:rows)"], rows));
     if (table.form === "lease") {
       if (table.expiringLeases.length === 0) parts.push(`No lease runs out in the next ${duration(expiringWithinMs)}.`);
       else {
