@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -116,4 +116,76 @@ describe("npm pack of the whole set", () => {
       for (const [, file] of files) expect(existsSync(file as string), `${file} in:\n${stack}`).toBe(true);
     }
   }, 180_000);
+});
+
+describe("npm pack of the operator tools", () => {
+  test("the cli and dashboard tarballs install outside the monorepo: ddl loads a TypeScript module, status reads a table, the dashboard serves its page and status", async () => {
+    const [core, dialects, dashboard, cli] = ["packages/core", "packages/kysely-dialects", "packages/dashboard", "packages/cli"].map(pack);
+    const dir = consumer("uses-cli", {
+      "@sqlinbox/core": `file:${core}`,
+      "@sqlinbox/kysely-dialects": `file:${dialects}`,
+      "@sqlinbox/dashboard": `file:${dashboard}`,
+      "@sqlinbox/cli": `file:${cli}`,
+      kysely: "0.28.19",
+      "better-sqlite3": `file:${join(root, "node_modules/better-sqlite3")}`,
+    });
+    const bin = join(dir, "node_modules/.bin/sqlinbox");
+    expect(existsSync(bin), "the sqlinbox bin is linked").toBe(true);
+
+    // ddl: a TypeScript module of the user's, loaded by the installed CLI.
+    writeFileSync(
+      join(dir, "inbox.ts"),
+      `import { defineInbox, field } from "@sqlinbox/core";
+export const Jobs = defineInbox({ table: "jobs", columns: { id: field.id().generated(), attempt: field.attempt().generated(), locked_until: field.lease(), payload: field.payload<{ n: number }>() } });
+`,
+    );
+    const ddl = execFileSync(bin, ["ddl", "--module", "./inbox.ts", "--engine", "sqlite"], { cwd: dir, encoding: "utf8" });
+    expect(ddl).toMatch(/^-- Jobs: jobs\ncreate table/i);
+
+    // status: the table the printed DDL creates, with two rows.
+    const file = join(dir, "jobs.db");
+    writeFileSync(join(dir, "schema.sql"), ddl);
+    writeFileSync(
+      join(dir, "seed.mjs"),
+      `import Database from "better-sqlite3";
+import { readFileSync } from "node:fs";
+const db = new Database(process.argv[2]);
+db.exec(readFileSync("schema.sql", "utf8"));
+db.prepare("insert into jobs (payload) values (?), (?)").run('{"n":1}', '{"n":2}');
+db.close();
+`,
+    );
+    execFileSync("node", ["seed.mjs", file], { cwd: dir });
+    const status = JSON.parse(execFileSync(bin, ["status", "--url", `sqlite:${file}`, "--module", "./inbox.ts", "--json"], { cwd: dir, encoding: "utf8" })) as {
+      tables: { table: string; form: string; totals: { ready: number } }[];
+    };
+    expect(status.tables.map((t) => [t.table, t.form, t.totals.ready])).toEqual([["jobs", "lease", 2]]);
+
+    // dashboard: served from the installed package's assets, stopped by its pid.
+    const server = spawn(bin, ["dashboard", "--url", `sqlite:${file}`, "--module", "./inbox.ts", "--port", "0"], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      const url = await new Promise<string>((resolvePromise, reject) => {
+        let out = "";
+        let err = "";
+        server.stdout.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          const found = /on (http:\/\/\S+)/.exec(out);
+          if (found?.[1] !== undefined) resolvePromise(found[1]);
+        });
+        server.stderr.on("data", (chunk: Buffer) => {
+          err += chunk.toString();
+        });
+        server.once("exit", (code) => reject(new Error(`the dashboard exited with ${code}: ${out}${err}`)));
+      });
+      const page = await fetch(url);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain("<script");
+      const live = (await (await fetch(new URL("/api/status", url))).json()) as { tables: { table: string; totals: { ready: number } }[] };
+      expect(live.tables.map((t) => [t.table, t.totals.ready])).toEqual([["jobs", 2]]);
+    } finally {
+      const exited = new Promise((r) => server.once("exit", r));
+      if (server.exitCode === null) server.kill("SIGTERM");
+      await exited;
+    }
+  }, 240_000);
 });
