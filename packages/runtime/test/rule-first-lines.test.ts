@@ -14,7 +14,7 @@ import { compileSnippets } from "../../core/test/snippet-compiler.js";
 const here = dirname(fileURLToPath(import.meta.url));
 
 const prelude = `import { InboxSpec, column, defineInbox, field, payloadOf } from "@sqlinbox/core";
-import { Ctx, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber } from "../src/index.js";
+import { App, Ctx, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber } from "../src/index.js";
 import { sql } from "kysely";
 interface Report { readonly title: string }
 interface Invoice { readonly cents: number }
@@ -30,7 +30,7 @@ const Leased = Counted.lease(column("locked_until"));
 const Advisory = defineInbox({ table: "keyed_jobs", columns: { id: field.id().generated(), payload: field.payload<Report>() }, advisoryLock: "report-{id}" });
 const DeadInvoices = InboxSpec.table("dead_invoices", column("id").generated()).payload(column("payload"), payloadOf<Invoice>());
 const DeadReports = InboxSpec.table("dead_reports", column("id").generated()).payload(column("payload"), payloadOf<Report>());
-void [busy, defineReportInbox, RowLock, Counted, Leased, Advisory, DeadInvoices, DeadReports, sql, Ctx, keys, SqlBroker, HandlerOutcome, subscriber];
+void [busy, defineReportInbox, RowLock, Counted, Leased, Advisory, DeadInvoices, DeadReports, sql, App, Ctx, keys, SqlBroker, HandlerOutcome, subscriber];
 `;
 
 interface Rule {
@@ -219,6 +219,20 @@ const rules: readonly Rule[] = [
     name: "headers on a publish to a table without a headers column",
     sentence: "publish(…, { headers }) needs a headers column: describe one with field.headers() or .headers(column(…))",
     snippet: `await SqlBroker.fromUrl("sqlite::memory:").route(Leased, "reports").publish("reports", { title: "Q3" }, { headers: { traceparent: "00-…-01" } });`,
+  },
+  {
+    name: "app.cron on a route whose table has no dedup key column",
+    sentence:
+      "app.cron(…) needs a dedup key column on the route's table: each tick is published with the key cron:<route>:<tick time>, so that every process publishes it once; describe one with field.key() or .key(column(…))",
+    snippet: `new App({ name: "a", version: "1" }).withBroker(SqlBroker.fromUrl("sqlite::memory:").route(Leased, "reports"), (b) => b).cron("reports", "0 6 * * *", { title: "daily" });`,
+  },
+  {
+    name: "app.cron with catchUp on a table without a processedAt column",
+    sentence:
+      "catchUp needs a processedAt column: on a table whose ack deletes the row, a handled tick's key is free again and a start would publish it again; describe one with field.processedAt(), or drop catchUp",
+    snippet: `new App({ name: "a", version: "1" })
+  .withBroker(SqlBroker.fromUrl("sqlite::memory:").route(Leased.key(column("job_key")), "reports"), (b) => b)
+  .cron("reports", "0 6 * * *", { title: "daily" }, { catchUp: 1 });`,
   },
   {
     name: "keys.headers on a table without a headers column",
