@@ -202,10 +202,11 @@ describe("catchUp: the missed ticks a start publishes", () => {
   });
 
   test("a daily tick missed last night is found a day back", () => {
-    expect(parse("0 3 * * *", "Europe/Berlin").missed(2, new Date("2026-06-10T12:00:00Z")).map((d) => d.toISOString())).toEqual([
-      "2026-06-09T01:00:00.000Z",
-      "2026-06-10T01:00:00.000Z",
-    ]);
+    expect(
+      parse("0 3 * * *", "Europe/Berlin")
+        .missed(2, new Date("2026-06-10T12:00:00Z"))
+        .map((d) => d.toISOString()),
+    ).toEqual(["2026-06-09T01:00:00.000Z", "2026-06-10T01:00:00.000Z"]);
   });
 });
 
@@ -239,10 +240,7 @@ describe("a bad declaration fails at app.cron(…), naming what is wrong", () =>
   interface Digest {
     readonly day: string;
   }
-  const Keyed = InboxSpec.table("digest_jobs", column("id").generated())
-    .lease(column("locked_until"))
-    .key(column("job_key"))
-    .payload(column("payload"), payloadOf<Digest>());
+  const Keyed = InboxSpec.table("digest_jobs", column("id").generated()).lease(column("locked_until")).key(column("job_key")).payload(column("payload"), payloadOf<Digest>());
   const Unkeyed = InboxSpec.table("plain_jobs", column("id").generated()).lease(column("locked_until")).payload(column("payload"), payloadOf<Digest>());
   const broker = SqlBroker.fromUrl("sqlite::memory:").route(Keyed, "digest").route(Unkeyed, "plain");
   const app = new App({ name: "t", version: "1" }).withBroker(broker, (b) => b);
