@@ -42,3 +42,15 @@ export function everySecondKeys(route: string, first: Date, last: Date): string[
   for (let t = first.getTime(); t <= last.getTime(); t += 1000) keys.push(`cron:${route}:${new Date(t).toISOString()}`);
   return keys;
 }
+
+/** What the cron worker fixture prints, one JSON object a line. */
+export interface CronLine {
+  readonly event: "ready" | "tick" | "error" | "stopped";
+  readonly pid: number;
+  readonly time: number;
+  /** On `tick`: the tick's key, and whether this process's insert made its row. */
+  readonly key?: string;
+  readonly created?: boolean;
+  readonly message?: string;
+  readonly detail?: string;
+}
