@@ -86,4 +86,32 @@ describe.each(engines)("app.cron on a paused clock on $name", (engine) => {
       await db.destroy();
     }
   }, 60_000);
+
+  test("a tick whose publish fails is published again a second later on the app's clock, and the next tick still on time", async () => {
+    const url = engine.url();
+    const db = await engine.connect(url);
+    const table = unique("cron_retry");
+    try {
+      await createInboxTable(db, tickSpec(table));
+      const broker = SqlBroker.fromUrl(url, { pool: { max: 2 } }).route(tickSpec(table), "ticks");
+      const app = new App({ name: "cron-test", version: "0", logger: silentLogger })
+        .withBroker(broker, (b) => b)
+        .cron("ticks", "* * * * * *", (tick) => ({ tick: tick.at.toISOString() }));
+      const t = await TestApp.start(app, { clock: new PausedClock(START) });
+      await t.advance(1000);
+      // The table is gone when tick 2 comes: its publish fails, and is tried again 1 s later, when the table is back.
+      await engine.dropTable(db, table);
+      await t.advance(1000);
+      const failed = t.logs.find("cron tick publish failed");
+      expect(failed.map((r) => [r.level, r.fields["key"], r.fields["retryInMs"]])).toEqual([["warn", `cron:ticks:${at(2).toISOString()}`, 1000]]);
+      await createInboxTable(db, tickSpec(table));
+      await t.advance(1000);
+      await t.stop();
+      expect((await readTicks(db, table)).map((r) => r.key)).toEqual(everySecondKeys("ticks", at(2), at(3)));
+      expect(t.logs.find("cron tick not published")).toEqual([]);
+    } finally {
+      await engine.dropTable(db, table).catch(() => {});
+      await db.destroy();
+    }
+  }, 60_000);
 });
