@@ -4,6 +4,7 @@ import { Activity } from "./activity.js";
 import type { BrokerParts } from "./publish/broker.js";
 import type { BrokerConnection, PoolerMode } from "./publish/connection.js";
 import type { RouteTable } from "./publish/route-table.js";
+import type { Published } from "./publish/publisher.js";
 import type { Database } from "./drivers/database.js";
 import {
   listenNeedsOwnPool,
@@ -36,6 +37,8 @@ import { dbSystemOf } from "./telemetry/db-system.js";
 import { loadTelemetry } from "./telemetry/load-telemetry.js";
 import { observedDatabase, observedSubscription, subscriptionPlace } from "./telemetry/observed-app.js";
 import type { ObservedDatabase, ObservedSubscription, Telemetry } from "./telemetry/telemetry.js";
+import { declareCron, type CronDeclaration, type CronOptionsFor, type CronPayloadFor, type CronRouteAllowed } from "./schedule/cron.js";
+import { CronRunner } from "./schedule/cron-runner.js";
 
 /** What an app is and how it runs. */
 export interface AppInfo {
@@ -100,34 +103,66 @@ interface BrokerUse {
  *   .withBroker(broker.route(RenderReport, "reports"), (b) => b.include(render))
  * await app.run() // until SIGINT/SIGTERM
  */
-export class App {
+export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> {
   readonly info: AppInfo;
   readonly #startup: readonly Hook[];
   readonly #shutdown: readonly Hook[];
   readonly #brokers: readonly BrokerUse[];
+  readonly #crons: readonly CronDeclaration[];
 
-  constructor(info: AppInfo, parts: { startup?: readonly Hook[]; shutdown?: readonly Hook[]; brokers?: readonly BrokerUse[] } = {}) {
+  constructor(info: AppInfo, parts: AppParts = {}) {
     this.info = Object.freeze({ ...info });
     this.#startup = parts.startup ?? [];
     this.#shutdown = parts.shutdown ?? [];
     this.#brokers = parts.brokers ?? [];
+    this.#crons = parts.crons ?? [];
     Object.freeze(this);
   }
 
   /** Runs before any broker connects (create tables here). */
-  onStartup(hook: Hook): App {
+  onStartup(hook: Hook): App<R> {
     return this.#with({ startup: [...this.#startup, hook] });
   }
 
   /** Runs after the brokers closed. */
-  onShutdown(hook: Hook): App {
+  onShutdown(hook: Hook): App<R> {
     return this.#with({ shutdown: [...this.#shutdown, hook] });
   }
 
-  /** Runs the subscribers `configure` includes on `broker` (after `broker.route(…)`). */
-  withBroker<R extends Record<string, AnyInboxSpec>, E extends Engine>(broker: SqlBroker<R, E>, configure: (b: BrokerScope) => BrokerScope): App {
+  /** Runs the subscribers `configure` includes on `broker` (after `broker.route(…)`); the app's type learns the broker's routes. */
+  withBroker<R2 extends Record<string, AnyInboxSpec>, E extends Engine>(broker: SqlBroker<R2, E>, configure: (b: BrokerScope) => BrokerScope): App<R & R2> {
     const use: BrokerUse = { broker: broker as unknown as BrokerUse["broker"], scope: configure(BrokerScope.empty()) };
     return this.#with({ brokers: [...this.#brokers, use] });
+  }
+
+  /**
+   * Publishes one job to `route` at every tick of the cron `pattern` (5 fields, or 6 with seconds
+   * first; read in `timeZone`, by default the host's), with the tick's dedup key
+   * `cron:<route>:<tick time in UTC>`: every process that runs this app publishes each tick, and the
+   * key makes it one row. No leader, no table of its own. The route's table needs a dedup key column.
+   * Ticks missed while no process ran: none by default, or the `catchUp` most recent (a table with a
+   * processedAt column). Call it after the `withBroker(…)` that routes `route`; a bad pattern or
+   * time zone is a `Declaration` error here.
+   *
+   * @example
+   * app.withBroker(broker.route(DailyReport, "daily-report"), (b) => b.include(render))
+   *   .cron("daily-report", "0 6 * * *", (tick) => ({ day: tick.at.toISOString().slice(0, 10) }), { timeZone: "Europe/Berlin" })
+   */
+  cron<const N extends string, Routed extends Record<string, AnyInboxSpec> = R>(
+    this: App<Routed>,
+    route: N & CronRouteAllowed<Routed, N>,
+    pattern: string,
+    payload: CronPayloadFor<Routed, N>,
+    options?: CronOptionsFor<Routed, N>,
+  ): App<Routed> {
+    const declared = declareCron(route, pattern, payload, (options ?? {}) as { catchUp?: number; timeZone?: string }, (name) => {
+      for (const { broker } of this.#brokers) {
+        const spec = brokerParts(broker).routes.route(name);
+        if (spec !== undefined) return { spec, broker };
+      }
+      return undefined;
+    });
+    return this.#with({ crons: [...this.#crons, declared] });
   }
 
   /** Starts: hooks, connections, version and schema checks, then the subscriptions. */
@@ -182,12 +217,14 @@ export class App {
     const unobserve = run.telemetry.observe(run.observed);
     run.unsubscribe.push(unobserve);
     for (const s of run.subscriptions) s.start();
+    const crons = this.#crons.map((cron) => new CronRunner(cron, run.clock, logger, publishTick));
+    for (const c of crons) c.start();
     logger.info({ subscriptions: run.subscriptions.map((s) => s.name).join(",") }, "app started");
-    return this.#running(run);
+    return this.#running(run, crons);
   }
 
   /** The handle of a started app: its stop (claims, then grace, then connections, then hooks) and its publish. */
-  #running(run: Startup): RunningApp {
+  #running(run: Startup, crons: readonly CronRunner[]): RunningApp {
     const { logger, opened, subscriptions } = run;
     const grace = this.info.shutdownGrace ?? 10_000;
     let stopping: Promise<StopReport> | undefined;
@@ -196,6 +233,8 @@ export class App {
         logger.info({}, "app stopping: no more claims or extensions");
         const started = Date.now();
         const left = (): number => Math.max(0, grace - (Date.now() - started));
+        // No more ticks; a tick's publish in flight ends before the pools close.
+        await within(Promise.all(crons.map((c) => c.stop())), left());
         // Every step that waits on the database waits at most what is left of the grace (and
         // the pools' close a moment more): a database down or restarting never holds the stop.
         const claims = await Promise.all(subscriptions.map((s) => s.stopClaiming(left())));
@@ -235,9 +274,22 @@ export class App {
     return running;
   }
 
-  #with(parts: { startup?: readonly Hook[]; shutdown?: readonly Hook[]; brokers?: readonly BrokerUse[] }): App {
-    return new App(this.info, { startup: this.#startup, shutdown: this.#shutdown, brokers: this.#brokers, ...parts });
+  #with<R2 extends Record<string, AnyInboxSpec> = R>(parts: AppParts): App<R2> {
+    return new App<R2>(this.info, { startup: this.#startup, shutdown: this.#shutdown, brokers: this.#brokers, crons: this.#crons, ...parts });
   }
+}
+
+/** What an app is made of (every method of `App` returns a new one with one part more). */
+interface AppParts {
+  readonly startup?: readonly Hook[];
+  readonly shutdown?: readonly Hook[];
+  readonly brokers?: readonly BrokerUse[];
+  readonly crons?: readonly CronDeclaration[];
+}
+
+/** A tick goes through the publisher of the broker that routes it, with its key (the app's telemetry records it like any publish). */
+function publishTick(cron: CronDeclaration, payload: unknown, key: string): Promise<Published> {
+  return brokerParts(cron.broker).publisher.publish(cron.route, payload, undefined, { keys: [key] });
 }
 
 /** What startup builds up, and takes down again if a step fails. */

@@ -165,6 +165,45 @@ export function listenNeedsOwnPool(label: string): SqlInboxError {
   );
 }
 
+// Schedules (app.cron).
+
+const inZone = (timeZone: string | undefined): string => (timeZone === undefined ? "" : ` in time zone "${timeZone}"`);
+
+/** croner refused the pattern or the time zone: its reason, first line. */
+export function cronPatternInvalid(pattern: string, timeZone: string | undefined, cause: unknown, route: string): SqlInboxError {
+  const why = causeMessage(cause).split("\n")[0];
+  return new SqlInboxError(
+    "Declaration",
+    `app.cron(…) cannot read the pattern "${pattern}"${inZone(timeZone)}: ${why}; give 5 fields (minute hour day month weekday), or 6 with seconds first, and an IANA time zone such as "Europe/Berlin"`,
+    { route },
+    { cause },
+  );
+}
+
+export function cronNeverFires(pattern: string, timeZone: string | undefined, route: string): SqlInboxError {
+  return new SqlInboxError("Declaration", `app.cron(…): the pattern "${pattern}"${inZone(timeZone)} never fires from now on: check its day and month fields`, { route });
+}
+
+export function cronNeedsKey(route: string, table: string): SqlInboxError {
+  return new SqlInboxError(
+    "Declaration",
+    "app.cron(…) needs a dedup key column on the route's table: each tick is published with the key cron:<route>:<tick time>, so that every process running the app publishes it once; describe one with field.key() or .key(column(…))",
+    { route, table },
+  );
+}
+
+export function cronCatchUpNeedsProcessedAt(route: string, table: string): SqlInboxError {
+  return new SqlInboxError(
+    "Declaration",
+    "app.cron(…, { catchUp }) needs a processedAt column on the route's table: on a table whose ack deletes the row, a handled tick's key is free again, and every start would publish it again; describe one with field.processedAt(), or drop catchUp",
+    { route, table },
+  );
+}
+
+export function cronCatchUpInvalid(catchUp: number, route: string): SqlInboxError {
+  return new SqlInboxError("Declaration", `app.cron(…, { catchUp: ${catchUp} }): catchUp is how many missed ticks to publish at start, a whole number from 0`, { route });
+}
+
 /** A publish option the route's table has no column for (`priority`, `runAt`/`delay`, `key`, a data column). */
 export function publishOptionWithoutColumn(route: string, table: string, message: string, column?: string): SqlInboxError {
   return new SqlInboxError("Declaration", message, { subscription: route, table, ...(column !== undefined ? { column } : {}) });

@@ -1,5 +1,6 @@
 // What an application uses. What sibling packages and tests need lives in `./internal` (not covered by semver).
 export { App, type BrokerScope, type AppInfo, type RunningApp } from "./app.js";
+export type { CronTick, CronOptions, CronPayload } from "./schedule/cron.js";
 export { SqlBroker, type BrokerOptions, type FromKyselyOptions, type PublishOptions, type PublishManyOptions, type Published } from "./publish/sql-broker.js";
 export type { PoolerMode } from "./publish/connection.js";
 export type { ListenSource, ListenableClient, ListenPool } from "./publish/listen-source.js";

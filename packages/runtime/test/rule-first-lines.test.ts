@@ -14,7 +14,7 @@ import { compileSnippets } from "../../core/test/snippet-compiler.js";
 const here = dirname(fileURLToPath(import.meta.url));
 
 const prelude = `import { InboxSpec, column, defineInbox, field, payloadOf } from "@sqlinbox/core";
-import { Ctx, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber } from "../src/index.js";
+import { App, Ctx, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber } from "../src/index.js";
 import { sql } from "kysely";
 interface Report { readonly title: string }
 interface Invoice { readonly cents: number }
@@ -34,7 +34,7 @@ const RowMode = defineInbox({ table: "exports", columns: { id: field.id<number>(
 const Bare = InboxSpec.table("bare_jobs", column("id").generated()).payload(column("payload"), payloadOf<Report>());
 const LeasedBare = InboxSpec.table("leased_jobs", column("id").generated()).lease(column("locked_until")).payload(column("payload"), payloadOf<Report>());
 const broker = SqlBroker.fromUrl("postgres://u@h/db").route(Bare, "bare").route(LeasedBare, "leased");
-void [busy, defineReportInbox, RowLock, Counted, Leased, Advisory, DeadInvoices, DeadReports, RowMode, broker, sql, Ctx, keys, SqlBroker, HandlerOutcome, subscriber];
+void [busy, defineReportInbox, RowLock, Counted, Leased, Advisory, DeadInvoices, DeadReports, RowMode, broker, sql, App, Ctx, keys, SqlBroker, HandlerOutcome, subscriber];
 `;
 
 interface Rule {
@@ -305,6 +305,20 @@ const rules: readonly Rule[] = [
     name: "a publish on a name the broker does not route",
     sentence: "this broker's type routes no such name: declare it with .route(spec, name) and publish on the broker .route() returns",
     snippet: `await broker.publish("bar", { title: "Q3" });`,
+  },
+  {
+    name: "app.cron on a route whose table has no dedup key column",
+    sentence:
+      "app.cron(…) needs a dedup key column on the route's table: each tick is published with the key cron:<route>:<tick time>, so that every process publishes it once; describe one with field.key() or .key(column(…))",
+    snippet: `new App({ name: "a", version: "1" }).withBroker(SqlBroker.fromUrl("sqlite::memory:").route(Leased, "reports"), (b) => b).cron("reports", "0 6 * * *", { title: "daily" });`,
+  },
+  {
+    name: "app.cron with catchUp on a table without a processedAt column",
+    sentence:
+      "catchUp needs a processedAt column: on a table whose ack deletes the row, a handled tick's key is free again and a start would publish it again; describe one with field.processedAt(), or drop catchUp",
+    snippet: `new App({ name: "a", version: "1" })
+  .withBroker(SqlBroker.fromUrl("sqlite::memory:").route(Leased.key(column("job_key")), "reports"), (b) => b)
+  .cron("reports", "0 6 * * *", { title: "daily" }, { catchUp: 1 });`,
   },
   {
     name: "keys.headers on a table without a headers column",
