@@ -22,6 +22,8 @@ export interface BatchRun {
   readonly observer?: DeliveryObserver | undefined;
   /** The queue's timeout, for the whole call of the batch handler. */
   readonly timeout?: HandlerTimeout | undefined;
+  /** Aborts when the shutdown grace is over: pending timeouts are dropped with their deliveries. */
+  readonly timeoutsGivenUp: AbortSignal;
   /** Writes one row's outcome; never rejects. */
   settle(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown): Promise<void>;
   /** Keeps a row whose payload cannot be decoded (the subscription's policy); never rejects. */
@@ -44,6 +46,7 @@ export function batchRunOf(setup: SubscriptionSetup, run: DeliveryRun): BatchRun
     logger: setup.logger,
     observer: setup.observer,
     timeout: setup.options.timeout,
+    timeoutsGivenUp: run.timeoutsGivenUp,
     settle: (d, outcome, payload) => run.settle(d, outcome, payload, undefined),
     park: (d, error) => run.parkUndecodable(d, error, undefined),
     onError: (d, error) => run.onError(d, error),
@@ -109,16 +112,22 @@ async function batchWithin(run: BatchRun, limit: HandlerTimeout, ready: readonly
   const { place, logger } = run;
   const timeouts = ready.map((d) => new Timeout(limit.ms, { ...place, id: d.id }));
   const ids = ready.map((d) => d.id);
-  const call = await callWithin(called, run.clock, limit, {
-    timedOut: () => {
-      for (const [i, d] of ready.entries()) d.timeOut(timeouts[i]);
+  const call = await callWithin(
+    called,
+    run.clock,
+    limit,
+    {
+      timedOut: () => {
+        for (const [i, d] of ready.entries()) d.timeOut(timeouts[i]);
+      },
+      late: (ended, error) =>
+        logger.warn(
+          { ...(ended === "threw" ? errorFields(error) : {}), ...place, ids, timeoutMs: limit.ms, ended },
+          "batch handler ended after its timeout's grace: its result is discarded (its rows were settled without it)",
+        ),
     },
-    late: (ended, error) =>
-      logger.warn(
-        { ...(ended === "threw" ? errorFields(error) : {}), ...place, ids, timeoutMs: limit.ms, ended },
-        "batch handler ended after its timeout's grace: its result is discarded (its rows were settled without it)",
-      ),
-  });
+    run.timeoutsGivenUp,
+  );
   if (call.ended !== "timedOut") return undefined;
   const outcomes = ready.map((d, i) => run.onError(d, timeouts[i]));
   logger.error(

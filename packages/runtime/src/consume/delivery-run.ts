@@ -55,6 +55,8 @@ export class DeliveryRun {
   readonly #measures: boolean;
   /** The worker waits for the settlement (a delivery that holds a connection of its own). */
   readonly #holdsWorker: boolean;
+  /** Aborts when the shutdown grace is over: handler timeouts still pending are dropped with their deliveries. */
+  readonly #timeoutsGivenUp = new AbortController();
 
   constructor(setup: SubscriptionSetup, hooks: RunHooks, options: { readonly measures: boolean }) {
     this.#s = setup;
@@ -70,6 +72,16 @@ export class DeliveryRun {
     this.#onError = setup.options.onError ?? defaultOnError();
     this.#onDecodeError = setup.options.onDecodeError ?? defaultOnDecodeError;
     this.#storesDelay = setup.strategy.profile.storesDelay;
+  }
+
+  /** The shutdown grace is over and deliveries in work are abandoned: their timeouts' timers are cancelled. */
+  giveUpTimeouts(): void {
+    this.#timeoutsGivenUp.abort();
+  }
+
+  /** Aborted once the shutdown grace is over (`giveUpTimeouts`). */
+  get timeoutsGivenUp(): AbortSignal {
+    return this.#timeoutsGivenUp.signal;
   }
 
   /** A delivery failed where nothing should: logged; its row returns when its hold ends. */
@@ -187,14 +199,20 @@ export class DeliveryRun {
   ): Promise<void> {
     const { clock, logger } = this.#s;
     const timeout = new Timeout(limit.ms, this.#placeOf(delivery.id));
-    const call = await callWithin(running, clock, limit, {
-      timedOut: () => delivery.timeOut(timeout),
-      late: (ended, error) =>
-        logger.warn(
-          { ...(ended === "threw" ? errorFields(error) : {}), ...this.#place, id: delivery.id, attempt: delivery.attempt, timeoutMs: limit.ms, ended },
-          "handler ended after its timeout's grace: its result is discarded (the row was settled without it)",
-        ),
-    });
+    const call = await callWithin(
+      running,
+      clock,
+      limit,
+      {
+        timedOut: () => delivery.timeOut(timeout),
+        late: (ended, error) =>
+          logger.warn(
+            { ...(ended === "threw" ? errorFields(error) : {}), ...this.#place, id: delivery.id, attempt: delivery.attempt, timeoutMs: limit.ms, ended },
+            "handler ended after its timeout's grace: its result is discarded (the row was settled without it)",
+          ),
+      },
+      this.#timeoutsGivenUp.signal,
+    );
     if (call.ended === "returned") return this.#handled(delivery, payload, trace, startedAt, call.value, false, undefined);
     if (call.ended === "threw") return this.#handled(delivery, payload, trace, startedAt, undefined, true, call.error);
     fence?.close();

@@ -24,27 +24,39 @@ export interface TimeoutHooks {
 /**
  * Waits for a handler's call under its timeout: its result when it ends in time; `timedOut` when it
  * ends after `ms` (within the grace), or once `ms + graceMs` passed while it still runs. The timers
- * run on the app's clock, so a paused test clock moves them too.
+ * run on the app's clock, so a paused test clock moves them too. `givenUp` aborting (the app's
+ * shutdown grace is over and the delivery abandoned) cancels them: the call then ends when the
+ * handler does, and no timer keeps a stopped app's process alive.
  */
-export function callWithin<T>(running: PromiseLike<T>, clock: Clock, limit: HandlerTimeout, hooks: TimeoutHooks): Promise<TimedCall<T>> {
+export function callWithin<T>(running: PromiseLike<T>, clock: Clock, limit: HandlerTimeout, hooks: TimeoutHooks, givenUp?: AbortSignal): Promise<TimedCall<T>> {
   return new Promise((resolve) => {
     let state: "running" | "timedOut" | "released" = "running";
-    let timer: Timer | undefined = clock.setTimer(limit.ms, () => {
-      state = "timedOut";
-      timer = clock.setTimer(limit.graceMs, () => {
-        state = "released";
-        timer = undefined;
-        resolve({ ended: "timedOut", stillRunning: true });
+    let timer: Timer | undefined;
+    const stopTimer = (): void => {
+      timer?.cancel();
+      timer = undefined;
+    };
+    const graceOver = (): void => {
+      state = "released";
+      timer = undefined;
+      givenUp?.removeEventListener("abort", stopTimer);
+      resolve({ ended: "timedOut", stillRunning: true });
+    };
+    if (givenUp?.aborted !== true) {
+      timer = clock.setTimer(limit.ms, () => {
+        state = "timedOut";
+        timer = clock.setTimer(limit.graceMs, graceOver);
+        hooks.timedOut();
       });
-      hooks.timedOut();
-    });
+      givenUp?.addEventListener("abort", stopTimer, { once: true });
+    }
     const end = (ended: "returned" | "threw", value: T | undefined, error: unknown): void => {
       if (state === "released") {
         hooks.late(ended, error);
         return;
       }
-      timer?.cancel();
-      timer = undefined;
+      stopTimer();
+      givenUp?.removeEventListener("abort", stopTimer);
       if (state === "timedOut") resolve({ ended: "timedOut", stillRunning: false });
       else resolve(ended === "returned" ? { ended, value: value as T } : { ended, error });
     };
