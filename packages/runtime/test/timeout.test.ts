@@ -322,8 +322,13 @@ describe("callWithin, on a paused clock", () => {
     const running = new Promise<string>((resolve, reject) => {
       end = () => (ok ? resolve("done") : reject("boom"));
     });
-    let result: unknown;
-    const call = callWithin(running, clock, limit, { timedOut: () => void (timedOut = true), late: (ended) => void lateCalls.push(ended) }).then((r) => (result = r));
+    const hooks = {
+      timedOut: () => {
+        timedOut = true;
+      },
+      late: (ended: string) => void lateCalls.push(ended),
+    };
+    const call = callWithin(running, clock, limit, hooks);
     const flush = () => new Promise((r) => setImmediate(r));
     // Time moves in steps of 1 ms; the handler ends at `endsAt`.
     for (let t = 1; t <= Math.max(endsAt, 1600); t++) {
@@ -331,7 +336,7 @@ describe("callWithin, on a paused clock", () => {
       if (t === endsAt) end();
       if (t === endsAt || t % 100 === 0) await flush();
     }
-    await call;
+    const result = await call;
     await flush();
     expect(result).toEqual(expected);
     expect(timedOut).toBe(aborted);
