@@ -259,7 +259,12 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     "Timeout",
     `the delivery ran longer than its timeout of 30000 ms: ctx.signal aborted, and the row settles by the queue's onError policy${at}`,
   ],
-  ["badTimeout", errors.badTimeout("ms", 0, { subscription: "reports", table: "report_jobs" }), "Declaration", 'timeout ms must be a positive whole number of ms, got 0 (subscription "reports", table "report_jobs")'],
+  [
+    "badTimeout",
+    errors.badTimeout("ms", 0, { subscription: "reports", table: "report_jobs" }),
+    "Declaration",
+    'timeout ms must be a positive whole number of ms, got 0 (subscription "reports", table "report_jobs")',
+  ],
   [
     "badTimeout",
     errors.badTimeout("graceMs", -1, { subscription: "reports", table: "report_jobs" }),
