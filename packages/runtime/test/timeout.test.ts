@@ -9,13 +9,14 @@
 import { describe, expect, test } from "vitest";
 import { sql } from "kysely";
 import type { AnyKysely } from "../src/drivers/database.js";
-import { App, HandlerOutcome, InboxQueue, SqlBroker, Timeout, isSqlInboxError, keys, subscriber, systemClock, type Clock, type StopReport } from "../src/index.js";
+import { App, HandlerOutcome, InboxQueue, SqlBroker, Timeout, isSqlInboxError, keys, minutes, subscriber, systemClock, type Clock, type StopReport } from "../src/index.js";
 import { callWithin } from "../src/consume/handler-timeout.js";
 import { MemoryLogger } from "../src/testing/memory-logger.js";
 import { PausedClock } from "../src/testing/paused-clock.js";
 import { matrix, until } from "./claim-forms.js";
-import { unique } from "./engines.js";
-import { useEngineConnection } from "./fixtures.js";
+import { engines, unique, type TestEngine } from "./engines.js";
+import { jobsApp, useEngineConnection } from "./fixtures.js";
+import { TestApp } from "../src/testing/test-app.js";
 import { createTables, deadJobsOf, dropTables, groupedJobsOf, insertGrouped, readDead, readSource } from "./dead-letter-tables.js";
 
 type Spec = ReturnType<typeof groupedJobsOf>;
@@ -302,6 +303,47 @@ describe.each(matrix)("a stop during a timed delivery on $engine.name × $form",
     expect(pending.size).toBe(0);
     expect(stopMs).toBeLessThan(3000);
     expect(report.rolledBack + report.givenBack).toBe(1);
+  });
+});
+
+describe("a timeout on a paused clock (TestApp.start)", () => {
+  const sqlite = engines.find((e) => e.engine === "sqlite") as TestEngine;
+
+  test("minutes of a hung handler pass at once: the signal aborts at the timeout, and the row is settled at the grace's end", async () => {
+    const url = sqlite.url();
+    const table = unique("to_paused");
+    const db = await sqlite.connect(url);
+    await sqlite.createLeaseTable(db, table);
+    let reason: unknown;
+    const { app, sub } = jobsApp(
+      url,
+      table,
+      async (_job, ctx) => {
+        ctx.signal.addEventListener("abort", () => {
+          reason = ctx.signal.reason;
+        });
+        return new Promise<never>(() => {});
+      },
+      (q) => q.timeout(minutes(5), { graceMs: minutes(1) }),
+    );
+    const t = await TestApp.start(app);
+    try {
+      await t.publish("jobs", { n: 1 });
+      await t.waitFor(() => t.calls(sub).length === 1, 5000, "the delivery");
+      await t.advance(minutes(5) - 1);
+      expect(reason).toBeUndefined();
+      await t.advance(1);
+      expect(reason).toBeInstanceOf(Timeout);
+      await t.advance(minutes(1) - 1);
+      expect(t.calls(sub)[0]?.outcome).toBeUndefined();
+      await t.advance(1);
+      await t.waitFor(() => t.calls(sub)[0]?.outcome !== undefined, 5000, "the settlement without the handler");
+      expect(t.calls(sub)[0]).toMatchObject({ attempt: 1, outcome: { kind: "retryAfter" }, signalAborted: true });
+    } finally {
+      await t.stop();
+      await db.destroy();
+      sqlite.cleanup();
+    }
   });
 });
 
