@@ -110,7 +110,9 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
  */
 async function batchWithin(run: BatchRun, limit: HandlerTimeout, ready: readonly ClaimedDelivery[], called: PromiseLike<unknown>): Promise<HandlerOutcome[] | undefined> {
   const { place, logger } = run;
-  const timeouts = ready.map((d) => new Timeout(limit.ms, { ...place, id: d.id }));
+  // Made when the timeout passes, one per row (each names its row).
+  let timeouts: Timeout[] | undefined;
+  const timeoutsOf = (): Timeout[] => (timeouts ??= ready.map((d) => new Timeout(limit.ms, { ...place, id: d.id })));
   const ids = ready.map((d) => d.id);
   const call = await callWithin(
     called,
@@ -118,7 +120,8 @@ async function batchWithin(run: BatchRun, limit: HandlerTimeout, ready: readonly
     limit,
     {
       timedOut: () => {
-        for (const [i, d] of ready.entries()) d.timeOut(timeouts[i]);
+        const reasons = timeoutsOf();
+        for (const [i, d] of ready.entries()) d.timeOut(reasons[i]);
       },
       late: (ended, error) =>
         logger.warn(
@@ -129,9 +132,10 @@ async function batchWithin(run: BatchRun, limit: HandlerTimeout, ready: readonly
     run.timeoutsGivenUp,
   );
   if (call.ended !== "timedOut") return undefined;
-  const outcomes = ready.map((d, i) => run.onError(d, timeouts[i]));
+  const reasons = timeoutsOf();
+  const outcomes = ready.map((d, i) => run.onError(d, reasons[i]));
   logger.error(
-    { ...errorFields(timeouts[0]), ...place, ids, outcomes: outcomes.map((o) => o.kind), timeoutMs: limit.ms, graceMs: limit.graceMs },
+    { ...errorFields(reasons[0]), ...place, ids, outcomes: outcomes.map((o) => o.kind), timeoutMs: limit.ms, graceMs: limit.graceMs },
     call.stillRunning
       ? "batch handler ignored its timeout's signal past the grace; its rows settle by the onError policy without waiting for it"
       : "batch handler timed out; its rows settle by the onError policy",

@@ -198,13 +198,17 @@ export class DeliveryRun {
     fence: FencedTransaction | undefined,
   ): Promise<void> {
     const { clock, logger } = this.#s;
-    const timeout = new Timeout(limit.ms, this.#placeOf(delivery.id));
+    // Made when the timeout passes: an error's stack costs more than the rest of a delivery's bookkeeping.
+    let timeout: Timeout | undefined;
     const call = await callWithin(
       running,
       clock,
       limit,
       {
-        timedOut: () => delivery.timeOut(timeout),
+        timedOut: () => {
+          timeout = new Timeout(limit.ms, this.#placeOf(delivery.id));
+          delivery.timeOut(timeout);
+        },
         late: (ended, error) =>
           logger.warn(
             { ...(ended === "threw" ? errorFields(error) : {}), ...this.#place, id: delivery.id, attempt: delivery.attempt, timeoutMs: limit.ms, ended },
@@ -216,6 +220,7 @@ export class DeliveryRun {
     if (call.ended === "returned") return this.#handled(delivery, payload, trace, startedAt, call.value, false, undefined);
     if (call.ended === "threw") return this.#handled(delivery, payload, trace, startedAt, undefined, true, call.error);
     fence?.close();
+    timeout ??= new Timeout(limit.ms, this.#placeOf(delivery.id));
     trace?.handled(startedAt, true, timeout);
     const outcome = this.#failed(this.#onError, "handler", delivery, timeout);
     const fields = { ...this.#failureFields(delivery, timeout, outcome), timeoutMs: limit.ms, graceMs: limit.graceMs };
