@@ -214,11 +214,11 @@ describe.each(matrix.filter(({ form }) => form === "lease"))("timeouts on $engin
     const spec = groupedJobsOf(jobs, "lease");
     const logger = new MemoryLogger();
     const runs: Run[] = [];
-    // A 1 s lease, extended every 0.5 s; the handler ignores its signal for 1.8 s, inside a 2.5 s grace.
-    const sub = subscriber(InboxQueue.of(spec, "jobs").lease(1000).workers(2).pollInterval(50).timeout(200, { graceMs: 2500 }), async (job, ctx) => {
+    // A 2 s lease, extended every second; the handler ignores its signal for 3 s, inside a 5 s grace.
+    const sub = subscriber(InboxQueue.of(spec, "jobs").lease(2000).workers(2).pollInterval(50).timeout(200, { graceMs: 5000 }), async (job, ctx) => {
       const seen: Run = { n: job.n, attempt: ctx.get(keys.attempt), startedAt: Date.now() };
       runs.push(seen);
-      if (seen.attempt === 1) await ignoreSignal(1800);
+      if (seen.attempt === 1) await ignoreSignal(3000);
       seen.endedAt = Date.now();
       return HandlerOutcome.ack();
     });
