@@ -348,6 +348,40 @@ export function lockSessionLost(kind: string, cause: unknown, place: ErrorPlace)
   );
 }
 
+// Timeouts.
+
+/**
+ * The reason `ctx.signal` aborts with when a delivery runs longer than its queue's
+ * `.timeout(ms)`, and the error the queue's `onError` policy receives for it.
+ *
+ * @example
+ * .onError((error, attempt) => (error instanceof Timeout ? HandlerOutcome.deadLetter(error.message) : HandlerOutcome.retry()))
+ */
+export class Timeout extends SqlInboxError {
+  /** The queue's timeout, in ms. */
+  readonly ms: number;
+
+  constructor(ms: number, place: ErrorPlace) {
+    super("Timeout", `the delivery ran longer than its timeout of ${ms} ms: ctx.signal aborted, and the row settles by the queue's onError policy`, place);
+    this.ms = ms;
+  }
+}
+
+/** `.timeout(ms, { graceMs })` with a value that is not a duration. */
+export function badTimeout(what: "ms" | "graceMs", value: unknown, place: ErrorPlace): SqlInboxError {
+  const must = what === "ms" ? "a positive whole number of ms" : "a whole number of ms, 0 or more";
+  return new SqlInboxError("Declaration", `timeout ${what} must be ${must}, got ${String(value)}`, place);
+}
+
+/** A statement through `ctx.tx` after the timeout's grace ended the handler's transaction: refused, never sent. */
+export function afterTimeoutGrace(place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError(
+    "Timeout",
+    "a statement through ctx.tx after the timeout's grace period: the handler's transaction was ended and the row released, so the statement was not run",
+    place,
+  );
+}
+
 // Payloads.
 
 export function notSerializable(payload: unknown, place: ErrorPlace = {}): SqlInboxError {

@@ -5,7 +5,7 @@ export { SqlBroker, type BrokerOptions, type FromKyselyOptions, type PublishOpti
 export type { PoolerMode } from "./publish/connection.js";
 export type { ListenSource, ListenableClient, ListenPool } from "./publish/listen-source.js";
 export type { MessageHeaderValues } from "./publish/publish-rows.js";
-export { InboxQueue, type QueueOptions, type DeliveredOf, type OutcomeFor, type DeadLetterDeclaration, type DeadLetterTarget } from "./declare/queue.js";
+export { InboxQueue, type HandlerTimeout, type QueueOptions, type DeliveredOf, type OutcomeFor, type DeadLetterDeclaration, type DeadLetterTarget } from "./declare/queue.js";
 export { defaultOnError, defaultOnDecodeError, type Backoff, type FailureContext, type FailurePolicy } from "./declare/failure-policy.js";
 export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type HandlerResultFor, type Outputs, type Subscriber } from "./declare/subscriber.js";
 export { createInboxTable } from "./declare/create-inbox-table.js";
@@ -17,3 +17,4 @@ export { systemClock, seconds, minutes, type Clock, type Timer } from "./clock.j
 export { consoleLogger, silentLogger, type Logger, type LogFields } from "./logger.js";
 export type { PoolOptions } from "./drivers/index.js";
 export { SqlInboxError, isSqlInboxError, type SqlInboxErrorCode } from "@sqlinbox/core";
+export { Timeout } from "./errors.js";

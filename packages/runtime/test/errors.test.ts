@@ -289,6 +289,30 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
   ],
   ["failsSchema", errors.failsSchema("title: required; pages: too big", place), "Decode", `the payload fails its schema: title: required; pages: too big${at}`],
   ["notUtf8Json", errors.notUtf8Json(new Error("Unexpected token"), place), "Decode", `the payload is not UTF-8 JSON: Unexpected token${at}`],
+  [
+    "Timeout",
+    new errors.Timeout(30_000, place),
+    "Timeout",
+    `the delivery ran longer than its timeout of 30000 ms: ctx.signal aborted, and the row settles by the queue's onError policy${at}`,
+  ],
+  [
+    "badTimeout",
+    errors.badTimeout("ms", 0, { subscription: "reports", table: "report_jobs" }),
+    "Declaration",
+    'timeout ms must be a positive whole number of ms, got 0 (subscription "reports", table "report_jobs")',
+  ],
+  [
+    "badTimeout",
+    errors.badTimeout("graceMs", -1, { subscription: "reports", table: "report_jobs" }),
+    "Declaration",
+    'timeout graceMs must be a whole number of ms, 0 or more, got -1 (subscription "reports", table "report_jobs")',
+  ],
+  [
+    "afterTimeoutGrace",
+    errors.afterTimeoutGrace(place),
+    "Timeout",
+    `a statement through ctx.tx after the timeout's grace period: the handler's transaction was ended and the row released, so the statement was not run${at}`,
+  ],
 ];
 
 describe("runtime error messages", () => {

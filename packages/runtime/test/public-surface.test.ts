@@ -11,6 +11,7 @@ describe("@sqlinbox/runtime's public surface", () => {
       "InboxQueue",
       "SqlBroker",
       "SqlInboxError",
+      "Timeout",
       "consoleLogger",
       "createInboxTable",
       "defaultOnDecodeError",

@@ -26,6 +26,11 @@ export interface ClaimedDelivery {
    */
   settleThen?(outcome: HandlerOutcome, done: (ok: boolean, error?: unknown) => void): void;
   /**
+   * The delivery ran past its queue's timeout: its signal aborts with `reason`, and it keeps its
+   * hold (a lease is still extended) until it is settled.
+   */
+  timeOut(reason: unknown): void;
+  /**
    * Gives the delivery up unsettled (the shutdown grace is over): aborts its signal, lets its hold lapse.
    * `started: false`: claimed ahead and never started (a stop with rows still buffered).
    */

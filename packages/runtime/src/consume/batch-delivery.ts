@@ -2,13 +2,15 @@ import type { ErrorPlace, InboxDescription, RoleMarker } from "@sqlinbox/core/in
 import type { ClaimedDelivery } from "../claim/claim-strategy.js";
 import type { Clock } from "../clock.js";
 import { batchContext } from "../declare/context.js";
-import { batchOutcomesMismatch } from "../errors.js";
+import { batchOutcomesMismatch, Timeout } from "../errors.js";
 import { errorFields, type Logger } from "../logger.js";
 import { type HandlerOutcome, toOutcome } from "../declare/outcome.js";
 import { decodePayload } from "../declare/payload.js";
 import type { BatchSubscriber } from "../declare/subscriber.js";
 import type { DeliveryRun } from "./delivery-run.js";
 import type { DeliveryObserver, SubscriptionSetup } from "./setup.js";
+import type { HandlerTimeout } from "../declare/queue.js";
+import { callWithin } from "./handler-timeout.js";
 
 /** What one batch delivery needs of its subscription. */
 export interface BatchRun {
@@ -18,6 +20,10 @@ export interface BatchRun {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly observer?: DeliveryObserver | undefined;
+  /** The queue's timeout, for the whole call of the batch handler. */
+  readonly timeout?: HandlerTimeout | undefined;
+  /** Aborts when the shutdown grace is over: pending timeouts are dropped with their deliveries. */
+  readonly timeoutsGivenUp: AbortSignal;
   /** Writes one row's outcome; never rejects. */
   settle(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown): Promise<void>;
   /** Keeps a row whose payload cannot be decoded (the subscription's policy); never rejects. */
@@ -39,6 +45,8 @@ export function batchRunOf(setup: SubscriptionSetup, run: DeliveryRun): BatchRun
     clock: setup.clock,
     logger: setup.logger,
     observer: setup.observer,
+    timeout: setup.options.timeout,
+    timeoutsGivenUp: run.timeoutsGivenUp,
     settle: (d, outcome, payload) => run.settle(d, outcome, payload, undefined),
     park: (d, error) => run.parkUndecodable(d, error, undefined),
     onError: (d, error) => run.onError(d, error),
@@ -80,7 +88,9 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
     for (const [i, d] of ready.entries()) observer?.delivered({ subscription: place.subscription, id: d.id, attempt: d.attempt, payload: payloads[i] });
     try {
       const ctx = batchContext<readonly RoleMarker[]>(place, ready, run.clock);
-      outcomes = batchOutcomes(await run.subscriber.invoke(payloads as never, ctx as never), ready.length, place).map((o, i) => run.returned(ready[i] as ClaimedDelivery, o));
+      const called = run.subscriber.invoke(payloads as never, ctx as never);
+      const timedOut = run.timeout === undefined ? undefined : await batchWithin(run, run.timeout, ready, Promise.resolve(called));
+      outcomes = timedOut ?? batchOutcomes(await called, ready.length, place).map((o, i) => run.returned(ready[i] as ClaimedDelivery, o));
     } catch (error) {
       outcomes = ready.map((d) => run.onError(d, error));
       logger.error(
@@ -90,4 +100,45 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
     }
   }
   await Promise.all([...parked, ...ready.map((d, i) => run.settle(d, outcomes[i] as HandlerOutcome, payloads[i]))]);
+}
+
+/**
+ * A batch handler's call under its queue's timeout, which counts for the whole call: past it, every
+ * row's signal aborts with its own `Timeout`, and every row settles by the onError policy as a throw
+ * of it, when the handler ends within the grace or at the grace's end without it (what it returns
+ * later is discarded and logged). `undefined` when the call ended in time (it is then awaited as usual).
+ */
+async function batchWithin(run: BatchRun, limit: HandlerTimeout, ready: readonly ClaimedDelivery[], called: PromiseLike<unknown>): Promise<HandlerOutcome[] | undefined> {
+  const { place, logger } = run;
+  // Made when the timeout passes, one per row (each names its row).
+  let timeouts: Timeout[] | undefined;
+  const timeoutsOf = (): Timeout[] => (timeouts ??= ready.map((d) => new Timeout(limit.ms, { ...place, id: d.id })));
+  const ids = ready.map((d) => d.id);
+  const call = await callWithin(
+    called,
+    run.clock,
+    limit,
+    {
+      timedOut: () => {
+        const reasons = timeoutsOf();
+        for (const [i, d] of ready.entries()) d.timeOut(reasons[i]);
+      },
+      late: (ended, error) =>
+        logger.warn(
+          { ...(ended === "threw" ? errorFields(error) : {}), ...place, ids, timeoutMs: limit.ms, ended },
+          "batch handler ended after its timeout's grace: its result is discarded (its rows were settled without it)",
+        ),
+    },
+    run.timeoutsGivenUp,
+  );
+  if (call.ended !== "timedOut") return undefined;
+  const reasons = timeoutsOf();
+  const outcomes = ready.map((d, i) => run.onError(d, reasons[i]));
+  logger.error(
+    { ...errorFields(reasons[0]), ...place, ids, outcomes: outcomes.map((o) => o.kind), timeoutMs: limit.ms, graceMs: limit.graceMs },
+    call.stillRunning
+      ? "batch handler ignored its timeout's signal past the grace; its rows settle by the onError policy without waiting for it"
+      : "batch handler timed out; its rows settle by the onError policy",
+  );
+  return outcomes;
 }

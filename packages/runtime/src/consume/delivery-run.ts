@@ -2,7 +2,7 @@ import { isSqlInboxError, isStandardSchema, type RoleMarker } from "@sqlinbox/co
 import type { ClaimedDelivery } from "../claim/claim-strategy.js";
 import { deliveryContext, type ContextPlace } from "../declare/context.js";
 import type { AnyTransaction } from "../drivers/database.js";
-import { delayWithoutColumn, noDeadLetter } from "../errors.js";
+import { afterTimeoutGrace, delayWithoutColumn, noDeadLetter, Timeout } from "../errors.js";
 import { defaultOnDecodeError, defaultOnError, type FailureContext, type FailurePolicy } from "../declare/failure-policy.js";
 import { errorFields } from "../logger.js";
 import { HandlerOutcome, toOutcome } from "../declare/outcome.js";
@@ -11,6 +11,8 @@ import { decodePayload, decodePayloadNow } from "../declare/payload.js";
 import type { SubscriptionSetup } from "./setup.js";
 import { movingAverage } from "./claim-pacer.js";
 import type { DeliveryTrace } from "../telemetry/telemetry.js";
+import type { HandlerTimeout } from "../declare/queue.js";
+import { callWithin, fencedTransaction, type FencedTransaction } from "./handler-timeout.js";
 
 /** What a run tells its subscription. Functions, not methods: `settled` is passed on as a callback, unbound. */
 export interface RunHooks {
@@ -53,6 +55,8 @@ export class DeliveryRun {
   readonly #measures: boolean;
   /** The worker waits for the settlement (a delivery that holds a connection of its own). */
   readonly #holdsWorker: boolean;
+  /** Aborts when the shutdown grace is over: handler timeouts still pending are dropped with their deliveries. */
+  readonly #timeoutsGivenUp = new AbortController();
 
   constructor(setup: SubscriptionSetup, hooks: RunHooks, options: { readonly measures: boolean }) {
     this.#s = setup;
@@ -68,6 +72,16 @@ export class DeliveryRun {
     this.#onError = setup.options.onError ?? defaultOnError();
     this.#onDecodeError = setup.options.onDecodeError ?? defaultOnDecodeError;
     this.#storesDelay = setup.strategy.profile.storesDelay;
+  }
+
+  /** The shutdown grace is over and deliveries in work are abandoned: their timeouts' timers are cancelled. */
+  giveUpTimeouts(): void {
+    this.#timeoutsGivenUp.abort();
+  }
+
+  /** Aborted once the shutdown grace is over (`giveUpTimeouts`). */
+  get timeoutsGivenUp(): AbortSignal {
+    return this.#timeoutsGivenUp.signal;
   }
 
   /** A delivery failed where nothing should: logged; its row returns when its hold ends. */
@@ -145,7 +159,10 @@ export class DeliveryRun {
   /** Calls the handler (the observer saw the delivery); a returned promise is awaited, anything else settles now. */
   #invoke(delivery: ClaimedDelivery, payload: unknown, tx: AnyTransaction | undefined, trace: DeliveryTrace | undefined): Promise<void> | undefined {
     const { subscriber, clock } = this.#s;
-    const ctx = deliveryContext<readonly RoleMarker[]>(this.#contextPlace, delivery, clock, tx);
+    const limit = this.#s.options.timeout;
+    // A timed handler's `ctx.tx` can be closed when its row is settled without it (the grace is over).
+    const fence = limit !== undefined && tx !== undefined ? fencedTransaction(tx, () => afterTimeoutGrace(this.#placeOf(delivery.id))) : undefined;
+    const ctx = deliveryContext<readonly RoleMarker[]>(this.#contextPlace, delivery, clock, fence?.tx ?? tx);
     const startedAt = trace === undefined && !this.#measures ? 0 : performance.now();
     let result: unknown;
     try {
@@ -158,10 +175,58 @@ export class DeliveryRun {
       return this.#handled(delivery, payload, trace, startedAt, undefined, true, error);
     }
     if (!isPromiseLike(result)) return this.#handled(delivery, payload, trace, startedAt, result, false, undefined);
+    if (limit !== undefined) return this.#timed(delivery, payload, trace, startedAt, result, limit, fence);
     return Promise.resolve(result).then(
       (value) => this.#handled(delivery, payload, trace, startedAt, value, false, undefined),
       (error: unknown) => this.#handled(delivery, payload, trace, startedAt, undefined, true, error),
     );
+  }
+
+  /**
+   * A handler's call under its queue's timeout. Ended in time: as any other. Past the timeout its
+   * signal aborts with a `Timeout`, and the row settles by the onError policy as a throw of it:
+   * when the handler ends within the grace, or at the grace's end without it (its `ctx.tx`
+   * closed first), in which case what it returns later is discarded and logged.
+   */
+  async #timed(
+    delivery: ClaimedDelivery,
+    payload: unknown,
+    trace: DeliveryTrace | undefined,
+    startedAt: number,
+    running: PromiseLike<unknown>,
+    limit: HandlerTimeout,
+    fence: FencedTransaction | undefined,
+  ): Promise<void> {
+    const { clock, logger } = this.#s;
+    // Made when the timeout passes: an error's stack costs more than the rest of a delivery's bookkeeping.
+    let timeout: Timeout | undefined;
+    const call = await callWithin(
+      running,
+      clock,
+      limit,
+      {
+        timedOut: () => {
+          timeout = new Timeout(limit.ms, this.#placeOf(delivery.id));
+          delivery.timeOut(timeout);
+        },
+        late: (ended, error) =>
+          logger.warn(
+            { ...(ended === "threw" ? errorFields(error) : {}), ...this.#place, id: delivery.id, attempt: delivery.attempt, timeoutMs: limit.ms, ended },
+            "handler ended after its timeout's grace: its result is discarded (the row was settled without it)",
+          ),
+      },
+      this.#timeoutsGivenUp.signal,
+    );
+    if (call.ended === "returned") return this.#handled(delivery, payload, trace, startedAt, call.value, false, undefined);
+    if (call.ended === "threw") return this.#handled(delivery, payload, trace, startedAt, undefined, true, call.error);
+    fence?.close();
+    timeout ??= new Timeout(limit.ms, this.#placeOf(delivery.id));
+    trace?.handled(startedAt, true, timeout);
+    const outcome = this.#failed(this.#onError, "handler", delivery, timeout);
+    const fields = { ...this.#failureFields(delivery, timeout, outcome), timeoutMs: limit.ms, graceMs: limit.graceMs };
+    if (call.stillRunning) logger.error(fields, `handler ignored its timeout's signal past the grace; ${failureFate(outcome)} without waiting for it`);
+    else logger.error(fields, `handler timed out; ${failureFate(outcome)}`);
+    return this.#settleApart(delivery, outcome, payload, trace);
   }
 
   /** What the handler returned (or threw) becomes an outcome, which settles apart from the worker. */

@@ -130,6 +130,7 @@ export class Subscription {
     timer?.cancel();
     let abandoned = 0;
     if (done === "grace") {
+      this.#run.giveUpTimeouts();
       for (const delivery of this.#inFlight) {
         this.#s.logger.warn({ id: delivery.id }, `shutdown grace over: delivery abandoned; ${stop.fate}`);
         delivery.abandon(new Error("shutdown grace period over"));

@@ -51,7 +51,10 @@ export type KeyAvailable<R extends readonly RoleMarker[], K extends ContextKey> 
  * What a handler receives beside its payload, typed by the table's role tuple `R`.
  */
 export interface InboxContext<R extends readonly RoleMarker[] = readonly RoleMarker[]> {
-  /** Aborts when the delivery's lease is lost or the shutdown grace period ends. */
+  /**
+   * Aborts when the delivery's lease is lost, the shutdown grace period ends, or the delivery runs
+   * past its queue's `.timeout(ms)` (the reason is then a `Timeout`).
+   */
   readonly signal: AbortSignal;
   readonly subscription: string;
   readonly table: string;
@@ -79,7 +82,7 @@ export interface TransactionalContext<R extends readonly RoleMarker[] = readonly
  * the order of the payloads) and what the rows share.
  */
 export interface BatchContext<R extends readonly RoleMarker[] = readonly RoleMarker[]> {
-  /** Aborts when any row's hold is lost or the shutdown grace period ends. */
+  /** Aborts when any row's hold is lost, the shutdown grace period ends, or the call runs past its queue's timeout. */
   readonly signal: AbortSignal;
   readonly subscription: string;
   readonly table: string;

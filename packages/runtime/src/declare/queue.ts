@@ -1,6 +1,6 @@
 import type { AnyInboxSpec, FormLabel, HasLeaseColumn, HasRole, IsRowLockForm, InboxDescription, PayloadOf, RolesOf, RowOf, SpecError } from "@sqlinbox/core/internal";
 import type { Transaction } from "kysely";
-import { deadLetterGroupIsSource, deadLetterNeedsGroup, maxAttemptsNeedsAttempt, refusedModes, sharedNeedsRowLock } from "../errors.js";
+import { badTimeout, deadLetterGroupIsSource, deadLetterNeedsGroup, maxAttemptsNeedsAttempt, refusedModes, sharedNeedsRowLock } from "../errors.js";
 import type { FailurePolicy } from "./failure-policy.js";
 import type { HandlerOutcome, RetryAfterOutcome } from "./outcome.js";
 import { FORM_FACTS } from "../claim/form-facts.js";
@@ -12,6 +12,19 @@ export type DeadLetterTarget = { readonly table: InboxDescription } | { readonly
 export interface DeadLetterDeclaration {
   readonly target: DeadLetterTarget;
   readonly maxAttempts?: number;
+}
+
+/** A queue's handler timeout (`InboxQueue.timeout`): how long a delivery may run, and the grace after it. */
+export interface HandlerTimeout {
+  /** After this many ms in the handler, `ctx.signal` aborts with a `Timeout`. */
+  readonly ms: number;
+  /** After the abort, how long the handler has to end before its row is released without it. */
+  readonly graceMs: number;
+}
+
+/** The grace a timeout gets unless one is given: half the timeout, at most 30 s. */
+export function defaultTimeoutGrace(ms: number): number {
+  return Math.min(Math.ceil(ms / 2), 30_000);
 }
 
 /** The options one subscription runs with. */
@@ -31,6 +44,8 @@ export interface QueueOptions {
   readonly onError?: FailurePolicy;
   /** What an undecodable payload becomes; unset: `defaultOnDecodeError`. */
   readonly onDecodeError?: FailurePolicy;
+  /** How long a delivery may run (`.timeout(ms)`); unset: as long as it takes. */
+  readonly timeout?: HandlerTimeout;
 }
 
 /**
@@ -223,6 +238,26 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
    */
   onDecodeError(policy: DelayChecked<S, FailurePolicy<OutcomeFor<S>>>): InboxQueue<S, Tx> {
     return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, onDecodeError: policy });
+  }
+
+  /**
+   * Fails a delivery that runs longer than `ms`: `ctx.signal` aborts with a `Timeout`, and the row
+   * settles by the `onError` policy as a throw of that `Timeout` (by default a backoff, then the
+   * dead letter at `maxAttempts`). A handler that ignores its signal does not keep the row: once
+   * `graceMs` more have passed (default: half of `ms`, at most 30 s) the row is settled without it
+   * (its transaction, lock or lease is let go) and what the handler returns later is discarded and
+   * logged. A batch handler's timeout counts for the whole call and fails every row of it.
+   *
+   * @example
+   * InboxQueue.of(RenderReport, "reports").timeout(seconds(30), { graceMs: seconds(5) })
+   */
+  timeout(ms: number, options: { readonly graceMs?: number } = {}): InboxQueue<S, Tx> {
+    const place = { subscription: this.name, table: this.spec.description.table };
+    if (typeof ms !== "number" || !Number.isSafeInteger(ms) || ms < 1) throw badTimeout("ms", ms, place);
+    const graceMs = options.graceMs ?? defaultTimeoutGrace(ms);
+    if (typeof graceMs !== "number" || !Number.isSafeInteger(graceMs) || graceMs < 0) throw badTimeout("graceMs", graceMs, place);
+    const timeout: HandlerTimeout = Object.freeze({ ms, graceMs });
+    return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, timeout });
   }
 
   /** Claim up to `n` rows per statement (default 1). */

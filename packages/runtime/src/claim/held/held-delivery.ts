@@ -120,6 +120,12 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     }
   }
 
+  timeOut(reason: unknown): void {
+    if (this.#state !== "held") return;
+    this.#controller ??= new AbortController();
+    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+  }
+
   abandon(reason: unknown, started = true): void {
     if (this.#state !== "held") return;
     this.#state = "abandoned";

@@ -303,6 +303,10 @@ class LeaseDelivery implements ClaimedDelivery {
     return this.#claim.openHandlerTransaction(this);
   }
 
+  timeOut(reason: unknown): void {
+    this.lease.timeOut(reason);
+  }
+
   abandon(reason: unknown): void {
     this.#abandoned = true;
     this.#claim.abandon(this, reason);

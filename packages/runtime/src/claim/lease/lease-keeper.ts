@@ -17,6 +17,7 @@ export class KeptLease {
   /** Set while a settlement runs (or waits in a batch): the keeper leaves it alone. */
   settling = false;
   #controller: AbortController | undefined;
+  #timedOut = false;
 
   constructor(id: unknown, held: Date) {
     this.id = id;
@@ -33,12 +34,22 @@ export class KeptLease {
     return this.#controller.signal;
   }
 
+  /** The signal aborted because the lease was lost or given up (not for a timeout: that lease is still held). */
   get aborted(): boolean {
-    return this.#controller?.signal.aborted ?? false;
+    return !this.#timedOut && (this.#controller?.signal.aborted ?? false);
   }
 
   abort(reason: unknown): void {
+    this.#timedOut = false;
     this.#controller ??= new AbortController();
+    this.#controller.abort(reason);
+  }
+
+  /** The delivery ran past its timeout: its signal aborts, and the keeper goes on extending the lease until it settles. */
+  timeOut(reason: unknown): void {
+    this.#controller ??= new AbortController();
+    if (this.#controller.signal.aborted) return;
+    this.#timedOut = true;
     this.#controller.abort(reason);
   }
 }
