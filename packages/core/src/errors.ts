@@ -15,6 +15,7 @@ export type SqlInboxErrorCode =
   | "Decode"
   | "Encode"
   | "Connect"
+  | "ClockSkew"
   | "Handler";
 
 /** Where an error happened: every message names what it can of these. */
