@@ -49,8 +49,8 @@ export async function measureOffset(database: Database, base: Clock): Promise<Cl
 
 /**
  * The database's time, read on the host: `base`'s time plus the offset measured at start, measured
- * again when a read finds the last measure a minute old (in the background; the read uses the offset
- * it has). Timers and sleeps are `base`'s: a duration is the same on both clocks. With `leaseClock:
+ * again when a read finds the last measure a minute old, or the host's clock stepped back before it
+ * (in the background; the read uses the offset it has). Timers and sleeps are `base`'s: a duration is the same on both clocks. With `leaseClock:
  * "host"` the offset is measured and watched all the same, but not applied.
  */
 export class DatabaseClock implements Clock {
@@ -86,7 +86,8 @@ export class DatabaseClock implements Clock {
 
   now(): Date {
     const host = this.#base.now().getTime();
-    if (host >= this.#nextMeasureAt) this.#measureAgain(host);
+    // Due a minute after the last measure, or at once when the host's clock was stepped back past it.
+    if (host >= this.#nextMeasureAt || host < this.#nextMeasureAt - REMEASURE_MS) this.#measureAgain(host);
     return new Date(this.corrects ? host + this.#measured.offsetMs : host);
   }
 
