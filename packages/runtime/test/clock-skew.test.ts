@@ -2,14 +2,17 @@
  * Leases on the database's clock, live on every engine: two processes on one lease table (a SQLite
  * file shared by both), one clock 60 s ahead and one 60 s behind, handlers longer than the lease;
  * neither takes a row the other holds and every row is handled once. The warning names the skew;
- * `leaseClock: "host"` refuses a skew over a quarter of the lease with `ClockSkew`.
+ * `leaseClock: "host"` refuses a skew over a quarter of the lease with `ClockSkew`. On every engine ×
+ * form, an app a minute ahead or behind claims a delayed row when it comes due on the database's clock.
  */
+import { defineInbox, field, type ClaimForm } from "@sqlinbox/core/internal";
 import { dialectFor } from "@sqlinbox/kysely-dialects";
+import { sql } from "kysely";
 import { describe, expect, test } from "vitest";
 import type { AnyKysely } from "../src/drivers/database.js";
-import { HandlerOutcome, isSqlInboxError, seconds, type RunningApp } from "../src/index.js";
+import { App, createInboxTable, HandlerOutcome, InboxQueue, isSqlInboxError, SqlBroker, seconds, silentLogger, subscriber, type RunningApp } from "../src/index.js";
 import { MemoryLogger } from "../src/testing/index.js";
-import { createJobsTable, insertJobs, readJobs, startWorker, until, type WorkerProcess } from "./claim-forms.js";
+import { createJobsTable, insertJobs, matrix, readJobs, startWorker, until, type WorkerProcess } from "./claim-forms.js";
 import { engines, readRows, unique, type TestEngine } from "./engines.js";
 import { jobsApp, useLeaseTable } from "./fixtures.js";
 import { SkewedClock } from "./skewed-clock.js";
@@ -154,5 +157,52 @@ describe.each(engines)("clock skew on $name", (engine) => {
       expect(Math.abs((rows.at(-1)?.locked_until?.getTime() ?? 0) - (now + seconds(30)))).toBeLessThan(2_000);
     }
     await running.stop();
+  });
+});
+
+/** A table that stores a run-at: in the lease column (lease), else in a retryAfter column; the advisory key is the id. */
+function dueSpec(table: string, form: ClaimForm) {
+  const columns = { id: field.id().generated(), attempt: field.attempt().generated(), payload: field.payload<{ n: number }>() };
+  if (form === "lease") return defineInbox({ table, columns: { ...columns, lockedUntil: field.lease("locked_until") } });
+  const withRetry = { ...columns, retryAfter: field.retryAfter("retry_after") };
+  return form === "advisory" ? defineInbox({ table, columns: withRetry, advisoryLock: "due-{id}" }) : defineInbox({ table, columns: withRetry });
+}
+
+const DUE_MS = 2_000;
+
+describe.each(matrix)("a due time on the database's clock, $engine.name × $form", ({ engine, form }) => {
+  test.each([
+    ["60 s ahead", SKEW_MS],
+    ["60 s behind", -SKEW_MS],
+  ])("an app whose clock is %s claims a row due in 2 s when it comes due, not a minute early or late", async (_side, skewMs) => {
+    const url = engine.url();
+    const db = await engine.connect(url);
+    const table = unique(`due_${form}`).toLowerCase();
+    const spec = dueSpec(table, form);
+    // The producer runs on this host's clock, corrected to the database's as every publish is (an offset near 0 here).
+    const producer = SqlBroker.fromUrl(url, { pool: { max: 2 } }).route(spec, "jobs");
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } }).route(spec, "jobs");
+    const started: number[] = [];
+    let running: RunningApp | undefined;
+    try {
+      await createInboxTable(db, spec);
+      const queue = InboxQueue.of(spec, "jobs").pollInterval(50);
+      const app = new App({ name: "due", version: "0", logger: silentLogger, clock: new SkewedClock(skewMs) }).withBroker(broker, (b) =>
+        b.include(subscriber(queue, async () => void started.push(Date.now()))),
+      );
+      running = await app.start();
+      const published = Date.now();
+      await producer.publish("jobs", { n: 1 }, { delay: DUE_MS });
+      await until(() => started.length > 0, 15_000, "the row to be claimed");
+      // Times are stored to the millisecond: a few ms of rounding at most.
+      expect(started[0]! - published).toBeGreaterThanOrEqual(DUE_MS - 50);
+      expect(started[0]! - published).toBeLessThan(DUE_MS + 5_000);
+    } finally {
+      await running?.stop();
+      await producer.close();
+      await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db).catch(() => {});
+      await db.destroy();
+      engine.cleanup();
+    }
   });
 });
