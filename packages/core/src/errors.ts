@@ -15,6 +15,7 @@ export type SqlInboxErrorCode =
   | "Decode"
   | "Encode"
   | "Connect"
+  | "ClockSkew"
   | "Handler"
   | "Timeout";
 

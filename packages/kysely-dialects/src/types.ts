@@ -98,7 +98,7 @@ export interface TimeCodec {
 export interface ClaimOptions {
   /** How many rows to claim at most. */
   readonly limit: number;
-  /** The host clock's time: claims compare against it, never against the server's clock. */
+  /** The time claims compare against, passed as a parameter: the database's time as the runtime reads it (the host clock plus its measured offset, `serverTime`). */
   readonly now: Date;
   /** Subscription's group value, when the table has a group column. */
   readonly group?: string;
@@ -276,6 +276,13 @@ export interface SchemaStatements {
    * runtime writes into a row it hands over (a claim's deadline) takes the same form.
    */
   serverVersion(): CompiledQuery<{ version: string; time_probe?: unknown }>;
+  /**
+   * One row with `now_ms`: the server's clock now, in milliseconds since the Unix epoch (UTC), whatever
+   * the session's time zone (a number, or decimal text on MySQL/MariaDB: read it with `Number`). The
+   * runtime measures the host clock's offset from it, so that lease deadlines are in the database's time.
+   * SQLite has no server: its clock is the operating system's, which every process sharing the file reads.
+   */
+  serverTime(): CompiledQuery<{ now_ms: unknown }>;
   /** One row with `name`: the current database (MySQL) or schema (Postgres); SQLite: `main`. */
   currentDatabase(): CompiledQuery<{ name: string }>;
   /**

@@ -81,10 +81,11 @@ describe("publish", () => {
 });
 
 describe("schema", () => {
-  test("describeTable, serverVersion, currentDatabase", () => {
+  test("describeTable, serverVersion, serverTime, currentDatabase", () => {
     expect({
       describeTable: perEngine((d) => d.schema.describeTable("report_jobs")),
       serverVersion: perEngine((d) => d.schema.serverVersion()),
+      serverTime: perEngine((d) => d.schema.serverTime()),
       currentDatabase: perEngine((d) => d.schema.currentDatabase()),
     }).toMatchInlineSnapshot(`
       {
@@ -122,6 +123,20 @@ describe("schema", () => {
               "report_jobs",
             ],
             "sql": "select "name", "type" as "data_type", null as "precision", "notnull" = 0 as "nullable" from pragma_table_info(?) as "c" order by "cid"",
+          },
+        },
+        "serverTime": {
+          "mysql": {
+            "parameters": [],
+            "sql": "select timestampdiff(microsecond, '1970-01-01 00:00:00', utc_timestamp(6)) / 1000 as \`now_ms\`",
+          },
+          "postgres": {
+            "parameters": [],
+            "sql": "select (extract(epoch from clock_timestamp()) * 1000)::float8 as "now_ms"",
+          },
+          "sqlite": {
+            "parameters": [],
+            "sql": "select (julianday('now') - 2440587.5) * 86400000.0 as "now_ms"",
           },
         },
         "serverVersion": {

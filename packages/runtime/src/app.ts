@@ -19,6 +19,7 @@ import {
   routeOnOtherTable,
   routeSubscribedTwice,
   rowLockTableUnsupported,
+  clockSkew,
 } from "./errors.js";
 import { brokerParts, type SqlBroker } from "./publish/sql-broker.js";
 import { claimStrategyFor } from "./claim/strategy-for.js";
@@ -39,6 +40,8 @@ import { observedDatabase, observedSubscription, subscriptionPlace } from "./tel
 import type { ObservedDatabase, ObservedSubscription, Telemetry } from "./telemetry/telemetry.js";
 import { declareCron, type CronDeclaration, type CronOptionsFor, type CronPayloadFor, type CronRouteAllowed } from "./schedule/cron.js";
 import { CronRunner } from "./schedule/cron-runner.js";
+import { DatabaseClock, type LeaseClock } from "./time/database-clock.js";
+import { tolerableSkewMs } from "./time/clock-offset.js";
 
 /** What an app is and how it runs. */
 export interface AppInfo {
@@ -48,6 +51,15 @@ export interface AppInfo {
   readonly logger?: Logger;
   /** The clock all timing goes through; default: the system clock. */
   readonly clock?: Clock;
+  /**
+   * Whose time lease deadlines and due times (retry delays, `runAt`, `delay`) are judged on.
+   * `"database"` (default): the app measures how far its clock is from each database's at startup and
+   * every minute, and corrects by it, so a host with a skewed clock neither takes a row another process
+   * holds nor keeps one it has lost; a skew over a second is logged as a warning. `"host"`: the app's
+   * clock as it is; a start that finds it further from the database's than a quarter of the shortest
+   * lease fails with `ClockSkew`.
+   */
+  readonly leaseClock?: LeaseClock;
   /** How long deliveries in work may still finish after a stop (default 10 s). */
   readonly shutdownGrace?: number;
   /** OpenTelemetry spans and metrics when `@opentelemetry/api` is installed (default); `false`: the API is never loaded. */
@@ -193,6 +205,9 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
     const logger = childLogger(overrides.logger ?? this.info.logger ?? consoleLogger(), { app: this.info.name });
     const run: Startup = {
       clock: overrides.clock ?? this.info.clock ?? systemClock,
+      // A paused clock (TestApp.start) is the only time there is: nothing is measured against it.
+      leaseClock: overrides.pausedClock === true ? undefined : (this.info.leaseClock ?? "database"),
+      brokerClocks: new Map(),
       logger,
       activity: overrides.activity ?? new Activity(),
       observer: overrides.observer,
@@ -217,7 +232,8 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
     const unobserve = run.telemetry.observe(run.observed);
     run.unsubscribe.push(unobserve);
     for (const s of run.subscriptions) s.start();
-    const crons = this.#crons.map((cron) => new CronRunner(cron, run.clock, logger, publishTick));
+    // A schedule fires on the database's time of the broker that routes it, as its claims do.
+    const crons = this.#crons.map((cron) => new CronRunner(cron, run.brokerClocks.get(cron.broker) ?? run.clock, logger, publishTick));
     for (const c of crons) c.start();
     logger.info({ subscriptions: run.subscriptions.map((s) => s.name).join(",") }, "app started");
     return this.#running(run, crons);
@@ -294,7 +310,12 @@ function publishTick(cron: CronDeclaration, payload: unknown, key: string): Prom
 
 /** What startup builds up, and takes down again if a step fails. */
 interface Startup {
+  /** The app's clock: each broker's subscriptions read the database's time through it. */
   readonly clock: Clock;
+  /** `undefined` on a paused clock: the app's clock is used as it is, unmeasured. */
+  readonly leaseClock: LeaseClock | undefined;
+  /** Each started broker's time (the database's, or the app's clock when paused). */
+  readonly brokerClocks: Map<object, Clock>;
   readonly logger: Logger;
   readonly activity: Activity;
   readonly observer: DeliveryObserver | undefined;
@@ -330,13 +351,34 @@ async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Se
   run.opened.push(parts);
   refuseOnCluster(run, connection, scope);
   if (broker.listening && !connection.canListen) throw listenNeedsOwnPool(connection.source.label);
-  const planned = await checkSchemas(run, parts, database, broker.leaseMs, scope);
+  const clock = await clockOf(run, connection, database);
+  run.brokerClocks.set(broker, clock);
+  const planned = await checkSchemas(run, parts, database, clock, broker.leaseMs, scope);
+  if (clock instanceof DatabaseClock) refuseSkew(clock, connection, planned, broker.leaseMs);
   checkPoolBudget(connection, planned, broker.listening);
   const dbSystem = dbSystemOf(connection.source.engine, connection.serverLabel);
-  run.unsubscribe.push(parts.bindPublisher(run.telemetry.publisher({ dbSystem })));
+  run.unsubscribe.push(parts.bindPublisher(run.telemetry.publisher({ dbSystem }), clock));
   if (run.telemetry.enabled) run.observed.databases.push(observedDatabase(database, dbSystem));
-  startSubscriptions(run, parts, database, dbSystem, planned);
+  startSubscriptions(run, parts, database, clock, dbSystem, planned);
   if (broker.listening) await parts.listen(run.logger);
+}
+
+/** The time this broker's claims, leases and publishes read: the database's, measured through the app's clock (unless paused). */
+async function clockOf(run: Startup, connection: BrokerConnection, database: Database): Promise<Clock> {
+  if (run.leaseClock === undefined) return run.clock;
+  const place = { database: connection.source.label, server: connection.serverLabel };
+  return DatabaseClock.start({ base: run.clock, database, logger: run.logger, place, leaseClock: run.leaseClock, isClosed: () => connection.closed });
+}
+
+/** With `leaseClock: "host"`, a host clock further from the database's than a quarter of the shortest lease refuses the start. */
+function refuseSkew(clock: DatabaseClock, connection: BrokerConnection, planned: readonly PlannedSubscription[], brokerLeaseMs: number): void {
+  if (clock.corrects) return;
+  const shortest = planned.reduce<PlannedSubscription | undefined>((min, p) => (min === undefined || p.leaseMs < min.leaseMs ? p : min), undefined);
+  const leaseMs = shortest?.leaseMs ?? brokerLeaseMs;
+  const { offsetMs, hostAt, serverAt } = clock.offset;
+  if (Math.abs(offsetMs) <= tolerableSkewMs(leaseMs)) return;
+  const place = shortest === undefined ? {} : { subscription: shortest.sub.name, table: shortest.sub.queue.spec.description.table };
+  throw clockSkew({ hostAt, serverAt, skewMs: -offsetMs }, leaseMs, `${connection.serverLabel} at ${connection.source.label}`, place);
 }
 
 /** Every subscriber has a declared route on its own table, one subscriber per route and queue, on a form the engine has. */
@@ -356,13 +398,20 @@ function checkRoutes(run: Startup, parts: BrokerParts, scope: BrokerScope, names
 }
 
 /** Checks each subscribed table against the database (once per table) and builds its claim strategy. */
-async function checkSchemas(run: Startup, { connection, routes }: BrokerParts, database: Database, brokerLeaseMs: number, scope: BrokerScope): Promise<PlannedSubscription[]> {
+async function checkSchemas(
+  run: Startup,
+  { connection, routes }: BrokerParts,
+  database: Database,
+  clock: Clock,
+  brokerLeaseMs: number,
+  scope: BrokerScope,
+): Promise<PlannedSubscription[]> {
   const planned: PlannedSubscription[] = [];
   for (const sub of scope.subscribers) {
     const spec = sub.queue.spec.description;
     const table = await routes.table(spec);
     const leaseMs = sub.queue.options.lease ?? brokerLeaseMs;
-    const subLogger = calmLogger(childLogger(run.logger, { subscription: sub.name, table: spec.table }), run.clock);
+    const subLogger = calmLogger(childLogger(run.logger, { subscription: sub.name, table: spec.table }), clock);
     run.unsubscribe.push(() => subLogger.close());
     const setup: ClaimSetup = {
       database,
@@ -370,7 +419,7 @@ async function checkSchemas(run: Startup, { connection, routes }: BrokerParts, d
       subscription: sub.name,
       leaseMs,
       precision: table.precision,
-      clock: run.clock,
+      clock,
       logger: subLogger,
       databaseLabel: connection.source.label,
       isClosed: () => connection.closed,
@@ -378,7 +427,7 @@ async function checkSchemas(run: Startup, { connection, routes }: BrokerParts, d
       // A batch handler's rows share their claim's transaction in the row-lock form.
       sharedTransaction: sub.queue.options.sharedTransaction === true || sub.kind === "batch",
       deadLetter: await deadLetterChecked(routes, sub.queue.options.deadLetter),
-      parked: new ParkedRows(run.clock),
+      parked: new ParkedRows(clock),
     };
     planned.push({ sub, strategy: claimStrategyFor(setup), leaseMs, logger: subLogger });
   }
@@ -412,7 +461,7 @@ function deliveriesInWork(sub: Subscriber, strategy: ClaimStrategy): number {
 }
 
 /** Builds the subscriptions (they claim once the whole app started) and wires publishes to wake them. */
-function startSubscriptions(run: Startup, parts: BrokerParts, database: Database, dbSystem: string, planned: readonly PlannedSubscription[]): void {
+function startSubscriptions(run: Startup, parts: BrokerParts, database: Database, clock: Clock, dbSystem: string, planned: readonly PlannedSubscription[]): void {
   for (const { sub, strategy, leaseMs, logger } of planned) {
     const spec = sub.queue.spec.description;
     const place = subscriptionPlace(sub.name, spec, strategy.profile.form, dbSystem);
@@ -421,7 +470,7 @@ function startSubscriptions(run: Startup, parts: BrokerParts, database: Database
       spec,
       options: sub.queue.options,
       strategy,
-      clock: run.clock,
+      clock,
       logger,
       outputs: { publish: async (route, payload) => void (await parts.publisher.publish(route, payload, undefined)) },
       activity: run.activity,

@@ -257,6 +257,29 @@ export function poolTooSmall(poolMax: number, shares: readonly PoolShare[], list
   );
 }
 
+// Time.
+
+/**
+ * `leaseClock: "host"` and a host clock further from the database's than a quarter of the shortest
+ * lease: both times, the skew, the lease and the two ways out.
+ */
+export function clockSkew(
+  times: { readonly hostAt: number; readonly serverAt: number; readonly skewMs: number },
+  leaseMs: number,
+  database: string,
+  place: ErrorPlace,
+): SqlInboxError {
+  const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+  const side = times.skewMs > 0 ? "ahead" : "behind";
+  return new SqlInboxError(
+    "ClockSkew",
+    `the host's clock reads ${new Date(times.hostAt).toISOString()} and the database's (${database}) ${new Date(times.serverAt).toISOString()}: ` +
+      `the host is ${seconds(Math.abs(times.skewMs))} ${side}, more than a quarter of the ${seconds(leaseMs)} lease (${seconds(leaseMs / 4)}) that leaseClock "host" tolerates: ` +
+      `set the host's clock right (NTP), or leave leaseClock at "database" so that deadlines use the database's time`,
+    place,
+  );
+}
+
 // Broker lifecycle.
 
 export function brokerStopped(): SqlInboxError {

@@ -14,6 +14,7 @@ export { HandlerOutcome, type DeadLetterOutcome } from "./declare/outcome.js";
 export type { StopReport } from "./stop-report.js";
 export { Ctx, keys, type ContextKey, type InboxContext } from "./declare/context.js";
 export { systemClock, seconds, minutes, type Clock, type Timer } from "./clock.js";
+export type { LeaseClock } from "./time/database-clock.js";
 export { consoleLogger, silentLogger, type Logger, type LogFields } from "./logger.js";
 export type { PoolOptions } from "./drivers/index.js";
 export { SqlInboxError, isSqlInboxError, type SqlInboxErrorCode } from "@sqlinbox/core";

@@ -10,6 +10,8 @@ export const startWith: unique symbol = Symbol("sqlinbox.startWith");
 /** @internal */
 export interface StartOverrides {
   readonly clock?: Clock;
+  /** The clock is paused (`TestApp.start`): it is the only time, never measured against a database's. */
+  readonly pausedClock?: boolean;
   readonly logger?: Logger;
   readonly observer?: DeliveryObserver;
   readonly activity?: Activity;

@@ -142,7 +142,10 @@ export async function killSession(engine: TestEngine, setup: AnyKysely, session:
 
 /** What the worker fixture prints, one JSON object a line. */
 export interface WorkerLine {
-  readonly event: "ready" | "start" | "done" | "error" | "stopped";
+  readonly event: "ready" | "start" | "done" | "error" | "stopped" | "warn";
+  /** On `warn`: the message, and the clock skew it names. */
+  readonly message?: string;
+  readonly skewMs?: number;
   readonly id?: number;
   readonly n?: number;
   readonly attempt?: number;
@@ -162,8 +165,18 @@ export interface WorkerProcess {
 const runtimeRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 /** Starts `test/fixtures/worker.ts` in a child process. */
-export function startWorker(env: { url: string; table: string; form: ClaimForm; workers: number; holdMs: number; leaseMs?: number; poolMax?: number }): WorkerProcess {
+export function startWorker(env: {
+  url: string;
+  table: string;
+  form: ClaimForm;
+  workers: number;
+  holdMs: number;
+  leaseMs?: number;
+  poolMax?: number;
+  clockSkewMs?: number;
+}): WorkerProcess {
   return startFixture("test/fixtures/worker.ts", {
+    ...(env.clockSkewMs === undefined ? {} : { WORKER_CLOCK_SKEW_MS: String(env.clockSkewMs) }),
     WORKER_URL: env.url,
     WORKER_TABLE: env.table,
     WORKER_FORM: env.form,

@@ -1,5 +1,5 @@
 import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
-import { App, InboxQueue, SqlBroker, subscriber, type HandlerFunction, type InboxQueue as Queue } from "../src/index.js";
+import { App, InboxQueue, SqlBroker, subscriber, type AppInfo, type HandlerFunction, type InboxQueue as Queue } from "../src/index.js";
 import { silentLogger } from "../src/logger.js";
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import type { AnyKysely } from "../src/drivers/database.js";
@@ -22,7 +22,7 @@ export function jobsApp(
   table: string,
   handler: HandlerFunction<JobsSpec>,
   configure: (q: Queue<JobsSpec>) => Queue<JobsSpec> = (q) => q,
-  app: { shutdownGrace?: number } = {},
+  app: Omit<AppInfo, "name" | "version"> = {},
 ) {
   const spec = jobsSpec(table);
   const broker = SqlBroker.fromUrl(url, { pool: { max: 5 } }).route(spec, "jobs");

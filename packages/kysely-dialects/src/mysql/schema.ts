@@ -32,6 +32,19 @@ export function serverVersion(): CompiledQuery<{ version: string; time_probe: un
   return compiled(db.selectNoFrom((eb) => [eb.fn<string>("version", []).as("version"), sql<unknown>`cast('2000-01-01 00:00:00' as datetime)`.as("time_probe")]));
 }
 
+/**
+ * The server's clock as epoch milliseconds, from `UTC_TIMESTAMP(6)`: a difference of two `DATETIME`s,
+ * so neither the session's `time_zone` nor a daylight-saving change moves it (`UNIX_TIMESTAMP(NOW())`
+ * reads `NOW()` in the session's zone). A decimal: `mysql2` returns it as text.
+ *
+ * ```sql mysql:schema.serverTime
+ * select timestampdiff(microsecond, '1970-01-01 00:00:00', utc_timestamp(6)) / 1000 as `now_ms`
+ * ```
+ */
+export function serverTime(): CompiledQuery<{ now_ms: unknown }> {
+  return compiled(db.selectNoFrom(sql<unknown>`timestampdiff(microsecond, '1970-01-01 00:00:00', utc_timestamp(6)) / 1000`.as("now_ms")));
+}
+
 /** The current `database()`: the prefix of lock names. */
 export function currentDatabase(): CompiledQuery<{ name: string }> {
   return compiled(db.selectNoFrom((eb) => eb.fn<string>("database", []).as("name")));
@@ -63,4 +76,4 @@ export const mysqlSchemaRules: SchemaRules = Object.freeze({
   leasePrecision: (reported: number | null) => reported ?? 0,
 });
 
-export const mysqlSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase, cluster });
+export const mysqlSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, serverTime, currentDatabase, cluster });

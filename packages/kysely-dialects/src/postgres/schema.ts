@@ -1,4 +1,4 @@
-import type { CompiledQuery } from "kysely";
+import { sql, type CompiledQuery } from "kysely";
 import type { RawRow, SchemaStatements } from "../types.js";
 import type { SchemaRules } from "../forms/engine-traits.js";
 import { compiled, type Eb } from "../statements/query-db.js";
@@ -29,6 +29,18 @@ export function serverVersion(): CompiledQuery<{ version: string }> {
   return compiled(db.selectNoFrom((eb) => eb.fn<string>("current_setting", [eb.val("server_version")]).as("version")));
 }
 
+/**
+ * The server's clock as epoch milliseconds: `clock_timestamp()` (the time of this call, not of the
+ * transaction's start, which `now()` would give).
+ *
+ * ```sql postgres:schema.serverTime
+ * select (extract(epoch from clock_timestamp()) * 1000)::float8 as "now_ms"
+ * ```
+ */
+export function serverTime(): CompiledQuery<{ now_ms: unknown }> {
+  return compiled(db.selectNoFrom(sql<number>`(extract(epoch from clock_timestamp()) * 1000)::float8`.as("now_ms")));
+}
+
 /** The current schema. */
 export function currentDatabase(): CompiledQuery<{ name: string }> {
   return compiled(db.selectNoFrom((eb) => eb.fn<string>("current_schema", []).as("name")));
@@ -47,4 +59,4 @@ export const postgresSchemaRules: SchemaRules = Object.freeze({
 /** No multi-primary cluster to detect. */
 const cluster = (): readonly [] => [];
 
-export const postgresSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase, cluster });
+export const postgresSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, serverTime, currentDatabase, cluster });

@@ -27,6 +27,18 @@ export function serverVersion(): CompiledQuery<{ version: string }> {
   return compiled(db.selectNoFrom((eb) => eb.fn<string>("sqlite_version", []).as("version")));
 }
 
+/**
+ * The operating system's clock as epoch milliseconds (`julianday('now')` counts days from noon,
+ * 4714 BC; 2440587.5 of them is the Unix epoch): every process sharing the file reads it.
+ *
+ * ```sql sqlite:schema.serverTime
+ * select (julianday('now') - 2440587.5) * 86400000.0 as "now_ms"
+ * ```
+ */
+export function serverTime(): CompiledQuery<{ now_ms: unknown }> {
+  return compiled(db.selectNoFrom(sql<number>`(julianday('now') - 2440587.5) * 86400000.0`.as("now_ms")));
+}
+
 /** Always `main`, as a parameter: SQLite has no server-side database name that matters here. */
 export function currentDatabase(): CompiledQuery<{ name: string }> {
   return compiled(db.selectNoFrom((eb) => eb.val("main").as("name")));
@@ -46,4 +58,4 @@ export const sqliteSchemaRules: SchemaRules = Object.freeze({
 /** No multi-primary cluster to detect. */
 const cluster = (): readonly [] => [];
 
-export const sqliteSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, currentDatabase, cluster });
+export const sqliteSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, serverTime, currentDatabase, cluster });

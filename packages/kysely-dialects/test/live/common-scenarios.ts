@@ -41,6 +41,27 @@ export function commonScenarios(get: () => LiveEngine, tooOld: readonly string[]
     }
   });
 
+  test("server time: epoch milliseconds of the server's clock, whatever the session's time zone", async () => {
+    const engine = get();
+    // Each engine's session time zone set far from UTC, then back (SQLite has none).
+    const zones: Record<string, readonly [string, string] | undefined> = {
+      postgres: ["SET TIME ZONE 'Asia/Kolkata'", "RESET TIME ZONE"],
+      mysql: ["SET time_zone = '+05:30'", "SET time_zone = DEFAULT"],
+    };
+    const zone = zones[engine.dialect.capabilities.engine];
+    const read = await engine.db.connection().execute(async (session) => {
+      if (zone !== undefined) await sql.raw(zone[0]).execute(session);
+      const before = Date.now();
+      const row = (await run(session, engine.dialect.schema.serverTime())).rows[0];
+      const after = Date.now();
+      if (zone !== undefined) await sql.raw(zone[1]).execute(session);
+      return { before, after, serverMs: Number(row?.now_ms) };
+    });
+    // The server runs on this machine: its clock is the host's, to a few ms.
+    expect(read.serverMs).toBeGreaterThan(read.before - 2_000);
+    expect(read.serverMs).toBeLessThan(read.after + 2_000);
+  });
+
   test("server version: the live server is accepted; older versions are refused naming both", async () => {
     const engine = get();
     const version = (await run(engine.db, engine.dialect.schema.serverVersion())).rows[0]?.version;

@@ -61,7 +61,7 @@ export interface InboxContext<R extends readonly RoleMarker[] = readonly RoleMar
   readonly id: unknown;
   /** Reads a context value; only compiles when the table has the column the key needs. */
   get<K extends ContextKey>(key: K & KeyAvailable<R, K>): ValueOfKey<K>;
-  /** The app's clock: `Date` now (paused in `TestApp.start`). */
+  /** The time leases and due times are judged on: the app's clock corrected to the database's (see `AppInfo.leaseClock`; paused in `TestApp.start`). */
   now(): Date;
   /** Sleeps on the app's clock; rejects when `signal` aborts. Use it for waits a test should skip. */
   sleep(ms: number): Promise<void>;

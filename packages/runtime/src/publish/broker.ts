@@ -1,10 +1,12 @@
 import { Activity } from "../activity.js";
+import { systemClock, type Clock } from "../clock.js";
 import type { Database } from "../drivers/database.js";
 import type { Logger } from "../logger.js";
 import type { PublishTelemetry } from "../telemetry/telemetry.js";
 import { BrokerConnection, type BrokerSource } from "./connection.js";
 import { Publisher } from "./publisher.js";
 import { RouteTable } from "./route-table.js";
+import { DatabaseClock } from "../time/database-clock.js";
 
 /**
  * What every value of one `SqlBroker` shares: its connection, its route table, and the publisher
@@ -18,6 +20,7 @@ export class BrokerParts {
   readonly #plain: Publisher;
   readonly #producerLogger: Logger;
   #bound: Publisher | undefined;
+  #producerClock: Promise<DatabaseClock> | undefined;
   #apps = 0;
 
   /** `producerLogger`: what the connection logs to when a publish, not an app, opens it. */
@@ -25,7 +28,31 @@ export class BrokerParts {
     this.connection = new BrokerConnection(source);
     this.routes = new RouteTable(this.connection);
     this.#producerLogger = producerLogger;
-    this.#plain = new Publisher(this.connection, this.routes, () => this.#openForPublish());
+    this.#plain = new Publisher(
+      this.connection,
+      this.routes,
+      () => this.#openForPublish(),
+      () => this.#clockForPublish(),
+    );
+  }
+
+  /** A publish with no app reads the database's time through the system clock, measured on first need. */
+  #clockForPublish(): Promise<Clock> {
+    this.#producerClock ??= this.#openForPublish().then((database) =>
+      DatabaseClock.start({
+        base: systemClock,
+        database,
+        logger: this.connection.logger ?? this.#producerLogger,
+        place: { database: this.connection.source.label, server: this.connection.serverLabel },
+        leaseClock: "database",
+        isClosed: () => this.connection.closed,
+      }),
+    );
+    // A failed measure is not kept: the next publish that needs the time measures again.
+    return this.#producerClock.catch((error: unknown) => {
+      this.#producerClock = undefined;
+      throw error;
+    });
   }
 
   /** A publish with no app: the open connection, else it opens now (a producer's first publish). */
@@ -59,9 +86,9 @@ export class BrokerParts {
     return this.#bound ?? this.#plain;
   }
 
-  /** Publishes record their spans with `telemetry` (none: `undefined`) until the returned function is called. */
-  bindPublisher(telemetry: PublishTelemetry | undefined): () => void {
-    const bound = this.#plain.withTelemetry(telemetry);
+  /** Publishes record their spans with `telemetry` (none: `undefined`) and read time on the app's `clock` until the returned function is called. */
+  bindPublisher(telemetry: PublishTelemetry | undefined, clock: Clock): () => void {
+    const bound = this.#plain.boundTo(telemetry, clock);
     this.#bound = bound;
     return () => {
       if (this.#bound === bound) this.#bound = undefined;

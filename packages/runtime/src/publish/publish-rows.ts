@@ -10,8 +10,10 @@ export type MessageHeaderValues = Readonly<Record<string, string>>;
 export interface RowOptions {
   readonly headers?: MessageHeaderValues | undefined;
   readonly priority?: number | undefined;
-  /** When the row may be claimed first: `runAt`, or now plus `delay`. */
+  /** When the row may be claimed first (an instant, judged on the database's clock). */
   readonly runAt?: Date | undefined;
+  /** Ms from now on the database's clock before the row may be claimed: the publisher turns it into `runAt`. */
+  readonly delay?: number | undefined;
   /** Data columns by key: one object for every row, or one per payload. */
   readonly columns?: Readonly<Record<string, unknown>> | ((payload: unknown, index: number) => Readonly<Record<string, unknown>>) | undefined;
   /** The dedup key of each row, in order (`undefined`: no key). */

@@ -1,6 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { QueryResult, Transaction } from "kysely";
+import type { Clock } from "../clock.js";
 import { isDuplicateKey, type AnyKysely, type Database } from "../drivers/database.js";
 import { closedBeforePublish, noRoute, publishOptionWithoutColumn } from "../errors.js";
 import { errorFields } from "../logger.js";
@@ -13,7 +14,7 @@ import { Wakes } from "./wakes.js";
 
 /**
  * Publishes to one broker's routes: the insert, the `NOTIFY` while its connection listens, and the
- * wake of this process's subscriptions. Its telemetry is fixed when it is built: `withTelemetry`
+ * wake of this process's subscriptions. Its telemetry is fixed when it is built: `boundTo`
  * gives a publisher of the same broker (same routes, same wakes) that records publish spans.
  */
 export class Publisher {
@@ -22,19 +23,24 @@ export class Publisher {
   readonly #wakes: Wakes;
   readonly #telemetry: PublishTelemetry | undefined;
   readonly #open: () => Promise<Database>;
+  readonly #clock: () => Promise<Clock>;
 
-  /** `open`: the broker's database, opened on a first publish when no app opened it. */
-  constructor(connection: BrokerConnection, routes: RouteTable, open: () => Promise<Database>, telemetry?: PublishTelemetry, wakes = new Wakes()) {
+  /**
+   * `open`: the broker's database, opened on a first publish when no app opened it. `clock`: the
+   * database's time, read for a `delay` and for `replace` (whether a row's lease runs past now).
+   */
+  constructor(connection: BrokerConnection, routes: RouteTable, open: () => Promise<Database>, clock: () => Promise<Clock>, telemetry?: PublishTelemetry, wakes = new Wakes()) {
     this.#connection = connection;
     this.#routes = routes;
     this.#open = open;
+    this.#clock = clock;
     this.#telemetry = telemetry;
     this.#wakes = wakes;
   }
 
-  /** This broker's publisher recording publish spans with `telemetry` (none: `undefined`); both wake the same subscriptions. */
-  withTelemetry(telemetry: PublishTelemetry | undefined): Publisher {
-    return new Publisher(this.#connection, this.#routes, this.#open, telemetry, this.#wakes);
+  /** This broker's publisher recording publish spans with `telemetry` (none: `undefined`) and reading time on `clock` (an app's); both wake the same subscriptions. */
+  boundTo(telemetry: PublishTelemetry | undefined, clock: Clock): Publisher {
+    return new Publisher(this.#connection, this.#routes, this.#open, () => Promise.resolve(clock), telemetry, this.#wakes);
   }
 
   /** Registers a subscription's wake-up for publishes to `table`. */
@@ -69,13 +75,15 @@ export class Publisher {
     const database = await this.#open();
     const on = via as AnyKysely | undefined;
     const table = await this.#routes.table(description, on);
-    const rows = publishedRows(description, name, payloads, table.storage, options);
+    const now = options.delay !== undefined || options.replace === true ? (await this.#clock()).now() : undefined;
+    const runAt = options.runAt ?? (options.delay === undefined || now === undefined ? undefined : new Date(now.getTime() + options.delay));
+    const rows = publishedRows(description, name, payloads, table.storage, { ...options, runAt });
     if (rows.length === 0) return [];
     const keyed = description.key !== undefined && options.keys?.some((k) => k !== undefined) === true;
     const insertAll = async (target: AnyKysely | undefined): Promise<Published[]> => {
       if (keyed) {
         const outcome = await insertKeyed(database, description, name, rows, target);
-        return options.replace === true ? replaceHeld(database, description, rows, outcome, target) : outcome;
+        return options.replace === true && now !== undefined ? replaceHeld(database, description, rows, outcome, target, now) : outcome;
       }
       const published: Published[] = [];
       for (const chunk of chunks) {
@@ -146,6 +154,7 @@ async function replaceHeld(
   rows: readonly RawRow[],
   outcome: readonly Published[],
   target: AnyKysely | undefined,
+  now: Date,
 ): Promise<Published[]> {
   const out: Published[] = [];
   for (const [i, published] of outcome.entries()) {
@@ -153,7 +162,7 @@ async function replaceHeld(
       out.push(published);
       continue;
     }
-    const result = await database.execute("publish", database.dialect.publish.replaceKeyed(spec, rows[i] as RawRow, new Date()), target);
+    const result = await database.execute("publish", database.dialect.publish.replaceKeyed(spec, rows[i] as RawRow, now), target);
     out.push({ ...published, replaced: (result.numAffectedRows ?? 0n) > 0n });
   }
   return out;

@@ -60,7 +60,7 @@ export interface PublishOptions<DB = unknown> {
   readonly priority?: number;
   /** No claim before this time: stored in the retryAfter column, else in the lease column. */
   readonly runAt?: Date;
-  /** No claim before this many ms from now (the host clock): `runAt` by another name. */
+  /** No claim before this many ms from now, on the database's clock (see `AppInfo.leaseClock`): `runAt` by another name. */
   readonly delay?: number;
   /** Data columns, by key. */
   readonly columns?: Readonly<Record<string, unknown>>;
@@ -303,11 +303,10 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   }
 }
 
-/** The run-time options of a publish: `delay` becomes a `runAt` on the host clock, which claims compare against. */
+/** The run-time options of a publish (the publisher turns a `delay` into a `runAt` on the database's clock, which claims compare against). */
 function rowOptions(options: Omit<PublishManyOptions, "via" | "keys"> & { readonly key?: string }, keys: readonly (string | undefined)[] | undefined): RowOptions {
   const { headers, priority, runAt, delay, columns, replace } = options;
-  const at = runAt ?? (delay === undefined ? undefined : new Date(Date.now() + delay));
-  return { headers, priority, runAt: at, columns: columns as RowOptions["columns"], keys, replace };
+  return { headers, priority, runAt, delay: runAt === undefined ? delay : undefined, columns: columns as RowOptions["columns"], keys, replace };
 }
 
 /** The default logger of a producer's connection: warnings and errors only. */

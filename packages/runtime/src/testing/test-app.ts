@@ -89,7 +89,7 @@ export class TestApp {
       },
     };
     const clock = paused ?? systemClock;
-    const running = await app[startWith]({ clock, logger: logs, observer, activity });
+    const running = await app[startWith]({ clock, pausedClock: paused !== undefined, logger: logs, observer, activity });
     const testApp = new TestApp(running, clock, paused, activity, logs, calls);
     await testApp.settle();
     return testApp;
