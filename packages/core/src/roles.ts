@@ -81,7 +81,21 @@ export type RoleMarker =
 export type RoleName = RoleMarker["role"];
 
 /** The roles a column can play (the advisory key and fifo are table options, not columns). */
-export type ColumnRole = "id" | "attempt" | "lease" | "payload" | "retryAfter" | "processedAt" | "group" | "priority" | "orderKey" | "headers" | "lastError" | "failedAttempts" | "key" | "data";
+export type ColumnRole =
+  | "id"
+  | "attempt"
+  | "lease"
+  | "payload"
+  | "retryAfter"
+  | "processedAt"
+  | "group"
+  | "priority"
+  | "orderKey"
+  | "headers"
+  | "lastError"
+  | "failedAttempts"
+  | "key"
+  | "data";
 
 /** The roles whose column the application fills with a value of its own choosing: their type may be given (`.type("bigint")`). Every other role's type is fixed by the role. */
 export type TypedRole = "id" | "orderKey" | "data";

@@ -173,8 +173,7 @@ export class InboxSpec<
    * InboxSpec.table("ledger_jobs", column("id").generated()).lease(column("locked_until")).orderKey(column("account_id").type("bigint"))
    */
   orderKey<N extends string, V = unknown>(
-    col: Column<N, boolean, V> &
-      FirstError<[NotTwice<R, "orderKey">, NewColumn<C, N>, Without<R, "group", OrderKeyWithGroup>, Without<R, "advisoryLock", OrderKeyWithAdvisory>]>,
+    col: Column<N, boolean, V> & FirstError<[NotTwice<R, "orderKey">, NewColumn<C, N>, Without<R, "group", OrderKeyWithGroup>, Without<R, "advisoryLock", OrderKeyWithAdvisory>]>,
   ): InboxSpec<[...R, OrderKey], C | N, WithColumn<Row, N, V>, WithColumn<Data, N, V>> {
     return this.#with(col, "orderKey");
   }

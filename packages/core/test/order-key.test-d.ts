@@ -17,7 +17,10 @@ describe("an order key: what compiles", () => {
   });
 
   test("declarative: the same roles and data", () => {
-    const spec = defineInbox({ table: "ledger_jobs", columns: { id: field.id(), lockedUntil: field.lease("locked_until"), account: field.orderKey("account_id").holds<string>() } });
+    const spec = defineInbox({
+      table: "ledger_jobs",
+      columns: { id: field.id(), lockedUntil: field.lease("locked_until"), account: field.orderKey("account_id").holds<string>() },
+    });
     expectTypeOf<RolesOf<typeof spec>>().toEqualTypeOf<[Lease<Date>, OrderKey]>();
     expectTypeOf<DataOf<typeof spec>>().toEqualTypeOf<{ readonly account: string }>();
   });
@@ -57,7 +60,9 @@ describe("an order key: what does not compile, and why", () => {
 
   test("twice (by hand)", () => {
     const keyed = base.orderKey(column("account_id"));
-    expectTypeOf<ErrorMessage<Parameters<typeof keyed.orderKey<"tenant">>[0]>>().toEqualTypeOf<"the orderKey role is already played by a column: a table has at most one orderKey column, so describe this one with .data(…) or drop it">();
+    expectTypeOf<
+      ErrorMessage<Parameters<typeof keyed.orderKey<"tenant">>[0]>
+    >().toEqualTypeOf<"the orderKey role is already played by a column: a table has at most one orderKey column, so describe this one with .data(…) or drop it">();
     // @ts-expect-error the orderKey role is already played by a column
     keyed.orderKey(column("tenant"));
   });

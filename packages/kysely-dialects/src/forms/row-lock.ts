@@ -29,9 +29,9 @@ export function rowLockStatements(engine: EngineTraits): RowLockStatements | nul
       // Without an attempt column there is nothing to write: the locking select is the claim
       // (a fifo claim keeps its one statement, which locks the group: see fifo-head.ts).
       if (oneStatement !== null && (spec.attempt !== undefined || spec.fifo))
-        return shapes.fill(spec, claimShapeKey("claim", options), claimValues(options), (c, v) => oneStatement(c, spec, claimOptionsOf(v), null));
+        return shapes.fill(spec, claimShapeKey("claim", options), claimValues(options), (c, v) => oneStatement(c, spec, claimOptionsOf(v, options), null));
       return shapes.fill(spec, claimShapeKey("select", options), claimValues(options), (c, v) =>
-        compiled(selectClaimableQuery(c, spec, claimOptionsOf(v), { lock: "skip locked" })),
+        compiled(selectClaimableQuery(c, spec, claimOptionsOf(v, options), { lock: "skip locked" })),
       );
     },
     countAttempts(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery | null {
