@@ -77,7 +77,7 @@ export function selectClaimableQuery(ctx: StatementContext, spec: InboxDescripti
   const db: QueryDb = ctx.db;
   let query = whereClaimable(ctx, spec, options, db.selectFrom(tableRef(spec)).select(select.columns ?? describedColumns(spec)));
   if (spec.fifo) query = query.where(fifoHeadCondition(ctx, spec, options));
-  if (spec.orderKey !== undefined) query = query.where(orderKeyHeadCondition(ctx, spec, options));
+  if (spec.orderKey !== undefined) query = query.where(orderKeyHeadCondition(spec, options));
   query = claimOrder(ctx, spec, query, { qualified: true }).limit(options.limit);
   return select.lock === "skip locked" && !spec.fifo ? query.forUpdate().skipLocked() : query;
 }

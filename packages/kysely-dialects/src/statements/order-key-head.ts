@@ -1,7 +1,7 @@
 import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { Expression, SqlBool } from "kysely";
 import type { ClaimOptions } from "../types.js";
-import type { Eb, StatementContext } from "./query-db.js";
+import type { Eb } from "./query-db.js";
 import { col, tableRef } from "./table-ref.js";
 
 /**
@@ -43,7 +43,7 @@ import { col, tableRef } from "./table-ref.js";
 export const ORDER_HEAD = "order_head";
 
 /** The order key's head rule for the row a claim reads from the table (unaliased). */
-export function orderKeyHeadCondition(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "perKey">) {
+export function orderKeyHeadCondition(spec: InboxDescription, options: Pick<ClaimOptions, "perKey">) {
   const key = spec.orderKey;
   if (key === undefined) throw new SqlInboxError("Declaration", "the head rule of an order key needs an order key column", { table: spec.table });
   const perKey = options.perKey ?? 1;
