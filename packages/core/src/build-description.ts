@@ -26,10 +26,8 @@ const COLUMN_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>([
 const TYPED_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>(["id", "orderKey", "data"]);
 
 /** Refusals shared with the type-level rules (`spec.ts`, `define.ts`): the same sentence at compile time and at run time. */
-export const ORDER_KEY_WITH_GROUP =
-  "an order key and a group exclude each other: a group's subscription serves one group, an order key runs every key of the table side by side; keep the order key and drop the group (and fifo), or keep the group";
-export const ORDER_KEY_WITH_ADVISORY =
-  'an order key and an advisory key exclude each other: an advisory key already runs the rows that share it one at a time in id order, so name the column in the template ("acct-{account_id}") and drop the order key';
+export const ORDER_KEY_WITH_GROUP = "an order key and a group exclude each other: keep the order key, or the group (and fifo), not both";
+export const ORDER_KEY_WITH_ADVISORY = "an order key and an advisory key exclude each other: name its column in the key template and drop the order key";
 
 /** What both ways of describing a table hand over, before the rules are checked. */
 export interface DescriptionParts {

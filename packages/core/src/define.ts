@@ -157,10 +157,10 @@ type CheckOrderKey<D extends InboxDefinition> =
   Has<D, "orderKey"> extends false
     ? unknown
     : Has<D, "group"> extends true
-      ? SpecError<"an order key and a group exclude each other: a group's subscription serves one group, an order key runs every key of the table side by side; keep the order key and drop the group (and fifo), or keep the group">
+      ? SpecError<"an order key and a group exclude each other: keep the order key, or the group (and fifo), not both">
       : [AdvisoryOf<D>] extends [never]
         ? unknown
-        : SpecError<'an order key and an advisory key exclude each other: an advisory key already runs the rows that share it one at a time in id order, so name the column in the template ("acct-{account_id}") and drop the order key'>;
+        : SpecError<"an order key and an advisory key exclude each other: name its column in the key template and drop the order key">;
 
 type CheckRoles<D extends InboxDefinition> =
   Has<D, "id"> extends false

@@ -42,10 +42,8 @@ type Untyped<T, Role extends RoleName> = Require<
   `the ${Role} column's type is fixed by its role: drop .type(…) (only id, order key and data columns take a type)`
 >;
 type LeaseOrAdvisory = "a lease column and an advisory key exclude each other: keep the lease column or the advisory key, not both";
-type OrderKeyWithGroup =
-  "an order key and a group exclude each other: a group's subscription serves one group, an order key runs every key of the table side by side; keep the order key and drop the group (and fifo), or keep the group";
-type OrderKeyWithAdvisory =
-  'an order key and an advisory key exclude each other: an advisory key already runs the rows that share it one at a time in id order, so name the column in the template ("acct-{account_id}") and drop the order key';
+type OrderKeyWithGroup = "an order key and a group exclude each other: keep the order key, or the group (and fifo), not both";
+type OrderKeyWithAdvisory = "an order key and an advisory key exclude each other: name its column in the key template and drop the order key";
 type FifoWithAdvisory = "fifo and an advisory key exclude each other: an advisory key already keeps rows that share it apart, so drop one of them";
 
 /** No data columns known. */
@@ -172,8 +170,9 @@ export class InboxSpec<
    * @example
    * InboxSpec.table("ledger_jobs", column("id").generated()).lease(column("locked_until")).orderKey(column("account_id").type("bigint"))
    */
-  orderKey<N extends string, V = unknown>(
-    col: Column<N, boolean, V> & FirstError<[NotTwice<R, "orderKey">, NewColumn<C, N>, Without<R, "group", OrderKeyWithGroup>, Without<R, "advisoryLock", OrderKeyWithAdvisory>]>,
+  orderKey<N extends string, V = unknown, Ty extends PortableType | undefined = undefined>(
+    col: Column<N, boolean, V, Ty> &
+      FirstError<[NotTwice<R, "orderKey">, NewColumn<C, N>, Without<R, "group", OrderKeyWithGroup>, Without<R, "advisoryLock", OrderKeyWithAdvisory>]>,
   ): InboxSpec<[...R, OrderKey], C | N, WithColumn<Row, N, V>, WithColumn<Data, N, V>> {
     return this.#with(col, "orderKey");
   }

@@ -3,10 +3,8 @@ import { column, defineInbox, field, InboxSpec, type CheckDefinition, type DataO
 import { definition, type ErrorMessage } from "./type-helpers.js";
 
 const base = InboxSpec.table("ledger_jobs", column("id").generated());
-const withGroup =
-  "an order key and a group exclude each other: a group's subscription serves one group, an order key runs every key of the table side by side; keep the order key and drop the group (and fifo), or keep the group";
-const withAdvisory =
-  'an order key and an advisory key exclude each other: an advisory key already runs the rows that share it one at a time in id order, so name the column in the template ("acct-{account_id}") and drop the order key';
+const withGroup = "an order key and a group exclude each other: keep the order key, or the group (and fifo), not both";
+const withAdvisory = "an order key and an advisory key exclude each other: name its column in the key template and drop the order key";
 
 describe("an order key: what compiles", () => {
   test("by hand: the role joins the tuple, the column is typed by what it holds and a publish may write it", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { mysqlDialect, postgresDialect, sqliteDialect } from "../src/index.js";
 import { perEngine } from "./render.js";
-import { orderedLease, orderedRichRowLock } from "./specs.js";
+import { fifoLease, orderedLease, orderedRichRowLock } from "./specs.js";
 
 const now = new Date("2024-05-01T12:00:00.123Z");
 const until = new Date("2024-05-01T12:01:00.123Z");
@@ -115,6 +115,47 @@ describe("order key: each key's head among the due rows", () => {
           "sql": "with "picked" as (select "ledger_jobs"."id" from "ledger_jobs" where ("ledger_jobs"."processed_at" is null and ("ledger_jobs"."retry_after" is null or "ledger_jobs"."retry_after" <= $1)) and "ledger_jobs"."id" = (select "order_head"."id" from "ledger_jobs" as "order_head" where "order_head"."account_id" = "ledger_jobs"."account_id" and "order_head"."processed_at" is null order by "order_head"."id" asc limit $2) order by "ledger_jobs"."priority" asc, "ledger_jobs"."retry_after" asc nulls first, "ledger_jobs"."id" asc limit $3 for update skip locked), "claimed" as (update "ledger_jobs" set "attempt" = "attempt" + 1 where "id" in (select "id" from "picked") returning "id", "attempt", "payload", "retry_after", "processed_at", "priority", "account_id") select * from "claimed" order by "priority" asc, "retry_after" asc nulls first, "id" asc",
         },
         "sqlite": "NOT_SUPPORTED",
+      }
+    `);
+  });
+
+  test("a fifo group with perKey(2): the ordered-key rule over the group column replaces fifo's (no group lock first)", () => {
+    const options = { limit: 5, now, group: "g1", perKey: 2 };
+    expect(perEngine((d) => d.lease.lockFifoGroup(fifoLease(), options), "NOT_NEEDED (null)")).toEqual({ postgres: "NOT_NEEDED (null)", mysql: "NOT_NEEDED (null)", sqlite: "NOT_NEEDED (null)" });
+    expect(perEngine((d) => d.lease.claim(fifoLease(), { ...options, until, precision: 3 }) ?? d.lease.selectClaimable(fifoLease(), options))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "g1",
+            "2024-05-01 12:00:00.123",
+            1,
+            1,
+            5,
+          ],
+          "sql": "select \`fifo_jobs\`.\`id\`, \`fifo_jobs\`.\`attempt\`, \`fifo_jobs\`.\`locked_until\`, \`fifo_jobs\`.\`grp\` from \`fifo_jobs\` where (\`fifo_jobs\`.\`grp\` = ? and (\`fifo_jobs\`.\`locked_until\` is null or \`fifo_jobs\`.\`locked_until\` <= ?)) and \`fifo_jobs\`.\`id\` <= coalesce((select \`order_head\`.\`id\` from \`fifo_jobs\` as \`order_head\` where \`order_head\`.\`grp\` = \`fifo_jobs\`.\`grp\` order by \`order_head\`.\`id\` asc limit ? offset ?), \`fifo_jobs\`.\`id\`) order by \`fifo_jobs\`.\`id\` asc limit ? for update skip locked",
+        },
+        "postgres": {
+          "parameters": [
+            "g1",
+            2024-05-01T12:00:00.123Z,
+            1,
+            1,
+            5,
+            2024-05-01T12:01:00.123Z,
+          ],
+          "sql": "with "picked" as (select "fifo_jobs"."id" from "fifo_jobs" where ("fifo_jobs"."grp" = $1 and ("fifo_jobs"."locked_until" is null or "fifo_jobs"."locked_until" <= $2)) and "fifo_jobs"."id" <= coalesce((select "order_head"."id" from "fifo_jobs" as "order_head" where "order_head"."grp" = "fifo_jobs"."grp" order by "order_head"."id" asc limit $3 offset $4), "fifo_jobs"."id") order by "fifo_jobs"."id" asc limit $5 for update skip locked), "claimed" as (update "fifo_jobs" set "locked_until" = $6, "attempt" = "attempt" + 1 where "id" in (select "id" from "picked") returning "id", "attempt", null::timestamptz as "locked_until", "grp") select * from "claimed" order by "id" asc",
+        },
+        "sqlite": {
+          "parameters": [
+            "2024-05-01T12:01:00.123Z",
+            "g1",
+            "2024-05-01T12:00:00.123Z",
+            1,
+            1,
+            5,
+          ],
+          "sql": "update "fifo_jobs" set "locked_until" = ?, "attempt" = "attempt" + 1 where "id" in (select "fifo_jobs"."id" from "fifo_jobs" where ("fifo_jobs"."grp" = ? and ("fifo_jobs"."locked_until" is null or "fifo_jobs"."locked_until" <= ?)) and "fifo_jobs"."id" <= coalesce((select "order_head"."id" from "fifo_jobs" as "order_head" where "order_head"."grp" = "fifo_jobs"."grp" order by "order_head"."id" asc limit ? offset ?), "fifo_jobs"."id") order by "fifo_jobs"."id" asc limit ?) returning "id", "attempt", "locked_until", "grp"",
+        },
       }
     `);
   });

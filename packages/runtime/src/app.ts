@@ -327,6 +327,7 @@ async function checkSchemas(run: Startup, { connection, routes }: BrokerParts, d
       sharedTransaction: sub.queue.options.sharedTransaction === true || sub.kind === "batch",
       deadLetter: await deadLetterChecked(routes, sub.queue.options.deadLetter),
       parked: new ParkedRows(run.clock),
+      perKey: sub.queue.options.maxInWorkPerKey,
     };
     planned.push({ sub, strategy: claimStrategyFor(setup), leaseMs, logger: subLogger });
   }

@@ -3,7 +3,7 @@ import type { Expression, SqlBool } from "kysely";
 import type { ClaimOptions } from "../types.js";
 import { COMPARE_PRECISION, type Eb, type QueryDb, type StatementContext } from "./query-db.js";
 import { fifoHeadCondition } from "./fifo-head.js";
-import { orderKeyHeadCondition } from "./order-key-head.js";
+import { fifoRuleApplies, orderedKey, orderKeyHeadCondition } from "./order-key-head.js";
 import { claimOrder } from "./claim-order.js";
 import { col, tableRef } from "./table-ref.js";
 
@@ -76,8 +76,9 @@ export interface ClaimableSelect {
 export function selectClaimableQuery(ctx: StatementContext, spec: InboxDescription, options: ClaimOptions, select: ClaimableSelect) {
   const db: QueryDb = ctx.db;
   let query = whereClaimable(ctx, spec, options, db.selectFrom(tableRef(spec)).select(select.columns ?? describedColumns(spec)));
-  if (spec.fifo) query = query.where(fifoHeadCondition(ctx, spec, options));
-  if (spec.orderKey !== undefined) query = query.where(orderKeyHeadCondition(spec, options));
+  const fifo = fifoRuleApplies(spec, options);
+  if (fifo) query = query.where(fifoHeadCondition(ctx, spec, options));
+  if (orderedKey(spec, options) !== undefined) query = query.where(orderKeyHeadCondition(spec, options));
   query = claimOrder(ctx, spec, query, { qualified: true }).limit(options.limit);
-  return select.lock === "skip locked" && !spec.fifo ? query.forUpdate().skipLocked() : query;
+  return select.lock === "skip locked" && !fifo ? query.forUpdate().skipLocked() : query;
 }

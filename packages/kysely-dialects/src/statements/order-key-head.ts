@@ -1,4 +1,4 @@
-import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
+import { SqlInboxError, type ColumnDescription, type InboxDescription } from "@sqlinbox/core/internal";
 import type { Expression, SqlBool } from "kysely";
 import type { ClaimOptions } from "../types.js";
 import type { Eb } from "./query-db.js";
@@ -42,10 +42,24 @@ import { col, tableRef } from "./table-ref.js";
  */
 export const ORDER_HEAD = "order_head";
 
+/**
+ * The column whose values a claim keeps in order: the order key, or, on a group table whose
+ * subscription sets `perKey` (`maxInWorkPerKey`), the group (its rows then run `perKey` at a time,
+ * in id order, in place of fifo's one at a time in claim order). `undefined`: no head rule of this kind.
+ */
+export function orderedKey(spec: InboxDescription, options: Pick<ClaimOptions, "perKey">): ColumnDescription | undefined {
+  return spec.orderKey ?? (options.perKey !== undefined ? spec.group : undefined);
+}
+
+/** A fifo table's own head rule applies: fifo, and no `perKey` that replaces it with the ordered-key rule. */
+export function fifoRuleApplies(spec: InboxDescription, options: Pick<ClaimOptions, "perKey">): boolean {
+  return spec.fifo && options.perKey === undefined;
+}
+
 /** The order key's head rule for the row a claim reads from the table (unaliased). */
 export function orderKeyHeadCondition(spec: InboxDescription, options: Pick<ClaimOptions, "perKey">) {
-  const key = spec.orderKey;
-  if (key === undefined) throw new SqlInboxError("Declaration", "the head rule of an order key needs an order key column", { table: spec.table });
+  const key = orderedKey(spec, options);
+  if (key === undefined) throw new SqlInboxError("Declaration", "the head rule of an order key needs an order key column, or a group column and perKey", { table: spec.table });
   const perKey = options.perKey ?? 1;
   if (!Number.isInteger(perKey) || perKey < 1) throw new RangeError(`perKey must be a positive integer, got ${perKey}`);
   const id = col(spec, spec.id.name);

@@ -1,6 +1,18 @@
-import type { AnyInboxSpec, FormLabel, HasLeaseColumn, HasRole, IsRowLockForm, InboxDescription, PayloadOf, RolesOf, RowOf, SpecError } from "@sqlinbox/core/internal";
+import type {
+  AnyInboxSpec,
+  FormLabel,
+  HasLeaseColumn,
+  HasRole,
+  IsAdvisoryForm,
+  IsRowLockForm,
+  InboxDescription,
+  PayloadOf,
+  RolesOf,
+  RowOf,
+  SpecError,
+} from "@sqlinbox/core/internal";
 import type { Transaction } from "kysely";
-import { deadLetterGroupIsSource, deadLetterNeedsGroup, maxAttemptsNeedsAttempt, refusedModes, sharedNeedsRowLock } from "../errors.js";
+import { deadLetterGroupIsSource, deadLetterNeedsGroup, maxAttemptsNeedsAttempt, perKeyNeedsKey, perKeyOnAdvisory, refusedModes, sharedNeedsRowLock } from "../errors.js";
 import type { FailurePolicy } from "./failure-policy.js";
 import type { HandlerOutcome, RetryAfterOutcome } from "./outcome.js";
 import { FORM_FACTS } from "../claim/form-facts.js";
@@ -31,6 +43,8 @@ export interface QueueOptions {
   readonly onError?: FailurePolicy;
   /** What an undecodable payload becomes; unset: `defaultOnDecodeError`. */
   readonly onDecodeError?: FailurePolicy;
+  /** Rows of one order key (or of the group) in work at once, across every process (`.maxInWorkPerKey(n)`); unset: 1 with an order key. */
+  readonly maxInWorkPerKey?: number;
 }
 
 /**
@@ -108,6 +122,19 @@ type LeaseArgs<S extends AnyInboxSpec> =
   HasLeaseColumn<RolesOf<S>> extends true
     ? [ms: number]
     : [SpecError<'InboxQueue.lease needs a table with a lease column: describe one with .lease(column("locked_until")) or field.lease()'>];
+
+type PerKeyArgs<S extends AnyInboxSpec> =
+  IsAdvisoryForm<RolesOf<S>> extends true
+    ? [
+        SpecError<"maxInWorkPerKey needs a lease or row-lock table: an advisory key already runs the rows that share it one at a time, so drop maxInWorkPerKey or describe a lease column instead of the advisory key">,
+      ]
+    : HasRole<RolesOf<S>, "orderKey"> extends true
+      ? [n: number]
+      : HasRole<RolesOf<S>, "group"> extends true
+        ? [n: number]
+        : [
+            SpecError<"maxInWorkPerKey needs an order key or a group column: describe one with field.orderKey(…) or .orderKey(column(…)); without one there is no key to count rows by">,
+          ];
 
 /** Rounds a lease up to whole seconds (at least one). */
 export function wholeSeconds(ms: number): number {
@@ -206,6 +233,22 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
    */
   onDecodeError(policy: FailurePolicy<OutcomeFor<S>>): InboxQueue<S, Tx> {
     return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, onDecodeError: policy });
+  }
+
+  /**
+   * Up to `n` rows of one order key in work at once, across every worker and process (default 1:
+   * one at a time). They start in id order: a row is claimed only while it is among its key's
+   * first `n` unprocessed rows. On a group table, the same rule over the subscription's group: up to
+   * `n` of its rows at once, in id order (in place of fifo's one at a time).
+   *
+   * @example
+   * InboxQueue.of(LedgerJobs, "ledger").workers(8).maxInWorkPerKey(2)
+   */
+  maxInWorkPerKey(...args: PerKeyArgs<S>): InboxQueue<S, Tx> {
+    const source = this.spec.description;
+    if (!FORM_FACTS[source.form].ordersKeys) throw perKeyOnAdvisory(this.name, source.table);
+    if (source.orderKey === undefined && source.group === undefined) throw perKeyNeedsKey(this.name, source.table);
+    return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, maxInWorkPerKey: positiveInteger("maxInWorkPerKey", args[0] as number) });
   }
 
   /** Claim up to `n` rows per statement (default 1). */
