@@ -237,9 +237,10 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
 
   /**
    * Up to `n` rows of one order key in work at once, across every worker and process (default 1:
-   * one at a time). They start in id order: a row is claimed only while it is among its key's
-   * first `n` unprocessed rows. On a group table, the same rule over the subscription's group: up to
-   * `n` of its rows at once, in id order (in place of fifo's one at a time).
+   * one at a time, in id order). A row is claimed only while it is among its key's first `n`
+   * unprocessed rows in id order; among those, claim order (priority, then retryAfter, then id)
+   * decides. On a group table, the same rule over the subscription's group (in place of fifo's one
+   * at a time).
    *
    * @example
    * InboxQueue.of(LedgerJobs, "ledger").workers(8).maxInWorkPerKey(2)
