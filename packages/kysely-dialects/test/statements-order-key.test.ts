@@ -121,7 +121,11 @@ describe("order key: each key's head among the due rows", () => {
 
   test("a fifo group with perKey(2): the ordered-key rule over the group column replaces fifo's (no group lock first)", () => {
     const options = { limit: 5, now, group: "g1", perKey: 2 };
-    expect(perEngine((d) => d.lease.lockFifoGroup(fifoLease(), options), "NOT_NEEDED (null)")).toEqual({ postgres: "NOT_NEEDED (null)", mysql: "NOT_NEEDED (null)", sqlite: "NOT_NEEDED (null)" });
+    expect(perEngine((d) => d.lease.lockFifoGroup(fifoLease(), options), "NOT_NEEDED (null)")).toEqual({
+      postgres: "NOT_NEEDED (null)",
+      mysql: "NOT_NEEDED (null)",
+      sqlite: "NOT_NEEDED (null)",
+    });
     expect(perEngine((d) => d.lease.claim(fifoLease(), { ...options, until, precision: 3 }) ?? d.lease.selectClaimable(fifoLease(), options))).toMatchInlineSnapshot(`
       {
         "mysql": {

@@ -4,6 +4,7 @@
  * and `maxInWorkPerKey(n)` lets up to n rows of a key run at once, in id order — with an order key,
  * and on a fifo group, where it replaces fifo's one at a time.
  */
+import { defineInbox, field } from "@sqlinbox/core";
 import { describe, expect, test } from "vitest";
 import type { AnyKysely } from "../src/drivers/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, createInboxTable, keys, silentLogger, subscriber } from "../src/index.js";
@@ -174,5 +175,19 @@ describe.each(matrix.filter((m) => m.form !== "advisory"))("ordered keys on $eng
     }
     expect(runs.most).toBe(2);
     expect(runs.pastWindow(2, [0, 1, 2, 3, 4, 5, 6, 7])).toEqual([]);
+  });
+});
+
+describe("maxInWorkPerKey at run time (a JavaScript caller, or a cast past the types)", () => {
+  const untyped = (queue: InboxQueue) => queue as unknown as { maxInWorkPerKey(n: unknown): InboxQueue };
+
+  test("without an order key or a group, and on an advisory table, it is refused with the sentence; a count must be a positive integer", () => {
+    const plain = defineInbox({ table: "plain_jobs", columns: { id: field.id(), payload: field.payload() } });
+    expect(() => untyped(InboxQueue.of(plain, "plain")).maxInWorkPerKey(2)).toThrow(/^Declaration: maxInWorkPerKey needs an order key or a group column/);
+    const advisory = defineInbox({ table: "keyed_jobs", columns: { id: field.id(), grp: field.group(), payload: field.payload() }, advisoryLock: "k-{id}" });
+    expect(() => untyped(InboxQueue.of(advisory, "keyed")).maxInWorkPerKey(2)).toThrow(/^Declaration: maxInWorkPerKey needs a lease or row-lock table/);
+    const ordered = orderedSpecOf("ledger_jobs", "lease");
+    expect(() => untyped(InboxQueue.of(ordered, "ledger")).maxInWorkPerKey(0)).toThrow(/maxInWorkPerKey must be a positive integer, got 0/);
+    expect(InboxQueue.of(ordered, "ledger").maxInWorkPerKey(3).options.maxInWorkPerKey).toBe(3);
   });
 });
