@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { mysqlDialect, postgresDialect, sqliteDialect } from "../src/index.js";
+import { mysqlDialect, postgresDialect, sqliteDialect, type EngineDialect } from "../src/index.js";
 import { perEngine } from "./render.js";
 import { fifoLease, orderedLease, orderedRichRowLock } from "./specs.js";
 
@@ -172,7 +172,7 @@ describe("order key: each key's head among the due rows", () => {
   });
 
   test("the table: the order key column NOT NULL, and the index its head probe reads (partial on unprocessed rows where the engine can)", () => {
-    const ddl = (d: typeof postgresDialect) => d.table.create(orderedRichRowLock()).map((q) => q.sql);
+    const ddl = (d: EngineDialect) => d.table.create(orderedRichRowLock()).map((q) => q.sql);
     expect({ postgres: ddl(postgresDialect), mysql: ddl(mysqlDialect), sqlite: ddl(sqliteDialect) }).toMatchInlineSnapshot(`
       {
         "mysql": [
