@@ -1,6 +1,6 @@
 /**
  * Cost as the backlog grows: the claim and the settle of each form against a table that already holds 10⁴, 10⁵, 10⁶ (and
- * with `--sizes=…` 10⁷) claimable rows, in five shapes, on Postgres, MariaDB and SQLite (SQLite to 10⁶ unless asked):
+ * with `--sizes=…` 10⁷) claimable rows, in six shapes, on Postgres, MariaDB and SQLite (SQLite to 10⁶ unless asked):
  *   plain      — id, attempt, payload (and the lease column);
  *   priority   — a priority column, 10 values spread over the rows;
  *   fifo       — a group column with 10,000 groups and `.fifo()`, each claim naming the next group (not the advisory form);
