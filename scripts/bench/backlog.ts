@@ -1,11 +1,13 @@
 /**
  * Cost as the backlog grows: the claim and the settle of each form against a table that already holds 10⁴, 10⁵, 10⁶ (and
- * with `--sizes=…` 10⁷) claimable rows, in five shapes, on Postgres, MariaDB and SQLite (SQLite to 10⁶ unless asked):
+ * with `--sizes=…` 10⁷) claimable rows, in six shapes, on Postgres, MariaDB and SQLite (SQLite to 10⁶ unless asked):
  *   plain      — id, attempt, payload (and the lease column);
  *   priority   — a priority column, 10 values spread over the rows;
  *   fifo       — a group column with 10,000 groups and `.fifo()`, each claim naming the next group (not the advisory form);
  *   delayed    — 9 rows in 10 carry a retry_after a day ahead, so only a tenth is due;
- *   processed  — a processed_at column and as many processed rows (the older ids) as pending ones, kept 1:1.
+ *   processed  — a processed_at column and as many processed rows (the older ids) as pending ones, kept 1:1;
+ *   ordered    — an order key (`account_id`) with 10,000 keys spread over the ids, so each claim probes its row's key
+ *                for the key's head (not the advisory form).
  * The backlog is built with one INSERT … SELECT (Postgres `generate_series`, MariaDB the sequence engine's `seq_1_to_N`,
  * SQLite a recursive CTE), then the indexes a claim of the shape needs, then the planner's statistics (Postgres VACUUM
  * ANALYZE, MariaDB ANALYZE TABLE, SQLite ANALYZE). Each form then runs up to `--claims` claims of one row and settles each
@@ -33,9 +35,11 @@ const argv = process.argv.slice(2);
 const flag = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const list = (name: string, dflt: readonly string[]) => flag(name)?.split(",").filter(Boolean) ?? dflt;
 
-export const SHAPES = ["plain", "priority", "fifo", "delayed", "processed"] as const;
+export const SHAPES = ["plain", "priority", "fifo", "delayed", "processed", "ordered"] as const;
 export type Shape = (typeof SHAPES)[number];
 const GROUPS = 10_000;
+/** Order keys of the ordered shape. */
+const KEYS = 10_000;
 const LEASE_MS = 30_000;
 
 const engines = list("engines", ["postgres", "mariadb", "sqlite"]) as EngineName[];
@@ -59,6 +63,7 @@ export function backlogSpec(form: FormName, shape: Shape): InboxDescription {
   if (shape === "fifo") s = s.group(column("grp")).fifo();
   if (shape === "delayed") s = s.retryAfter(column("retry_after"));
   if (shape === "processed") s = s.processedAt(column("processed_at"));
+  if (shape === "ordered") s = s.orderKey(column("account_id"));
   s = s.payload(column("payload"));
   if (form === "advisory") s = s.advisoryLock("job-{id}");
   return s.description as InboxDescription;
@@ -67,10 +72,10 @@ export function backlogSpec(form: FormName, shape: Shape): InboxDescription {
 function ddl(engine: EngineName, shape: Shape): string {
   const t = table(shape);
   if (engine === "postgres")
-    return `create table ${t} (id bigserial primary key, attempt int not null default 1, locked_until timestamptz, priority int not null default 0, grp text, retry_after timestamptz, processed_at timestamptz, payload text not null)`;
+    return `create table ${t} (id bigserial primary key, attempt int not null default 1, locked_until timestamptz, priority int not null default 0, grp text, retry_after timestamptz, processed_at timestamptz, account_id bigint, payload text not null)`;
   if (engine === "mariadb")
-    return `create table ${t} (id bigint auto_increment primary key, attempt int not null default 1, locked_until datetime(6) null, priority int not null default 0, grp varchar(32) null, retry_after datetime(6) null, processed_at datetime(6) null, payload text not null) engine=InnoDB`;
-  return `create table ${t} (id integer primary key, attempt integer not null default 1, locked_until text, priority integer not null default 0, grp text, retry_after text, processed_at text, payload text not null)`;
+    return `create table ${t} (id bigint auto_increment primary key, attempt int not null default 1, locked_until datetime(6) null, priority int not null default 0, grp varchar(32) null, retry_after datetime(6) null, processed_at datetime(6) null, account_id bigint null, payload text not null) engine=InnoDB`;
+  return `create table ${t} (id integer primary key, attempt integer not null default 1, locked_until text, priority integer not null default 0, grp text, retry_after text, processed_at text, account_id integer, payload text not null)`;
 }
 
 /** The indexes a claim of the shape reads by (the plain shape reads the primary key). */
@@ -89,6 +94,9 @@ export function indexes(engine: EngineName, shape: Shape): string[] {
     case "processed":
       // MariaDB has no partial index: (processed_at, id) reads the NULLs in id order.
       return [engine === "mariadb" ? `create index ${t}_pending on ${t} (processed_at, id)` : `create index ${t}_pending on ${t} (id) where processed_at is null`];
+    case "ordered":
+      // The head probe: a key's rows in id order.
+      return [`create index ${t}_order_key on ${t} (account_id, id)`];
   }
 }
 
@@ -108,6 +116,8 @@ function fill(engine: EngineName, shape: Shape, size: number): string {
     grp: shape === "fifo" ? cat("'g'", `((${g} - 1) % ${GROUPS})`) : "null",
     retry_after: shape === "delayed" ? `case when ${g} % 10 = 0 then null else ${at("+1 day")} end` : "null",
     processed_at: shape === "processed" ? `case when ${g} <= ${size} then ${at("-1 hour")} else null end` : "null",
+    // 7919 is prime to 10,000: consecutive ids walk every key before one repeats.
+    account_id: shape === "ordered" ? `(${g} * 7919) % ${KEYS}` : "null",
     payload: cat(`'{"i":'`, cat(`${g}`, "'}'")),
   };
   const select = `select ${Object.values(cols).join(", ")}`;
@@ -307,7 +317,7 @@ for (const engine of engines) {
             let buildMs = 0;
             for (const form of forms) {
               if (form === "rowLock" && dialect.rowLock === null) continue;
-              if (form === "advisory" && shape === "fifo") continue; // fifo is not an advisory table's shape
+              if (form === "advisory" && (shape === "fifo" || shape === "ordered")) continue; // neither fifo nor an order key is an advisory table's shape
               // A fresh backlog per form up to 10⁵ rows (a form takes up to a quarter of the due rows); above, one build serves
               // every form, whose claims take under 1% of it.
               if (buildMs === 0 || size <= REBUILD_UP_TO) {

@@ -15,6 +15,7 @@ const COLUMN_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>([
   "processedAt",
   "group",
   "priority",
+  "orderKey",
   "headers",
   "lastError",
   "failedAttempts",
@@ -22,7 +23,11 @@ const COLUMN_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>([
   "data",
 ]);
 /** The roles whose column type a description may give: every other role's type is fixed by the role. */
-const TYPED_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>(["id", "data"]);
+const TYPED_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>(["id", "orderKey", "data"]);
+
+/** Refusals shared with the type-level rules (`spec.ts`, `define.ts`): the same sentence at compile time and at run time. */
+export const ORDER_KEY_WITH_GROUP = "an order key and a group exclude each other: keep the order key, or the group (and fifo), not both";
+export const ORDER_KEY_WITH_ADVISORY = "an order key and an advisory key exclude each other: name its column in the key template and drop the order key";
 
 /** What both ways of describing a table hand over, before the rules are checked. */
 export interface DescriptionParts {
@@ -58,7 +63,7 @@ export function buildDescription(parts: DescriptionParts): InboxDescription {
     if (!COLUMN_ROLES.has(col.role)) fail(`column "${col.name}" has no known role "${String(col.role)}": use one of ${[...COLUMN_ROLES].join(", ")}`, col.name);
     if (col.type !== undefined) {
       if (!TYPED_ROLES.has(col.role))
-        fail(`the ${col.role} column "${col.name}" has a type, but its type is fixed by its role: drop .type(…) (only id and data columns take a type)`, col.name);
+        fail(`the ${col.role} column "${col.name}" has a type, but its type is fixed by its role: drop .type(…) (only id, order key and data columns take a type)`, col.name);
       validatePortableType(col.type, col.name);
     }
     if (names.has(col.name)) fail(`column "${col.name}" is described twice: describe each column once`, col.name);
@@ -89,6 +94,10 @@ export function buildDescription(parts: DescriptionParts): InboxDescription {
   if (fifo && advisoryKey !== undefined) {
     fail(`fifo and an advisory key ("${advisoryKey.template}") exclude each other: an advisory key already keeps rows that share it apart, so drop one of them`);
   }
+
+  const orderKey = byRole.get("orderKey");
+  if (orderKey !== undefined && group !== undefined) fail(ORDER_KEY_WITH_GROUP, orderKey.name);
+  if (orderKey !== undefined && advisoryKey !== undefined) fail(ORDER_KEY_WITH_ADVISORY, orderKey.name);
 
   const form: ClaimForm = lease !== undefined ? "lease" : advisoryKey !== undefined ? "advisory" : "rowLock";
   const roles: { -readonly [K in keyof RoleColumns]?: ColumnDescription } = { id };

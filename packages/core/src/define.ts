@@ -11,6 +11,7 @@ import type {
   LastError,
   Lease,
   MessageHeaders,
+  OrderKey,
   Payload,
   Priority,
   ProcessedAt,
@@ -53,7 +54,7 @@ export interface Field<Role extends ColumnRole = ColumnRole, Name extends string
    */
   readonly type: Role extends TypedRole
     ? (type: PortableType) => Field<Role, Name, Value>
-    : SpecError<`the ${Role} column's type is fixed by its role: drop .type(…) (only id and data columns take a type)`>;
+    : SpecError<`the ${Role} column's type is fixed by its role: drop .type(…) (only id, order key and data columns take a type)`>;
 }
 
 function makeField<Role extends ColumnRole, Name extends string | undefined, Value>(
@@ -99,6 +100,11 @@ export const field = Object.freeze({
   processedAt: <const N extends string | undefined = undefined>(name?: N): Field<"processedAt", NoInfer<N>, Date> => makeField("processedAt", name as N),
   group: <const N extends string | undefined = undefined>(name?: N): Field<"group", NoInfer<N>, string> => makeField("group", name as N),
   priority: <const N extends string | undefined = undefined>(name?: N): Field<"priority", NoInfer<N>, number> => makeField("priority", name as N),
+  /**
+   * The order key: rows that share its value run one at a time (or up to `maxInWorkPerKey(n)`), in id
+   * order, across every process; different keys run side by side. `field.orderKey("account_id").holds<number>().type("bigint")`.
+   */
+  orderKey: <T = unknown, const N extends string | undefined = undefined>(name?: N): Field<"orderKey", NoInfer<N>, T> => makeField("orderKey", name as N),
   /** JSON string pairs carried from publish to `keys.headers` (a W3C `traceparent`, …). */
   headers: <const N extends string | undefined = undefined>(name?: N): Field<"headers", NoInfer<N>, Readonly<Record<string, string>>> => makeField("headers", name as N),
   /** Dead-letter destinations: the last error a moved row failed with (text). */
@@ -144,7 +150,19 @@ type AdvisoryOf<D extends InboxDefinition> = D extends { readonly advisoryLock: 
 type FifoOf<D extends InboxDefinition> = D extends { readonly fifo: true } ? true : false;
 
 /** The first broken rule of a definition, as a readable error; `unknown` when it is valid. */
-export type CheckDefinition<D extends InboxDefinition> =
+export type CheckDefinition<D extends InboxDefinition> = CheckRoles<D> extends SpecError<string> ? CheckRoles<D> : CheckOrderKey<D>;
+
+/** An order key excludes a group (and so fifo) and an advisory key. */
+type CheckOrderKey<D extends InboxDefinition> =
+  Has<D, "orderKey"> extends false
+    ? unknown
+    : Has<D, "group"> extends true
+      ? SpecError<"an order key and a group exclude each other: keep the order key, or the group (and fifo), not both">
+      : [AdvisoryOf<D>] extends [never]
+        ? unknown
+        : SpecError<"an order key and an advisory key exclude each other: name its column in the key template and drop the order key">;
+
+type CheckRoles<D extends InboxDefinition> =
   Has<D, "id"> extends false
     ? SpecError<"no id column is described: add one with field.id()">
     : [RolesTwice<D>] extends [never]
@@ -176,20 +194,25 @@ export type OnColumns<Keys extends PropertyKey, E> = { readonly columns: { reado
  */
 export type DefinitionErrorAt<D extends InboxDefinition> =
   CheckDefinition<D> extends infer E extends SpecError<string>
-    ? Has<D, "id"> extends false
-      ? { readonly columns: E }
-      : [RolesTwice<D>] extends [never]
-        ? [NamesTwice<D>] extends [never]
-          ? [AdvisoryOf<D>] extends [never]
-            ? { readonly fifo: E }
-            : Has<D, "lease"> extends true
-              ? { readonly advisoryLock: E }
-              : FifoOf<D> extends true
-                ? { readonly fifo: E }
-                : { readonly advisoryLock: E }
-          : OnColumns<KeysNamed<D, NamesTwice<D>>, E>
-        : OnColumns<KeysWithRole<D, RolesTwice<D>>, E>
+    ? CheckRoles<D> extends SpecError<string>
+      ? RolesErrorAt<D, E>
+      : OnColumns<KeysWithRole<D, "orderKey">, E>
     : unknown;
+
+type RolesErrorAt<D extends InboxDefinition, E> =
+  Has<D, "id"> extends false
+    ? { readonly columns: E }
+    : [RolesTwice<D>] extends [never]
+      ? [NamesTwice<D>] extends [never]
+        ? [AdvisoryOf<D>] extends [never]
+          ? { readonly fifo: E }
+          : Has<D, "lease"> extends true
+            ? { readonly advisoryLock: E }
+            : FifoOf<D> extends true
+              ? { readonly fifo: E }
+              : { readonly advisoryLock: E }
+        : OnColumns<KeysNamed<D, NamesTwice<D>>, E>
+      : OnColumns<KeysWithRole<D, RolesTwice<D>>, E>;
 
 type Opt<D extends InboxDefinition, Role extends ColumnRole, M> = Has<D, Role> extends true ? [M] : [];
 /** The role tuple of a definition, in a fixed order. */
@@ -202,6 +225,7 @@ export type RolesOfDefinition<D extends InboxDefinition> = [
   ...Opt<D, "group", Group>,
   ...(FifoOf<D> extends true ? [Fifo] : []),
   ...Opt<D, "priority", Priority>,
+  ...Opt<D, "orderKey", OrderKey>,
   ...Opt<D, "headers", MessageHeaders>,
   ...([AdvisoryOf<D>] extends [never] ? [] : [AdvisoryLock<AdvisoryOf<D>>]),
   ...Opt<D, "lastError", LastError>,
@@ -217,9 +241,9 @@ export type RowOfDefinition<D extends InboxDefinition> = Simplify<{
 /** The spec type a definition produces: the same type the by-hand form builds. */
 export type SpecOfDefinition<D extends InboxDefinition> = InboxSpec<RolesOfDefinition<D>, AllNames<D>, RowOfDefinition<D>, DataOfDefinition<D>>;
 
-/** The data columns of a definition under their property keys, each with the type it holds. */
+/** The data columns of a definition (and its order key, which a publish writes too) under their property keys, each with the type it holds. */
 export type DataOfDefinition<D extends InboxDefinition> = Simplify<{
-  readonly [K in KeysWithRole<D, "data"> & string]: Cols<D>[K] extends Field<ColumnRole, string | undefined, infer V> ? V : never;
+  readonly [K in KeysWithRole<D, "data" | "orderKey"> & string]: Cols<D>[K] extends Field<ColumnRole, string | undefined, infer V> ? V : never;
 }>;
 
 /** Builds the spec of a checked definition; shared by both overloads of `defineInbox`. */

@@ -10,7 +10,7 @@ export interface ColumnDescription {
   readonly role: ColumnRole;
   /** Filled by the database (an identity, a default): never written by a publish. */
   readonly generated: boolean;
-  /** The portable type given with `.type(…)` (id, key and data columns only); absent when none was given. */
+  /** The portable type given with `.type(…)` (id, order key and data columns only); absent when none was given. */
   readonly type?: PortableType;
 }
 
@@ -39,6 +39,8 @@ export interface InboxDescription {
   readonly processedAt?: ColumnDescription;
   readonly group?: ColumnDescription;
   readonly priority?: ColumnDescription;
+  /** The order key: rows that share its value run one at a time, in id order. */
+  readonly orderKey?: ColumnDescription;
   readonly headers?: ColumnDescription;
   /** Dead-letter destinations: the last error a moved row failed with. */
   readonly lastError?: ColumnDescription;

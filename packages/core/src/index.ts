@@ -1,6 +1,21 @@
 // What an application uses. What the sibling packages need lives in `./internal`.
 export { SqlInboxError, isSqlInboxError, type SqlInboxErrorCode } from "./errors.js";
-export type { Attempt, Lease, Payload, RetryAfter, ProcessedAt, Group, Fifo, Priority, MessageHeaders, AdvisoryLock, LastError, FailedAttempts, DedupKey } from "./roles.js";
+export type {
+  Attempt,
+  Lease,
+  Payload,
+  RetryAfter,
+  ProcessedAt,
+  Group,
+  Fifo,
+  Priority,
+  OrderKey,
+  MessageHeaders,
+  AdvisoryLock,
+  LastError,
+  FailedAttempts,
+  DedupKey,
+} from "./roles.js";
 export { column } from "./column.js";
 export { InboxSpec, type RolesOf, type RowOf, type DataOf } from "./spec.js";
 export { field } from "./define.js";

@@ -39,6 +39,13 @@ export interface Fifo {
 export interface Priority {
   readonly role: "priority";
 }
+/**
+ * An order key column (`account_id`): rows that share a key run one at a time (or up to
+ * `maxInWorkPerKey(n)`), in id order, across every process; different keys run side by side.
+ */
+export interface OrderKey {
+  readonly role: "orderKey";
+}
 /** A headers column: JSON text of string pairs (a W3C `traceparent`, …) carried from publish to `keys.headers`. */
 export interface MessageHeaders {
   readonly role: "headers";
@@ -65,6 +72,7 @@ export type RoleMarker =
   | Group
   | Fifo
   | Priority
+  | OrderKey
   | MessageHeaders
   | AdvisoryLock
   | LastError
@@ -73,10 +81,24 @@ export type RoleMarker =
 export type RoleName = RoleMarker["role"];
 
 /** The roles a column can play (the advisory key and fifo are table options, not columns). */
-export type ColumnRole = "id" | "attempt" | "lease" | "payload" | "retryAfter" | "processedAt" | "group" | "priority" | "headers" | "lastError" | "failedAttempts" | "key" | "data";
+export type ColumnRole =
+  | "id"
+  | "attempt"
+  | "lease"
+  | "payload"
+  | "retryAfter"
+  | "processedAt"
+  | "group"
+  | "priority"
+  | "orderKey"
+  | "headers"
+  | "lastError"
+  | "failedAttempts"
+  | "key"
+  | "data";
 
 /** The roles whose column the application fills with a value of its own choosing: their type may be given (`.type("bigint")`). Every other role's type is fixed by the role. */
-export type TypedRole = "id" | "data";
+export type TypedRole = "id" | "orderKey" | "data";
 
 /** `true` when the tuple `R` holds a marker of role `Name`. */
 export type HasRole<R extends readonly RoleMarker[], Name extends RoleName> = [Extract<R[number], { readonly role: Name }>] extends [never] ? false : true;

@@ -15,6 +15,7 @@ import type {
   LastError,
   Lease,
   MessageHeaders,
+  OrderKey,
   Payload,
   Priority,
   ProcessedAt,
@@ -38,9 +39,11 @@ type Without<R extends readonly RoleMarker[], Role extends RoleName, Message ext
 /** A role whose column type the role fixes refuses a column given a `.type(…)`. */
 type Untyped<T, Role extends RoleName> = Require<
   [T] extends [undefined] ? true : false,
-  `the ${Role} column's type is fixed by its role: drop .type(…) (only id and data columns take a type)`
+  `the ${Role} column's type is fixed by its role: drop .type(…) (only id, order key and data columns take a type)`
 >;
 type LeaseOrAdvisory = "a lease column and an advisory key exclude each other: keep the lease column or the advisory key, not both";
+type OrderKeyWithGroup = "an order key and a group exclude each other: keep the order key, or the group (and fifo), not both";
+type OrderKeyWithAdvisory = "an order key and an advisory key exclude each other: name its column in the key template and drop the order key";
 type FifoWithAdvisory = "fifo and an advisory key exclude each other: an advisory key already keeps rows that share it apart, so drop one of them";
 
 /** No data columns known. */
@@ -145,7 +148,7 @@ export class InboxSpec<
 
   /** The group column: a subscription name selects a group. */
   group<N extends string, Ty extends PortableType | undefined = undefined>(
-    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "group">, NewColumn<C, N>, Untyped<Ty, "group">]>,
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "group">, NewColumn<C, N>, Without<R, "orderKey", OrderKeyWithGroup>, Untyped<Ty, "group">]>,
   ): InboxSpec<[...R, Group], C | N, WithColumn<Row, N, RowValue<"group", unknown>>, Data> {
     return this.#with(col, "group");
   }
@@ -155,6 +158,23 @@ export class InboxSpec<
     col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "priority">, NewColumn<C, N>, Untyped<Ty, "priority">]>,
   ): InboxSpec<[...R, Priority], C | N, WithColumn<Row, N, RowValue<"priority", unknown>>, Data> {
     return this.#with(col, "priority");
+  }
+
+  /**
+   * The order key column (`account_id`): within one subscription, rows that share a key run one at
+   * a time, in id order, across every worker and process; different keys run side by side.
+   * `InboxQueue.maxInWorkPerKey(n)` lets up to n rows of a key run at once. Excludes a group and an
+   * advisory key. Its value is the application's (`.holds<number>()`, `.type("bigint")`), written by
+   * a publish's `columns`.
+   *
+   * @example
+   * InboxSpec.table("ledger_jobs", column("id").generated()).lease(column("locked_until")).orderKey(column("account_id").type("bigint"))
+   */
+  orderKey<N extends string, V = unknown, Ty extends PortableType | undefined = undefined>(
+    col: Column<N, boolean, V, Ty> &
+      FirstError<[NotTwice<R, "orderKey">, NewColumn<C, N>, Without<R, "group", OrderKeyWithGroup>, Without<R, "advisoryLock", OrderKeyWithAdvisory>]>,
+  ): InboxSpec<[...R, OrderKey], C | N, WithColumn<Row, N, V>, WithColumn<Data, N, V>> {
+    return this.#with(col, "orderKey");
   }
 
   /**
@@ -232,6 +252,7 @@ export class InboxSpec<
           Without<R, "lease", LeaseOrAdvisory>,
           Without<R, "advisoryLock", "the advisory key is already set: a table has one key template, so call .advisoryLock(…) once">,
           Without<R, "fifo", FifoWithAdvisory>,
+          Without<R, "orderKey", OrderKeyWithAdvisory>,
           Require<
             [Exclude<TemplatePlaceholders<T>, C>] extends [never] ? true : false,
             `the advisory key names a column that is not described: describe ${Exclude<TemplatePlaceholders<T>, C> & string} first (with .data(column(…)) if it plays no role)`

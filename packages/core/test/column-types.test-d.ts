@@ -96,7 +96,7 @@ describe("types and the dedup key: what does not compile, and why", () => {
   test("a type on a role whose type the role fixes, by hand", () => {
     expectTypeOf<
       ErrorMessage<Parameters<typeof base.lease<"locked_until", "timestamp">>[0]>
-    >().toEqualTypeOf<"the lease column's type is fixed by its role: drop .type(…) (only id and data columns take a type)">();
+    >().toEqualTypeOf<"the lease column's type is fixed by its role: drop .type(…) (only id, order key and data columns take a type)">();
     // @ts-expect-error the lease column's type is fixed by its role
     base.lease(column("locked_until").type("timestamp"));
     // @ts-expect-error the attempt column's type is fixed by its role
@@ -110,10 +110,10 @@ describe("types and the dedup key: what does not compile, and why", () => {
   test("a type on a role whose type the role fixes, declared: the member is the error", () => {
     expectTypeOf<
       ErrorMessage<ReturnType<typeof field.lease>["type"]>
-    >().toEqualTypeOf<"the lease column's type is fixed by its role: drop .type(…) (only id and data columns take a type)">();
+    >().toEqualTypeOf<"the lease column's type is fixed by its role: drop .type(…) (only id, order key and data columns take a type)">();
     expectTypeOf<
       ErrorMessage<ReturnType<typeof field.key>["type"]>
-    >().toEqualTypeOf<"the key column's type is fixed by its role: drop .type(…) (only id and data columns take a type)">();
+    >().toEqualTypeOf<"the key column's type is fixed by its role: drop .type(…) (only id, order key and data columns take a type)">();
     // @ts-expect-error This expression is not callable: the lease column's type is fixed by its role
     field.lease().type("timestamp");
     // @ts-expect-error the key column's type is fixed by its role

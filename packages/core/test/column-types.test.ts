@@ -70,7 +70,7 @@ describe("what the description refuses at run time (JavaScript, or past the type
   test("a type on a role whose type the role fixes", () => {
     const typedLease = column("locked_until").type("timestamp") as unknown as Column<"locked_until", false, unknown, undefined>;
     expect(refused(() => InboxSpec.table("jobs", column("id")).lease(typedLease))).toMatch(
-      /^Declaration: the lease column "locked_until" has a type, but its type is fixed by its role: drop \.type\(…\) \(only id and data columns take a type\)/,
+      /^Declaration: the lease column "locked_until" has a type, but its type is fixed by its role: drop \.type\(…\) \(only id, order key and data columns take a type\)/,
     );
     const typedKey = field.key("job_key") as unknown as { type(t: string): never };
     expect(refused(() => defineInbox({ table: "jobs", columns: { id: field.id(), job_key: typedKey.type("text") } } as never))).toMatch(

@@ -109,6 +109,12 @@ export interface ClaimOptions {
    * claim takes the group's head only when the group has no row but those (none in work elsewhere).
    */
   readonly fifoLocked?: number;
+  /**
+   * On a table with an order key: how many rows of one key may be in work at once
+   * (`InboxQueue.maxInWorkPerKey`); unset is 1, one at a time. A row is claimable while it is among
+   * its key's first `perKey` unprocessed rows in id order.
+   */
+  readonly perKey?: number;
 }
 
 /** Lease-form claim options: the deadline to write. */

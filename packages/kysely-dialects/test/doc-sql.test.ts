@@ -4,7 +4,7 @@ import type { CompiledQuery } from "kysely";
 import { describe, expect, test } from "vitest";
 import { mysqlDialect, postgresDialect, sqliteDialect } from "../src/index.js";
 import { operatorFor } from "../src/operator/index.js";
-import { deadJobs, fifoLease, groupedLease, richLease, seedByHand } from "./specs.js";
+import { deadJobs, fifoLease, groupedLease, orderedLease, richLease, seedByHand } from "./specs.js";
 
 // Like the Rust original's doctests asserting `sql()`: every SQL block a JSDoc comment shows is
 // named (```sql <name>) and compared here with what the statement it names compiles to.
@@ -19,6 +19,7 @@ const postgresOperator = operatorFor("postgres");
 const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:lease.claim(reports)": () => postgresDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
   "postgres:lease.claim(fifo)": () => postgresDialect.lease.claim(fifoLease(), { limit: 5, now, until, precision: 3, group: "g1" }),
+  "postgres:lease.claim(ordered)": () => postgresDialect.lease.claim(orderedLease(), { limit: 5, now, until, precision: 3 }),
   "sqlite:lease.claim(reports)": () => sqliteDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
   "postgres:lease.settleAck(reports)": () => postgresDialect.lease.settleAck(seedByHand, held, now, 3),
   "mysql:lease.settleRetry(reports, later)": () => mysqlDialect.lease.settleRetry(seedByHand, held, until, 3),

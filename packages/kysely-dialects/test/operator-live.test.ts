@@ -116,6 +116,45 @@ function operatorScenarios(get: () => LiveEngine): void {
     expect(await peek("waiting")).toEqual([]);
   });
 
+  test("order key: ready is each key's head, exactly the rows the claim takes next; the due rows behind it are waiting", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "op_ordered");
+    // The jobs table's grp column plays the order key here.
+    const spec = InboxSpec.table(table, column("id").generated())
+      .attempt(column("attempt").generated())
+      .lease(column("locked_until"))
+      .payload(column("payload"))
+      .retryAfter(column("retry_after"))
+      .processedAt(column("processed_at"))
+      .priority(column("priority"))
+      .orderKey(column("grp")).description;
+    const now = new Date();
+    const enc = (ms: number) => engine.dialect.time.encode(new Date(now.getTime() + ms), 3);
+    const ids = await publish(engine, spec, [
+      // a: the head is in work; b: the head is delayed (it holds its key, whatever the priorities); c: the first row is done.
+      { payload: "a leased head", grp: "a", priority: 5, locked_until: enc(60_000) },
+      { payload: "a due", grp: "a", priority: 0 },
+      { payload: "b delayed head", grp: "b", priority: 5, retry_after: enc(60_000) },
+      { payload: "b due", grp: "b", priority: 0 },
+      { payload: "c done", grp: "c", priority: 0, processed_at: enc(-1000) },
+      { payload: "c head", grp: "c", priority: 3 },
+      { payload: "c due", grp: "c", priority: 0 },
+      { payload: "d alone", grp: "d", priority: 1 },
+    ]);
+    const payloads = ["a leased head", "a due", "b delayed head", "b due", "c done", "c head", "c due", "d alone"];
+    const id = (payload: string) => ids[payloads.indexOf(payload)] as number;
+    const [row] = (await run(engine.db, ops().countByState({ spec }, now))).rows;
+    expect([row?.total, row?.done, row?.leased, row?.delayed, row?.claimable].map(num)).toEqual([8, 1, 1, 1, 2]);
+    expect(waitingOf(spec, row ?? {})).toBe(3);
+    const peek = async (state: "ready" | "waiting") => (await run(engine.db, ops().peek({ spec }, { state, now, limit: 100 }))).rows.map((r) => num(r.id));
+    expect(await peek("ready")).toEqual([id("c head"), id("d alone")]);
+    expect(await peek("waiting")).toEqual(["a due", "b due", "c due"].map(id));
+    // The claim's own statement, on the same rows at the same now, takes exactly the ready rows (in claim order: priority 1, then 3).
+    const claimed = await claimLease(engine, spec, { limit: 10, now, until: new Date(now.getTime() + 30_000), precision: engine.precision });
+    expect([...claimed].sort((x, y) => x - y)).toEqual([id("c head"), id("d alone")]);
+    expect(affectedRows(await run(engine.db, ops().purge({ spec }, { state: "waiting", now })))).toBe(3);
+  });
+
   test("dead letters in a group: retry sets the group back and resets attempt, lease and delay in one statement", async () => {
     const engine = get();
     const spec = grouped(await jobsTable(engine, "op_deadgrp"));

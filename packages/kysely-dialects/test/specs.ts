@@ -99,3 +99,23 @@ export const groupedLease = InboxSpec.table("jobs", column("id").generated())
   .lease(column("locked_until"))
   .payload(column("payload"))
   .group(column("grp")).description;
+
+/** A lease table with an order key: each account's rows one at a time, in id order. */
+export function orderedLease(table = "ledger_jobs"): InboxDescription {
+  return InboxSpec.table(table, column("id").generated())
+    .attempt(column("attempt").generated())
+    .lease(column("locked_until"))
+    .orderKey(column("account_id").type("bigint"))
+    .payload(column("payload")).description;
+}
+
+/** An order key in the row-lock form, with every role the head rule and the claim read. */
+export function orderedRichRowLock(table = "ledger_jobs"): InboxDescription {
+  return InboxSpec.table(table, column("id").generated())
+    .attempt(column("attempt").generated())
+    .payload(column("payload"))
+    .retryAfter(column("retry_after"))
+    .processedAt(column("processed_at"))
+    .priority(column("priority"))
+    .orderKey(column("account_id").type("text")).description;
+}

@@ -428,6 +428,7 @@ async function checkSchemas(
       sharedTransaction: sub.queue.options.sharedTransaction === true || sub.kind === "batch",
       deadLetter: await deadLetterChecked(routes, sub.queue.options.deadLetter),
       parked: new ParkedRows(clock),
+      perKey: sub.queue.options.maxInWorkPerKey,
     };
     planned.push({ sub, strategy: claimStrategyFor(setup), leaseMs, logger: subLogger });
   }

@@ -60,6 +60,22 @@ export function sharedNeedsRowLock(subscription: string, table: string): SqlInbo
   );
 }
 
+export function perKeyNeedsKey(subscription: string, table: string): SqlInboxError {
+  return new SqlInboxError(
+    "Declaration",
+    "maxInWorkPerKey needs an order key or a group column: describe one with field.orderKey(…) or .orderKey(column(…)); without one there is no key to count rows by",
+    { subscription, table },
+  );
+}
+
+export function perKeyOnAdvisory(subscription: string, table: string): SqlInboxError {
+  return new SqlInboxError(
+    "Declaration",
+    "maxInWorkPerKey needs a lease or row-lock table: an advisory key already runs the rows that share it one at a time, so drop maxInWorkPerKey or describe a lease column instead of the advisory key",
+    { subscription, table },
+  );
+}
+
 export function transactionalBatchRefused(subscription: string): SqlInboxError {
   return new SqlInboxError(
     "Declaration",

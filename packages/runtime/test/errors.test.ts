@@ -217,6 +217,18 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     'sharedTransaction() needs a row-lock table (no lease column, no advisory key): the lease and advisory forms settle each row on its own (subscription "reports", table "report_jobs")',
   ],
   [
+    "perKeyNeedsKey",
+    errors.perKeyNeedsKey("ledger", "ledger_jobs"),
+    "Declaration",
+    'maxInWorkPerKey needs an order key or a group column: describe one with field.orderKey(…) or .orderKey(column(…)); without one there is no key to count rows by (subscription "ledger", table "ledger_jobs")',
+  ],
+  [
+    "perKeyOnAdvisory",
+    errors.perKeyOnAdvisory("ledger", "ledger_jobs"),
+    "Declaration",
+    'maxInWorkPerKey needs a lease or row-lock table: an advisory key already runs the rows that share it one at a time, so drop maxInWorkPerKey or describe a lease column instead of the advisory key (subscription "ledger", table "ledger_jobs")',
+  ],
+  [
     "transactionalBatchRefused",
     errors.transactionalBatchRefused("reports"),
     "Declaration",

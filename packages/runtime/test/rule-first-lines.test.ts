@@ -247,6 +247,32 @@ const rules: readonly Rule[] = [
     snippet: `InboxQueue.of(Leased, "reports").sharedTransaction();`,
   },
   {
+    name: "an order key with a group (by hand)",
+    sentence: "an order key and a group exclude each other: keep the order key, or the group (and fifo), not both",
+    snippet: `InboxSpec.table("t", column("id")).group(column("grp")).fifo().orderKey(column("account_id"));`,
+  },
+  {
+    name: "an order key with fifo (declarative)",
+    sentence: "an order key and a group exclude each other: keep the order key, or the group (and fifo), not both",
+    snippet: `defineInbox({ table: "t", columns: { id: field.id(), queue: field.group(), account: field.orderKey("account_id") }, fifo: true });`,
+  },
+  {
+    name: "an order key with an advisory key (declarative)",
+    sentence: "an order key and an advisory key exclude each other: name its column in the key template and drop the order key",
+    snippet: `defineInbox({ table: "t", columns: { id: field.id(), account: field.orderKey("account_id") }, advisoryLock: "acct-{account_id}" });`,
+  },
+  {
+    name: "maxInWorkPerKey without an order key or a group",
+    sentence: "maxInWorkPerKey needs an order key or a group column: describe one with field.orderKey(…) or .orderKey(column(…)); without one there is no key to count rows by",
+    snippet: `InboxQueue.of(Leased, "reports").maxInWorkPerKey(2);`,
+  },
+  {
+    name: "maxInWorkPerKey on an advisory table",
+    sentence:
+      "maxInWorkPerKey needs a lease or row-lock table: an advisory key already runs the rows that share it one at a time, so drop maxInWorkPerKey or describe a lease column instead of the advisory key",
+    snippet: `InboxQueue.of(Advisory, "reports").maxInWorkPerKey(2);`,
+  },
+  {
     name: "sharedTransaction and transactional together",
     sentence: "transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share",
     snippet: `InboxQueue.of(Counted, "reports").transactional().sharedTransaction();`,

@@ -1,5 +1,5 @@
 import { dialectFor } from "@sqlinbox/kysely-dialects";
-import { operatorFor, waitingOf } from "@sqlinbox/kysely-dialects/operator";
+import { hasHeads, operatorFor, waitingOf } from "@sqlinbox/kysely-dialects/operator";
 import type { AttemptBucket, DeadLetterTarget, ExpiringLease, GroupStatus, TableStatus } from "@sqlinbox/dashboard";
 import type { OpenedDatabase } from "../connect.js";
 import type { QueueTable } from "../queue-tables.js";
@@ -69,7 +69,7 @@ export async function readTableStatus(opened: OpenedDatabase, table: QueueTable,
       // Row-lock and advisory rows in work still read as claimable by state: take them out.
       ready: inWork === null || "unknown" in inWork ? ready : Math.max(0, ready - (working ?? 0)),
       inWork: working,
-      waiting: spec.fifo ? (row === undefined ? 0 : waitingOf(spec, row)) : null,
+      waiting: hasHeads(spec) ? (row === undefined ? 0 : waitingOf(spec, row)) : null,
       delayed: n(row?.delayed),
       done: spec.processedAt === undefined ? null : n(row?.done),
       dead: table.deadLetters.length === 0 ? null : (dead.get(g) ?? 0),
@@ -107,7 +107,7 @@ export async function readTableStatus(opened: OpenedDatabase, table: QueueTable,
     totals: {
       ready: sum((g) => g.ready) ?? 0,
       inWork: sum((g) => g.inWork),
-      waiting: spec.fifo ? sum((g) => g.waiting) : null,
+      waiting: hasHeads(spec) ? sum((g) => g.waiting) : null,
       delayed: sum((g) => g.delayed) ?? 0,
       done: spec.processedAt === undefined ? null : sum((g) => g.done),
       dead: table.deadLetters.length === 0 ? null : sum((g) => g.dead),

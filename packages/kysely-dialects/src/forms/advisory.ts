@@ -20,7 +20,9 @@ export function advisoryStatements(engine: EngineTraits): AdvisoryStatements {
   const shapes = new StatementShapes(ctx);
   return Object.freeze({
     selectCandidates: (spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> =>
-      shapes.fill(spec, claimShapeKey("candidates", options), claimValues(options), (c, v) => compiled(selectClaimableQuery(c, spec, claimOptionsOf(v), { lock: "none" }))),
+      shapes.fill(spec, claimShapeKey("candidates", options), claimValues(options), (c, v) =>
+        compiled(selectClaimableQuery(c, spec, claimOptionsOf(v, options), { lock: "none" })),
+      ),
     tryLock: locks === null ? () => null : (key: string, database: string) => locks.tryLock(key, database),
     unlock: locks === null ? () => null : (key: string, database: string) => locks.unlock(key, database),
     take: (spec: InboxDescription, id: unknown, now: Date) => shapes.fill(spec, "take", { id, now }, (c, v) => takeQuery(c, spec, v.id, v.now)),

@@ -29,10 +29,10 @@ export function leaseStatements(engine: EngineTraits): LeaseStatements {
         ? () => null
         : (spec: InboxDescription, options: LeaseClaimOptions): CompiledQuery<RawRow> =>
             shapes.fill(spec, `${claimShapeKey("claim", options)}|${options.precision}`, { ...claimValues(options), until: options.until }, (c, v) =>
-              oneStatement(c, spec, claimOptionsOf(v), { until: v.until, precision: options.precision }),
+              oneStatement(c, spec, claimOptionsOf(v, options), { until: v.until, precision: options.precision }),
             ),
     selectClaimable: (spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> =>
-      shapes.fill(spec, claimShapeKey("select", options), claimValues(options), (c, v) => compiled(selectClaimableQuery(c, spec, claimOptionsOf(v), { lock }))),
+      shapes.fill(spec, claimShapeKey("select", options), claimValues(options), (c, v) => compiled(selectClaimableQuery(c, spec, claimOptionsOf(v, options), { lock }))),
     stampClaimed: (spec: InboxDescription, ids: readonly unknown[], until: Date, precision: number) =>
       shapes.fill(spec, `stamp|${ids.length}|${precision}`, { ids, until }, (c, v) => stampPickedQuery(c, spec, v.ids, { until: v.until, precision })),
     lockFifoGroup: (spec: InboxDescription, options: ClaimOptions) => lockFifoGroupQuery(ctx, spec, options, oneStatement !== null),

@@ -4,6 +4,7 @@ import type { ClaimOptions, RawRow, RowLockStatements } from "../types.js";
 import { stampPickedQuery, uncountPickedQuery } from "../statements/claim-stamp.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
 import { lockFifoGroupQuery } from "../statements/fifo-head.js";
+import { fifoRuleApplies } from "../statements/order-key-head.js";
 import { compiled } from "../statements/query-db.js";
 import { ackQuery, lockedAckManyQuery, lockedRetryQuery } from "../statements/settle.js";
 import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes, Whole } from "../statements/shapes.js";
@@ -28,10 +29,10 @@ export function rowLockStatements(engine: EngineTraits): RowLockStatements | nul
     claim(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> {
       // Without an attempt column there is nothing to write: the locking select is the claim
       // (a fifo claim keeps its one statement, which locks the group: see fifo-head.ts).
-      if (oneStatement !== null && (spec.attempt !== undefined || spec.fifo))
-        return shapes.fill(spec, claimShapeKey("claim", options), claimValues(options), (c, v) => oneStatement(c, spec, claimOptionsOf(v), null));
+      if (oneStatement !== null && (spec.attempt !== undefined || fifoRuleApplies(spec, options)))
+        return shapes.fill(spec, claimShapeKey("claim", options), claimValues(options), (c, v) => oneStatement(c, spec, claimOptionsOf(v, options), null));
       return shapes.fill(spec, claimShapeKey("select", options), claimValues(options), (c, v) =>
-        compiled(selectClaimableQuery(c, spec, claimOptionsOf(v), { lock: "skip locked" })),
+        compiled(selectClaimableQuery(c, spec, claimOptionsOf(v, options), { lock: "skip locked" })),
       );
     },
     countAttempts(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery | null {

@@ -21,6 +21,7 @@ import type { OperatorStatements } from "./types.js";
 export type { OperatorStatements, OperatorTable, DeadLetterPlace, RowState, PeekOptions } from "./types.js";
 export { copiedColumns } from "./dead-letter.js";
 export { waitingOf } from "./status.js";
+export { hasHeads } from "./row-state.js";
 
 /** The operator statements over one engine's traits: the shared text, and the engine's `operator` differences. */
 function statements(engine: EngineTraits): OperatorStatements {

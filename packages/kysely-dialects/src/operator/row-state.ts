@@ -1,6 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import { sql, type Expression, type SqlBool } from "kysely";
 import { isOwnGroupHead } from "../statements/fifo-head.js";
+import { orderKeyHeadCondition } from "../statements/order-key-head.js";
 import { COMPARE_PRECISION, type Eb, type StatementContext } from "../statements/query-db.js";
 import type { RowState } from "./types.js";
 
@@ -8,11 +9,22 @@ import type { RowState } from "./types.js";
  * What state a row is in at `now`. A row is in exactly one: `done` (processedAt set) › `leased`
  * (a live lease) › `delayed` (retryAfter in the future) › `ready`, or, on a fifo table, `ready`
  * only for its group's head (`isOwnGroupHead`, the claim's own rule) and `waiting` for the other
- * due rows, which no claim takes before the head settles. Row-lock and advisory rows in work read
+ * due rows, which no claim takes before the head settles; on a table with an order key the same
+ * with each key's head (`orderKeyHeadCondition`, one row of a key at a time). Row-lock and advisory rows in work read
  * as `ready` here: only a probe tells them apart. `due` is `ready` and `waiting` together, which
  * a count reads without the head subquery. Column names are unqualified: the statement reads
  * `spec.table` without an alias.
  */
+/** The table has rows behind a head: fifo groups, or an order key. */
+export function hasHeads(spec: InboxDescription): boolean {
+  return spec.fifo || spec.orderKey !== undefined;
+}
+
+/** The row the statement reads is its group's or its key's head. */
+function isHead(ctx: StatementContext, spec: InboxDescription, now: Date) {
+  return spec.orderKey !== undefined ? orderKeyHeadCondition(spec, {}) : isOwnGroupHead(ctx, spec, now, spec.table);
+}
+
 export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state: RowState | "due", now: Date) {
   const at = ctx.time.encode(now, COMPARE_PRECISION);
   return (eb: Eb): Expression<SqlBool> => {
@@ -30,7 +42,7 @@ export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state:
       eb(
         eb
           .case()
-          .when(isOwnGroupHead(ctx, spec, now, spec.table)(eb))
+          .when(isHead(ctx, spec, now)(eb))
           .then(eb.lit(0))
           .else(eb.lit(1))
           .end(),
@@ -47,9 +59,9 @@ export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state:
       case "delayed":
         return eb.and([...notDone(), ...notLeased(), delayed()]);
       case "ready":
-        return eb.and(spec.fifo ? [...due(), isOwnGroupHead(ctx, spec, now, spec.table)(eb)] : due());
+        return eb.and(hasHeads(spec) ? [...due(), isHead(ctx, spec, now)(eb)] : due());
       case "waiting":
-        return spec.fifo ? eb.and([...due(), notHead()]) : never();
+        return hasHeads(spec) ? eb.and([...due(), notHead()]) : never();
       // Not a state of its own: `ready` and `waiting` together, without the head subquery (`countByState` on a fifo table).
       case "due":
         return eb.and(due());
@@ -60,7 +72,7 @@ export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state:
 /** True when the state is the whole table: no condition is needed. */
 export function isWholeTable(spec: InboxDescription, state: RowState): boolean {
   if (state === "all") return true;
-  return state === "ready" && !spec.fifo && spec.processedAt === undefined && spec.lease === undefined && spec.retryAfter === undefined;
+  return state === "ready" && !hasHeads(spec) && spec.processedAt === undefined && spec.lease === undefined && spec.retryAfter === undefined;
 }
 
 /** True when a description can have rows in the state at all (no `done` without processedAt, …). */
@@ -73,7 +85,7 @@ export function stateExists(spec: InboxDescription, state: RowState | "due"): bo
     case "delayed":
       return spec.retryAfter !== undefined;
     case "waiting":
-      return spec.fifo;
+      return hasHeads(spec);
     default:
       return true;
   }

@@ -1,7 +1,7 @@
 import type { CompiledQuery } from "kysely";
 import type { RawRow } from "../types.js";
 import { compiled, type Eb, type StatementContext } from "../statements/query-db.js";
-import { isWholeTable, rowStateIs } from "./row-state.js";
+import { hasHeads, isWholeTable, rowStateIs } from "./row-state.js";
 import type { OperatorTable, PeekOptions } from "./types.js";
 
 /**
@@ -35,7 +35,7 @@ export function peekQuery(ctx: StatementContext, table: OperatorTable, options: 
 export function purgeQuery(ctx: StatementContext, table: OperatorTable, options: Omit<PeekOptions, "limit">): CompiledQuery {
   const { spec } = table;
   let query = ctx.db.deleteFrom(spec.table);
-  if (spec.fifo && (options.state === "ready" || options.state === "waiting")) {
+  if (hasHeads(spec) && (options.state === "ready" || options.state === "waiting")) {
     const state = rowStateIs(ctx, spec, options.state, options.now);
     const id = spec.id.name;
     query = query.where(id, "in", (eb: Eb) => eb.selectFrom((d: Eb) => d.selectFrom(spec.table).select(id).where(state).as("fifo_rows")).select(`fifo_rows.${id}`));

@@ -2,7 +2,7 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { RawRow } from "../types.js";
 import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "../statements/query-db.js";
-import { rowStateIs, stateExists } from "./row-state.js";
+import { hasHeads, rowStateIs, stateExists } from "./row-state.js";
 import type { OperatorTable } from "./types.js";
 
 /** The group column as `grp`, or a constant NULL when the table has none, so every engine returns the same shape. */
@@ -23,7 +23,7 @@ export const groupAs = (spec: InboxDescription) => (eb: Eb) => (spec.group === u
  *   max("attempt") as "max_attempt", max("id") as "max_id"
  * from "jobs" group by "grp" order by "grp"
  * ```
- * On a fifo table `claimable` counts only each group's head and a `due` column follows it: the
+ * On a fifo table (or one with an order key) `claimable` counts only each group's (key's) head and a `due` column follows it: the
  * rows ready or waiting (not done, no live lease, not delayed), counted without the head subquery,
  * so the subquery runs once per due row; the waiting rows are `due − claimable` (`waitingOf`).
  * Other tables have no `due` column. `max_id` lets a sampler tell how many rows were written
@@ -53,7 +53,7 @@ export function countByStateQuery(ctx: StatementContext, table: OperatorTable, n
     counted(eb, "delayed", "delayed"),
     counted(eb, "ready", "claimable"),
     // Only a fifo table has rows behind a head: other tables keep their statement as it was.
-    ...(spec.fifo ? [counted(eb, "due", "due")] : []),
+    ...(hasHeads(spec) ? [counted(eb, "due", "due")] : []),
     table.createdAt === undefined
       ? eb.lit(null).as("oldest")
       : eb.fn.min(spec.processedAt === undefined ? eb.ref(table.createdAt) : eb.case().when(spec.processedAt.name, "is", null).then(eb.ref(table.createdAt)).end()).as("oldest"),
@@ -70,7 +70,7 @@ export function countByStateQuery(ctx: StatementContext, table: OperatorTable, n
  * table without fifo, which has no such rows.
  */
 export function waitingOf(spec: InboxDescription, row: Readonly<Record<string, unknown>>): number | null {
-  if (!spec.fifo) return null;
+  if (!hasHeads(spec)) return null;
   const { due, claimable } = row;
   if (due === undefined || due === null || claimable === undefined || claimable === null) {
     throw new TypeError(`waitingOf: a countByState row of the fifo table "${spec.table}" has due and claimable counts; this one has ${Object.keys(row).join(", ")}`);

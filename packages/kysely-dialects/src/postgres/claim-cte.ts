@@ -6,6 +6,7 @@ import { selectClaimableQuery } from "../statements/claimable.js";
 import { col } from "../statements/table-ref.js";
 import { claimPicked } from "./claim-picked.js";
 import { fifoClaimWithCte } from "./fifo-claim-cte.js";
+import { fifoRuleApplies } from "../statements/order-key-head.js";
 import type { StatementContext } from "../statements/query-db.js";
 
 /**
@@ -30,7 +31,7 @@ import type { StatementContext } from "../statements/query-db.js";
  * ```
  */
 export function claimWithCte(ctx: StatementContext, spec: InboxDescription, options: ClaimOptions, lease: LeaseStamp | null): CompiledQuery<RawRow> {
-  if (spec.fifo) return fifoClaimWithCte(ctx, spec, options, lease);
+  if (fifoRuleApplies(spec, options)) return fifoClaimWithCte(ctx, spec, options, lease);
   const id = spec.id.name;
   const picked = selectClaimableQuery(ctx, spec, options, { lock: "skip locked", columns: [col(spec, id)] });
   return claimPicked(

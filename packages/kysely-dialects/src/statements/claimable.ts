@@ -3,6 +3,7 @@ import type { Expression, SqlBool } from "kysely";
 import type { ClaimOptions } from "../types.js";
 import { COMPARE_PRECISION, type Eb, type QueryDb, type StatementContext } from "./query-db.js";
 import { fifoHeadCondition } from "./fifo-head.js";
+import { fifoRuleApplies, orderedKey, orderKeyHeadCondition } from "./order-key-head.js";
 import { claimOrder } from "./claim-order.js";
 import { col, tableRef } from "./table-ref.js";
 
@@ -14,7 +15,8 @@ import { col, tableRef } from "./table-ref.js";
  * - not leased (`locked_until IS NULL OR locked_until <= :now`, lease form only).
  *
  * A fifo table adds the head rule on top (`fifo-head.ts`): only its group's first row in claim
- * order is claimable, and only while no other row of the group is in work.
+ * order is claimable, and only while no other row of the group is in work. A table with an order
+ * key adds its own (`order-key-head.ts`): only each key's first rows in id order.
  */
 export function claimable(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "now" | "group" | "exclude">) {
   const now = ctx.time.encode(options.now, COMPARE_PRECISION);
@@ -74,7 +76,9 @@ export interface ClaimableSelect {
 export function selectClaimableQuery(ctx: StatementContext, spec: InboxDescription, options: ClaimOptions, select: ClaimableSelect) {
   const db: QueryDb = ctx.db;
   let query = whereClaimable(ctx, spec, options, db.selectFrom(tableRef(spec)).select(select.columns ?? describedColumns(spec)));
-  if (spec.fifo) query = query.where(fifoHeadCondition(ctx, spec, options));
+  const fifo = fifoRuleApplies(spec, options);
+  if (fifo) query = query.where(fifoHeadCondition(ctx, spec, options));
+  if (orderedKey(spec, options) !== undefined) query = query.where(orderKeyHeadCondition(spec, options));
   query = claimOrder(ctx, spec, query, { qualified: true }).limit(options.limit);
-  return select.lock === "skip locked" && !spec.fifo ? query.forUpdate().skipLocked() : query;
+  return select.lock === "skip locked" && !fifo ? query.forUpdate().skipLocked() : query;
 }

@@ -44,6 +44,8 @@ export interface TableTypes {
  *   It is left out where it would be the primary key alone. The lease column is a filter on that
  *   ordered walk, not an index of its own: claims order by id, never by the deadline. The advisory
  *   key's columns are read, never filtered on, so they get no index.
+ * - An order key gets the index its head rule probes once per candidate row: the key, processedAt
+ *   where the engine has no partial index, then id (partial on unprocessed rows elsewhere).
  * - The dedup key gets a unique index (NULLs never collide, so rows published without a key are free).
  */
 export function createTableQueries(ctx: StatementContext, types: TableTypes, spec: InboxDescription, extend?: ExtendTable): CompiledQuery[] {
@@ -81,6 +83,8 @@ export function createTableQueries(ctx: StatementContext, types: TableTypes, spe
   const queries: CompiledQuery[] = [table.compile()];
   const claim = claimIndex(ctx, types, spec);
   if (claim !== null) queries.push(claim.compile());
+  const order = orderKeyIndex(ctx, types, spec);
+  if (order !== null) queries.push(order.compile());
   if (spec.key !== undefined) {
     queries.push(ctx.db.schema.createIndex(indexName(spec, "dedup_key")).unique().on(tableRef(spec)).column(spec.key.name).compile());
   }
@@ -125,6 +129,9 @@ function columnShape(types: TableTypes, col: ColumnDescription): ColumnShape | n
       return { type: types.indexedText, build: notNull };
     case "key":
       return { type: types.indexedText, build: asIs };
+    case "orderKey":
+      // The application's own value (an account id …): its portable type, text by default; it leads an index.
+      return { type: col.type === undefined || col.type === "text" ? types.indexedText : types.portable[col.type], build: notNull };
     case "lastError":
       return { type: types.longText, build: asIs };
     case "data":
@@ -153,6 +160,15 @@ function claimIndex(ctx: StatementContext, types: TableTypes, spec: InboxDescrip
   for (const column of columns) index = index.expression(column);
   if (partial && spec.processedAt !== undefined) index = index.where(sql.ref(spec.processedAt.name), "is", null);
   return index;
+}
+
+/** The order key's head probe: the key's unprocessed rows in id order (`order-key-head.ts`). `null` without an order key. */
+function orderKeyIndex(ctx: StatementContext, types: TableTypes, spec: InboxDescription): CreateIndexBuilder | null {
+  if (spec.orderKey === undefined) return null;
+  const partial = spec.processedAt !== undefined && types.partialIndexes;
+  const columns = [spec.orderKey.name, ...(spec.processedAt !== undefined && !partial ? [spec.processedAt.name] : []), spec.id.name];
+  const index = ctx.db.schema.createIndex(indexName(spec, "order_key")).on(tableRef(spec)).columns(columns);
+  return partial && spec.processedAt !== undefined ? index.where(sql.ref(spec.processedAt.name), "is", null) : index;
 }
 
 /**

@@ -28,6 +28,7 @@ function sourceOf(source: InboxDescription, dest: ColumnDescription): ColumnDesc
     case "payload":
     case "group":
     case "priority":
+    case "orderKey":
       return source[dest.role];
     case "data":
       return source.columns.find((c) => c.role === "data" && c.name === dest.name);

@@ -2,6 +2,7 @@ import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery, Expression, SqlBool } from "kysely";
 import type { ClaimOptions, RawRow } from "../types.js";
 import { claimOrder } from "./claim-order.js";
+import { fifoRuleApplies } from "./order-key-head.js";
 import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
 import { col, tableRef } from "./table-ref.js";
 
@@ -182,10 +183,10 @@ export function fifoHeadCondition(ctx: StatementContext, spec: InboxDescription,
  * A fifo claim's first statement where the claim cannot lock its group itself (an engine with
  * row locks and no one-statement claim: MySQL/MariaDB): `SELECT id … FOR UPDATE SKIP LOCKED` of the
  * group's rows; the number of rows it returns is the claim's `fifoLocked`. `null` for a table
- * without fifo, on SQLite (one writer) and where the claim is one statement (Postgres).
+ * without fifo (or whose `perKey` replaces fifo's rule), on SQLite (one writer) and where the claim is one statement (Postgres).
  */
 export function lockFifoGroupQuery(ctx: StatementContext, spec: InboxDescription, options: ClaimOptions, oneStatementClaim: boolean): CompiledQuery<RawRow> | null {
-  if (!spec.fifo || oneStatementClaim || !ctx.capabilities.rowLock) return null;
+  if (!fifoRuleApplies(spec, options) || oneStatementClaim || !ctx.capabilities.rowLock) return null;
   return compiled(
     ctx.db
       .selectFrom(tableRef(spec))

@@ -168,9 +168,12 @@ export function idListMatch(eb: Eb, column: string, ids: readonly unknown[] | Wh
   return ids.length === 1 ? eb(column, "=", ids[0]) : eb(column, "in", [...ids]);
 }
 
-/** What decides a claim's text: a group, how many ids the process keeps out, and a fifo group's locked count. */
+/**
+ * What decides a claim's text: a group, how many ids the process keeps out, a fifo group's locked
+ * count, and the rows of one order key in work at once (a subscription's constant, written into the text's parameters).
+ */
 export function claimShapeKey(kind: string, options: ClaimOptions): string {
-  return `${kind}|${options.group !== undefined ? "g" : ""}|${options.exclude?.length ?? 0}|${options.fifoLocked !== undefined ? "f" : ""}`;
+  return `${kind}|${options.group !== undefined ? "g" : ""}|${options.exclude?.length ?? 0}|${options.fifoLocked !== undefined ? "f" : ""}|${options.perKey ?? 1}`;
 }
 
 /** A claim's values, as `claimValues` gives them: each a stand-in while its shape is built. */
@@ -187,9 +190,13 @@ export function claimValues(options: ClaimOptions): ClaimValues {
   return { limit: options.limit, now: options.now, group: options.group, exclude: options.exclude ?? [], fifoLocked: options.fifoLocked };
 }
 
-/** `ClaimOptions` back from `claimValues` (optional keys left out rather than set to undefined). */
-export function claimOptionsOf(values: ClaimValues): ClaimOptions {
+/**
+ * `ClaimOptions` back from `claimValues` (optional keys left out rather than set to undefined), with
+ * what the shape key fixes taken from the call's own `options` (`perKey`).
+ */
+export function claimOptionsOf(values: ClaimValues, options: Pick<ClaimOptions, "perKey">): ClaimOptions {
   return {
+    ...(options.perKey !== undefined ? { perKey: options.perKey } : {}),
     limit: values.limit,
     now: values.now,
     ...(values.group !== undefined ? { group: values.group } : {}),

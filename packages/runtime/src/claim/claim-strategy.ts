@@ -135,6 +135,8 @@ export interface ClaimSetup {
   readonly deadLetter?: DeadLetterTarget | undefined;
   /** Rows this process keeps out of its claims (a delay on a held table with no retryAfter column). */
   readonly parked?: ParkedRows | undefined;
+  /** Rows of one order key (or of the group) in work at once (`maxInWorkPerKey`); unset: the table's own rule. */
+  readonly perKey?: number | undefined;
 }
 
 /**
@@ -177,6 +179,11 @@ export function deliveryPlace(setup: Pick<ClaimSetup, "spec" | "subscription">, 
 /** On a table with a group column, a subscription claims only its group: the route name selects it. */
 export function groupOf(setup: Pick<ClaimSetup, "spec" | "subscription">): { group?: string } {
   return setup.spec.group === undefined ? {} : { group: setup.subscription };
+}
+
+/** How many rows of one key a claim may have in work, when the subscription says (`maxInWorkPerKey`). */
+export function perKeyOf(setup: Pick<ClaimSetup, "perKey">): { perKey?: number } {
+  return setup.perKey === undefined ? {} : { perKey: setup.perKey };
 }
 
 /** The ids a claim leaves out: the rows this process parked, when any. */

@@ -35,6 +35,11 @@ export interface FormFacts {
    * worker on another node can take the same row.
    */
   readonly exclusiveByLock: boolean;
+  /**
+   * The claim can keep the rows of one key in id order, n at a time (`maxInWorkPerKey`): the head rule is part of
+   * its select. Not the advisory form, whose key lock already runs one row of a key at a time.
+   */
+  readonly ordersKeys: boolean;
   /** The table, as errors name it. */
   readonly describedAs: string;
   readonly stop: StopFate;
@@ -47,6 +52,7 @@ export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freez
     storesDelayInHold: false,
     sessionAcrossTransactions: false,
     exclusiveByLock: true,
+    ordersKeys: true,
     describedAs: "a row-lock table",
     stop: Object.freeze({ abandoned: "rolledBack", releasesLock: false, fate: "its transaction rolls back: the row returns at once, its attempt not spent" }),
   }),
@@ -56,6 +62,7 @@ export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freez
     storesDelayInHold: true,
     sessionAcrossTransactions: false,
     exclusiveByLock: false,
+    ordersKeys: true,
     describedAs: "a lease table",
     stop: Object.freeze({ abandoned: "givenBack", releasesLock: false, fate: "its row returns when its lease expires" }),
   }),
@@ -65,6 +72,7 @@ export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freez
     storesDelayInHold: false,
     sessionAcrossTransactions: true,
     exclusiveByLock: true,
+    ordersKeys: false,
     describedAs: "an advisory table",
     stop: Object.freeze({ abandoned: "givenBack", releasesLock: true, fate: "its key's lock is released: the row returns at once, its attempt spent" }),
   }),

@@ -1,6 +1,27 @@
-import type { AnyInboxSpec, FormLabel, HasLeaseColumn, HasRole, IsRowLockForm, InboxDescription, PayloadOf, RolesOf, RowOf, SpecError } from "@sqlinbox/core/internal";
+import type {
+  AnyInboxSpec,
+  FormLabel,
+  HasLeaseColumn,
+  HasRole,
+  IsAdvisoryForm,
+  IsRowLockForm,
+  InboxDescription,
+  PayloadOf,
+  RolesOf,
+  RowOf,
+  SpecError,
+} from "@sqlinbox/core/internal";
 import type { Transaction } from "kysely";
-import { badTimeout, deadLetterGroupIsSource, deadLetterNeedsGroup, maxAttemptsNeedsAttempt, refusedModes, sharedNeedsRowLock } from "../errors.js";
+import {
+  badTimeout,
+  deadLetterGroupIsSource,
+  deadLetterNeedsGroup,
+  maxAttemptsNeedsAttempt,
+  perKeyNeedsKey,
+  perKeyOnAdvisory,
+  refusedModes,
+  sharedNeedsRowLock,
+} from "../errors.js";
 import type { FailurePolicy } from "./failure-policy.js";
 import type { HandlerOutcome, RetryAfterOutcome } from "./outcome.js";
 import { FORM_FACTS } from "../claim/form-facts.js";
@@ -46,6 +67,8 @@ export interface QueueOptions {
   readonly onDecodeError?: FailurePolicy;
   /** How long a delivery may run (`.timeout(ms)`); unset: as long as it takes. */
   readonly timeout?: HandlerTimeout;
+  /** Rows of one order key (or of the group) in work at once, across every process (`.maxInWorkPerKey(n)`); unset: 1 with an order key. */
+  readonly maxInWorkPerKey?: number;
 }
 
 /**
@@ -140,6 +163,19 @@ type LeaseArgs<S extends AnyInboxSpec> =
   HasLeaseColumn<RolesOf<S>> extends true
     ? [ms: number]
     : [SpecError<'InboxQueue.lease needs a table with a lease column: describe one with .lease(column("locked_until")) or field.lease()'>];
+
+type PerKeyArgs<S extends AnyInboxSpec> =
+  IsAdvisoryForm<RolesOf<S>> extends true
+    ? [
+        SpecError<"maxInWorkPerKey needs a lease or row-lock table: an advisory key already runs the rows that share it one at a time, so drop maxInWorkPerKey or describe a lease column instead of the advisory key">,
+      ]
+    : HasRole<RolesOf<S>, "orderKey"> extends true
+      ? [n: number]
+      : HasRole<RolesOf<S>, "group"> extends true
+        ? [n: number]
+        : [
+            SpecError<"maxInWorkPerKey needs an order key or a group column: describe one with field.orderKey(…) or .orderKey(column(…)); without one there is no key to count rows by">,
+          ];
 
 /** Rounds a lease up to whole seconds (at least one). */
 export function wholeSeconds(ms: number): number {
@@ -258,6 +294,23 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
     if (typeof graceMs !== "number" || !Number.isSafeInteger(graceMs) || graceMs < 0) throw badTimeout("graceMs", graceMs, place);
     const timeout: HandlerTimeout = Object.freeze({ ms, graceMs });
     return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, timeout });
+  }
+
+  /**
+   * Up to `n` rows of one order key in work at once, across every worker and process (default 1:
+   * one at a time, in id order). A row is claimed only while it is among its key's first `n`
+   * unprocessed rows in id order; among those, claim order (priority, then retryAfter, then id)
+   * decides. On a group table, the same rule over the subscription's group (in place of fifo's one
+   * at a time).
+   *
+   * @example
+   * InboxQueue.of(LedgerJobs, "ledger").workers(8).maxInWorkPerKey(2)
+   */
+  maxInWorkPerKey(...args: PerKeyArgs<S>): InboxQueue<S, Tx> {
+    const source = this.spec.description;
+    if (!FORM_FACTS[source.form].ordersKeys) throw perKeyOnAdvisory(this.name, source.table);
+    if (source.orderKey === undefined && source.group === undefined) throw perKeyNeedsKey(this.name, source.table);
+    return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, maxInWorkPerKey: positiveInteger("maxInWorkPerKey", args[0] as number) });
   }
 
   /** Claim up to `n` rows per statement (default 1). */

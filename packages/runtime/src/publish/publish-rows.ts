@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core/internal";
+import type { ColumnDescription, InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import { headersWithoutColumn, publishOptionWithoutColumn } from "../errors.js";
 import { encodePayload, type PayloadStorage } from "../declare/payload.js";
@@ -56,8 +56,10 @@ export function publishedRows(spec: InboxDescription, name: string, payloads: re
     const data = typeof columns === "function" ? columns(payload, index) : columns;
     if (data !== undefined) {
       for (const [key, value] of Object.entries(data)) {
-        const col = spec.columns.find((c) => c.role === "data" && c.key === key) ?? spec.columns.find((c) => c.role === "data" && c.name === key);
-        if (col === undefined) throw refuse(`publish(…, { columns }) names "${key}", which is not a data column of the table`, key);
+        // Data columns and the order key: the values the application chooses for a row.
+        const writable = (c: ColumnDescription) => c.role === "data" || c.role === "orderKey";
+        const col = spec.columns.find((c) => writable(c) && c.key === key) ?? spec.columns.find((c) => writable(c) && c.name === key);
+        if (col === undefined) throw refuse(`publish(…, { columns }) names "${key}", which is not a data column or the order key of the table`, key);
         if (value !== undefined) row[col.name] = value;
       }
     }

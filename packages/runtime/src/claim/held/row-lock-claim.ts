@@ -11,6 +11,7 @@ import {
   deliveryPlace,
   excludedBy,
   groupOf,
+  perKeyOf,
   type ClaimedDelivery,
   type ClaimSetup,
   type ClaimStrategy,
@@ -152,7 +153,7 @@ export class RowLockClaim implements ClaimStrategy {
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
-        const options = await this.#lockFifoGroup(trx, { limit: 1, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) });
+        const options = await this.#lockFifoGroup(trx, { limit: 1, now: clock.now(), ...groupOf(this.#setup), ...perKeyOf(this.#setup), ...excludedBy(this.#setup) });
         const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
         const row = rows[0];
         if (row === undefined) {
@@ -177,7 +178,7 @@ export class RowLockClaim implements ClaimStrategy {
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
-        const options = await this.#lockFifoGroup(trx, { limit, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) });
+        const options = await this.#lockFifoGroup(trx, { limit, now: clock.now(), ...groupOf(this.#setup), ...perKeyOf(this.#setup), ...excludedBy(this.#setup) });
         const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
         if (rows.length === 0) {
           await trx.rollback();

@@ -6,7 +6,18 @@ import { LeaseKeeper, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease } from "./l
 import { errorFields } from "../../logger.js";
 import type { HandlerOutcome } from "../../declare/outcome.js";
 import { commitsHandlerWrites, finishOf, type StepWriter, writeStep } from "../settlement.js";
-import { asClaimed, deliveredAttempt, deliveryPlace, groupOf, type ClaimedDelivery, type ClaimSetup, type ClaimStrategy, type ClaimProfile, profileOf } from "../claim-strategy.js";
+import {
+  asClaimed,
+  deliveredAttempt,
+  deliveryPlace,
+  groupOf,
+  perKeyOf,
+  type ClaimedDelivery,
+  type ClaimSetup,
+  type ClaimStrategy,
+  type ClaimProfile,
+  profileOf,
+} from "../claim-strategy.js";
 import type { HandlerTransaction } from "../held/held-delivery.js";
 import { LeaseAcks, MAX_ACKS_PER_STATEMENT, type AckDone } from "./lease-acks.js";
 
@@ -56,7 +67,7 @@ export class LeaseClaim implements ClaimStrategy {
     const { lease: statements, time } = database.dialect;
     const now = clock.now();
     const until = time.truncate(new Date(now.getTime() + leaseMs), precision);
-    const group = groupOf(this.#setup);
+    const group = { ...groupOf(this.#setup), ...perKeyOf(this.#setup) };
     const single = statements.claim(spec, { limit, now, until, precision, ...group });
     let rows: readonly RawRow[];
     if (single !== null) {
