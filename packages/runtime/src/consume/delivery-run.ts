@@ -20,6 +20,8 @@ export interface RunHooks {
   readonly settled: () => void;
   /** A settlement was written: a stop under way counts it in its report. */
   readonly finished: () => void;
+  /** A settlement released its row for `ms` from now (written): the subscription wakes when it comes due. */
+  readonly delayed: (ms: number) => void;
 }
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
@@ -253,6 +255,15 @@ export class DeliveryRun {
     return outcome;
   }
 
+  /**
+   * A written delay: the subscription wakes when its row comes due. Counted from now, after the
+   * write, so the wake never comes before the time the settlement stored (or the row's parking ends).
+   */
+  #delayed(outcome: HandlerOutcome): void {
+    const ms = delayOf(outcome);
+    if (ms !== undefined) this.#hooks.delayed(ms);
+  }
+
   /** A dead letter needs a destination: without one the row is kept, hidden for the decode delay, and the mistake logged. */
   #keepWithoutDeadLetter(delivery: ClaimedDelivery, outcome: HandlerOutcome): HandlerOutcome {
     if (!movesToDeadLetter(outcome) || this.#s.options.deadLetter !== undefined) return outcome;
@@ -299,6 +310,7 @@ export class DeliveryRun {
     const { logger, observer } = this.#s;
     if (ok) {
       this.#hooks.finished();
+      this.#delayed(outcome);
       if (dropsRow(outcome)) logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery dropped by its handler");
     } else {
       const code = isSqlInboxError(settleError) ? settleError.code : undefined;
@@ -327,6 +339,7 @@ export class DeliveryRun {
     logger.error(this.#failureFields(delivery, error, outcome), undecodableMessage(outcome));
     try {
       await delivery.settle(outcome);
+      this.#delayed(outcome);
       trace?.end("undecodable", undefined, delivery.signal);
     } catch (settleError) {
       trace?.end("undecodable", settleError, delivery.signal);
