@@ -46,7 +46,7 @@ describe.each(matrix)("delays on time on $engine.name × $form", ({ engine, form
   });
 
   /** A fresh table and an app consuming it with `handler`, polling every 10 s; `run` gets the routed broker. */
-  async function withApp(handler: (job: Job, attempt: number) => HandlerOutcome<DueSpec>, run: (broker: SqlBroker<{ jobs: DueSpec }>) => Promise<void>): Promise<void> {
+  async function withApp(handler: (job: Job, attempt: number) => HandlerOutcome, run: (broker: SqlBroker<{ jobs: DueSpec }>) => Promise<void>): Promise<void> {
     const table = unique(`due_${form}`);
     const spec = dueSpec(table, form);
     await createInboxTable(db, spec);
