@@ -20,8 +20,11 @@ export interface RunHooks {
   readonly settled: () => void;
   /** A settlement was written: a stop under way counts it in its report. */
   readonly finished: () => void;
-  /** A settlement released its row for `ms` from now (written): the subscription wakes when it comes due. */
-  readonly delayed: (ms: number) => void;
+  /**
+   * A settlement released its row for `ms` (written): the subscription wakes when it comes due.
+   * `from` is the clock's time when the settlement began, before the write.
+   */
+  readonly delayed: (ms: number, from: number) => void;
 }
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
@@ -255,13 +258,15 @@ export class DeliveryRun {
     return outcome;
   }
 
-  /**
-   * A written delay: the subscription wakes when its row comes due. Counted from now, after the
-   * write, so the wake never comes before the time the settlement stored (or the row's parking ends).
-   */
-  #delayed(outcome: HandlerOutcome): void {
+  /** When a settlement of `outcome` begins: the clock's time if it delays its row (0 otherwise: no clock read per ack). */
+  #delayFrom(outcome: HandlerOutcome): number {
+    return delayOf(outcome) === undefined ? 0 : this.#s.clock.now().getTime();
+  }
+
+  /** A written delay: the subscription wakes when its row comes due (`from`: when the settlement began). */
+  #delayed(outcome: HandlerOutcome, from: number): void {
     const ms = delayOf(outcome);
-    if (ms !== undefined) this.#hooks.delayed(ms);
+    if (ms !== undefined) this.#hooks.delayed(ms, from);
   }
 
   /** A dead letter needs a destination: without one the row is kept, hidden for the decode delay, and the mistake logged. */
@@ -279,9 +284,10 @@ export class DeliveryRun {
   /** Writes the outcome, then calls `after`, whatever happened (a failure is logged and shown to the observer). */
   #settleThen(delivery: ClaimedDelivery, chosen: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined, after: () => void): void {
     const outcome = this.#keepWithoutDeadLetter(delivery, chosen);
+    const from = this.#delayFrom(outcome);
     const done = (ok: boolean, error?: unknown) => {
       try {
-        this.#settled(delivery, outcome, payload, trace, ok, error);
+        this.#settled(delivery, outcome, payload, trace, ok, error, from);
       } catch (unexpected) {
         this.unexpected(delivery, unexpected);
       } finally {
@@ -306,11 +312,11 @@ export class DeliveryRun {
   }
 
   /** A settlement's end: counted, logged, traced and shown to the observer. */
-  #settled(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined, ok: boolean, settleError: unknown): void {
+  #settled(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined, ok: boolean, settleError: unknown, from: number): void {
     const { logger, observer } = this.#s;
     if (ok) {
       this.#hooks.finished();
-      this.#delayed(outcome);
+      this.#delayed(outcome, from);
       if (dropsRow(outcome)) logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery dropped by its handler");
     } else {
       const code = isSqlInboxError(settleError) ? settleError.code : undefined;
@@ -337,9 +343,10 @@ export class DeliveryRun {
     const { logger } = this.#s;
     const outcome = this.#keepWithoutDeadLetter(delivery, this.#failed(this.#onDecodeError, "decode", delivery, error));
     logger.error(this.#failureFields(delivery, error, outcome), undecodableMessage(outcome));
+    const from = this.#delayFrom(outcome);
     try {
       await delivery.settle(outcome);
-      this.#delayed(outcome);
+      this.#delayed(outcome, from);
       trace?.end("undecodable", undefined, delivery.signal);
     } catch (settleError) {
       trace?.end("undecodable", settleError, delivery.signal);

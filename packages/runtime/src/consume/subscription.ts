@@ -56,7 +56,12 @@ export class Subscription {
       {
         settling: () => void this.#pace.settling++,
         settled: () => this.#settlementEnded(),
-        delayed: (ms) => this.wakeAt(setup.clock.now().getTime() + ms),
+        // Two times: the delay counted from before the write (on time where the row holds this clock's time) and
+        // from after it (never early, whichever clock wrote the row); where they differ the second costs one claim.
+        delayed: (ms, from) => {
+          this.wakeAt(from + ms);
+          this.wakeAt(setup.clock.now().getTime() + ms);
+        },
         finished: () => {
           if (this.#stop !== undefined) this.#stop.finished++;
         },
