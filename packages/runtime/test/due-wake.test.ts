@@ -100,6 +100,33 @@ describe.each(matrix)("delays on time on $engine.name × $form", ({ engine, form
       },
     );
   });
+
+  test(`a { via: trx } publish with a ${DELAY_MS} ms delay starts when it comes due after the commit; a rolled-back one never`, async () => {
+    const starts = new Map<number, number>();
+    await withApp(
+      (job) => {
+        starts.set(job.n, Date.now());
+        return HandlerOutcome.ack();
+      },
+      async (broker) => {
+        await db
+          .transaction()
+          .execute(async (trx) => {
+            await broker.publish("jobs", { n: -1 }, { via: trx, delay: DELAY_MS, columns: { customerId: 1 } });
+            throw new Error("roll back");
+          })
+          .catch(() => {});
+        const published = Date.now();
+        await db.transaction().execute(async (trx) => {
+          await broker.publish("jobs", { n: 1 }, { via: trx, delay: DELAY_MS, columns: { customerId: 1 } });
+        });
+        await until(() => starts.has(1), POLL_MS - 1000, "the delayed row before the poll");
+        expect((starts.get(1) ?? 0) - published).toBeGreaterThanOrEqual(DELAY_MS);
+        expect((starts.get(1) ?? 0) - published).toBeLessThan(DELAY_MS + LATE_AT_MOST_MS);
+        expect([...starts.keys()]).toEqual([1]);
+      },
+    );
+  });
 });
 
 describe.each(engines.filter((e) => e.engine === "sqlite"))("delays on time on the paused clock ($name)", (engine) => {
