@@ -101,7 +101,7 @@ describe.each(matrix)("delays on time on $engine.name × $form", ({ engine, form
     );
   });
 
-  test(`a { via: trx } publish with a ${DELAY_MS} ms delay starts when it comes due after the commit; a rolled-back one never`, async () => {
+  test(`a { via: trx } publish with a ${DELAY_MS} ms delay starts when it comes due after the commit, one without it at once; a rolled-back one never`, async () => {
     const starts = new Map<number, number>();
     await withApp(
       (job) => {
@@ -117,13 +117,18 @@ describe.each(matrix)("delays on time on $engine.name × $form", ({ engine, form
           })
           .catch(() => {});
         const published = Date.now();
+        let committed = 0;
         await db.transaction().execute(async (trx) => {
+          // A row due now and a delayed one in the same transaction: each keeps its own wake.
+          await broker.publish("jobs", { n: 2 }, { via: trx, columns: { customerId: 2 } });
           await broker.publish("jobs", { n: 1 }, { via: trx, delay: DELAY_MS, columns: { customerId: 1 } });
         });
-        await until(() => starts.has(1), POLL_MS - 1000, "the delayed row before the poll");
+        committed = Date.now();
+        await until(() => starts.has(1) && starts.has(2), POLL_MS - 1000, "both rows before the poll");
+        expect((starts.get(2) ?? 0) - committed).toBeLessThan(DELAY_MS - 100);
         expect((starts.get(1) ?? 0) - published).toBeGreaterThanOrEqual(DELAY_MS);
         expect((starts.get(1) ?? 0) - published).toBeLessThan(DELAY_MS + LATE_AT_MOST_MS);
-        expect([...starts.keys()]).toEqual([1]);
+        expect([...starts.keys()].sort()).toEqual([1, 2]);
       },
     );
   });

@@ -32,7 +32,8 @@ export class Wakes {
    * wake waits for that time too.
    */
   wakeAfterCommit(table: string, via: AnyKysely | undefined, dueAt?: number): void {
-    const state = this.#commits.afterCommit(via, table, () => this.wake(table, dueAt));
+    // One wake per table and due time: a later publish in the same transaction keeps an earlier one's.
+    const state = this.#commits.afterCommit(via, dueAt === undefined ? table : `${table}\u0000${dueAt}`, () => this.wake(table, dueAt));
     if (state === "none" || state === "committed") this.wake(table, dueAt);
   }
 }
