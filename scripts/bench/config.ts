@@ -31,6 +31,8 @@ export interface BenchSettings {
   /** W3: samples per latency measurement, and the fixed rate of the loaded variant. */
   readonly latencySamples: number;
   readonly latencyRatePerSec: number;
+  /** Delays (`--workloads=due`): samples per case, each one a 500 ms delay waited out. */
+  readonly dueSamples: number;
   /** W4: jobs, sleep per job, workers, lease. */
   readonly longJobs: { readonly n: number; readonly sleepMs: number; readonly workers: number; readonly leaseMs: number };
   /**
@@ -65,6 +67,7 @@ export function settingsFromArgs(argv: readonly string[]): BenchSettings {
     enqueueN: num("enqueue-n", smoke ? 20 : 1_000),
     latencySamples: num("latency-n", smoke ? 5 : 200),
     latencyRatePerSec: num("latency-rate", 100),
+    dueSamples: num("due-n", smoke ? 3 : 50),
     longJobs: smoke ? { n: 64, sleepMs: 20, workers: 64, leaseMs: 1_000 } : { n: num("long-n", 3_200), sleepMs: 20, workers: 64, leaseMs: 1_000 },
     scale: {
       n: num("scale-n", smoke ? 200 : 50_000),

@@ -1,7 +1,8 @@
 /**
  * The benchmark harness: `npm run bench` (full) and `npm run bench:smoke` (tiny N, one round,
  * correctness only; exits non-zero when a system does not process all its jobs).
- * Flags: --rounds=3 --only=substr,… --workloads=drain,enqueue,latency,long,scale(,otel: opt-in) --max-n=… --out=dir
+ * Flags: --rounds=3 --only=substr,… --workloads=drain,enqueue,latency,long,scale(,otel,due: opt-in) --max-n=… --out=dir
+ * Delays: --workloads=due --due-n=50 (due → start of a 500 ms delay, idle, per engine)
  * Scale-out: --scale-n=50000 (lease) --scale-n-held=10000 (row lock, advisory) --scale-processes=1,2,4
  * --scale-forms=lease,rowLock(,advisory) --scale-batch=64 --scale-workers=8
  */
@@ -17,6 +18,7 @@ import { otelDrainCases } from "./systems/sqlinbox-otel.js";
 import { runDrain } from "./workloads/drain.js";
 import { runEnqueue, enqueueTable } from "./workloads/enqueue.js";
 import { runLatency, latencyTable } from "./workloads/latency.js";
+import { runDue, dueTable } from "./workloads/due.js";
 import { runLongJobs, longJobsTable } from "./workloads/long-jobs.js";
 import { runScaleOut, scaleTable } from "./workloads/scale-out.js";
 
@@ -60,6 +62,13 @@ if (s.workloads.includes("latency")) {
   results.latency = r;
   failures += r.filter((x) => x.error).length;
   console.log(`\n${latencyTable(r)}\n`);
+}
+if (s.workloads.includes("due")) {
+  // Opt-in (`--workloads=due`): a delay written by this process starts when it comes due, not at the next poll.
+  const r = await runDue(s.dueSamples, selected);
+  results.due = r;
+  failures += r.filter((x) => x.error).length;
+  console.log(`\n${dueTable(r)}\n`);
 }
 if (s.workloads.includes("long")) {
   const r = await runLongJobs(s, selected);

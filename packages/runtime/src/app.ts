@@ -480,7 +480,7 @@ function startSubscriptions(run: Startup, parts: BrokerParts, database: Database
       telemetry: run.telemetry.subscription(place),
     });
     if (run.telemetry.enabled) run.observed.subscriptions.push(observedSubscription(place, subscription, strategy, database, spec));
-    run.unsubscribe.push(parts.publisher.onPublish(subscription.table, () => subscription.wake()));
+    run.unsubscribe.push(parts.publisher.onPublish(subscription.table, (dueAt) => (dueAt === undefined ? subscription.wake() : subscription.wakeAt(dueAt))));
     run.subscriptions.push(subscription);
   }
 }

@@ -1,9 +1,11 @@
 /**
- * The wake of a publish inside the caller's transaction comes after the commit: the transaction
- * is watched in this process (no statement) and a subscription waiting on a long poll starts the
- * job within milliseconds of the commit; a rollback wakes nobody.
+ * The wake of a publish inside the caller's transaction comes after the commit: the COMMIT is
+ * heard on the transaction's connection as it completes (no timer, no statement), the connection
+ * is left as it was, and a subscription waiting on a long poll starts the job within milliseconds
+ * of the commit; a rollback wakes nobody.
  */
-import { afterAll, describe, expect, test } from "vitest";
+import { afterAll, describe, expect, test, vi } from "vitest";
+import { parseDatabaseUrl } from "../src/drivers/index.js";
 import { CommitWatch, transactionState } from "../src/publish/after-commit.js";
 import { App, InboxQueue, SqlBroker, silentLogger, subscriber } from "../src/index.js";
 import { until } from "./claim-forms.js";
@@ -80,6 +82,55 @@ describe.each(engines)("the wake after the caller's commit on $name", (engine) =
       await sleep(150);
       expect(rolledBack).toBe(false);
     } finally {
+      await db.destroy();
+    }
+  });
+
+  test("the wake follows the COMMIT heard on the connection, with no timer; a ROLLBACK wakes nobody; the connection is unwrapped after", async () => {
+    const { db } = await parseDatabaseUrl(engine.url()).open({ max: 1 });
+    const executeQueryOf = () =>
+      db
+        .connection()
+        .execute(async (c) =>
+          (c.getExecutor() as unknown as { provideConnection<T>(f: (c: { executeQuery: unknown }) => Promise<T>): Promise<T> }).provideConnection(
+            async (conn) => conn.executeQuery,
+          ),
+        );
+    const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+    try {
+      const before = await executeQueryOf();
+      // Timers never fire while faked: only the COMMIT heard on the connection can wake.
+      vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+      const watch = new CommitWatch();
+      let woken = 0;
+      await db.transaction().execute(async (trx) => {
+        expect(watch.afterCommit(trx, "a", () => woken++)).toBe("open");
+      });
+      await turn();
+      expect(woken).toBe(1);
+      const controlled = await db.startTransaction().execute();
+      expect(watch.afterCommit(controlled, "a", () => woken++)).toBe("open");
+      await controlled.commit().execute();
+      await turn();
+      expect(woken).toBe(2);
+      await db
+        .transaction()
+        .execute(async (trx) => {
+          watch.afterCommit(trx, "a", () => woken++);
+          throw new Error("roll back");
+        })
+        .catch(() => {});
+      const rolled = await db.startTransaction().execute();
+      watch.afterCommit(rolled, "a", () => woken++);
+      await rolled.rollback().execute();
+      await turn();
+      await turn();
+      expect(woken).toBe(2);
+      vi.useRealTimers();
+      // The one connection of the pool runs its own executeQuery again.
+      expect(await executeQueryOf()).toBe(before);
+    } finally {
+      vi.useRealTimers();
       await db.destroy();
     }
   });

@@ -22,6 +22,11 @@ export interface RunHooks {
   readonly settled: () => void;
   /** A settlement was written: a stop under way counts it in its report. */
   readonly finished: () => void;
+  /**
+   * A settlement released its row for `ms` (written): the subscription wakes when it comes due.
+   * `from` is the clock's time when the settlement began, before the write.
+   */
+  readonly delayed: (ms: number, from: number) => void;
 }
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
@@ -318,6 +323,17 @@ export class DeliveryRun {
     return outcome;
   }
 
+  /** When a settlement of `outcome` begins: the clock's time if it delays its row (0 otherwise: no clock read per ack). */
+  #delayFrom(outcome: HandlerOutcome): number {
+    return delayOf(outcome) === undefined ? 0 : this.#s.clock.now().getTime();
+  }
+
+  /** A written delay: the subscription wakes when its row comes due (`from`: when the settlement began). */
+  #delayed(outcome: HandlerOutcome, from: number): void {
+    const ms = delayOf(outcome);
+    if (ms !== undefined) this.#hooks.delayed(ms, from);
+  }
+
   /** A dead letter needs a destination: without one the row is kept, hidden for the decode delay, and the mistake logged. */
   #keepWithoutDeadLetter(delivery: ClaimedDelivery, outcome: HandlerOutcome): HandlerOutcome {
     if (!movesToDeadLetter(outcome) || this.#s.options.deadLetter !== undefined) return outcome;
@@ -333,9 +349,10 @@ export class DeliveryRun {
   /** Writes the outcome, then calls `after`, whatever happened (a failure is logged and shown to the observer). */
   #settleThen(delivery: ClaimedDelivery, chosen: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined, after: () => void): void {
     const outcome = this.#keepWithoutDeadLetter(delivery, chosen);
+    const from = this.#delayFrom(outcome);
     const done = (ok: boolean, error?: unknown) => {
       try {
-        this.#settled(delivery, outcome, payload, trace, ok, error);
+        this.#settled(delivery, outcome, payload, trace, ok, error, from);
       } catch (unexpected) {
         this.unexpected(delivery, unexpected);
       } finally {
@@ -360,10 +377,11 @@ export class DeliveryRun {
   }
 
   /** A settlement's end: counted, logged, traced and shown to the observer. */
-  #settled(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined, ok: boolean, settleError: unknown): void {
+  #settled(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined, ok: boolean, settleError: unknown, from: number): void {
     const { logger, observer } = this.#s;
     if (ok) {
       this.#hooks.finished();
+      this.#delayed(outcome, from);
       if (dropsRow(outcome)) logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery dropped by its handler");
     } else {
       const code = isSqlInboxError(settleError) ? settleError.code : undefined;
@@ -390,8 +408,10 @@ export class DeliveryRun {
     const { logger } = this.#s;
     const outcome = this.#keepWithoutDeadLetter(delivery, this.#failed(this.#onDecodeError, "decode", delivery, error));
     logger.error(this.#failureFields(delivery, error, outcome), undecodableMessage(outcome));
+    const from = this.#delayFrom(outcome);
     try {
       await delivery.settle(outcome);
+      this.#delayed(outcome, from);
       trace?.end("undecodable", undefined, delivery.signal);
     } catch (settleError) {
       trace?.end("undecodable", settleError, delivery.signal);

@@ -1,20 +1,30 @@
 import type { Clock, Timer } from "../clock.js";
+import { DueTimes } from "./due-times.js";
 
 /**
  * Whether a subscription may start claims now: not before it starts, never after it stops, and not
  * while it waits out the poll interval after a claim came back short (a wake ends the wait at once).
  * Counts wakes, so a claim that came back short knows whether a publish happened while it ran.
+ *
+ * It also keeps the times at which rows this process delayed come due, with one timer to the
+ * soonest: when it fires, `onDue` wakes the subscription as a publish would.
  */
 export class PollGate {
   readonly #clock: Clock;
   readonly #intervalMs: number;
+  readonly #onDue: () => void;
   #state: "new" | "open" | "closed" = "new";
   #timer: Timer | undefined;
   #wakes = 0;
+  readonly #due = new DueTimes();
+  /** The one timer to the soonest due time, and that time. */
+  #dueTimer: { readonly at: number; readonly timer: Timer } | undefined;
 
-  constructor(clock: Clock, intervalMs: number) {
+  /** `onDue` is called when a known due time comes: it wakes the subscription (`wake()` and a claim). */
+  constructor(clock: Clock, intervalMs: number, onDue: () => void) {
     this.#clock = clock;
     this.#intervalMs = intervalMs;
+    this.#onDue = onDue;
   }
 
   /** Claims may start now. */
@@ -31,6 +41,11 @@ export class PollGate {
     return this.#wakes;
   }
 
+  /** The soonest due time the timer waits for (ms on the clock), when any. */
+  get nextDue(): number | undefined {
+    return this.#dueTimer?.at;
+  }
+
   start(): void {
     if (this.#state === "new") this.#state = "open";
   }
@@ -39,6 +54,18 @@ export class PollGate {
   wake(): void {
     this.#wakes++;
     this.#cancel();
+  }
+
+  /**
+   * A row comes due at `at` (ms on the clock): `onDue` is called then, poll wait or not. False
+   * when `at` has passed already (the caller wakes now) or the gate is closed.
+   */
+  dueAt(at: number): boolean {
+    const now = this.#clock.now().getTime();
+    if (this.#state === "closed" || at <= now) return false;
+    this.#due.add(at);
+    this.#armDue(now);
+    return true;
   }
 
   /** Waits the poll interval, then calls `then` (unless a wake or a close came first, or a wait is under way). */
@@ -54,10 +81,31 @@ export class PollGate {
   close(): void {
     this.#state = "closed";
     this.#cancel();
+    this.#dueTimer?.timer.cancel();
+    this.#dueTimer = undefined;
+    this.#due.clear();
   }
 
   #cancel(): void {
     this.#timer?.cancel();
     this.#timer = undefined;
+  }
+
+  /** One timer, to the soonest due time: re-armed only when a sooner one arrives. */
+  #armDue(now: number): void {
+    const soonest = this.#due.soonest;
+    if (soonest === undefined || (this.#dueTimer !== undefined && this.#dueTimer.at <= soonest)) return;
+    this.#dueTimer?.timer.cancel();
+    this.#dueTimer = { at: soonest, timer: this.#clock.setTimer(soonest - now, () => this.#dueNow()) };
+  }
+
+  /** The timer fired: forget what is due, arm the next, and wake (a timer that fired early only re-arms). */
+  #dueNow(): void {
+    this.#dueTimer = undefined;
+    if (this.#state === "closed") return;
+    const now = this.#clock.now().getTime();
+    const due = this.#due.dropThrough(now);
+    this.#armDue(now);
+    if (due) this.#onDue();
   }
 }

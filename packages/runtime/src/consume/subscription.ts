@@ -50,12 +50,18 @@ export class Subscription {
     const { profile } = setup.strategy;
     const batchHandler = setup.subscriber.kind === "batch";
     this.#pace = claimPaceFor({ workers, batch, mode: batchHandler ? "wholeBatches" : profile.pace, sideBySide: profile.claimsSideBySide });
-    this.#gate = new PollGate(setup.clock, pollInterval);
+    this.#gate = new PollGate(setup.clock, pollInterval, () => this.wake());
     this.#run = new DeliveryRun(
       setup,
       {
         settling: () => void this.#pace.settling++,
         settled: () => this.#settlementEnded(),
+        // Two times: the delay counted from before the write (on time where the row holds this clock's time) and
+        // from after it (never early, whichever clock wrote the row); where they differ the second costs one claim.
+        delayed: (ms, from) => {
+          this.wakeAt(from + ms);
+          this.wakeAt(setup.clock.now().getTime() + ms);
+        },
         finished: () => {
           if (this.#stop !== undefined) this.#stop.finished++;
         },
@@ -85,6 +91,14 @@ export class Subscription {
     this.#s.strategy.invalidate();
     this.#s.activity.touch();
     this.#claimMore();
+  }
+
+  /**
+   * Claims when a row this process delayed comes due at `at` (ms on the app's clock): a settlement's
+   * delay, a publish's run-at. One timer to the soonest such time; a time already past wakes now.
+   */
+  wakeAt(at: number): void {
+    if (!this.#gate.dueAt(at) && !this.#gate.closed) this.wake();
   }
 
   /**

@@ -10,7 +10,7 @@ import type { BrokerConnection } from "./connection.js";
 import { channelOf } from "./listen.js";
 import { chunkRows, publishedRows, type RowOptions } from "./publish-rows.js";
 import type { RouteTable } from "./route-table.js";
-import { Wakes } from "./wakes.js";
+import { type Wake, Wakes } from "./wakes.js";
 
 /**
  * Publishes to one broker's routes: the insert, the `NOTIFY` while its connection listens, and the
@@ -43,8 +43,8 @@ export class Publisher {
     return new Publisher(this.#connection, this.#routes, this.#open, () => Promise.resolve(clock), telemetry, this.#wakes);
   }
 
-  /** Registers a subscription's wake-up for publishes to `table`. */
-  onPublish(table: string, wake: () => void): () => void {
+  /** Registers a subscription's wake-up for publishes to `table` (with a due time for a run-at). */
+  onPublish(table: string, wake: Wake): () => void {
     return this.#wakes.add(table, wake);
   }
 
@@ -111,7 +111,7 @@ export class Publisher {
     }
     if (published.some((p) => p.created || p.replaced === true)) {
       await this.#notify(name, description, on);
-      this.#wakes.wakeAfterCommit(description.table, on);
+      this.#wakes.wakeAfterCommit(description.table, on, options.runAt?.getTime());
     }
     return published;
   }
