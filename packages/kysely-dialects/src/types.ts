@@ -224,8 +224,14 @@ export interface AdvisoryStatements {
   tryLock(key: string, database: string): CompiledQuery<{ locked: unknown }> | null;
   /** Releases the key's lock. `null` where locks live in the process. */
   unlock(key: string, database: string): CompiledQuery | null;
-  /** Takes the row after its key was locked: counts the attempt, while the row is still claimable. One row affected, or it is gone. */
-  take(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
+  /**
+   * Takes the row after its key was locked: counts the attempt, while the row is still claimable.
+   * One row affected, or it is gone. Returns the row as counted where the engine has
+   * `UPDATE … RETURNING` (no row: gone); elsewhere `readTaken` reads it back.
+   */
+  take(spec: InboxDescription, id: unknown, now: Date): CompiledQuery<RawRow>;
+  /** Reads a taken row back on the session holding its key, its attempt as the take counted it; `null` where `take` returns the row. */
+  readTaken(spec: InboxDescription, id: unknown): CompiledQuery<RawRow> | null;
   settleAck(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
   settleRetry(spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery | null;
 }

@@ -4,7 +4,7 @@ import type { CompiledQuery } from "kysely";
 import { describe, expect, test } from "vitest";
 import { mysqlDialect, postgresDialect, sqliteDialect } from "../src/index.js";
 import { operatorFor } from "../src/operator/index.js";
-import { deadJobs, fifoLease, groupedLease, orderedLease, richLease, seedByHand } from "./specs.js";
+import { deadJobs, fifoLease, groupedLease, orderedLease, richAdvisory, richLease, seedByHand } from "./specs.js";
 
 // Like the Rust original's doctests asserting `sql()`: every SQL block a JSDoc comment shows is
 // named (```sql <name>) and compared here with what the statement it names compiles to.
@@ -28,6 +28,8 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:deadLetter.toTable(reports, dead, held)": () => postgresDialect.deadLetter.toTable(seedByHand, deadJobs, 7, { lastError: "boom", attempts: 3 }, held, 3),
   "mysql:deadLetter.removeMoved(reports, held)": () => mysqlDialect.deadLetter.removeMoved(seedByHand, 7, held, 3),
   "sqlite:deadLetter.toGroup(grouped, held)": () => sqliteDialect.deadLetter.toGroup(groupedLease, 7, "dead", { lastError: "boom", attempts: 3 }, held, 3),
+  "postgres:advisory.take(rich)": () => postgresDialect.advisory.take(richAdvisory(), 7, now),
+  "mysql:advisory.readTaken(rich)": () => mysqlDialect.advisory.readTaken(richAdvisory(), 7),
   "postgres:advisory.tryLock": () => postgresDialect.advisory.tryLock("report_jobs:7", "app"),
   "postgres:advisory.unlock": () => postgresDialect.advisory.unlock("report_jobs:7", "app"),
   "mysql:advisory.tryLock": () => mysqlDialect.advisory.tryLock("report_jobs:7", "app"),

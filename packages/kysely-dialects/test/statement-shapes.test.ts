@@ -6,7 +6,7 @@ import { mysqlEngine } from "../src/mysql/engine.js";
 import { postgresEngine } from "../src/postgres/engine.js";
 import { sqliteEngine } from "../src/sqlite/engine.js";
 import { buildDialect } from "../src/forms/dialect.js";
-import { takeQuery } from "../src/statements/advisory-take.js";
+import { takenRowQuery, takeQuery } from "../src/statements/advisory-take.js";
 import { stampPickedQuery } from "../src/statements/claim-stamp.js";
 import { selectClaimableQuery } from "../src/statements/claimable.js";
 import { ackManyQuery, releaseUnstartedQuery, selectHeldQuery, tokenGroups } from "../src/statements/held-leases.js";
@@ -125,6 +125,7 @@ describe.each(engines)("%s: a statement compiled once per shape equals a fresh b
       const options = claimOptions(i, shape);
       expect(plain(dialect.advisory.selectCandidates(spec, options))).toEqual(plain(compiled(selectClaimableQuery(ctx, spec, options, { lock: "none" }))));
       expect(plain(dialect.advisory.take(spec, 9 + i, at(i)))).toEqual(plain(takeQuery(ctx, spec, 9 + i, at(i))));
+      expect(plain(dialect.advisory.readTaken(spec, 9 + i))).toEqual(plain(takenRowQuery(ctx, spec, 9 + i)));
       expect(plain(dialect.advisory.settleAck(spec, 9 + i, at(i)))).toEqual(plain(ackQuery(ctx, spec, 9 + i, at(i))));
       expect(plain(dialect.advisory.settleRetry(spec, 9 + i, at(3 + i)))).toEqual(plain(lockedRetryQuery(ctx, spec, 9 + i, at(3 + i))));
     }

@@ -77,12 +77,23 @@ describe("advisory (SQLite: keys in the process, tryLock/unlock NOT_SUPPORTED)",
     `);
   });
 
-  test("take: count the attempt while the row is still claimable", () => {
+  test("take: count the attempt while the row is still claimable, returning the row as counted (MySQL: read back on the key's session)", () => {
     expect({
       withAttempt: perEngine((d) => d.advisory.take(richAdvisory(), 7, now)),
       withoutAttempt: perEngine((d) => d.advisory.take(idAdvisory(), 7, now)),
+      readTaken: perEngine((d) => d.advisory.readTaken(richAdvisory(), 7)),
     }).toMatchInlineSnapshot(`
       {
+        "readTaken": {
+          "mysql": {
+            "parameters": [
+              7,
+            ],
+            "sql": "select \`jobs\`.\`id\`, \`jobs\`.\`attempt\`, \`jobs\`.\`payload\`, \`jobs\`.\`retry_after\`, \`jobs\`.\`processed_at\`, \`jobs\`.\`customer_id\` from \`jobs\` where \`jobs\`.\`id\` = ?",
+          },
+          "postgres": "NOT_SUPPORTED",
+          "sqlite": "NOT_SUPPORTED",
+        },
         "withAttempt": {
           "mysql": {
             "parameters": [
@@ -96,14 +107,14 @@ describe("advisory (SQLite: keys in the process, tryLock/unlock NOT_SUPPORTED)",
               7,
               2024-05-01T12:00:00.123Z,
             ],
-            "sql": "update "jobs" set "attempt" = "attempt" + 1 where "id" = $1 and ("jobs"."processed_at" is null and ("jobs"."retry_after" is null or "jobs"."retry_after" <= $2))",
+            "sql": "update "jobs" set "attempt" = "attempt" + 1 where "id" = $1 and ("jobs"."processed_at" is null and ("jobs"."retry_after" is null or "jobs"."retry_after" <= $2)) returning "id", "attempt", "payload", "retry_after", "processed_at", "customer_id"",
           },
           "sqlite": {
             "parameters": [
               7,
               "2024-05-01T12:00:00.123Z",
             ],
-            "sql": "update "jobs" set "attempt" = "attempt" + 1 where "id" = ? and ("jobs"."processed_at" is null and ("jobs"."retry_after" is null or "jobs"."retry_after" <= ?))",
+            "sql": "update "jobs" set "attempt" = "attempt" + 1 where "id" = ? and ("jobs"."processed_at" is null and ("jobs"."retry_after" is null or "jobs"."retry_after" <= ?)) returning "id", "attempt", "payload", "retry_after", "processed_at", "customer_id"",
           },
         },
         "withoutAttempt": {
@@ -117,13 +128,13 @@ describe("advisory (SQLite: keys in the process, tryLock/unlock NOT_SUPPORTED)",
             "parameters": [
               7,
             ],
-            "sql": "update "jobs" set "id" = "id" where "id" = $1",
+            "sql": "update "jobs" set "id" = "id" where "id" = $1 returning "id", "payload"",
           },
           "sqlite": {
             "parameters": [
               7,
             ],
-            "sql": "update "jobs" set "id" = "id" where "id" = ?",
+            "sql": "update "jobs" set "id" = "id" where "id" = ? returning "id", "payload"",
           },
         },
       }

@@ -27,6 +27,7 @@ function statementsOf(d: EngineDialect, spec: InboxDescription): Record<string, 
     "publish.insert": d.publish.insert(spec, [{ [spec.columns.find((c) => !c.generated)?.name ?? "payload"]: "a" }]),
     "advisory.selectCandidates": d.advisory.selectCandidates(spec, options),
     "advisory.take": d.advisory.take(spec, 7, now),
+    "advisory.readTaken": d.advisory.readTaken(spec, 7),
     "advisory.settleAck": d.advisory.settleAck(spec, 7, now),
     "advisory.settleRetry": d.advisory.settleRetry(spec, 7, null),
   };

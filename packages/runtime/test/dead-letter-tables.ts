@@ -8,22 +8,27 @@ import type { AnyKysely } from "../src/drivers/database.js";
 import type { Job } from "./claim-forms.js";
 import type { TestEngine } from "./engines.js";
 
-/** `CREATE TABLE` of the jobs (id, attempt from 1, locked_until, k, grp, last_error, payload) and of its dead letters. */
-export async function createTables(engine: TestEngine, db: AnyKysely, jobs: string, dead: string): Promise<void> {
+/**
+ * `CREATE TABLE` of the jobs (id, attempt from 1, locked_until, k, grp, last_error, payload; with
+ * `retryAfter`, a retry_after column too) and of its dead letters.
+ */
+export async function createTables(engine: TestEngine, db: AnyKysely, jobs: string, dead: string, options: { retryAfter?: boolean } = {}): Promise<void> {
   for (const t of [jobs, dead]) await sql`DROP TABLE IF EXISTS ${sql.id(t)}`.execute(db);
   const [j, d] = [sql.id(jobs), sql.id(dead)];
+  const time = engine.engine === "sqlite" ? "TEXT" : engine.engine === "postgres" ? "TIMESTAMPTZ" : "DATETIME(6) NULL";
+  const retryAfter = options.retryAfter === true ? sql.raw(`, retry_after ${time}`) : sql``;
   if (engine.engine === "sqlite") {
-    await sql`CREATE TABLE ${j} (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, k TEXT NOT NULL, grp TEXT NOT NULL, last_error TEXT, payload BLOB NOT NULL)`.execute(
+    await sql`CREATE TABLE ${j} (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, k TEXT NOT NULL, grp TEXT NOT NULL, last_error TEXT, payload BLOB NOT NULL${retryAfter})`.execute(
       db,
     );
     await sql`CREATE TABLE ${d} (id INTEGER PRIMARY KEY, payload BLOB NOT NULL, last_error TEXT, failed_attempts INTEGER)`.execute(db);
   } else if (engine.engine === "postgres") {
-    await sql`CREATE TABLE ${j} (id BIGSERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, k TEXT NOT NULL, grp TEXT NOT NULL, last_error TEXT, payload BYTEA NOT NULL)`.execute(
+    await sql`CREATE TABLE ${j} (id BIGSERIAL PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, k TEXT NOT NULL, grp TEXT NOT NULL, last_error TEXT, payload BYTEA NOT NULL${retryAfter})`.execute(
       db,
     );
     await sql`CREATE TABLE ${d} (id BIGSERIAL PRIMARY KEY, payload BYTEA NOT NULL, last_error TEXT, failed_attempts INTEGER)`.execute(db);
   } else {
-    await sql`CREATE TABLE ${j} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, k VARCHAR(64) NOT NULL, grp VARCHAR(64) NOT NULL, last_error TEXT NULL, payload LONGBLOB NOT NULL) ENGINE=InnoDB`.execute(
+    await sql`CREATE TABLE ${j} (id BIGINT AUTO_INCREMENT PRIMARY KEY, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME(6) NULL, k VARCHAR(64) NOT NULL, grp VARCHAR(64) NOT NULL, last_error TEXT NULL, payload LONGBLOB NOT NULL${retryAfter}) ENGINE=InnoDB`.execute(
       db,
     );
     await sql`CREATE TABLE ${d} (id BIGINT AUTO_INCREMENT PRIMARY KEY, payload LONGBLOB NOT NULL, last_error TEXT NULL, failed_attempts INT NULL) ENGINE=InnoDB`.execute(db);
@@ -37,6 +42,24 @@ export async function dropTables(db: AnyKysely, ...tables: string[]): Promise<vo
 /** The jobs table in `form`: grouped by `grp` (the route name selects it), with a last-error column. */
 export function groupedJobsOf(table: string, form: ClaimForm) {
   const base = InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).data(column("k")).group(column("grp")).lastError(column("last_error"));
+  switch (form) {
+    case "lease":
+      return base.lease(column("locked_until")).payload(column("payload"), payloadOf<Job>());
+    case "advisory":
+      return base.advisoryLock("{k}").payload(column("payload"), payloadOf<Job>());
+    case "rowLock":
+      return base.payload(column("payload"), payloadOf<Job>());
+  }
+}
+
+/** `groupedJobsOf` with its retry_after column described (`createTables(…, { retryAfter: true })`): a `retryAfter` is stored in every form. */
+export function retryJobsOf(table: string, form: ClaimForm) {
+  const base = InboxSpec.table(table, column("id").generated())
+    .attempt(column("attempt").generated())
+    .data(column("k"))
+    .group(column("grp"))
+    .lastError(column("last_error"))
+    .retryAfter(column("retry_after"));
   switch (form) {
     case "lease":
       return base.lease(column("locked_until")).payload(column("payload"), payloadOf<Job>());

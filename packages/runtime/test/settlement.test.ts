@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { commitsHandlerWrites, delayOf, finishOf, stepOf, undecodableMessage, writeStep, type StepWriter } from "../src/claim/settlement.js";
+import { capOf, commitsHandlerWrites, delayOf, finishOf, outcomeLabel, stepOf, undecodableMessage, writeStep, type StepWriter } from "../src/claim/settlement.js";
 import { HandlerOutcome } from "../src/declare/outcome.js";
 
 const writer: StepWriter<string, number, string> = {
@@ -31,5 +31,31 @@ describe("settlement steps", () => {
 
   test("an outcome from outside the union is refused, never written as a retry", () => {
     expect(() => writeStep({ kind: "timeout" } as unknown as HandlerOutcome, writer, "row", 7)).toThrow(/no settlement step for an outcome of kind "timeout"/);
+  });
+});
+
+describe("maxAttempts is a cap", () => {
+  const reason = () => "Error: boom";
+  const moved = HandlerOutcome.deadLetter("Error: boom");
+
+  test.each([
+    ["retry at the cap", HandlerOutcome.retry(), 3, 3, moved, HandlerOutcome.retry()],
+    ["retryAfter past the cap", HandlerOutcome.retryAfter(250), 4, 3, moved, HandlerOutcome.retryAfter(250)],
+    ["retry below the cap", HandlerOutcome.retry(), 2, 3, HandlerOutcome.retry(), undefined],
+    ["an earlier dead letter stands", HandlerOutcome.deadLetter("early"), 1, 3, HandlerOutcome.deadLetter("early"), undefined],
+    ["an ack at the cap stands", HandlerOutcome.ack(), 3, 3, HandlerOutcome.ack(), undefined],
+    ["a drop at the cap stands", HandlerOutcome.drop(), 3, 3, HandlerOutcome.drop(), undefined],
+    ["no maxAttempts: no cap", HandlerOutcome.retry(), 99, undefined, HandlerOutcome.retry(), undefined],
+    ["no attempt column: no cap", HandlerOutcome.retry(), undefined, 3, HandlerOutcome.retry(), undefined],
+  ])("%s", (_name, outcome, attempt, maxAttempts, written, overrode) => {
+    expect(capOf(outcome, attempt, maxAttempts, reason)).toEqual({ outcome: written, overrode });
+  });
+
+  test("the reason is built only when the cap applies; outcomes are named as a log line writes them", () => {
+    let built = 0;
+    capOf(HandlerOutcome.retry(), 1, 3, () => String(++built));
+    expect(built).toBe(0);
+    expect(capOf(HandlerOutcome.retry(), 3, 3, () => String(++built)).outcome).toEqual(HandlerOutcome.deadLetter("1"));
+    expect([HandlerOutcome.retry(), HandlerOutcome.retryAfter(5), HandlerOutcome.deadLetter("x")].map(outcomeLabel)).toEqual(["retry()", "retryAfter(5)", "deadLetter()"]);
   });
 });

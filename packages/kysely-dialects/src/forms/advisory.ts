@@ -1,7 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { AdvisoryStatements, ClaimOptions, RawRow } from "../types.js";
-import { takeQuery } from "../statements/advisory-take.js";
+import { takeQuery, takenRowQuery } from "../statements/advisory-take.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
 import { compiled } from "../statements/query-db.js";
 import { ackQuery, lockedRetryQuery } from "../statements/settle.js";
@@ -26,6 +26,9 @@ export function advisoryStatements(engine: EngineTraits): AdvisoryStatements {
     tryLock: locks === null ? () => null : (key: string, database: string) => locks.tryLock(key, database),
     unlock: locks === null ? () => null : (key: string, database: string) => locks.unlock(key, database),
     take: (spec: InboxDescription, id: unknown, now: Date) => shapes.fill(spec, "take", { id, now }, (c, v) => takeQuery(c, spec, v.id, v.now)),
+    readTaken: ctx.capabilities.updateReturning
+      ? () => null
+      : (spec: InboxDescription, id: unknown) => shapes.fill(spec, "taken", { id }, (c, v) => takenRowQuery(c, spec, v.id) as CompiledQuery<RawRow>),
     settleAck: (spec: InboxDescription, id: unknown, now: Date) => shapes.fill(spec, "ack", { id, now }, (c, v) => ackQuery(c, spec, v.id, v.now)),
     settleRetry: (spec: InboxDescription, id: unknown, retryAt: Date | null) =>
       retryAt === null ? null : shapes.fill(spec, "retry", { id, retryAt }, (c, v) => lockedRetryQuery(c, spec, v.id, v.retryAt) as CompiledQuery),

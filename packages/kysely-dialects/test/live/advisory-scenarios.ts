@@ -71,6 +71,32 @@ export function advisoryScenarios(get: () => LiveEngine): void {
     expect([rows.get(acme1!), rows.get(acme2!), rows.get(beta!)]).toEqual([2, 2, 2]);
   });
 
+  test("advisory: the take reads back the attempt it counted, not the candidate's (RETURNING, or a read on the key's session)", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "adv_read_back");
+    const spec = byId(table);
+    const { advisory } = engine.dialect;
+    const [id] = await publish(engine, spec, [{ payload: "p" }]);
+    const now = new Date();
+    const [candidate] = (await run(engine.db, advisory.selectCandidates(spec, { limit: 1, now }))).rows;
+    expect(Number(candidate?.attempt)).toBe(1);
+    // Other sessions counted the row twice since the candidate was read.
+    await sql`update ${sql.id(table)} set attempt = attempt + 2 where id = ${id}`.execute(engine.db);
+    const key = advisoryKeyOf(spec, candidate!);
+    const row = await engine.db.connection().execute(async (session) => {
+      expect(await tryLock(engine, session, key)).toBe(true);
+      try {
+        const taken = await run(session, advisory.take(spec, id, now));
+        expect(affected(taken)).toBe(1);
+        const readBack = advisory.readTaken(spec, id);
+        return readBack === null ? taken.rows[0] : (await run(session, readBack)).rows[0];
+      } finally {
+        await run(session, advisory.unlock(key, engine.database)!);
+      }
+    });
+    expect([Number(row?.id), Number(row?.attempt), Buffer.from(row?.payload as Uint8Array).toString("utf8")]).toEqual([id, 4, "p"]);
+  });
+
   test("advisory: keys from the id hold each row on its own", async () => {
     const engine = get();
     const table = await jobsTable(engine, "adv_id");

@@ -99,7 +99,7 @@ export function commonScenarios(get: () => LiveEngine, tooOld: readonly string[]
 
 /** SQLite's advisory statements: candidates and take (keys live in the process). */
 export function processAdvisoryScenarios(get: () => LiveEngine): void {
-  test("advisory (keys in the process): candidates carry their key columns; take counts while claimable", async () => {
+  test("advisory (keys in the process): candidates carry their key columns; take counts while claimable and returns the row as counted", async () => {
     const engine = get();
     const table = await jobsTable(engine, "adv_process");
     const spec = InboxSpec.table(table, column("id").generated())
@@ -118,9 +118,12 @@ export function processAdvisoryScenarios(get: () => LiveEngine): void {
     const now = new Date();
     const candidates = (await run(engine.db, advisory.selectCandidates(spec, { limit: 10, now }))).rows;
     expect(candidates.map((r) => advisoryKeyOf(spec, r))).toEqual([`${table}:report-acme`, `${table}:report-beta`]);
-    expect(affected(await run(engine.db, advisory.take(spec, a, now)))).toBe(1);
+    // The take returns the row as it counted it (`RETURNING`): nothing to read back.
+    expect(advisory.readTaken(spec, a)).toBeNull();
+    const taken = (await run(engine.db, advisory.take(spec, a, now))).rows;
+    expect(taken.map((r) => [Number(r.id), Number(r.attempt), r.customer_id])).toEqual([[a, 2, "acme"]]);
     expect(affected(await run(engine.db, advisory.settleAck(spec, a, now)))).toBe(1);
-    expect(affected(await run(engine.db, advisory.take(spec, a, now)))).toBe(0);
+    expect((await run(engine.db, advisory.take(spec, a, now))).rows).toEqual([]);
     const left = (await run(engine.db, advisory.selectCandidates(spec, { limit: 10, now }))).rows;
     expect(left.map((r) => Number(r.id))).toEqual([b]);
     expect(Number((await readRows(engine.db, table)).find((r) => Number(r.id) === a)?.attempt)).toBe(2);

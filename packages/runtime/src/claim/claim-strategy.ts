@@ -152,9 +152,11 @@ export function deliveredAttempt(spec: InboxDescription, row: RawRow): number | 
 
 /**
  * Makes a row read before its claim stamped it (MySQL/MariaDB's `SELECT … FOR UPDATE` then the
- * stamp; an advisory candidate then its take) read as claimed: the attempt as counted and, in the
- * lease form, the deadline as written (`lease`, in the form the driver reads it back). The row
- * object is patched in place from what the claim wrote — cheaper than reading it again.
+ * stamp, in one transaction) read as claimed: the attempt as counted and, in the lease form, the
+ * deadline as written (`lease`, in the form the driver reads it back). The row object is patched
+ * in place from what the claim wrote — cheaper than reading it again, and exact only because the
+ * locking read holds the row until the stamp commits: no other claim can count it in between. A
+ * row read without a lock (an advisory candidate) is never patched: its take reads it back.
  */
 export function asClaimed(spec: InboxDescription, row: RawRow, lease?: unknown): RawRow {
   const attempt = spec.attempt?.name;

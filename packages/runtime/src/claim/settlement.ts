@@ -1,4 +1,4 @@
-import type { HandlerOutcome } from "../declare/outcome.js";
+import type { DeadLetterOutcome, HandlerOutcome } from "../declare/outcome.js";
 
 /**
  * What an outcome does to a held row, whatever holds it. Every form writes these three steps,
@@ -105,6 +105,31 @@ export function movesToDeadLetter(outcome: HandlerOutcome): boolean {
 /** The outcome drops the row: finished without success, logged as a warning. */
 export function dropsRow(outcome: HandlerOutcome): boolean {
   return finishOf(outcome) === "drop";
+}
+
+/** What `capOf` decided: the outcome that is written, and the released one it overrode (when it did). */
+export interface CapDecision {
+  readonly outcome: HandlerOutcome;
+  readonly overrode: HandlerOutcome | undefined;
+}
+
+/**
+ * `maxAttempts` is a cap: a delivery whose attempt reached it is never released for another
+ * attempt. An outcome that would release the row (`retry`, `retryAfter`), whoever chose it (the
+ * handler or a policy), becomes a move to the dead letter with `reason`; every other outcome stands,
+ * so a policy can still dead-letter earlier. No cap without an attempt or without `maxAttempts`.
+ * `reason` (the dead letter's last error) is built only when the cap applies.
+ */
+export function capOf(outcome: HandlerOutcome, attempt: number | undefined, maxAttempts: number | undefined, reason: () => string): CapDecision {
+  if (attempt === undefined || maxAttempts === undefined || attempt < maxAttempts || stepOf(outcome).step !== "release") return { outcome, overrode: undefined };
+  const moved: DeadLetterOutcome = Object.freeze({ kind: "deadLetter", reason: reason() });
+  return { outcome: moved, overrode: outcome };
+}
+
+/** An outcome as a log line names it: `retry()`, `retryAfter(250)`. */
+export function outcomeLabel(outcome: HandlerOutcome): string {
+  const delay = delayOf(outcome);
+  return delay === undefined ? `${outcome.kind}()` : `${outcome.kind}(${delay})`;
 }
 
 /** What a failure's log line says became of the row. */

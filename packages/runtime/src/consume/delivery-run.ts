@@ -3,10 +3,10 @@ import type { ClaimedDelivery } from "../claim/claim-strategy.js";
 import { deliveryContext, type ContextPlace } from "../declare/context.js";
 import type { AnyTransaction } from "../drivers/database.js";
 import { afterTimeoutGrace, delayWithoutColumn, noDeadLetter, Timeout } from "../errors.js";
-import { defaultOnDecodeError, defaultOnError, type FailureContext, type FailurePolicy } from "../declare/failure-policy.js";
+import { defaultOnDecodeError, defaultOnError, reasonOf, type FailureContext, type FailurePolicy } from "../declare/failure-policy.js";
 import { errorFields } from "../logger.js";
 import { HandlerOutcome, toOutcome } from "../declare/outcome.js";
-import { delayOf, dropsRow, failureFate, movesToDeadLetter, undecodableMessage } from "../claim/settlement.js";
+import { capOf, delayOf, dropsRow, failureFate, movesToDeadLetter, outcomeLabel, undecodableMessage } from "../claim/settlement.js";
 import { decodePayload, decodePayloadNow } from "../declare/payload.js";
 import type { SubscriptionSetup } from "./setup.js";
 import { movingAverage } from "./claim-pacer.js";
@@ -298,21 +298,43 @@ export class DeliveryRun {
     const fallback = what === "handler" ? defaultOnError() : defaultOnDecodeError;
     // The defaults may park a row on a table with no column for a time; a policy of the app's own may not (it does not compile).
     const own = policy === options.onError || policy === options.onDecodeError;
+    const source = what === "handler" ? "the onError policy" : "the onDecodeError policy";
     try {
       const outcome = toOutcome(policy(error, delivery.attempt, ctx));
-      return own ? this.storable(outcome, what === "handler" ? "the onError policy" : "the onDecodeError policy", delivery) : outcome;
+      return own ? this.storable(outcome, source, delivery, error) : this.#capped(outcome, source, delivery, error);
     } catch (policyError) {
       logger.error({ ...errorFields(policyError), ...this.#place, id: delivery.id }, `the ${what === "handler" ? "onError" : "onDecodeError"} policy failed; the default decides`);
-      return fallback(error, delivery.attempt, ctx);
+      return this.#capped(fallback(error, delivery.attempt, ctx), source, delivery, error);
     }
   }
 
   /**
-   * A `retryAfter` from the app's own code on a table with no column for a time does not compile;
-   * one that arrives untyped is logged as a `Declaration` error naming the column to add, and
+   * `maxAttempts` is a cap (`capOf`): an outcome that would release a row whose attempt reached it
+   * moves the row to the dead letter instead, with a warning that names what it overrode.
+   */
+  #capped(outcome: HandlerOutcome, source: string, delivery: ClaimedDelivery, error: unknown): HandlerOutcome {
+    const maxAttempts = this.#s.options.deadLetter?.maxAttempts;
+    if (maxAttempts === undefined) return outcome;
+    const { attempt } = delivery;
+    const decided = capOf(outcome, attempt, maxAttempts, () => (error === undefined ? `attempt ${attempt} reached maxAttempts ${maxAttempts}` : reasonOf(error)));
+    if (decided.overrode !== undefined) {
+      const overridden = outcomeLabel(decided.overrode);
+      this.#s.logger.warn(
+        { ...this.#place, id: delivery.id, attempt, maxAttempts, overridden },
+        `attempt ${attempt} reached maxAttempts ${maxAttempts}: the row goes to the dead letter, not ${overridden} as ${source} returned`,
+      );
+    }
+    return decided.outcome;
+  }
+
+  /**
+   * What the app's own code chose (`source`: the handler or a policy; `error`: the failure a
+   * policy judged), as written: capped by `maxAttempts` first. A `retryAfter` from the app's own
+   * code on a table with no column for a time does not compile; one that arrives untyped is logged as a `Declaration` error naming the column to add, and
    * served without holding anything: the row is released now and parked in this process.
    */
-  storable(outcome: HandlerOutcome, source: string, delivery: ClaimedDelivery): HandlerOutcome {
+  storable(chosen: HandlerOutcome, source: string, delivery: ClaimedDelivery, error?: unknown): HandlerOutcome {
+    const outcome = this.#capped(chosen, source, delivery, error);
     const delayMs = delayOf(outcome);
     if (delayMs === undefined || this.#storesDelay) return outcome;
     const place = this.#placeOf(delivery.id);

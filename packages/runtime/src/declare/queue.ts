@@ -232,9 +232,11 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
   }
 
   /**
-   * Where failed rows go, and after how many attempts a throw sends a row there (the default
-   * `onError`). The destination is a table described like this one (the same payload type) or
-   * `{ group: "name" }` of this table. Declared together, so `maxAttempts` never exists without one.
+   * Where failed rows go, and the attempt at which a row goes there at the latest. `maxAttempts`
+   * is a cap: at that attempt a `retry()` or `retryAfter(ms)`, from a policy or the handler,
+   * moves the row to the dead letter instead (logged with what it overrode). The destination is a
+   * table described like this one (the same payload type) or `{ group: "name" }` of this table.
+   * Declared together, so `maxAttempts` never exists without one.
    *
    * @example
    * InboxQueue.of(RenderReport, "reports").deadLetter(DeadReports, { maxAttempts: 5 })
@@ -263,6 +265,7 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
   /**
    * What a handler's throw becomes: a pure function of the error, the attempt and the context.
    * Default: the dead letter at `maxAttempts`, otherwise a backoff with full jitter (1 s doubling, at most 1 h).
+   * Whatever a policy returns, `maxAttempts` caps it (see `deadLetter`).
    */
   onError(policy: DelayChecked<S, FailurePolicy<OutcomeFor<S>>>): InboxQueue<S, Tx> {
     return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, onError: policy });

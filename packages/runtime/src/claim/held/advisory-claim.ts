@@ -6,7 +6,6 @@ import { errorFields } from "../../logger.js";
 import type { HandlerOutcome } from "../../declare/outcome.js";
 import { commitsHandlerWrites } from "../settlement.js";
 import {
-  asClaimed,
   deliveredAttempt,
   deliveryPlace,
   excludedBy,
@@ -62,7 +61,9 @@ const CANDIDATE_WINDOW_MS = 250;
  * ```sql
  * SELECT … FROM t WHERE <claimable> ORDER BY … LIMIT :window     -- candidates, no lock
  * SELECT pg_try_advisory_lock(hashtextextended(:key, 0))          -- Postgres, or GET_LOCK(:db.key, 0)
- * UPDATE t SET attempt = attempt + 1 WHERE id = ? AND <claimable>  -- the take, committed at once
+ * UPDATE t SET attempt = attempt + 1 WHERE id = ? AND <claimable>  -- the take, committed at once,
+ *   RETURNING …                                                   -- the row as counted (or read back
+ *                                                                  -- on this session: MySQL/MariaDB)
  * -- the handler runs; the key stays locked by this session
  * DELETE FROM t WHERE id = ?  | UPDATE … retry_after                -- the settlement, same session
  * SELECT pg_advisory_unlock(…)                                     -- or RELEASE_LOCK
@@ -270,7 +271,7 @@ export class AdvisoryClaim implements ClaimStrategy {
               }
               continue;
             }
-            claimed.push(this.#delivery(row, key, registered, connection));
+            claimed.push(this.#delivery(taken, key, registered, connection));
           } catch (error) {
             keysInWork.delete(registered);
             this.#giveBack(passed);
@@ -298,17 +299,25 @@ export class AdvisoryClaim implements ClaimStrategy {
     return claimed;
   }
 
-  /** Locks the key on `connection` and takes the row (attempt + 1, committed). */
-  async #take(row: RawRow, key: string, connection: HeldConnection | undefined): Promise<"taken" | "held elsewhere" | "gone"> {
+  /**
+   * Locks the key on `connection` and takes the row (attempt + 1, committed): the row as the take
+   * counted it, read back by the take itself (`RETURNING`) or on the session that holds the key.
+   */
+  async #take(candidate: RawRow, key: string, connection: HeldConnection | undefined): Promise<RawRow | "held elsewhere" | "gone"> {
     const { database, spec, clock } = this.#setup;
     if (connection !== undefined) {
       const lock = this.#statements.tryLock(key, await this.#database());
       const locked = lock === null ? true : Number((await database.execute("claim", lock, connection)).rows[0]?.locked ?? 0) === 1;
       if (!locked) return "held elsewhere";
     }
-    const taken = await database.execute("claim", this.#statements.take(spec, row[spec.id.name], clock.now()), connection);
+    const id = candidate[spec.id.name];
+    const taken = await database.execute("claim", this.#statements.take(spec, id, clock.now()), connection);
+    const readBack = this.#statements.readTaken(spec, id);
     // Zero rows: finished by another session between the candidate read and the lock.
-    return Number(taken.numAffectedRows ?? 0n) === 0 ? "gone" : "taken";
+    if (readBack === null) return taken.rows[0] ?? "gone";
+    if (Number(taken.numAffectedRows ?? 0n) === 0) return "gone";
+    // The key's lock keeps every other take off the row: this read sees what this take counted.
+    return (await database.execute("claim", readBack, connection)).rows[0] ?? "gone";
   }
 
   /** The database name MySQL lock names are prefixed with (user locks are server-wide). */
@@ -340,11 +349,11 @@ export class AdvisoryClaim implements ClaimStrategy {
     }
   }
 
+  /** A delivery of the row as its take returned it (never the candidate, which may predate a retry of the same row). */
   #delivery(row: RawRow, key: string, registered: string, connection: HeldConnection | undefined): ClaimedDelivery {
     const { spec } = this.#setup;
     const id = row[spec.id.name];
-    // The candidate was read before the take counted its attempt: the row handed over reads as taken.
-    const attempt = deliveredAttempt(spec, asClaimed(spec, row));
+    const attempt = deliveredAttempt(spec, row);
     return new HeldDelivery(this.#holding, row, id, attempt, deliveryPlace(this.#setup, id), { key, registered, connection });
   }
 
