@@ -111,7 +111,7 @@ export class Publisher {
     }
     if (published.some((p) => p.created || p.replaced === true)) {
       await this.#notify(name, description, on);
-      this.#wakes.wakeAfterCommit(description.table, on, options.runAt?.getTime());
+      this.#wakes.wakeAfterCommit(description.table, on, runAt?.getTime());
     }
     return published;
   }
