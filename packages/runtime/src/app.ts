@@ -20,7 +20,7 @@ import {
   rowLockTableUnsupported,
 } from "./errors.js";
 import { brokerParts, type SqlBroker } from "./publish/sql-broker.js";
-import { claimStrategyFor } from "./claim/strategy-for.js";
+import { flowControlledStrategy } from "./claim/flow/flow-for.js";
 import { exclusiveByLock, formUnsupported, holdsSessionAcrossTransactions } from "./claim/form-facts.js";
 import { ParkedRows } from "./consume/parked-rows.js";
 import type { DeadLetterDeclaration, DeadLetterTarget } from "./declare/queue.js";
@@ -328,7 +328,7 @@ async function checkSchemas(run: Startup, { connection, routes }: BrokerParts, d
       deadLetter: await deadLetterChecked(routes, sub.queue.options.deadLetter),
       parked: new ParkedRows(run.clock),
     };
-    planned.push({ sub, strategy: claimStrategyFor(setup), leaseMs, logger: subLogger });
+    planned.push({ sub, strategy: await flowControlledStrategy(setup, sub.queue.options), leaseMs, logger: subLogger });
   }
   return planned;
 }

@@ -1,5 +1,5 @@
 import type { ClaimForm, ErrorPlace, InboxDescription } from "@sqlinbox/core/internal";
-import type { RawRow } from "@sqlinbox/kysely-dialects";
+import type { RawRow, SlotPlace } from "@sqlinbox/kysely-dialects";
 import type { Clock } from "../clock.js";
 import type { AnyTransaction, Database } from "../drivers/database.js";
 import type { Logger } from "../logger.js";
@@ -105,6 +105,11 @@ export interface ClaimStrategy {
   start(): void;
   /** Stops keeping: deliveries in work keep what they hold now and may still settle. */
   stop(): void;
+  /**
+   * After a claim that came back short: how long to wait before the next one, when the strategy
+   * knows better than the poll interval (a rate limit's window frees a start then); `undefined`: the poll interval.
+   */
+  waitAfterShortMs?(): number | undefined;
 }
 
 /** What a claim strategy is built from. */
@@ -130,6 +135,17 @@ export interface ClaimSetup {
   readonly deadLetter?: DeadLetterTarget | undefined;
   /** Rows this process keeps out of its claims (a delay on a held table with no retryAfter column). */
   readonly parked?: ParkedRows | undefined;
+  /**
+   * A cap on rows in work held by the delivery's own hold (`maxInWork`): a row-lock claim locks one
+   * of `n` slot rows in its transaction; an advisory claim takes one of `n` slot locks on its session.
+   */
+  readonly capSlots?: CapSlots | undefined;
+}
+
+/** The slots of a cap on rows in work (`maxInWork`), where the delivery's hold keeps one. */
+export interface CapSlots {
+  readonly place: SlotPlace;
+  readonly n: number;
 }
 
 /**

@@ -38,6 +38,13 @@ export interface FormFacts {
   /** The table, as errors name it. */
   readonly describedAs: string;
   readonly stop: StopFate;
+  /**
+   * How `maxInWork(n)` holds its cap: the live leases counted in the table (`leases`; a crashed
+   * process's rows count until their lease expires), or slots the delivery's hold keeps (`slots`:
+   * slot rows locked in a row-lock transaction, slot locks on an advisory session; back at once
+   * when the session ends).
+   */
+  readonly capCounts: "leases" | "slots";
 }
 
 export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freeze({
@@ -49,6 +56,7 @@ export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freez
     exclusiveByLock: true,
     describedAs: "a row-lock table",
     stop: Object.freeze({ abandoned: "rolledBack", releasesLock: false, fate: "its transaction rolls back: the row returns at once, its attempt not spent" }),
+    capCounts: "slots",
   }),
   lease: Object.freeze({
     needsRowLocks: false,
@@ -58,6 +66,7 @@ export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freez
     exclusiveByLock: false,
     describedAs: "a lease table",
     stop: Object.freeze({ abandoned: "givenBack", releasesLock: false, fate: "its row returns when its lease expires" }),
+    capCounts: "leases",
   }),
   advisory: Object.freeze({
     needsRowLocks: false,
@@ -67,6 +76,7 @@ export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freez
     exclusiveByLock: true,
     describedAs: "an advisory table",
     stop: Object.freeze({ abandoned: "givenBack", releasesLock: true, fate: "its key's lock is released: the row returns at once, its attempt spent" }),
+    capCounts: "slots",
   }),
 });
 

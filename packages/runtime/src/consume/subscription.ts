@@ -187,7 +187,7 @@ export class Subscription {
   }
 
   #pollWait(): void {
-    this.#gate.wait(() => this.#claimMore());
+    this.#gate.wait(() => this.#claimMore(), this.#s.strategy.waitAfterShortMs?.());
   }
 
   /**

@@ -152,6 +152,12 @@ export class RowLockClaim implements ClaimStrategy {
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
+        // Capped (`maxInWork`): a slot first; uncapped claims run no statement and no await for it.
+        if (this.#setup.capSlots !== undefined && (await this.#lockCapSlots(trx, 1)) === 0) {
+          await trx.rollback();
+          this.#open.delete(trx);
+          return undefined;
+        }
         const options = await this.#lockFifoGroup(trx, { limit: 1, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) });
         const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
         const row = rows[0];
@@ -177,8 +183,9 @@ export class RowLockClaim implements ClaimStrategy {
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
-        const options = await this.#lockFifoGroup(trx, { limit, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) });
-        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
+        const slots = this.#setup.capSlots === undefined ? limit : await this.#lockCapSlots(trx, limit);
+        const options = await this.#lockFifoGroup(trx, { limit: slots, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) });
+        const rows = slots === 0 ? [] : (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
         if (rows.length === 0) {
           await trx.rollback();
           this.#open.delete(trx);
@@ -212,6 +219,20 @@ export class RowLockClaim implements ClaimStrategy {
         throw error;
       }
     }
+  }
+
+  /**
+   * `maxInWork(n)`: locks up to `want` of the cap's `n` slot rows in the claim's transaction, passing
+   * over those other transactions hold; the claim takes at most that many rows. The slots are held
+   * until the transaction ends (its settlement's commit, a rollback, or the session's end in a crash).
+   * Without a cap: `want`, and no statement.
+   */
+  async #lockCapSlots(trx: HeldTransaction, want: number): Promise<number> {
+    const cap = this.#setup.capSlots;
+    if (cap === undefined) return want;
+    const lock = this.#setup.database.dialect.flow.lockCapSlots(cap.place, cap.n, want);
+    if (lock === null) return want;
+    return (await this.#run(trx, "claim", lock)).rows.length;
   }
 
   /**
