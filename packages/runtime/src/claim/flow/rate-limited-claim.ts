@@ -46,7 +46,13 @@ export class RateLimitedClaim implements ClaimStrategy {
     }
     let claimed: ClaimedDelivery[];
     try {
-      claimed = await this.#inner.claim(slots.length);
+      // Fewer slots than wanted: the limit, not the queue, made this claim short. The next claim waits for
+      // the window to free the next slot (read beside the claim, so the rows start no later), not the poll interval.
+      if (slots.length < limit) {
+        const [rows, wait] = await Promise.all([this.#inner.claim(slots.length), this.#slots.msUntilFree(now)]);
+        claimed = rows;
+        if (claimed.length === slots.length) this.#wait = wait;
+      } else claimed = await this.#inner.claim(slots.length);
     } catch (error) {
       this.#settle([], slots, reserve);
       throw error;
@@ -63,7 +69,7 @@ export class RateLimitedClaim implements ClaimStrategy {
     );
   }
 
-  /** After a claim that found no free slot: until the window frees one; otherwise the poll interval. */
+  /** After a claim the limit made short (no free slot, or fewer than wanted): until the window frees one; otherwise the poll interval. */
   waitAfterShortMs(): number | undefined {
     return this.#wait;
   }
