@@ -10,10 +10,7 @@ import type { Job, WorkerLine } from "./claim-forms.js";
 
 /** The description of the flow table in `form` (the lease column is described in the lease form only; `k` keys the advisory form). */
 export function flowSpecOf(table: string, form: ClaimForm) {
-  const base = InboxSpec.table(table, column("id").generated())
-    .attempt(column("attempt").generated())
-    .retryAfter(column("retry_after"))
-    .data(column("k").type("text"));
+  const base = InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).retryAfter(column("retry_after")).data(column("k").type("text"));
   switch (form) {
     case "lease":
       return base.lease(column("locked_until")).payload(column("payload"), payloadOf<Job>());

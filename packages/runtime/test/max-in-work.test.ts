@@ -58,7 +58,11 @@ describe.each(matrix)("maxInWork($engine.name × $form)", ({ engine, form }) => 
         await until(() => done() >= ROWS / 4, 30_000, "a quarter of the rows handled");
         // Kill a process while it has a row in work: its slot (or lease) is held when it dies.
         const victim = children[0] as WorkerProcess;
-        await until(() => runsOf([{ pid: 0, lines: victim.lines }], () => Number.POSITIVE_INFINITY).some((r) => r.end === Number.POSITIVE_INFINITY), 30_000, "a row in work in the victim");
+        await until(
+          () => runsOf([{ pid: 0, lines: victim.lines }], () => Number.POSITIVE_INFINITY).some((r) => r.end === Number.POSITIVE_INFINITY),
+          30_000,
+          "a row in work in the victim",
+        );
         victim.child.kill("SIGKILL");
         killedAt.set(victim.child.pid as number, Date.now());
         await victim.exited;

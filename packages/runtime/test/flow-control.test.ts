@@ -1,0 +1,92 @@
+/**
+ * `maxInWork` and `rateLimit` where the compiler did not check (a number it could not see, an
+ * untyped caller), what they declare, and a missing slot table at startup, on every engine.
+ */
+import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
+import { afterAll, describe, expect, it, test } from "vitest";
+import { App, HandlerOutcome, InboxQueue, SqlBroker, subscriber } from "../src/index.js";
+import type { AnyKysely } from "../src/drivers/database.js";
+import { formsOf } from "./claim-forms.js";
+import { engines, unique } from "./engines.js";
+import { flowSpecOf } from "./flow-tables.js";
+import { createInboxTable } from "../src/index.js";
+import { sql } from "kysely";
+
+afterAll(() => {
+  for (const e of engines) e.cleanup();
+});
+
+interface Job {
+  readonly n: number;
+}
+const RowLock = InboxSpec.table("jobs", column("id")).payload(column("payload"), payloadOf<Job>());
+const Leased = InboxSpec.table("jobs", column("id")).lease(column("locked_until")).payload(column("payload"), payloadOf<Job>());
+const LeasedWithDelay = Leased.retryAfter(column("retry_after"));
+const untyped = (n: unknown): number => n as number;
+
+describe("refused when the queue is declared", () => {
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, "3"])("maxInWork(%s)", (n) => {
+    expect(() => InboxQueue.of(RowLock, "jobs").maxInWork(untyped(n))).toThrow(/^Declaration: maxInWork must be a whole number above 0, got /);
+  });
+
+  it("names the subscription and the table", () => {
+    expect(() => InboxQueue.of(RowLock, "jobs").maxInWork(untyped(0))).toThrow(expect.objectContaining({ code: "Declaration", place: { subscription: "jobs", table: "jobs" } }));
+  });
+
+  it("maxInWork on a lease table without a retryAfter column", () => {
+    const queue = InboxQueue.of(Leased, "jobs") as unknown as { maxInWork(n: number): unknown };
+    expect(() => queue.maxInWork(5)).toThrow(/^Declaration: maxInWork on a lease table needs a retryAfter column/);
+  });
+
+  it.each([0, -1, 2.5, Number.NaN])("rateLimit's max %s", (max) => {
+    expect(() => InboxQueue.of(RowLock, "jobs").rateLimit({ max: untyped(max), perMs: 1000 })).toThrow(/^Declaration: rateLimit's max must be a whole number above 0, got /);
+  });
+
+  it.each([0, -1000, Number.NaN, Number.POSITIVE_INFINITY])("rateLimit's perMs %s", (perMs) => {
+    expect(() => InboxQueue.of(RowLock, "jobs").rateLimit({ max: 10, perMs: untyped(perMs) })).toThrow(/^Declaration: rateLimit's perMs must be a window above 0 ms, got /);
+  });
+
+  it("the options say what was declared", () => {
+    expect(InboxQueue.of(LeasedWithDelay, "jobs").maxInWork(4).rateLimit({ max: 10, perMs: 1000 }).options).toMatchObject({ maxInWork: 4, rateLimit: { max: 10, perMs: 1000 } });
+    expect(InboxQueue.of(RowLock, "jobs").options).not.toHaveProperty("maxInWork");
+    expect(InboxQueue.of(RowLock, "jobs").options).not.toHaveProperty("rateLimit");
+  });
+});
+
+describe.each(engines)("a missing slot table on $name", (engine) => {
+  const forms = formsOf(engine);
+  test.each(forms.map((form) => ({ form, limit: "rateLimit" })).concat(forms.includes("rowLock") ? [{ form: "rowLock", limit: "maxInWork" }] : []))(
+    "$limit on a $form table fails the start with a Schema error naming sqlinbox_slots and how to create it",
+    async ({ form, limit }) => {
+      const url = engine.url();
+      const db: AnyKysely = await engine.connect(url);
+      const table = unique(`noslots_${form}`).toLowerCase();
+      // A schema (MySQL/MariaDB: a database) of its own, where no slot table was ever made; SQLite: a fresh file.
+      const scope = engine.engine === "sqlite" ? undefined : unique("noslots").toLowerCase();
+      try {
+        if (scope !== undefined) await sql.raw(`create ${engine.engine === "postgres" ? "schema" : "database"} ${scope}`).execute(db);
+        const base = flowSpecOf(table, form as "rowLock");
+        const spec = scope === undefined ? base : base.schema(scope);
+        await createInboxTable(db, spec);
+        let queue = InboxQueue.of(spec, "jobs");
+        queue = limit === "rateLimit" ? queue.rateLimit({ max: 5, perMs: 1000 }) : queue.maxInWork(2);
+        const app = new App({ name: "noslots", version: "0" }).withBroker(SqlBroker.fromUrl(url).route(spec, "jobs"), (b) =>
+          b.include(subscriber(queue, async () => HandlerOutcome.ack())),
+        );
+        await expect(app.start()).rejects.toThrow(
+          expect.objectContaining({
+            code: "Schema",
+            message: expect.stringMatching(
+              /^Schema: the table (\w+\.)?sqlinbox_slots does not exist .*: maxInWork and rateLimit count in it; create it with createInboxTable\(db, spec, undefined, \{ slotTable: true \}\)/,
+            ),
+          }),
+        );
+      } finally {
+        if (scope !== undefined)
+          await sql.raw(`drop ${engine.engine === "postgres" ? "schema" : "database"} if exists ${scope}${engine.engine === "postgres" ? " cascade" : ""}`).execute(db);
+        else await engine.dropTable(db, table).catch(() => {});
+        await db.destroy();
+      }
+    },
+  );
+});
