@@ -69,7 +69,7 @@ describe.each(matrix)("maxInWork($engine.name × $form)", ({ engine, form }) => 
         killed = victim;
       }
       const survivors = children.filter((c) => c !== killed);
-      await until(async () => (await sql<{ n: number }>`select count(*) as n from ${sql.id(table)}`.execute(db)).rows[0]?.n == 0, 60_000, "every row handled");
+      await until(async () => Number((await sql<{ n: unknown }>`select count(*) as n from ${sql.id(table)}`.execute(db)).rows[0]?.n) === 0, 60_000, "every row handled");
       for (const c of survivors) c.child.kill("SIGTERM");
       await Promise.all(survivors.map((c) => c.exited));
 
