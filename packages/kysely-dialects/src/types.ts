@@ -361,6 +361,8 @@ export interface FlowStatements {
   stampSlots(place: SlotPlace, slots: readonly number[], stamp: number, fence?: number): CompiledQuery;
   /** One row with `oldest`: the oldest last start among the first `max` slots. */
   oldestStart(place: SlotPlace, max: number): CompiledQuery<{ oldest: unknown }>;
+  /** One row with `started`: the starts a rate limit admitted after `since` (ms), reservations included. */
+  startsSince(place: SlotPlace, max: number, since: number): CompiledQuery<{ started: unknown }>;
   /** Locks up to `take` of a cap's first `n` slots for the transaction (`FOR UPDATE SKIP LOCKED`); `null` without row locks. */
   lockCapSlots(place: SlotPlace, n: number, take: number): CompiledQuery<{ slot: unknown }> | null;
   /** One row with `live`: the rows of a lease table whose deadline is in the future (unprocessed, of `group`). */

@@ -7,6 +7,7 @@ import {
   oldestStartQuery,
   SLOT_TABLE,
   selectRateSlotsQuery,
+  startsSinceQuery,
   stampSlotsQuery,
   takeRateSlotsQuery,
 } from "../statements/slots.js";
@@ -27,6 +28,7 @@ export function flowStatements(engine: EngineTraits): FlowStatements {
     selectRateSlots: (place, pick) => selectRateSlotsQuery(ctx, place, pick),
     stampSlots: (place, slots, stamp, fence) => stampSlotsQuery(ctx, place, slots, stamp, fence),
     oldestStart: (place, max) => oldestStartQuery(ctx, place, max),
+    startsSince: (place, max, since) => startsSinceQuery(ctx, place, max, since),
     lockCapSlots: (place, n, take) => lockCapSlotsQuery(ctx, place, n, take),
     countLiveLeases: (spec, options) => countLiveLeasesQuery(ctx, spec, options),
   };

@@ -119,6 +119,24 @@ export function oldestStartQuery(ctx: StatementContext, place: SlotPlace, max: n
 }
 
 /**
+ * The starts a rate limit admitted since `since` (ms), reservations included: what `sqlinbox status` shows.
+ *
+ * ```sql postgres:flow.startsSince
+ * select count(*) as "started" from "sqlinbox_slots" where "name" = $1 and "slot" < $2 and "started_ms" > $3
+ * ```
+ */
+export function startsSinceQuery(ctx: StatementContext, place: SlotPlace, max: number, since: number): CompiledQuery<{ started: unknown }> {
+  return compiled(
+    ctx.db
+      .selectFrom(slotTableRef(place.schema))
+      .select((eb: Eb) => eb.fn.countAll().as("started"))
+      .where("name", "=", place.name)
+      .where("slot", "<", max)
+      .where("started_ms", ">", since),
+  );
+}
+
+/**
  * Locks up to `take` of a cap's first `n` slots for the claim's transaction, passing over those
  * other transactions hold; `null` where the engine has no row locks (SQLite).
  *
