@@ -4,11 +4,11 @@
  */
 import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
 import { afterAll, describe, expect, it, test } from "vitest";
-import { App, HandlerOutcome, InboxQueue, SqlBroker, subscriber } from "../src/index.js";
+import { App, HandlerOutcome, InboxQueue, SqlBroker, subscriber, type Logger } from "../src/index.js";
 import type { AnyKysely } from "../src/drivers/database.js";
-import { formsOf } from "./claim-forms.js";
+import { formsOf, insertJobs, matrix, until } from "./claim-forms.js";
 import { engines, unique } from "./engines.js";
-import { flowSpecOf } from "./flow-tables.js";
+import { createFlowTable, flowSpecOf } from "./flow-tables.js";
 import { createInboxTable } from "../src/index.js";
 import { sql } from "kysely";
 
@@ -23,6 +23,7 @@ const RowLock = InboxSpec.table("jobs", column("id")).payload(column("payload"),
 const Leased = InboxSpec.table("jobs", column("id")).lease(column("locked_until")).payload(column("payload"), payloadOf<Job>());
 const LeasedWithDelay = Leased.retryAfter(column("retry_after"));
 const untyped = (n: unknown): number => n as number;
+const quiet: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 
 describe("refused when the queue is declared", () => {
   it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, "3"])("maxInWork(%s)", (n) => {
@@ -70,7 +71,7 @@ describe.each(engines)("a missing slot table on $name", (engine) => {
         await createInboxTable(db, spec);
         let queue = InboxQueue.of(spec, "jobs");
         queue = limit === "rateLimit" ? queue.rateLimit({ max: 5, perMs: 1000 }) : queue.maxInWork(2);
-        const app = new App({ name: "noslots", version: "0" }).withBroker(SqlBroker.fromUrl(url).route(spec, "jobs"), (b) =>
+        const app = new App({ name: "noslots", version: "0", logger: quiet }).withBroker(SqlBroker.fromUrl(url).route(spec, "jobs"), (b) =>
           b.include(subscriber(queue, async () => HandlerOutcome.ack())),
         );
         await expect(app.start()).rejects.toThrow(
@@ -89,4 +90,40 @@ describe.each(engines)("a missing slot table on $name", (engine) => {
       }
     },
   );
+});
+
+describe.each(matrix)("a subscription over its rate limit on $engine.name × $form", ({ engine, form }) => {
+  test("sleeps until the window frees a start, not the poll interval (a minute here)", async () => {
+    const url = engine.url();
+    const db: AnyKysely = await engine.connect(url);
+    const table = unique(`window_${form}`).toLowerCase();
+    const starts: number[] = [];
+    let running: { stop(): Promise<unknown> } | undefined;
+    try {
+      await createFlowTable(db, table);
+      await insertJobs(db, table, 4);
+      const spec = flowSpecOf(table, form);
+      const queue = InboxQueue.of(spec, "jobs").workers(4).pollInterval(60_000).rateLimit({ max: 2, perMs: 1500 });
+      const app = new App({ name: "window", version: "0", logger: quiet }).withBroker(SqlBroker.fromUrl(url).route(spec, "jobs"), (b) =>
+        b.include(
+          subscriber(queue, async () => {
+            starts.push(Date.now());
+            return HandlerOutcome.ack();
+          }),
+        ),
+      );
+      running = await app.start();
+      await until(() => starts.length >= 4, 20_000, "four starts");
+      const sorted = [...starts].sort((a, b) => a - b);
+      const first = sorted[0] as number;
+      // Two at once, two when the window frees them: about 1.5 s later, far sooner than the 60 s poll.
+      expect((sorted[1] as number) - first).toBeLessThan(1000);
+      expect((sorted[2] as number) - first).toBeGreaterThanOrEqual(1500);
+      expect((sorted[3] as number) - first).toBeLessThan(10_000);
+    } finally {
+      await running?.stop();
+      await engine.dropTable(db, table).catch(() => {});
+      await db.destroy();
+    }
+  });
 });

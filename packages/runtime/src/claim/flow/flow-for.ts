@@ -34,7 +34,7 @@ export async function flowControlledStrategy(setup: ClaimSetup, options: Pick<Qu
   if (rateLimit !== undefined) {
     const place = slotPlace("rate", spec, subscription);
     await ensureSlots(database, place, rateLimit.max, errorPlace);
-    strategy = new RateLimitedClaim(strategy, new RateSlots(database, place, rateLimit), setup.clock, setup.logger);
+    strategy = new RateLimitedClaim(strategy, new RateSlots(database, place, rateLimit), setup);
   }
   return strategy;
 }

@@ -21,12 +21,14 @@ export class RateLimitedClaim implements ClaimStrategy {
   readonly #logger: Logger;
   /** Set by a claim that found no free slot: how long until the window frees one. */
   #wait: number | undefined;
+  readonly #isClosed: () => boolean;
 
-  constructor(inner: ClaimStrategy, slots: RateSlots, clock: Clock, logger: Logger) {
+  constructor(inner: ClaimStrategy, slots: RateSlots, setup: { readonly clock: Clock; readonly logger: Logger; readonly isClosed: () => boolean }) {
     this.#inner = inner;
     this.#slots = slots;
-    this.#clock = clock;
-    this.#logger = logger;
+    this.#clock = setup.clock;
+    this.#logger = setup.logger;
+    this.#isClosed = setup.isClosed;
     // Claimed rows start at once: rows claimed ahead would start later, bunched with the next window's.
     const pace = inner.profile.pace === "ahead" || inner.profile.pace === "shared" ? "perWorker" : inner.profile.pace;
     this.profile = Object.freeze({ ...inner.profile, pace });
@@ -62,11 +64,15 @@ export class RateLimitedClaim implements ClaimStrategy {
     return claimed;
   }
 
+  /**
+   * Stamps the slots of one claim. Unstamped (the broker closed first, or the statement failed), a slot
+   * keeps its reservation: it frees one window after it, later than needed, never sooner.
+   */
   #settle(used: readonly number[], unused: readonly number[], reserve: number): void {
-    this.#slots.settle(used, unused, reserve, this.#clock.now().getTime()).catch((error: unknown) =>
-      // The reservation stays: those slots come back one window after it, later than needed, never sooner.
-      this.#logger.warn({ ...errorFields(error) }, "rate limit slots not stamped; they free one window after their reservation"),
-    );
+    if (this.#isClosed()) return;
+    this.#slots.settle(used, unused, reserve, this.#clock.now().getTime()).catch((error: unknown) => {
+      if (!this.#isClosed()) this.#logger.warn({ ...errorFields(error) }, "rate limit slots not stamped; they free one window after their reservation");
+    });
   }
 
   /** After a claim the limit made short (no free slot, or fewer than wanted): until the window frees one; otherwise the poll interval. */
