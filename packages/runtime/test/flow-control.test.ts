@@ -127,3 +127,41 @@ describe.each(matrix)("a subscription over its rate limit on $engine.name × $fo
     }
   });
 });
+
+describe.each(matrix)("a subscription at its cap on $engine.name × $form", ({ engine, form }) => {
+  test("claims again when one of its deliveries ends, not at its next poll (a minute here)", async () => {
+    const url = engine.url();
+    const db: AnyKysely = await engine.connect(url);
+    const table = unique(`atcap_${form}`).toLowerCase();
+    let done = 0;
+    let inWork = 0;
+    let most = 0;
+    let running: { stop(): Promise<unknown> } | undefined;
+    try {
+      await createFlowTable(db, table);
+      await insertJobs(db, table, 12);
+      const spec = flowSpecOf(table, form);
+      const queue = InboxQueue.of(spec, "jobs").workers(4).pollInterval(60_000).maxInWork(2);
+      const app = new App({ name: "atcap", version: "0", logger: quiet }).withBroker(SqlBroker.fromUrl(url, { pool: { max: 6 } }).route(spec, "jobs"), (b) =>
+        b.include(
+          subscriber(queue, async () => {
+            most = Math.max(most, ++inWork);
+            await new Promise((r) => setTimeout(r, 20));
+            inWork--;
+            done++;
+            return HandlerOutcome.ack();
+          }),
+        ),
+      );
+      const started = Date.now();
+      running = await app.start();
+      await until(() => done >= 12, 30_000, "twelve rows handled");
+      expect(Date.now() - started).toBeLessThan(30_000);
+      expect(most).toBe(2);
+    } finally {
+      await running?.stop();
+      await engine.dropTable(db, table).catch(() => {});
+      await db.destroy();
+    }
+  });
+});

@@ -110,6 +110,12 @@ export interface ClaimStrategy {
    * knows better than the poll interval (a rate limit's window frees a start then); `undefined`: the poll interval.
    */
   waitAfterShortMs?(): number | undefined;
+  /**
+   * The last claim came back short because the cap on rows in work (`maxInWork`) was full: a delivery
+   * of this process that ends frees room, so the subscription claims again then, not at its next poll.
+   * Absent where there is no cap.
+   */
+  atCap?(): boolean;
 }
 
 /** What a claim strategy is built from. */

@@ -26,6 +26,8 @@ export class LeaseCap implements ClaimStrategy {
   readonly #group: { readonly group?: string };
   readonly #clock: Clock;
   readonly #n: number;
+  /** The last short claim was cut by the cap (a full claim leaves it as it was). */
+  #atCap = false;
 
   constructor(inner: ClaimStrategy, setup: { database: Database; spec: InboxDescription; group: { readonly group?: string }; clock: Clock }, n: number) {
     this.#inner = inner;
@@ -44,11 +46,19 @@ export class LeaseCap implements ClaimStrategy {
 
   async claim(limit: number): Promise<ClaimedDelivery[]> {
     const room = this.#n - (await this.#live());
-    if (room <= 0) return [];
+    if (room <= 0) {
+      this.#atCap = true;
+      return [];
+    }
     const claimed = await this.#inner.claim(Math.min(limit, room));
-    if (claimed.length === 0) return claimed;
+    if (claimed.length === 0) {
+      this.#atCap = false; // short because nothing was claimable
+      return claimed;
+    }
     const others = (await this.#live()) - claimed.length;
     const keep = Math.max(0, this.#n - others);
+    // A short claim says why: cut by the cap (less room than wanted, and the claim filled it; or rows given back), or the queue.
+    if (Math.min(keep, claimed.length) < limit) this.#atCap = (room < limit && claimed.length === room) || keep < claimed.length;
     if (keep >= claimed.length) return claimed;
     await this.#inner.releaseUnstarted(claimed.slice(keep));
     return claimed.slice(0, keep);
@@ -78,5 +88,9 @@ export class LeaseCap implements ClaimStrategy {
 
   waitAfterShortMs(): number | undefined {
     return this.#inner.waitAfterShortMs?.();
+  }
+
+  atCap(): boolean {
+    return this.#atCap;
   }
 }

@@ -22,6 +22,8 @@ export class RateLimitedClaim implements ClaimStrategy {
   /** Set by a claim that found no free slot: how long until the window frees one. */
   #wait: number | undefined;
   readonly #isClosed: () => boolean;
+  /** The inner strategy's cap, when it has one. */
+  readonly atCap?: () => boolean;
 
   constructor(inner: ClaimStrategy, slots: RateSlots, setup: { readonly clock: Clock; readonly logger: Logger; readonly isClosed: () => boolean }) {
     this.#inner = inner;
@@ -29,6 +31,8 @@ export class RateLimitedClaim implements ClaimStrategy {
     this.#clock = setup.clock;
     this.#logger = setup.logger;
     this.#isClosed = setup.isClosed;
+    const { atCap } = inner;
+    if (atCap !== undefined) this.atCap = () => atCap.call(inner);
     // Claimed rows start at once: rows claimed ahead would start later, bunched with the next window's.
     const pace = inner.profile.pace === "ahead" || inner.profile.pace === "shared" ? "perWorker" : inner.profile.pace;
     this.profile = Object.freeze({ ...inner.profile, pace });

@@ -105,6 +105,8 @@ export class AdvisoryClaim implements ClaimStrategy {
   readonly #passedKeys = new Map<string, number>();
   /** How a delivery's key lock is given back or settled on. */
   readonly #holding: HoldingForm<KeyHold>;
+  /** `maxInWork`: the last claim found every slot held. */
+  #atCap = false;
 
   constructor(setup: ClaimSetup) {
     this.#setup = setup;
@@ -115,6 +117,7 @@ export class AdvisoryClaim implements ClaimStrategy {
     // Session locks already keep processes and pools apart: the registry only spares this
     // subscription a connection. Without them (SQLite) it is the lock, shared by the process.
     this.#scope = this.#sessionLocks ? `subscription:${++scopes}` : `database:${setup.databaseLabel ?? ""}`;
+    if (setup.capSlots !== undefined) this.atCap = () => this.#atCap;
     this.#holding = {
       held: "key",
       spec: setup.spec,
@@ -154,6 +157,9 @@ export class AdvisoryClaim implements ClaimStrategy {
 
   /** A delivery claimed but never started (the app stopped first) unlocks its key: the row is back at once (its attempt was counted by the take). */
   readonly releaseUnstarted = abandonUnstarted;
+
+  /** `maxInWork`: the last claim found every slot held; absent without a cap (nothing asked on a delivery's end). */
+  readonly atCap?: () => boolean;
 
   /** A publish in this process: the next claim reads candidates afresh (the new row may rank first). */
   invalidate(): void {
@@ -268,6 +274,7 @@ export class AdvisoryClaim implements ClaimStrategy {
                 keysInWork.delete(registered);
                 this.#pass(passed, row, key);
                 full = true;
+                this.#atCap = true;
                 break;
               }
             }
@@ -320,6 +327,8 @@ export class AdvisoryClaim implements ClaimStrategy {
       else await this.#dropSpare(spare, slot);
       this.#giveBack(passed);
     }
+    // A short claim the cap did not cut: the queue had no more rows to take.
+    if (capped && !full && claimed.length < limit) this.#atCap = false;
     return claimed;
   }
 

@@ -71,6 +71,8 @@ export class RowLockClaim implements ClaimStrategy {
   readonly #acksTogether: boolean;
   /** Shared claims' transactions still open (claimed, not yet committed or rolled back). */
   #heldShared = 0;
+  /** `maxInWork`: the last claim found fewer free slots than it wanted. */
+  #atCap = false;
 
   constructor(setup: ClaimSetup) {
     const statements = setup.database.dialect.rowLock;
@@ -83,6 +85,7 @@ export class RowLockClaim implements ClaimStrategy {
     // One row per claim's transaction, unless the rows of a claim share one (their connection counted once, by the pacer).
     this.profile = profileOf(setup, { pace: this.#shared ? "shared" : "oneRow", claimsSideBySide: true, connectionsPerDelivery: 1 });
     this.#acksTogether = setup.database.dialect.capabilities.heldRowsAckTogether;
+    if (setup.capSlots !== undefined) this.atCap = () => this.#atCap;
     this.#holding = {
       held: "row",
       spec: setup.spec,
@@ -162,6 +165,7 @@ export class RowLockClaim implements ClaimStrategy {
         const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
         const row = rows[0];
         if (row === undefined) {
+          this.#atCap = false;
           await trx.rollback();
           this.#open.delete(trx);
           return undefined;
@@ -186,6 +190,7 @@ export class RowLockClaim implements ClaimStrategy {
         const slots = this.#setup.capSlots === undefined ? limit : await this.#lockCapSlots(trx, limit);
         const options = await this.#lockFifoGroup(trx, { limit: slots, now: clock.now(), ...groupOf(this.#setup), ...excludedBy(this.#setup) });
         const rows = slots === 0 ? [] : (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
+        if (rows.length < slots) this.#atCap = false;
         if (rows.length === 0) {
           await trx.rollback();
           this.#open.delete(trx);
@@ -232,8 +237,14 @@ export class RowLockClaim implements ClaimStrategy {
     if (cap === undefined) return want;
     const lock = this.#setup.database.dialect.flow.lockCapSlots(cap.place, cap.n, want);
     if (lock === null) return want;
-    return (await this.#run(trx, "claim", lock)).rows.length;
+    const slots = (await this.#run(trx, "claim", lock)).rows.length;
+    // Only a cut claim says so; a claim short of rows says otherwise where it finds none.
+    if (slots < want) this.#atCap = true;
+    return slots;
   }
+
+  /** `maxInWork`: the last claim found the cap full; absent without a cap (nothing asked on a delivery's end). */
+  readonly atCap?: () => boolean;
 
   /**
    * Fifo on MySQL/MariaDB: the claim's transaction first locks the group's rows, and the claim
