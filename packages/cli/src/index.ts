@@ -8,3 +8,4 @@ export { resolveTables, oneTable, type QueueTable, type TableSelection } from ".
 export { inferDescription, ROLE_CONVENTIONS, CREATED_AT_NAMES } from "./infer-table.js";
 export { OperatorConsole } from "./operator-console.js";
 export { sqlinboxProgram } from "./program.js";
+export type { DeclaredLimits } from "./load-module.js";

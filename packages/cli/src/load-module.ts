@@ -8,10 +8,38 @@ export type DeclaredDeadLetter =
   | { readonly source: InboxDescription; readonly destination: InboxDescription }
   | { readonly source: InboxDescription; readonly group: string; readonly deadGroup: string };
 
+/** A subscription's flow control a module exports (an `InboxQueue`, or a subscriber of one), with a cap or a rate limit. */
+export interface DeclaredLimits {
+  readonly table: string;
+  readonly route: string;
+  readonly maxInWork?: number;
+  readonly rateLimit?: { readonly max: number; readonly perMs: number };
+}
+
 export interface LoadedModule {
   /** Every exported table description, by export name. */
   readonly tables: ReadonlyMap<string, InboxDescription>;
   readonly deadLetters: readonly DeclaredDeadLetter[];
+  /** The caps and rate limits of exported queues and subscribers. */
+  readonly limits: readonly DeclaredLimits[];
+}
+
+/**
+ * The caps and rate limits of a queue (`InboxQueue`) or a subscriber (its `queue`), read
+ * structurally like a description; `undefined` for anything else, or a queue with neither.
+ */
+export function limitsOf(value: unknown): DeclaredLimits | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const queue = "queue" in value && typeof (value as { queue: unknown }).queue === "object" ? (value as { queue: unknown }).queue : value;
+  if (typeof queue !== "object" || queue === null || !("spec" in queue) || !("name" in queue) || !("options" in queue)) return undefined;
+  const q = queue as { spec: unknown; name: unknown; options: unknown };
+  const description = descriptionOf(q.spec);
+  if (description === undefined || typeof q.name !== "string" || typeof q.options !== "object" || q.options === null) return undefined;
+  const { maxInWork, rateLimit } = q.options as { maxInWork?: unknown; rateLimit?: { max?: unknown; perMs?: unknown } };
+  const cap = typeof maxInWork === "number" ? { maxInWork } : {};
+  const rate = typeof rateLimit?.max === "number" && typeof rateLimit.perMs === "number" ? { rateLimit: { max: rateLimit.max, perMs: rateLimit.perMs } } : {};
+  if (!("maxInWork" in cap) && !("rateLimit" in rate)) return undefined;
+  return { table: description.table, route: q.name, ...cap, ...rate };
 }
 
 /**
@@ -44,15 +72,19 @@ export async function loadModule(path: string): Promise<LoadedModule> {
     throw new CliError(ExitCode.usage, `cannot load the module ${path}: ${(error as Error).message}`, { cause: error });
   }
   const tables = new Map<string, InboxDescription>();
+  const limits = new Map<string, DeclaredLimits>();
   for (const [name, value] of Object.entries(exports)) {
     if (name === "deadLetters") continue;
     const description = descriptionOf(value);
     if (description !== undefined) tables.set(name, description);
+    const declared = limitsOf(value);
+    // A queue and its subscriber are the same subscription: one entry per table and route.
+    if (declared !== undefined) limits.set(`${declared.table}\u0000${declared.route}`, declared);
   }
   if (tables.size === 0) {
     throw new CliError(ExitCode.usage, `the module ${path} exports no table description (an InboxSpec or a defineInbox value)`);
   }
-  return { tables, deadLetters: readDeadLetters(exports.deadLetters, path) };
+  return { tables, deadLetters: readDeadLetters(exports.deadLetters, path), limits: [...limits.values()] };
 }
 
 function readDeadLetters(value: unknown, path: string): DeclaredDeadLetter[] {

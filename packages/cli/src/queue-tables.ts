@@ -4,7 +4,7 @@ import type { DeadLetterPlace } from "@sqlinbox/kysely-dialects/operator";
 import type { OpenedDatabase } from "./connect.js";
 import { CliError, ExitCode } from "./exit-codes.js";
 import { createdAtColumn, inferDescription } from "./infer-table.js";
-import { loadModule, type DeclaredDeadLetter } from "./load-module.js";
+import { loadModule, type DeclaredDeadLetter, type DeclaredLimits } from "./load-module.js";
 
 /** A queue table the commands work on: its description, checked against the real table. */
 export interface QueueTable {
@@ -15,6 +15,8 @@ export interface QueueTable {
   readonly createdAt?: string | undefined;
   /** Where its dead letters sit (one per dead group, or one table). */
   readonly deadLetters: readonly DeadLetterPlace[];
+  /** The caps and rate limits the module declares on this table's subscriptions (none without `--module`). */
+  readonly limits?: readonly DeclaredLimits[];
 }
 
 /** How the command line names the tables. */
@@ -37,9 +39,11 @@ export async function resolveTables(opened: OpenedDatabase, selection: TableSele
   const read = (table: string) => readColumns(opened, table);
   let sources: InboxDescription[];
   let declared: readonly DeclaredDeadLetter[] = [];
+  let limits: readonly DeclaredLimits[] = [];
   if (selection.module !== undefined) {
     const loaded = await loadModule(selection.module);
     declared = loaded.deadLetters;
+    limits = loaded.limits;
     const destinations = new Set(declared.flatMap((d) => ("destination" in d ? [d.destination.table] : [])));
     const all = [...loaded.tables.entries()];
     sources =
@@ -84,7 +88,7 @@ export async function resolveTables(opened: OpenedDatabase, selection: TableSele
       if (spec.group === undefined) usage(`--dead-letter-group needs a group column in "${spec.table}"`);
       places.push({ kind: "group", group: group!, deadGroup: deadGroup! });
     }
-    out.push({ spec, found, createdAt: createdAtColumn(found), deadLetters: places });
+    out.push({ spec, found, createdAt: createdAtColumn(found), deadLetters: places, limits: limits.filter((l) => l.table === spec.table) });
   }
   return out;
 }

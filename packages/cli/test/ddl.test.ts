@@ -38,6 +38,18 @@ describe("sqlinbox ddl", () => {
     `);
   });
 
+  test("--slot-table adds sqlinbox_slots once, after the tables", async () => {
+    const result = await sqlinbox(["ddl", "--module", fixture("ddl-inbox.ts"), "--engine", "mysql", "--table", "receipts", "--slot-table"]);
+    expect(result.code).toBe(ExitCode.ok);
+    expect(result.stdout.split("\n").slice(-3)).toMatchInlineSnapshot(`
+      [
+        "-- sqlinbox_slots: where maxInWork (row lock) and rateLimit count",
+        "create table if not exists \`sqlinbox_slots\` (\`name\` varchar(255) not null, \`slot\` int not null, \`started_ms\` bigint default 0 not null, constraint \`sqlinbox_slots_pkey\` primary key (\`name\`, \`slot\`));",
+        "",
+      ]
+    `);
+  });
+
   test("--table picks one table; a table the module does not describe is a usage error", async () => {
     const one = await sqlinbox(["ddl", "--module", fixture("ddl-inbox.ts"), "--engine", "sqlite", "--table", "report_jobs"]);
     expect(one.stdout).toBe(

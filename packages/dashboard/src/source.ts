@@ -58,6 +58,22 @@ export interface TableStatus {
   readonly deadLetters: readonly DeadLetterTarget[];
   /** Why a number is missing, in words (for instance "in work: unknown from outside …"). */
   readonly notes: readonly string[];
+  /** The caps and rate limits of the table's subscriptions, when a module declares them (`--module`). */
+  readonly limits?: readonly FlowLimitStatus[];
+}
+
+/** One subscription's flow control, as its module declares it, and what the database holds now. */
+export interface FlowLimitStatus {
+  /** The subscription's route name. */
+  readonly route: string;
+  /** `maxInWork(n)`, or `null`. */
+  readonly maxInWork: number | null;
+  /** Rows in work now (of the route's group, on a grouped table); `null` when unknown from outside. */
+  readonly inWork: number | null;
+  /** `rateLimit({ max, perMs })`, or `null`. */
+  readonly rateLimit: { readonly max: number; readonly perMs: number } | null;
+  /** Deliveries started in the last `perMs`; `null` without a rate limit or without the slot table. */
+  readonly startedInWindow: number | null;
 }
 
 export interface StatusReport {

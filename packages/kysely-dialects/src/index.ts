@@ -35,6 +35,9 @@ export type {
   NotifyStatements,
   TableStatements,
   ExtendTable,
+  FlowStatements,
+  SlotPlace,
+  RateSlotPick,
 } from "./types.js";
 export type { NotifyingDialect } from "./forms/dialect.js";
 export { postgresDialect, mysqlDialect, sqliteDialect };
@@ -96,9 +99,19 @@ export function dialectFor(engine: Engine): EngineDialect {
  * @example
  * for (const statement of inboxTableSql(RenderReport, "postgres")) await sql.raw(statement).execute(db);
  */
-export function inboxTableSql(spec: AnyInboxSpec | InboxDescription, engine: Engine): string[] {
+export function inboxTableSql(spec: AnyInboxSpec | InboxDescription, engine: Engine, options: InboxTableSqlOptions = {}): string[] {
   const description = "description" in spec ? spec.description : spec;
-  return dialectFor(engine)
-    .table.create(description)
-    .map((q) => q.sql);
+  const dialect = dialectFor(engine);
+  const statements = dialect.table.create(description).map((q) => q.sql);
+  if (options.slotTable === true) statements.push(dialect.flow.createSlotTable(description.schema).sql);
+  return statements;
+}
+
+/** What `inboxTableSql` adds to the queue table's statements. */
+export interface InboxTableSqlOptions {
+  /**
+   * Also `CREATE TABLE IF NOT EXISTS sqlinbox_slots` (in the table's schema), where
+   * `InboxQueue.rateLimit` and a row-lock table's `InboxQueue.maxInWork` are counted.
+   */
+  readonly slotTable?: boolean;
 }

@@ -348,6 +348,46 @@ export interface DeadLetterStatements {
   toGroup(source: InboxDescription, id: unknown, group: string, record: DeadLetterRecord, held?: HeldLease, precision?: number): CompiledQuery;
 }
 
+/** Where one limit's slots are (`FlowStatements`): the queue table's schema and the limit's name. */
+export interface SlotPlace {
+  readonly schema?: string | undefined;
+  readonly name: string;
+}
+
+/** Which free rate slots a start may take: at most `take` of the first `max`, whose last start is at or before `freeBefore` (ms). */
+export interface RateSlotPick {
+  readonly max: number;
+  readonly take: number;
+  readonly freeBefore: number;
+}
+
+/**
+ * Caps on work in progress and rate limits, counted in the database: sqlinbox's own slot table
+ * (`sqlinbox_slots`, one row per slot of one limit) and the live leases of a lease table.
+ */
+export interface FlowStatements {
+  /** The slot table's name (in the queue table's schema, when it names one). */
+  readonly slotTable: string;
+  /** `CREATE TABLE IF NOT EXISTS` of the slot table. */
+  createSlotTable(schema?: string): CompiledQuery;
+  /** Inserts the missing slots `0 … count - 1` of one limit; existing ones are left as they are. */
+  ensureSlots(place: SlotPlace, count: number): CompiledQuery;
+  /** Takes free rate slots and stamps them `reserve`, returning `slot`s; `null` without `UPDATE … RETURNING` (use `selectRateSlots` then `stampSlots`). */
+  takeRateSlots(place: SlotPlace, pick: RateSlotPick, reserve: number): CompiledQuery<{ slot: unknown }> | null;
+  /** The free rate slots, locked until the transaction ends where the engine locks rows. */
+  selectRateSlots(place: SlotPlace, pick: RateSlotPick): CompiledQuery<{ slot: unknown }>;
+  /** Stamps slots (with `fence`: only those still stamped `fence`). */
+  stampSlots(place: SlotPlace, slots: readonly number[], stamp: number, fence?: number): CompiledQuery;
+  /** One row with `oldest`: the oldest last start among the first `max` slots. */
+  oldestStart(place: SlotPlace, max: number): CompiledQuery<{ oldest: unknown }>;
+  /** One row with `started`: the starts a rate limit admitted after `since` (ms), reservations included. */
+  startsSince(place: SlotPlace, max: number, since: number): CompiledQuery<{ started: unknown }>;
+  /** Locks up to `take` of a cap's first `n` slots for the transaction (`FOR UPDATE SKIP LOCKED`); `null` without row locks. */
+  lockCapSlots(place: SlotPlace, n: number, take: number): CompiledQuery<{ slot: unknown }> | null;
+  /** One row with `live`: the rows of a lease table whose deadline is in the future (unprocessed, of `group`). */
+  countLiveLeases(spec: InboxDescription, options: { readonly now: Date; readonly group?: string }): CompiledQuery<{ live: unknown }>;
+}
+
 export interface EngineDialect {
   readonly capabilities: EngineCapabilities;
   readonly time: TimeCodec;
@@ -363,6 +403,8 @@ export interface EngineDialect {
   readonly deadLetter: DeadLetterStatements;
   readonly schema: SchemaStatements;
   readonly observe: ObserveStatements;
+  /** Caps on work in progress and rate limits (`InboxQueue.maxInWork`, `InboxQueue.rateLimit`). */
+  readonly flow: FlowStatements;
   /** `null` where the server relays no notifications (`capabilities.listenNotify` is false): other processes see a publish at their next poll. */
   readonly notify: NotifyStatements | null;
   /** Refuses a server below the floor with `ServerTooOld`, naming both versions. Returns a label such as "MariaDB 10.11.19". */

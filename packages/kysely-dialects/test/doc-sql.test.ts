@@ -50,6 +50,12 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "mysql:operator.purge(fifo, waiting)": () => operatorFor("mysql").purge({ spec: fifoLease() }, { state: "waiting", now }),
   "postgres:table.create(reports)": () => postgresDialect.table.create(seedByHand)[0] ?? null,
   "mysql:table.create(rich lease, index)": () => mysqlDialect.table.create(richLease())[1] ?? null,
+  "postgres:flow.createSlotTable": () => postgresDialect.flow.createSlotTable(),
+  "postgres:flow.takeRateSlots": () => postgresDialect.flow.takeRateSlots({ name: "rate:report_jobs:reports" }, { max: 10, take: 2, freeBefore: 1000 }, 5000),
+  "postgres:flow.oldestStart": () => postgresDialect.flow.oldestStart({ name: "rate:report_jobs:reports" }, 10),
+  "postgres:flow.startsSince": () => postgresDialect.flow.startsSince({ name: "rate:report_jobs:reports" }, 10, 1000),
+  "postgres:flow.lockCapSlots": () => postgresDialect.flow.lockCapSlots({ name: "cap:report_jobs:reports" }, 3, 1),
+  "postgres:flow.countLiveLeases(rich lease)": () => postgresDialect.flow.countLiveLeases(richLease(), { now, group: "g1" }),
   "postgres:operator.heldAdvisoryKeys": () => postgresOperator.heldAdvisoryKeys(["report_jobs:7"], "app"),
 };
 

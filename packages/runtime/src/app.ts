@@ -22,7 +22,7 @@ import {
   clockSkew,
 } from "./errors.js";
 import { brokerParts, type SqlBroker } from "./publish/sql-broker.js";
-import { claimStrategyFor } from "./claim/strategy-for.js";
+import { flowControlledStrategy } from "./claim/flow/flow-for.js";
 import { exclusiveByLock, formUnsupported, holdsSessionAcrossTransactions } from "./claim/form-facts.js";
 import { ParkedRows } from "./consume/parked-rows.js";
 import type { DeadLetterDeclaration, DeadLetterTarget } from "./declare/queue.js";
@@ -430,7 +430,7 @@ async function checkSchemas(
       parked: new ParkedRows(clock),
       perKey: sub.queue.options.maxInWorkPerKey,
     };
-    planned.push({ sub, strategy: claimStrategyFor(setup), leaseMs, logger: subLogger });
+    planned.push({ sub, strategy: await flowControlledStrategy(setup, sub.queue.options), leaseMs, logger: subLogger });
   }
   return planned;
 }

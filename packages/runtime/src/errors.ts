@@ -52,6 +52,29 @@ export function refusedModes(subscription: string): SqlInboxError {
   );
 }
 
+// Flow control: caps and rate limits.
+
+export function badFlowLimit(what: string, expected: string, got: unknown, place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError("Declaration", `${what} must be ${expected}, got ${String(got)}`, place);
+}
+
+export function capNeedsRetryAfter(place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError(
+    "Declaration",
+    'maxInWork on a lease table needs a retryAfter column: the cap counts rows whose lease is ahead, and without one a delayed row waits in its lease column and counts as in work; describe one with field.retryAfter() or .retryAfter(column("retry_after"))',
+    place,
+  );
+}
+
+export function slotTableMissing(table: string, cause: unknown, place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError(
+    "Schema",
+    `the table ${table} does not exist (${causeMessage(cause)}): maxInWork and rateLimit count in it; create it with createInboxTable(db, spec, undefined, { slotTable: true }), inboxTableSql(spec, engine, { slotTable: true }) or sqlinbox ddl --slot-table`,
+    place,
+    { cause },
+  );
+}
+
 export function sharedNeedsRowLock(subscription: string, table: string): SqlInboxError {
   return new SqlInboxError(
     "Declaration",

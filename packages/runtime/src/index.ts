@@ -5,10 +5,21 @@ export { SqlBroker, type BrokerOptions, type FromKyselyOptions, type PublishOpti
 export type { PoolerMode } from "./publish/connection.js";
 export type { ListenSource, ListenableClient, ListenPool } from "./publish/listen-source.js";
 export type { MessageHeaderValues } from "./publish/publish-rows.js";
-export { InboxQueue, type HandlerTimeout, type QueueOptions, type DeliveredOf, type OutcomeFor, type DeadLetterDeclaration, type DeadLetterTarget } from "./declare/queue.js";
+export {
+  InboxQueue,
+  type HandlerTimeout,
+  type QueueOptions,
+  type DeliveredOf,
+  type OutcomeFor,
+  type DeadLetterDeclaration,
+  type DeadLetterTarget,
+  type RateLimit,
+  type RateLimitArg,
+  type MaxInWorkArg,
+} from "./declare/queue.js";
 export { defaultOnError, defaultOnDecodeError, type Backoff, type FailureContext, type FailurePolicy } from "./declare/failure-policy.js";
 export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type HandlerResultFor, type Outputs, type Subscriber } from "./declare/subscriber.js";
-export { createInboxTable } from "./declare/create-inbox-table.js";
+export { createInboxTable, type CreateInboxTableOptions } from "./declare/create-inbox-table.js";
 export type { ExtendTable } from "@sqlinbox/kysely-dialects";
 export { HandlerOutcome, type DeadLetterOutcome } from "./declare/outcome.js";
 export type { StopReport } from "./stop-report.js";

@@ -347,6 +347,27 @@ const rules: readonly Rule[] = [
   .cron("reports", "0 6 * * *", { title: "daily" }, { catchUp: 1 });`,
   },
   {
+    name: "maxInWork(0)",
+    sentence: "maxInWork takes a whole number of rows above 0: at most that many rows of this subscription are in work at once, across every process",
+    snippet: `InboxQueue.of(Counted, "reports").maxInWork(0);`,
+  },
+  {
+    name: "maxInWork on a lease table without a retryAfter column",
+    sentence:
+      'maxInWork on a lease table needs a retryAfter column: the cap counts rows whose lease is ahead, and without one a delayed row waits in its lease column and counts as in work; describe one with field.retryAfter() or .retryAfter(column(\\"retry_after\\"))',
+    snippet: `InboxQueue.of(Leased, "reports").maxInWork(5);`,
+  },
+  {
+    name: "rateLimit with a window of 0 ms",
+    sentence: "rateLimit's perMs is a window above 0 ms: at most max deliveries start in any window that long",
+    snippet: `InboxQueue.of(Counted, "reports").rateLimit({ max: 10, perMs: 0 });`,
+  },
+  {
+    name: "rateLimit with a negative max",
+    sentence: "rateLimit's max is a whole number of starts above 0: at most that many deliveries start in any window of perMs",
+    snippet: `InboxQueue.of(Counted, "reports").rateLimit({ max: -1, perMs: 1000 });`,
+  },
+  {
     name: "keys.headers on a table without a headers column",
     sentence: 'keys.headers needs a column with the headers role: describe one on the table (.headers(column(\\"…\\")) or field.headers())',
     snippet: `subscriber(InboxQueue.of(Leased, "reports"), async (_report, ctx) => {

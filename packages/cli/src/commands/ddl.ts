@@ -1,5 +1,5 @@
 import { isSqlInboxError } from "@sqlinbox/core";
-import { inboxTableSql, type Engine } from "@sqlinbox/kysely-dialects";
+import { dialectFor, inboxTableSql, type Engine } from "@sqlinbox/kysely-dialects";
 import { Command, Option } from "commander";
 import { CliError, ExitCode } from "../exit-codes.js";
 import { loadModule } from "../load-module.js";
@@ -19,13 +19,14 @@ export function ddlCommand(): Command {
     .requiredOption("--module <path>", "a module whose exports are the table descriptions (InboxSpec / defineInbox values)")
     .addOption(new Option("--engine <engine>", "the database the statements are for (mysql covers MySQL 8 and MariaDB)").choices([...ENGINES]).makeOptionMandatory())
     .option("--table <name>", "only this table (repeatable); every described table by default", collect)
-    .action(async (options: { module: string; engine: Engine; table?: string[] }) => {
-      process.stdout.write(await ddlText(options.module, options.engine, options.table ?? []));
+    .option("--slot-table", "also create sqlinbox_slots (if missing), where maxInWork on a row-lock table and rateLimit count")
+    .action(async (options: { module: string; engine: Engine; table?: string[]; slotTable?: boolean }) => {
+      process.stdout.write(await ddlText(options.module, options.engine, options.table ?? [], { slotTable: options.slotTable === true }));
     });
 }
 
 /** The statements of every table the module exports (or of `only`), as the command prints them. */
-export async function ddlText(module: string, engine: Engine, only: readonly string[]): Promise<string> {
+export async function ddlText(module: string, engine: Engine, only: readonly string[], options: { readonly slotTable?: boolean } = {}): Promise<string> {
   const { tables } = await loadModule(module);
   const chosen = [...tables].filter(([, d]) => only.length === 0 || only.includes(d.table));
   const missing = only.filter((name) => !chosen.some(([, d]) => d.table === name));
@@ -45,5 +46,12 @@ export async function ddlText(module: string, engine: Engine, only: readonly str
     }
     return `-- ${name}: ${description.table}\n${statements.map((s) => `${s};\n`).join("")}`;
   });
+  // Once per schema the chosen tables live in (`IF NOT EXISTS`: safe beside any earlier migration).
+  if (options.slotTable === true) {
+    const schemas = [...new Set(chosen.map(([, d]) => d.schema))];
+    for (const schema of schemas) {
+      blocks.push(`-- sqlinbox_slots: where maxInWork (row lock) and rateLimit count\n${dialectFor(engine).flow.createSlotTable(schema).sql};\n`);
+    }
+  }
   return blocks.join("\n");
 }

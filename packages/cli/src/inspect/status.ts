@@ -4,6 +4,7 @@ import type { AttemptBucket, DeadLetterTarget, ExpiringLease, GroupStatus, Table
 import type { OpenedDatabase } from "../connect.js";
 import type { QueueTable } from "../queue-tables.js";
 import { countInWork, groupKey } from "./in-work.js";
+import { readLimits } from "./limits.js";
 
 const n = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
 
@@ -100,6 +101,7 @@ export async function readTableStatus(opened: OpenedDatabase, table: QueueTable,
     groups.some((g) => pick(g) === null) && groups.length > 0 ? null : groups.reduce((a, g) => a + (pick(g) ?? 0), 0);
   const ages = groups.map((g) => g.oldestAgeMs).filter((a): a is number => a !== null);
   const ids = counts.map((r) => Number(r.max_id)).filter((id) => Number.isFinite(id));
+  const limits = await readLimits(opened, table, groups, now, notes);
   return {
     table: spec.table,
     form: spec.form,
@@ -119,5 +121,6 @@ export async function readTableStatus(opened: OpenedDatabase, table: QueueTable,
       (p): DeadLetterTarget => (p.kind === "table" ? { kind: "table", table: p.destination.table } : { kind: "group", group: p.group, deadGroup: p.deadGroup }),
     ),
     notes,
+    ...(limits === undefined ? {} : { limits }),
   };
 }

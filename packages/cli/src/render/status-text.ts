@@ -58,6 +58,21 @@ export function statusText(report: StatusReport, expiringWithinMs: number): stri
         );
       }
     }
+    if (table.limits !== undefined && table.limits.length > 0) {
+      parts.push("Caps and rate limits (across every process):");
+      parts.push(
+        textTable(
+          ["ROUTE", "MAX IN WORK", "IN WORK", "RATE LIMIT", "STARTED IN WINDOW"],
+          table.limits.map((l) => [
+            l.route,
+            l.maxInWork === null ? "—" : String(l.maxInWork),
+            l.maxInWork === null ? "—" : count(l.inWork),
+            l.rateLimit === null ? "—" : `${l.rateLimit.max} per ${duration(l.rateLimit.perMs)}`,
+            l.rateLimit === null ? "—" : count(l.startedInWindow),
+          ]),
+        ),
+      );
+    }
     for (const note of table.notes) parts.push(`note: ${note}`);
     parts.push("");
   }

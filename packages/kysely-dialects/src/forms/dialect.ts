@@ -11,6 +11,7 @@ import { publishStatements } from "./publish.js";
 import { queueDepthQuery } from "../statements/queue-depth.js";
 import { rowLockStatements } from "./row-lock.js";
 import { transactionStatements } from "./transaction.js";
+import { flowStatements } from "./flow.js";
 
 /** A dialect whose `notify` group is known to be there (Postgres). */
 export type NotifyingDialect = EngineDialect & { readonly notify: NotifyStatements };
@@ -44,6 +45,7 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
     table: Object.freeze({ create: (spec: InboxDescription, extend?: ExtendTable) => createTableQueries(engine.statements, engine.tableTypes, spec, extend) }),
     deadLetter: deadLetterStatements(engine),
     schema: engine.schema,
+    flow: flowStatements(engine),
     observe: Object.freeze({ queueDepth: (spec: InboxDescription, options: { readonly group?: string }) => queueDepthQuery(engine.statements, spec, options) }),
     notify: engine.notify,
     checkServerVersion: (version: string) => checkVersionFloor(engine.versionFloor(version), version),

@@ -1,5 +1,5 @@
 import type { ClaimForm, ErrorPlace, InboxDescription } from "@sqlinbox/core/internal";
-import type { RawRow } from "@sqlinbox/kysely-dialects";
+import type { RawRow, SlotPlace } from "@sqlinbox/kysely-dialects";
 import type { Clock } from "../clock.js";
 import type { AnyTransaction, Database } from "../drivers/database.js";
 import type { Logger } from "../logger.js";
@@ -110,6 +110,17 @@ export interface ClaimStrategy {
   start(): void;
   /** Stops keeping: deliveries in work keep what they hold now and may still settle. */
   stop(): void;
+  /**
+   * After a claim that came back short: how long to wait before the next one, when the strategy
+   * knows better than the poll interval (a rate limit's window frees a start then); `undefined`: the poll interval.
+   */
+  waitAfterShortMs?(): number | undefined;
+  /**
+   * The last claim came back short because the cap on rows in work (`maxInWork`) was full: a delivery
+   * of this process that ends frees room, so the subscription claims again then, not at its next poll.
+   * Absent where there is no cap.
+   */
+  atCap?(): boolean;
 }
 
 /** What a claim strategy is built from. */
@@ -137,6 +148,17 @@ export interface ClaimSetup {
   readonly parked?: ParkedRows | undefined;
   /** Rows of one order key (or of the group) in work at once (`maxInWorkPerKey`); unset: the table's own rule. */
   readonly perKey?: number | undefined;
+  /**
+   * A cap on rows in work held by the delivery's own hold (`maxInWork`): a row-lock claim locks one
+   * of `n` slot rows in its transaction; an advisory claim takes one of `n` slot locks on its session.
+   */
+  readonly capSlots?: CapSlots | undefined;
+}
+
+/** The slots of a cap on rows in work (`maxInWork`), where the delivery's hold keeps one. */
+export interface CapSlots {
+  readonly place: SlotPlace;
+  readonly n: number;
 }
 
 /**

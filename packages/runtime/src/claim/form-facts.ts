@@ -43,6 +43,13 @@ export interface FormFacts {
   /** The table, as errors name it. */
   readonly describedAs: string;
   readonly stop: StopFate;
+  /**
+   * How `maxInWork(n)` holds its cap: the live leases counted in the table (`leases`; a crashed
+   * process's rows count until their lease expires), or slots the delivery's hold keeps (`slots`:
+   * slot rows locked in a row-lock transaction, slot locks on an advisory session; back at once
+   * when the session ends).
+   */
+  readonly capCounts: "leases" | "slots";
 }
 
 export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freeze({
@@ -55,6 +62,7 @@ export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freez
     ordersKeys: true,
     describedAs: "a row-lock table",
     stop: Object.freeze({ abandoned: "rolledBack", releasesLock: false, fate: "its transaction rolls back: the row returns at once, its attempt not spent" }),
+    capCounts: "slots",
   }),
   lease: Object.freeze({
     needsRowLocks: false,
@@ -65,6 +73,7 @@ export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freez
     ordersKeys: true,
     describedAs: "a lease table",
     stop: Object.freeze({ abandoned: "givenBack", releasesLock: false, fate: "its row returns when its lease expires" }),
+    capCounts: "leases",
   }),
   advisory: Object.freeze({
     needsRowLocks: false,
@@ -75,6 +84,7 @@ export const FORM_FACTS: { readonly [F in ClaimForm]: FormFacts } = Object.freez
     ordersKeys: false,
     describedAs: "an advisory table",
     stop: Object.freeze({ abandoned: "givenBack", releasesLock: true, fate: "its key's lock is released: the row returns at once, its attempt spent" }),
+    capCounts: "slots",
   }),
 });
 

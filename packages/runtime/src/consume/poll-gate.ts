@@ -68,10 +68,13 @@ export class PollGate {
     return true;
   }
 
-  /** Waits the poll interval, then calls `then` (unless a wake or a close came first, or a wait is under way). */
-  wait(then: () => void): void {
+  /**
+   * Waits the poll interval (or `ms`, when the claim strategy knows when a claim can take rows again),
+   * then calls `then` (unless a wake or a close came first, or a wait is under way).
+   */
+  wait(then: () => void, ms = this.#intervalMs): void {
     if (this.#state === "closed" || this.#timer !== undefined) return;
-    this.#timer = this.#clock.setTimer(this.#intervalMs, () => {
+    this.#timer = this.#clock.setTimer(ms, () => {
       this.#timer = undefined;
       then();
     });

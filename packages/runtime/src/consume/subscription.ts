@@ -202,7 +202,7 @@ export class Subscription {
   }
 
   #pollWait(): void {
-    this.#gate.wait(() => this.#claimMore());
+    this.#gate.wait(() => this.#claimMore(), this.#s.strategy.waitAfterShortMs?.());
   }
 
   /**
@@ -235,6 +235,8 @@ export class Subscription {
   #finish(delivery: ClaimedDelivery): void {
     this.#inFlight.delete(delivery);
     this.#s.activity.touch();
+    // A cap held by this process's own deliveries: the one that ended frees room (absent without a cap).
+    if (this.#s.strategy.atCap?.() === true) this.#gate.wake();
     // Claim first, while this worker counts as free; then hand it the next buffered row.
     this.#claimMore();
     this.#buffer.pump();
@@ -253,6 +255,7 @@ export class Subscription {
         batches.inWork--;
         for (const delivery of deliveries) this.#inFlight.delete(delivery);
         this.#s.activity.touch();
+        if (this.#s.strategy.atCap?.() === true) this.#gate.wake();
         this.#claimMore();
         this.#checkIdle();
       });
@@ -261,6 +264,8 @@ export class Subscription {
   /** A settlement counted apart from its worker ended: a claim may start, or the subscription be idle. */
   #settlementEnded(): void {
     this.#pace.settling--;
+    // A lease cap counts a row until its settlement lands: room is freed now, not when the worker was.
+    if (this.#s.strategy.atCap?.() === true) this.#gate.wake();
     this.#claimMore();
     this.#checkIdle();
   }

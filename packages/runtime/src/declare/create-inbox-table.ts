@@ -21,16 +21,21 @@ import { schemaUnsupported } from "../errors.js";
  * @example
  * await createInboxTable(db, RenderReport, (t) => t.addColumn("tenant_id", "uuid", (c) => c.notNull()));
  *
+ * With `{ slotTable: true }` it also creates sqlinbox's own `sqlinbox_slots` (if missing, in the
+ * table's schema), where `InboxQueue.rateLimit` and a row-lock table's `InboxQueue.maxInWork` count.
+ *
  * @throws SqlInboxError `Declaration` for a data column with no type; `UnsupportedForm` for a
  * schema on SQLite or a Kysely dialect sqlinbox does not speak.
  */
-export async function createInboxTable<DB>(db: Kysely<DB>, spec: AnyInboxSpec, extend?: ExtendTable): Promise<boolean> {
+export async function createInboxTable<DB>(db: Kysely<DB>, spec: AnyInboxSpec, extend?: ExtendTable, options: CreateInboxTableOptions = {}): Promise<boolean> {
   const anyDb = db as unknown as Kysely<unknown>;
   const engine = engineOfKysely(anyDb);
   const dialect = dialectFor(engine);
   const description = spec.description;
   if (description.schema !== undefined && !dialect.capabilities.tableSchemas) throw schemaUnsupported(engine, description.schema, description.table);
   const statements = dialect.table.create(description, extend);
+  // `IF NOT EXISTS`: every queue table's migration may ask for it, and a queue table made earlier may gain a limit later.
+  if (options.slotTable === true) await anyDb.executeQuery(dialect.flow.createSlotTable(description.schema));
   if (await tableExists(anyDb, dialect, spec)) return false;
   let done = 0;
   const run = async (on: Kysely<unknown>) => {
@@ -55,4 +60,13 @@ export async function createInboxTable<DB>(db: Kysely<DB>, spec: AnyInboxSpec, e
 async function tableExists(db: Kysely<unknown>, dialect: EngineDialect, spec: AnyInboxSpec): Promise<boolean> {
   const { rows } = await db.executeQuery(dialect.schema.describeTable(spec.description.table, spec.description.schema));
   return rows.length > 0;
+}
+
+/** What `createInboxTable` creates beside the queue table. */
+export interface CreateInboxTableOptions {
+  /**
+   * Also `sqlinbox_slots` (if missing), where `InboxQueue.rateLimit` and a row-lock table's
+   * `InboxQueue.maxInWork` are counted across processes.
+   */
+  readonly slotTable?: boolean;
 }

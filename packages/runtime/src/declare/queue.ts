@@ -1,5 +1,6 @@
 import type {
   AnyInboxSpec,
+  ErrorPlace,
   FormLabel,
   HasLeaseColumn,
   HasRole,
@@ -13,7 +14,9 @@ import type {
 } from "@sqlinbox/core/internal";
 import type { Transaction } from "kysely";
 import {
+  badFlowLimit,
   badTimeout,
+  capNeedsRetryAfter,
   deadLetterGroupIsSource,
   deadLetterNeedsGroup,
   maxAttemptsNeedsAttempt,
@@ -69,6 +72,42 @@ export interface QueueOptions {
   readonly timeout?: HandlerTimeout;
   /** Rows of one order key (or of the group) in work at once, across every process (`.maxInWorkPerKey(n)`); unset: 1 with an order key. */
   readonly maxInWorkPerKey?: number;
+  /** At most this many rows of the subscription in work at once, across every process (`.maxInWork(n)`). */
+  readonly maxInWork?: number;
+  /** At most `max` deliveries start in any window of `perMs`, across every process (`.rateLimit(…)`). */
+  readonly rateLimit?: RateLimit;
+}
+
+/** A rate limit: at most `max` deliveries start in any window of `perMs` milliseconds, across every process. */
+export interface RateLimit {
+  readonly max: number;
+  readonly perMs: number;
+}
+
+// A literal number the type system can judge: 0, a negative or (for a count) a fraction is refused with the sentence;
+// a plain `number` is checked when the queue is declared.
+type PositiveWhole<N extends number, Rule extends string> = number extends N ? N : `${N}` extends "0" | `-${string}` | `${string}.${string}` ? SpecError<Rule> : N;
+type PositiveAmount<N extends number, Rule extends string> = number extends N ? N : `${N}` extends "0" | `-${string}` ? SpecError<Rule> : N;
+
+type MaxInWorkRule = "maxInWork takes a whole number of rows above 0: at most that many rows of this subscription are in work at once, across every process";
+type RateMaxRule = "rateLimit's max is a whole number of starts above 0: at most that many deliveries start in any window of perMs";
+type RatePerMsRule = "rateLimit's perMs is a window above 0 ms: at most max deliveries start in any window that long";
+
+/**
+ * `maxInWork`'s argument: a lease table counts its rows in work by their deadlines, so a delay needs
+ * a retryAfter column of its own (a delay written into the lease column would count as work).
+ */
+export type MaxInWorkArg<S extends AnyInboxSpec, N extends number> =
+  HasLeaseColumn<RolesOf<S>> extends true
+    ? HasRole<RolesOf<S>, "retryAfter"> extends true
+      ? PositiveWhole<N, MaxInWorkRule>
+      : SpecError<'maxInWork on a lease table needs a retryAfter column: the cap counts rows whose lease is ahead, and without one a delayed row waits in its lease column and counts as in work; describe one with field.retryAfter() or .retryAfter(column("retry_after"))'>
+    : PositiveWhole<N, MaxInWorkRule>;
+
+/** `rateLimit`'s argument: literal numbers are judged at compile time, others when the queue is declared. */
+export interface RateLimitArg<M extends number, P extends number> {
+  readonly max: PositiveWhole<M, RateMaxRule>;
+  readonly perMs: PositiveAmount<P, RatePerMsRule>;
 }
 
 /**
@@ -181,6 +220,11 @@ type PerKeyArgs<S extends AnyInboxSpec> =
 export function wholeSeconds(ms: number): number {
   if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`a lease is a positive duration in ms, got ${ms}`);
   return Math.max(1, Math.ceil(ms / 1000)) * 1000;
+}
+
+function positiveWhole(what: string, n: number, place: ErrorPlace): number {
+  if (typeof n !== "number" || !Number.isInteger(n) || n < 1) throw badFlowLimit(what, "a whole number above 0", n, place);
+  return n;
 }
 
 function positiveInteger(what: string, n: number): number {
@@ -314,6 +358,41 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
     if (!FORM_FACTS[source.form].ordersKeys) throw perKeyOnAdvisory(this.name, source.table);
     if (source.orderKey === undefined && source.group === undefined) throw perKeyNeedsKey(this.name, source.table);
     return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, maxInWorkPerKey: positiveInteger("maxInWorkPerKey", args[0] as number) });
+  }
+
+  /**
+   * At most `n` rows of this subscription in work at once, summed over every process, held in the
+   * database: a lease table counts the rows whose lease is ahead (a crashed process's rows count
+   * until their lease expires); a row-lock table locks one of `n` slot rows in each delivery's
+   * transaction, and an advisory table takes one of `n` slot locks on each delivery's session (a
+   * crash gives them back at once). `workers(n)` still bounds each process.
+   *
+   * @example
+   * InboxQueue.of(RenderReport, "reports").workers(8).maxInWork(5)
+   */
+  maxInWork<N extends number>(n: MaxInWorkArg<S, N>): InboxQueue<S, Tx> {
+    const place = { subscription: this.name, table: this.spec.description.table };
+    const spec = this.spec.description;
+    // A lease table counts its rows in work by their deadlines: a delay must not be written there.
+    if (FORM_FACTS[spec.form].storesDelayInHold && spec.retryAfter === undefined) throw capNeedsRetryAfter(place);
+    return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, maxInWork: positiveWhole("maxInWork", n as number, place) });
+  }
+
+  /**
+   * At most `max` deliveries start in any window of `perMs`, summed over every process and counted
+   * in the database (sqlinbox's table `sqlinbox_slots`; create it with `createInboxTable`'s
+   * `slotTable` option, `inboxTableSql(…, { slotTable: true })` or `sqlinbox ddl --slot-table`). A
+   * subscription over its limit sleeps until the window frees a start.
+   *
+   * @example
+   * InboxQueue.of(SendEmail, "emails").workers(4).rateLimit({ max: 10, perMs: 1000 })
+   */
+  rateLimit<M extends number, P extends number>(limit: RateLimitArg<M, P>): InboxQueue<S, Tx> {
+    const place = { subscription: this.name, table: this.spec.description.table };
+    const max = positiveWhole("rateLimit's max", limit.max as number, place);
+    const perMs = limit.perMs as number;
+    if (typeof perMs !== "number" || !Number.isFinite(perMs) || perMs <= 0) throw badFlowLimit("rateLimit's perMs", "a window above 0 ms", perMs, place);
+    return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, rateLimit: Object.freeze({ max, perMs }) });
   }
 
   /** Claim up to `n` rows per statement (default 1). */

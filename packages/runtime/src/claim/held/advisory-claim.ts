@@ -27,6 +27,8 @@ import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from
  */
 const keysInWork = new Set<string>();
 let scopes = 0;
+/** `maxInWork` slots taken in this process where locks live in the process (SQLite): per database and cap. */
+const capSlotsInProcess = new Map<string, number>();
 
 /** A candidate a claim set aside, with its key and the window it came from. */
 interface PassedRow {
@@ -41,6 +43,8 @@ interface KeyHold {
   /** The key as registered in `keysInWork`. */
   readonly registered: string;
   readonly connection: HeldConnection | undefined;
+  /** The `maxInWork` slot the delivery holds (a slot lock on its session, or an entry in this process). */
+  readonly slot?: string | undefined;
 }
 
 /** Candidates read per claim round, per free worker: enough to reach past keys already in work. */
@@ -102,6 +106,8 @@ export class AdvisoryClaim implements ClaimStrategy {
   readonly #passedKeys = new Map<string, number>();
   /** How a delivery's key lock is given back or settled on. */
   readonly #holding: HoldingForm<KeyHold>;
+  /** `maxInWork`: the last claim found every slot held. */
+  #atCap = false;
 
   constructor(setup: ClaimSetup) {
     this.#setup = setup;
@@ -112,6 +118,7 @@ export class AdvisoryClaim implements ClaimStrategy {
     // Session locks already keep processes and pools apart: the registry only spares this
     // subscription a connection. Without them (SQLite) it is the lock, shared by the process.
     this.#scope = this.#sessionLocks ? `subscription:${++scopes}` : `database:${setup.databaseLabel ?? ""}`;
+    if (setup.capSlots !== undefined) this.atCap = () => this.#atCap;
     this.#holding = {
       held: "key",
       spec: setup.spec,
@@ -151,6 +158,9 @@ export class AdvisoryClaim implements ClaimStrategy {
 
   /** A delivery claimed but never started (the app stopped first) unlocks its key: the row is back at once (its attempt was counted by the take). */
   readonly releaseUnstarted = abandonUnstarted;
+
+  /** `maxInWork`: the last claim found every slot held; absent without a cap (nothing asked on a delivery's end). */
+  readonly atCap?: () => boolean;
 
   /** A publish in this process: the next claim reads candidates afresh (the new row may rank first). */
   invalidate(): void {
@@ -224,17 +234,23 @@ export class AdvisoryClaim implements ClaimStrategy {
     let spare: HeldConnection | undefined;
     // Rows passed over (a later row of a key in work): back to the window's front when the round ends.
     let passed: PassedRow[] = [];
+    // `maxInWork`: the cap slot taken for the next take, held with `spare` (on its session) until a row takes it.
+    let slot: string | undefined;
+    const capped = this.#setup.capSlots !== undefined;
+    let full = false;
     // The lock names' database is read (once) before a connection is held for lock tries.
     if (this.#sessionLocks) await this.#database();
     try {
-      for (let pass = 0; pass < 2 && claimed.length < limit; pass++) {
+      for (let pass = 0; pass < 2 && claimed.length < limit && !full; pass++) {
         const read = pass > 0 || !this.#windowFresh();
         if (read) {
           this.#giveBack(passed);
           passed = [];
           // No connection is held while the window is read: the pool budget counts one per worker, plus one.
-          spare?.release();
+          if (slot === undefined) spare?.release();
+          else await this.#dropSpare(spare, slot);
           spare = undefined;
+          slot = undefined;
           await this.#readWindow(size);
         }
         while (claimed.length < limit && this.#windowAt < this.#window.length) {
@@ -252,6 +268,17 @@ export class AdvisoryClaim implements ClaimStrategy {
           try {
             // A transactional handler's `ctx.tx` opens on this session, from the app's Kysely (plugins and all).
             if (this.#sessionLocks) spare ??= await holdConnection(database.appDb, this.#setup.transactional === true);
+            if (capped && slot === undefined) {
+              slot = await this.#takeSlot(spare);
+              if (slot === undefined) {
+                // Every slot of the cap is held: the row stays, first of its key, for a later claim.
+                keysInWork.delete(registered);
+                this.#pass(passed, row, key);
+                full = true;
+                this.#atCap = true;
+                break;
+              }
+            }
             const taken = await this.#take(row, key, spare);
             if (taken === "held elsewhere") {
               // Another session works on this key: the row stays, first of its key, for a later round.
@@ -260,18 +287,20 @@ export class AdvisoryClaim implements ClaimStrategy {
               continue;
             }
             const connection = spare;
+            const heldSlot = slot;
             spare = undefined;
+            slot = undefined;
             if (taken === "gone") {
               // Unlocked before the key is free again in this process: a claim side by side would
               // otherwise find the lock still held and set its row aside as held elsewhere.
               try {
-                await this.#unlock(connection, key);
+                await this.#unlock(connection, key, heldSlot);
               } finally {
                 keysInWork.delete(registered);
               }
               continue;
             }
-            claimed.push(this.#delivery(taken, key, registered, connection));
+            claimed.push(this.#delivery(taken, key, registered, connection, heldSlot));
           } catch (error) {
             keysInWork.delete(registered);
             this.#giveBack(passed);
@@ -280,8 +309,10 @@ export class AdvisoryClaim implements ClaimStrategy {
             // The lock may have been taken before the failure: unlock it; the failed session is
             // closed, never pooled again (drivers/session-guard.ts), so no pooled session keeps it.
             const connection = spare;
+            const heldSlot = slot;
             spare = undefined;
-            await this.#unlock(connection, key).catch(() => false);
+            slot = undefined;
+            await this.#unlock(connection, key, heldSlot).catch(() => false);
             // Rows taken earlier in this round are held on their own sessions: hand them on, or
             // their keys and connections would stay held with no delivery to end them.
             if (claimed.length === 0) throw error;
@@ -293,10 +324,62 @@ export class AdvisoryClaim implements ClaimStrategy {
         if (read) break;
       }
     } finally {
-      spare?.release();
+      if (slot === undefined) spare?.release();
+      else await this.#dropSpare(spare, slot);
       this.#giveBack(passed);
     }
+    // A short claim the cap did not cut: the queue had no more rows to take.
+    if (capped && !full && claimed.length < limit) this.#atCap = false;
     return claimed;
+  }
+
+  /**
+   * `maxInWork(n)`: one of the cap's `n` slots for the next take: a slot lock on `connection`'s
+   * session (tried without waiting, from a random slot on), which ends with the session, so a
+   * crash gives it back at once; or, where locks live in the process (SQLite, one process per
+   * file), a count in this process. `undefined` when every slot is held.
+   */
+  async #takeSlot(connection: HeldConnection | undefined): Promise<string | undefined> {
+    const cap = this.#setup.capSlots;
+    if (cap === undefined) return undefined;
+    if (connection === undefined) {
+      const registered = `${this.#scope}\u0000${cap.place.name}`;
+      const held = capSlotsInProcess.get(registered) ?? 0;
+      if (held >= cap.n) return undefined;
+      capSlotsInProcess.set(registered, held + 1);
+      return registered;
+    }
+    const database = await this.#database();
+    const first = Math.floor(Math.random() * cap.n);
+    for (let i = 0; i < cap.n; i++) {
+      const slot = `${cap.place.name}:${(first + i) % cap.n}`;
+      const lock = this.#statements.tryLock(slot, database);
+      if (lock === null) return slot;
+      if (Number((await this.#setup.database.execute("claim", lock, connection)).rows[0]?.locked ?? 0) === 1) return slot;
+    }
+    return undefined;
+  }
+
+  /** Gives a cap slot back: unlocks it on its session (before the session goes back to the pool), or counts it out of this process. */
+  async #releaseSlot(connection: HeldConnection | undefined, slot: string | undefined): Promise<void> {
+    if (slot === undefined) return;
+    if (connection === undefined) {
+      const held = (capSlotsInProcess.get(slot) ?? 1) - 1;
+      if (held <= 0) capSlotsInProcess.delete(slot);
+      else capSlotsInProcess.set(slot, held);
+      return;
+    }
+    const unlock = this.#statements.unlock(slot, await this.#database());
+    if (unlock !== null) await this.#setup.database.execute("settle", unlock as CompiledQuery<Record<string, unknown>>, connection);
+  }
+
+  /** The round's spare connection goes back to the pool, its cap slot unlocked first. */
+  async #dropSpare(spare: HeldConnection | undefined, slot: string | undefined): Promise<void> {
+    try {
+      await this.#releaseSlot(spare, slot);
+    } finally {
+      spare?.release();
+    }
   }
 
   /**
@@ -335,10 +418,15 @@ export class AdvisoryClaim implements ClaimStrategy {
     return name;
   }
 
-  /** Releases the key's lock and gives the connection back; true when the session still held the lock. */
-  async #unlock(connection: HeldConnection | undefined, key: string): Promise<boolean> {
-    if (connection === undefined) return true;
+  /** Releases the key's lock (and the cap slot) and gives the connection back; true when the session still held the lock. */
+  async #unlock(connection: HeldConnection | undefined, key: string, slot?: string): Promise<boolean> {
+    // Uncapped deliveries hold no slot: no statement and no await for one.
+    if (connection === undefined) {
+      if (slot !== undefined) await this.#releaseSlot(undefined, slot);
+      return true;
+    }
     try {
+      if (slot !== undefined) await this.#releaseSlot(connection, slot);
       const unlock = this.#statements.unlock(key, await this.#database());
       if (unlock === null) return true;
       const result = await this.#setup.database.execute("settle", unlock as CompiledQuery<Record<string, unknown>>, connection);
@@ -350,17 +438,17 @@ export class AdvisoryClaim implements ClaimStrategy {
   }
 
   /** A delivery of the row as its take returned it (never the candidate, which may predate a retry of the same row). */
-  #delivery(row: RawRow, key: string, registered: string, connection: HeldConnection | undefined): ClaimedDelivery {
+  #delivery(row: RawRow, key: string, registered: string, connection: HeldConnection | undefined, slot: string | undefined): ClaimedDelivery {
     const { spec } = this.#setup;
     const id = row[spec.id.name];
     const attempt = deliveredAttempt(spec, row);
-    return new HeldDelivery(this.#holding, row, id, attempt, deliveryPlace(this.#setup, id), { key, registered, connection });
+    return new HeldDelivery(this.#holding, row, id, attempt, deliveryPlace(this.#setup, id), { key, registered, connection, slot });
   }
 
   /** Unlocks the delivery's key and forgets it in this process; true when the session still held the lock. */
   async #release(hold: KeyHold): Promise<boolean> {
     try {
-      return await this.#unlock(hold.connection, hold.key);
+      return await this.#unlock(hold.connection, hold.key, hold.slot);
     } finally {
       keysInWork.delete(hold.registered);
     }

@@ -72,6 +72,8 @@ export class RowLockClaim implements ClaimStrategy {
   readonly #acksTogether: boolean;
   /** Shared claims' transactions still open (claimed, not yet committed or rolled back). */
   #heldShared = 0;
+  /** `maxInWork`: the last claim found fewer free slots than it wanted. */
+  #atCap = false;
 
   constructor(setup: ClaimSetup) {
     const statements = setup.database.dialect.rowLock;
@@ -84,6 +86,7 @@ export class RowLockClaim implements ClaimStrategy {
     // One row per claim's transaction, unless the rows of a claim share one (their connection counted once, by the pacer).
     this.profile = profileOf(setup, { pace: this.#shared ? "shared" : "oneRow", claimsSideBySide: true, connectionsPerDelivery: 1 });
     this.#acksTogether = setup.database.dialect.capabilities.heldRowsAckTogether;
+    if (setup.capSlots !== undefined) this.atCap = () => this.#atCap;
     this.#holding = {
       held: "row",
       spec: setup.spec,
@@ -153,10 +156,17 @@ export class RowLockClaim implements ClaimStrategy {
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
+        // Capped (`maxInWork`): a slot first; uncapped claims run no statement and no await for it.
+        if (this.#setup.capSlots !== undefined && (await this.#lockCapSlots(trx, 1)) === 0) {
+          await trx.rollback();
+          this.#open.delete(trx);
+          return undefined;
+        }
         const options = await this.#lockFifoGroup(trx, { limit: 1, now: clock.now(), ...groupOf(this.#setup), ...perKeyOf(this.#setup), ...excludedBy(this.#setup) });
         const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
         const row = rows[0];
         if (row === undefined) {
+          this.#atCap = false;
           await trx.rollback();
           this.#open.delete(trx);
           return undefined;
@@ -178,8 +188,10 @@ export class RowLockClaim implements ClaimStrategy {
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
-        const options = await this.#lockFifoGroup(trx, { limit, now: clock.now(), ...groupOf(this.#setup), ...perKeyOf(this.#setup), ...excludedBy(this.#setup) });
-        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
+        const slots = this.#setup.capSlots === undefined ? limit : await this.#lockCapSlots(trx, limit);
+        const options = await this.#lockFifoGroup(trx, { limit: slots, now: clock.now(), ...groupOf(this.#setup), ...perKeyOf(this.#setup), ...excludedBy(this.#setup) });
+        const rows = slots === 0 ? [] : (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
+        if (rows.length < slots) this.#atCap = false;
         if (rows.length === 0) {
           await trx.rollback();
           this.#open.delete(trx);
@@ -214,6 +226,26 @@ export class RowLockClaim implements ClaimStrategy {
       }
     }
   }
+
+  /**
+   * `maxInWork(n)`: locks up to `want` of the cap's `n` slot rows in the claim's transaction, passing
+   * over those other transactions hold; the claim takes at most that many rows. The slots are held
+   * until the transaction ends (its settlement's commit, a rollback, or the session's end in a crash).
+   * Without a cap: `want`, and no statement.
+   */
+  async #lockCapSlots(trx: HeldTransaction, want: number): Promise<number> {
+    const cap = this.#setup.capSlots;
+    if (cap === undefined) return want;
+    const lock = this.#setup.database.dialect.flow.lockCapSlots(cap.place, cap.n, want);
+    if (lock === null) return want;
+    const slots = (await this.#run(trx, "claim", lock)).rows.length;
+    // Only a cut claim says so; a claim short of rows says otherwise where it finds none.
+    if (slots < want) this.#atCap = true;
+    return slots;
+  }
+
+  /** `maxInWork`: the last claim found the cap full; absent without a cap (nothing asked on a delivery's end). */
+  readonly atCap?: () => boolean;
 
   /**
    * Fifo on MySQL/MariaDB: the claim's transaction first locks the group's rows, and the claim

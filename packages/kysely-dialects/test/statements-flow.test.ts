@@ -1,0 +1,286 @@
+import { describe, expect, test } from "vitest";
+import { inboxTableSql } from "../src/index.js";
+import { NOT_SUPPORTED, perEngine } from "./render.js";
+import { richLease, seedByHand } from "./specs.js";
+
+const rate = { name: "rate:report_jobs:reports" };
+const cap = { name: "cap:report_jobs:reports", schema: "app" };
+
+describe("flow: the slot table", () => {
+  test("createSlotTable: one row per slot of one limit, created if missing", () => {
+    expect(perEngine((d) => d.flow.createSlotTable())).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [],
+          "sql": "create table if not exists \`sqlinbox_slots\` (\`name\` varchar(255) not null, \`slot\` int not null, \`started_ms\` bigint default 0 not null, constraint \`sqlinbox_slots_pkey\` primary key (\`name\`, \`slot\`))",
+        },
+        "postgres": {
+          "parameters": [],
+          "sql": "create table if not exists "sqlinbox_slots" ("name" text not null, "slot" integer not null, "started_ms" bigint default 0 not null, constraint "sqlinbox_slots_pkey" primary key ("name", "slot"))",
+        },
+        "sqlite": {
+          "parameters": [],
+          "sql": "create table if not exists "sqlinbox_slots" ("name" text not null, "slot" integer not null, "started_ms" integer default 0 not null, constraint "sqlinbox_slots_pkey" primary key ("name", "slot"))",
+        },
+      }
+    `);
+  });
+
+  test("the slot table follows the queue table's schema", () => {
+    expect(perEngine((d) => (d.capabilities.tableSchemas ? d.flow.createSlotTable("app") : null))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [],
+          "sql": "create table if not exists \`app\`.\`sqlinbox_slots\` (\`name\` varchar(255) not null, \`slot\` int not null, \`started_ms\` bigint default 0 not null, constraint \`sqlinbox_slots_pkey\` primary key (\`name\`, \`slot\`))",
+        },
+        "postgres": {
+          "parameters": [],
+          "sql": "create table if not exists "app"."sqlinbox_slots" ("name" text not null, "slot" integer not null, "started_ms" bigint default 0 not null, constraint "sqlinbox_slots_pkey" primary key ("name", "slot"))",
+        },
+        "sqlite": "NOT_SUPPORTED",
+      }
+    `);
+  });
+
+  test("inboxTableSql adds the slot table when asked, and only then", () => {
+    expect(inboxTableSql(seedByHand, "postgres")).toHaveLength(1);
+    expect(inboxTableSql(seedByHand, "postgres", { slotTable: true })).toMatchInlineSnapshot(`
+      [
+        "create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null)",
+        "create table if not exists "sqlinbox_slots" ("name" text not null, "slot" integer not null, "started_ms" bigint default 0 not null, constraint "sqlinbox_slots_pkey" primary key ("name", "slot"))",
+      ]
+    `);
+  });
+
+  test("ensureSlots inserts the missing slots and leaves the others", () => {
+    expect(perEngine((d) => d.flow.ensureSlots(rate, 2))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "rate:report_jobs:reports",
+            0,
+            0,
+            "rate:report_jobs:reports",
+            1,
+            0,
+          ],
+          "sql": "insert into \`sqlinbox_slots\` (\`name\`, \`slot\`, \`started_ms\`) values (?, ?, ?), (?, ?, ?) on duplicate key update \`slot\` = \`slot\`",
+        },
+        "postgres": {
+          "parameters": [
+            "rate:report_jobs:reports",
+            0,
+            0,
+            "rate:report_jobs:reports",
+            1,
+            0,
+          ],
+          "sql": "insert into "sqlinbox_slots" ("name", "slot", "started_ms") values ($1, $2, $3), ($4, $5, $6) on conflict ("name", "slot") do nothing",
+        },
+        "sqlite": {
+          "parameters": [
+            "rate:report_jobs:reports",
+            0,
+            0,
+            "rate:report_jobs:reports",
+            1,
+            0,
+          ],
+          "sql": "insert into "sqlinbox_slots" ("name", "slot", "started_ms") values (?, ?, ?), (?, ?, ?) on conflict ("name", "slot") do nothing",
+        },
+      }
+    `);
+  });
+});
+
+describe("flow: rate slots", () => {
+  const pick = { max: 10, take: 2, freeBefore: 1_000 };
+
+  test("takeRateSlots takes free slots and reserves them in one statement where updates return rows", () => {
+    expect(perEngine((d) => d.flow.takeRateSlots(rate, pick, 5_000))).toMatchInlineSnapshot(`
+      {
+        "mysql": "NOT_SUPPORTED",
+        "postgres": {
+          "parameters": [
+            5000,
+            "rate:report_jobs:reports",
+            "rate:report_jobs:reports",
+            10,
+            1000,
+            2,
+          ],
+          "sql": "update "sqlinbox_slots" set "started_ms" = $1 where "name" = $2 and "slot" in (select "slot" from "sqlinbox_slots" where "name" = $3 and "slot" < $4 and "started_ms" <= $5 order by "started_ms" limit $6 for update skip locked) returning "slot"",
+        },
+        "sqlite": {
+          "parameters": [
+            5000,
+            "rate:report_jobs:reports",
+            "rate:report_jobs:reports",
+            10,
+            1000,
+            2,
+          ],
+          "sql": "update "sqlinbox_slots" set "started_ms" = ? where "name" = ? and "slot" in (select "slot" from "sqlinbox_slots" where "name" = ? and "slot" < ? and "started_ms" <= ? order by "started_ms" limit ?) returning "slot"",
+        },
+      }
+    `);
+  });
+
+  test("selectRateSlots locks the free slots for the two-statement take", () => {
+    expect(perEngine((d) => d.flow.selectRateSlots(rate, pick))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "rate:report_jobs:reports",
+            10,
+            1000,
+            2,
+          ],
+          "sql": "select \`slot\` from \`sqlinbox_slots\` where \`name\` = ? and \`slot\` < ? and \`started_ms\` <= ? order by \`started_ms\` limit ? for update skip locked",
+        },
+        "postgres": {
+          "parameters": [
+            "rate:report_jobs:reports",
+            10,
+            1000,
+            2,
+          ],
+          "sql": "select "slot" from "sqlinbox_slots" where "name" = $1 and "slot" < $2 and "started_ms" <= $3 order by "started_ms" limit $4 for update skip locked",
+        },
+        "sqlite": {
+          "parameters": [
+            "rate:report_jobs:reports",
+            10,
+            1000,
+            2,
+          ],
+          "sql": "select "slot" from "sqlinbox_slots" where "name" = ? and "slot" < ? and "started_ms" <= ? order by "started_ms" limit ?",
+        },
+      }
+    `);
+  });
+
+  test("stampSlots, fenced by the reservation", () => {
+    expect(perEngine((d) => d.flow.stampSlots(rate, [1, 4], 2_000, 5_000))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            2000,
+            "rate:report_jobs:reports",
+            1,
+            4,
+            5000,
+          ],
+          "sql": "update \`sqlinbox_slots\` set \`started_ms\` = ? where \`name\` = ? and \`slot\` in (?, ?) and \`started_ms\` = ?",
+        },
+        "postgres": {
+          "parameters": [
+            2000,
+            "rate:report_jobs:reports",
+            1,
+            4,
+            5000,
+          ],
+          "sql": "update "sqlinbox_slots" set "started_ms" = $1 where "name" = $2 and "slot" in ($3, $4) and "started_ms" = $5",
+        },
+        "sqlite": {
+          "parameters": [
+            2000,
+            "rate:report_jobs:reports",
+            1,
+            4,
+            5000,
+          ],
+          "sql": "update "sqlinbox_slots" set "started_ms" = ? where "name" = ? and "slot" in (?, ?) and "started_ms" = ?",
+        },
+      }
+    `);
+  });
+
+  test("oldestStart: when the window frees a slot", () => {
+    expect(perEngine((d) => d.flow.oldestStart(rate, 10))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "rate:report_jobs:reports",
+            10,
+          ],
+          "sql": "select min(\`started_ms\`) as \`oldest\` from \`sqlinbox_slots\` where \`name\` = ? and \`slot\` < ?",
+        },
+        "postgres": {
+          "parameters": [
+            "rate:report_jobs:reports",
+            10,
+          ],
+          "sql": "select min("started_ms") as "oldest" from "sqlinbox_slots" where "name" = $1 and "slot" < $2",
+        },
+        "sqlite": {
+          "parameters": [
+            "rate:report_jobs:reports",
+            10,
+          ],
+          "sql": "select min("started_ms") as "oldest" from "sqlinbox_slots" where "name" = ? and "slot" < ?",
+        },
+      }
+    `);
+  });
+});
+
+describe("flow: caps", () => {
+  test("lockCapSlots locks slots for the claim's transaction where rows lock", () => {
+    expect(perEngine((d) => d.flow.lockCapSlots(cap, 3, 1), NOT_SUPPORTED)).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "cap:report_jobs:reports",
+            3,
+            1,
+          ],
+          "sql": "select \`slot\` from \`app\`.\`sqlinbox_slots\` where \`name\` = ? and \`slot\` < ? limit ? for update skip locked",
+        },
+        "postgres": {
+          "parameters": [
+            "cap:report_jobs:reports",
+            3,
+            1,
+          ],
+          "sql": "select "slot" from "app"."sqlinbox_slots" where "name" = $1 and "slot" < $2 limit $3 for update skip locked",
+        },
+        "sqlite": "NOT_SUPPORTED",
+      }
+    `);
+  });
+
+  test("countLiveLeases counts the group's unprocessed rows whose deadline is ahead", () => {
+    expect(perEngine((d) => d.flow.countLiveLeases(richLease(), { now: new Date("2024-05-01T12:00:00.123Z"), group: "reports" }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "2024-05-01 12:00:00.123",
+            "reports",
+          ],
+          "sql": "select count(*) as \`live\` from \`jobs\` where \`jobs\`.\`locked_until\` > ? and \`jobs\`.\`processed_at\` is null and \`jobs\`.\`grp\` = ?",
+        },
+        "postgres": {
+          "parameters": [
+            2024-05-01T12:00:00.123Z,
+            "reports",
+          ],
+          "sql": "select count(*) as "live" from "jobs" where "jobs"."locked_until" > $1 and "jobs"."processed_at" is null and "jobs"."grp" = $2",
+        },
+        "sqlite": {
+          "parameters": [
+            "2024-05-01T12:00:00.123Z",
+            "reports",
+          ],
+          "sql": "select count(*) as "live" from "jobs" where "jobs"."locked_until" > ? and "jobs"."processed_at" is null and "jobs"."grp" = ?",
+        },
+      }
+    `);
+  });
+
+  test("countLiveLeases refuses a table with no lease column", () => {
+    const description = { ...richLease(), lease: undefined };
+    expect(() => perEngine((d) => d.flow.countLiveLeases(description, { now: new Date() }))).toThrow(/no lease column/);
+  });
+});
