@@ -44,6 +44,7 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "mysql:operator.purge(fifo, waiting)": () => operatorFor("mysql").purge({ spec: fifoLease() }, { state: "waiting", now }),
   "postgres:table.create(reports)": () => postgresDialect.table.create(seedByHand)[0] ?? null,
   "mysql:table.create(rich lease, index)": () => mysqlDialect.table.create(richLease())[1] ?? null,
+  "postgres:control.read": () => postgresDialect.control.read(),
   "postgres:operator.heldAdvisoryKeys": () => postgresOperator.heldAdvisoryKeys(["report_jobs:7"], "app"),
 };
 
