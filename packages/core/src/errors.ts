@@ -15,7 +15,8 @@ export type SqlInboxErrorCode =
   | "Decode"
   | "Encode"
   | "Connect"
-  | "Handler";
+  | "Handler"
+  | "Cancelled";
 
 /** Where an error happened: every message names what it can of these. */
 export interface ErrorPlace {

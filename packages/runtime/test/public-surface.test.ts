@@ -12,6 +12,8 @@ describe("@sqlinbox/runtime's public surface", () => {
       "SqlBroker",
       "SqlInboxError",
       "consoleLogger",
+      "controlTableSql",
+      "createControlTable",
       "createInboxTable",
       "defaultOnDecodeError",
       "defaultOnError",

@@ -11,6 +11,7 @@ export class PollGate {
   #state: "new" | "open" | "closed" = "new";
   #timer: Timer | undefined;
   #wakes = 0;
+  #paused = false;
 
   constructor(clock: Clock, intervalMs: number) {
     this.#clock = clock;
@@ -19,7 +20,22 @@ export class PollGate {
 
   /** Claims may start now. */
   get open(): boolean {
-    return this.#state === "open" && this.#timer === undefined;
+    return this.#state === "open" && this.#timer === undefined && !this.#paused;
+  }
+
+  /** Paused (its route is paused in the control table): no claims until `resume`. */
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  /** No claims until `resume`; a poll wait under way ends. */
+  pause(): void {
+    this.#paused = true;
+    this.#cancel();
+  }
+
+  resume(): void {
+    this.#paused = false;
   }
 
   get closed(): boolean {

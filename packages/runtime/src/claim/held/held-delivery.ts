@@ -120,6 +120,11 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     }
   }
 
+  interrupt(reason: unknown): void {
+    this.#controller ??= new AbortController();
+    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+  }
+
   abandon(reason: unknown, started = true): void {
     if (this.#state !== "held") return;
     this.#state = "abandoned";

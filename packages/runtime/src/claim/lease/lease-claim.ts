@@ -303,6 +303,10 @@ class LeaseDelivery implements ClaimedDelivery {
     return this.#claim.openHandlerTransaction(this);
   }
 
+  interrupt(reason: unknown): void {
+    this.lease.interrupt(reason);
+  }
+
   abandon(reason: unknown): void {
     this.#abandoned = true;
     this.#claim.abandon(this, reason);

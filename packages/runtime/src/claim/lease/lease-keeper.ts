@@ -17,6 +17,7 @@ export class KeptLease {
   /** Set while a settlement runs (or waits in a batch): the keeper leaves it alone. */
   settling = false;
   #controller: AbortController | undefined;
+  #lost = false;
 
   constructor(id: unknown, held: Date) {
     this.id = id;
@@ -33,13 +34,21 @@ export class KeptLease {
     return this.#controller.signal;
   }
 
+  /** The lease was lost (or given up): the keeper no longer extends it. A cancel aborts the signal but keeps the lease. */
   get aborted(): boolean {
-    return this.#controller?.signal.aborted ?? false;
+    return this.#lost;
   }
 
   abort(reason: unknown): void {
+    this.#lost = true;
     this.#controller ??= new AbortController();
     this.#controller.abort(reason);
+  }
+
+  /** Aborts the signal and keeps the lease (a cancel: the handler winds down and settles while the keeper extends). */
+  interrupt(reason: unknown): void {
+    this.#controller ??= new AbortController();
+    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
   }
 }
 
