@@ -51,28 +51,25 @@ export async function resumeRoute(dialect: EngineDialect, db: AnyKysely, route: 
 }
 
 /**
- * Cancels row `id` of `spec`'s table: the request goes in the control table first (so a claim that
- * takes the row from now on sees it at its app's next read), then the row is taken out of its
- * queue unless it is in work: a live lease (lease form), a claim's row lock (`SKIP LOCKED` passes
- * it by), or its key's lock (advisory, tried without waiting). Removed: the request is withdrawn.
- * In work: the request stays until the process running the row has aborted its signal and settled.
+ * Cancels row `id` of `spec`'s table: `"not found"` when there is no such row (or it is done);
+ * else the request goes in the control table (so a claim that takes the row from now on sees it
+ * at its app's next read), then the row is taken out of its queue unless it is in work (see
+ * `removeUnlessInWork`). Removed: the request is withdrawn. In work: the request stays until the
+ * process running the row has aborted its signal and settled; one left by a row that finished in
+ * between is cleared by a cancel a day later (`CANCEL_REQUEST_TTL_MS`).
  */
 export async function cancelRow(dialect: EngineDialect, db: AnyKysely, spec: InboxDescription, route: string, id: unknown, now: Date): Promise<CancelResult> {
   const control = dialect.control;
   const target = String(id);
+  // Read first: once the request is written, the process running the row may serve it and settle before this reads again.
+  if ((await db.executeQuery(control.findRow(spec, id))).rows.length === 0) return "not found";
   await db.transaction().execute(async (trx) => {
     await onControl(dialect, trx, control.purgeCancels(new Date(now.getTime() - CANCEL_REQUEST_TTL_MS)));
     for (const query of control.requestCancel(route, target, now)) await onControl(dialect, trx, query);
   });
-  const removed = await removeUnlessInWork(dialect, db, spec, id, now);
-  if (removed) {
+  if (await removeUnlessInWork(dialect, db, spec, id, now)) {
     await db.executeQuery(control.clearCancel(route, target));
     return "removed";
-  }
-  const found = (await db.executeQuery(control.findRow(spec, id))).rows.length > 0;
-  if (!found) {
-    await db.executeQuery(control.clearCancel(route, target));
-    return "not found";
   }
   await notifyControl(dialect, db);
   return "signalled";

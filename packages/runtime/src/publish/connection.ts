@@ -1,4 +1,4 @@
-import type { AnyInboxSpec, InboxDescription, SqlInboxError } from "@sqlinbox/core/internal";
+import type { AnyInboxSpec, SqlInboxError } from "@sqlinbox/core/internal";
 import { type ClusterVariable, clusterOf, dialectFor, type Engine, type MultiPrimaryCluster, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { Activity } from "../activity.js";
 import { Database } from "../drivers/database.js";
