@@ -15,6 +15,11 @@ const pairs = matrix.filter(({ engine, form }) => !(engine.engine === "sqlite" &
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 type Line = WorkerLine & { readonly event: string };
+/** A line of `event` (for row `id`), including the events only this fixture prints. */
+const is =
+  (event: string, id?: number) =>
+  (l: WorkerLine): boolean =>
+    (l as Line).event === event && (id === undefined || l.id === id);
 const linesOf = (w: WorkerProcess, event: string): Line[] => (w.lines as Line[]).filter((l) => l.event === event);
 
 describe.each(pairs)("pause, resume and cancel on $engine.name × $form", ({ engine, form }) => {
@@ -47,7 +52,7 @@ describe.each(pairs)("pause, resume and cancel on $engine.name × $form", ({ eng
     brokers.push(broker as unknown as SqlBroker);
     return { table, broker, route };
   };
-  const start = (table: string, route: string, options: { holdMs: number; workers: number }): WorkerProcess => {
+  const start = (table: string, route: string, options: { holdMs: number; workers: number; pollMs?: number; listen?: boolean }): WorkerProcess => {
     const worker = startFixture("test/fixtures/control-worker.ts", {
       WORKER_URL: url,
       WORKER_TABLE: table,
@@ -55,7 +60,8 @@ describe.each(pairs)("pause, resume and cancel on $engine.name × $form", ({ eng
       WORKER_FORM: form,
       WORKER_WORKERS: String(options.workers),
       WORKER_HOLD_MS: String(options.holdMs),
-      WORKER_POLL_MS: String(POLL_MS),
+      WORKER_POLL_MS: String(options.pollMs ?? POLL_MS),
+      WORKER_LISTEN: options.listen === true ? "1" : "0",
     });
     workers.push(worker);
     return worker;
@@ -105,32 +111,63 @@ describe.each(pairs)("pause, resume and cancel on $engine.name × $form", ({ eng
     const ids = (await readJobs(db, table)).map((r) => r.id);
     const [inWork, next, queued] = ids as [number, number, number];
     const worker = start(table, route, { holdMs: 60_000, workers: 1 });
-    await worker.waitFor((l) => l.event === "start" && l.id === inWork, 20_000, "the first row to start");
+    await worker.waitFor(is("start", inWork), 20_000, "the first row to start");
 
     expect(await broker.cancel(route, queued)).toBe("removed");
     expect((await readJobs(db, table)).map((r) => r.id)).toEqual([inWork, next]);
 
     const cancelledAt = Date.now();
     expect(await broker.cancel(route, inWork)).toBe("signalled");
-    const aborted = await worker.waitFor((l) => l.event === "aborted" && l.id === inWork, 10_000, "the signal to abort");
+    const aborted = await worker.waitFor(is("aborted", inWork), 10_000, "the signal to abort");
     expect((aborted as Line & { code?: string }).code).toBe("Cancelled");
     expect(aborted.time - cancelledAt).toBeLessThan(POLL_MS + 1000);
-    await worker.waitFor((l) => l.event === "dropped" && l.id === inWork, 10_000, "the drop");
+    await worker.waitFor(is("dropped", inWork), 10_000, "the drop");
     // Dropped: the row is gone; the next one starts; the cancelled queued row never did.
-    await worker.waitFor((l) => l.event === "start" && l.id === next, 10_000, "the next row to start");
+    await worker.waitFor(is("start", next), 10_000, "the next row to start");
     // The drop's settlement may still be on its way (the lease form frees the worker first).
     await until(async () => (await readJobs(db, table)).length === 1, 5000, "the dropped row to go");
     expect((await readJobs(db, table)).map((r) => r.id)).toEqual([next]);
     expect(await broker.cancel(route, inWork)).toBe("not found");
 
     expect(await broker.cancel(route, next)).toBe("signalled");
-    await worker.waitFor((l) => l.event === "dropped" && l.id === next, 10_000, "the second drop");
+    await worker.waitFor(is("dropped", next), 10_000, "the second drop");
     await until(async () => (await readJobs(db, table)).length === 0, 5000, "the table to be empty");
     expect(linesOf(worker, "start").map((l) => l.id)).toEqual([inWork, next]);
     expect(linesOf(worker, "error")).toEqual([]);
     // Served requests are cleared by the process that served them, at its next read.
     const requests = async () => (await db.selectFrom("sqlinbox_control").select(["target"]).where("route", "=", route).execute()).length;
     await until(async () => (await requests()) === 0, 5000, "the served cancel requests to be cleared");
+    await stop(worker);
+  });
+
+  // Postgres with listenNotify(): a pause or a cancel notifies, and the other process reads the control table at once.
+  test.runIf(engine.engine === "postgres")("with listenNotify() a pause and a cancel reach the other process at once, well within its poll interval", async () => {
+    const SLOW_POLL_MS = 5000;
+    const { table, broker, route } = await setup("notify");
+    await insertJobs(db, table, 40);
+    const worker = start(table, route, { holdMs: 100, workers: 1, pollMs: SLOW_POLL_MS, listen: true });
+    await worker.waitFor((l) => l.event === "start", 20_000, "a first start");
+    await broker.pause(route);
+    const pausedAt = Date.now();
+    await sleep(1500);
+    const lastStart = Math.max(...linesOf(worker, "start").map((l) => l.time));
+    expect(lastStart - pausedAt).toBeLessThan(1000);
+    const started = linesOf(worker, "start").length;
+    expect(started).toBeLessThan(40);
+
+    await broker.resume(route);
+    const resumedAt = Date.now();
+    const restarted = await worker.waitFor((l) => l.event === "start" && l.time > resumedAt, 5000, "a start after resume");
+    expect(restarted.time - resumedAt).toBeLessThan(1000 + SLOW_POLL_MS / 5);
+
+    const inWork = (linesOf(worker, "start").at(-1) as Line).id as number;
+    const cancelledAt = Date.now();
+    const result = await broker.cancel(route, inWork);
+    // The row may have finished meanwhile (100 ms handlers): then it is not found, and nothing is aborted.
+    if (result === "signalled") {
+      const aborted = await worker.waitFor(is("aborted", inWork), 3000, "the signal to abort");
+      expect(aborted.time - cancelledAt).toBeLessThan(1000);
+    } else expect(["not found", "removed"]).toContain(result);
     await stop(worker);
   });
 });
