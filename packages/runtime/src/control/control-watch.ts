@@ -137,7 +137,8 @@ export class ControlWatch {
         this.#logger.info({ subscription: subscription.name }, "route resumed");
         subscription.resume();
       }
-      const mine = cancels.filter((r) => r.route === subscription.name || this.#tableOf(r.route) === subscription.table);
+      // A request names the row's route (or a route to the same table), or the table itself (the operator tools).
+      const mine = cancels.filter((r) => r.route === subscription.name || r.route === subscription.table || this.#tableOf(r.route) === subscription.table);
       served.targets = new Map(mine.map((r) => [r.target, r.route]));
       const reason = (id: unknown) => cancelled({ subscription: subscription.name, table: subscription.table, id });
       const inWork = new Set(served.targets.size === 0 ? [] : subscription.interrupt(served.targets, reason));
