@@ -191,7 +191,7 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     "controlTableMissing",
     errors.controlTableMissing("sqlinbox_control", new Error("no such table")),
     "Schema",
-    'pause, resume and cancel need the control table "sqlinbox_control": create it with createControlTable(db), or run the statements of controlTableSql(engine) (sqlinbox ddl --control) (table sqlinbox_control)',
+    'pause, resume and cancel need the control table "sqlinbox_control": create it with createControlTable(db), or run the statements of controlTableSql(engine) (sqlinbox ddl --control) (table "sqlinbox_control")',
   ],
   [
     "tableMissing",

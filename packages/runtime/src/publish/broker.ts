@@ -83,8 +83,9 @@ export class BrokerParts {
    * of every routed table, waking the table's subscriptions in this process on a notification.
    */
   listen(logger: Logger): Promise<void> {
-    // The control table's channel too: a pause or a cancel in another process is read at once.
+    // The control table's channel too (first: the tables' LISTENs stay the session's last statements): a pause or a
+    // cancel in another process is read at once.
     const control = this.connection.require().dialect.control.table;
-    return this.connection.listen([...this.routes.tables, control], (table) => this.#plain.wake(table), logger);
+    return this.connection.listen([control, ...this.routes.tables], (table) => this.#plain.wake(table), logger);
   }
 }
