@@ -1,7 +1,7 @@
-import type { DashboardSource, PeekedRow, StatusReport } from "@sqlinbox/dashboard";
+import type { CancelResult, DashboardSource, PeekedRow, StatusReport } from "@sqlinbox/dashboard";
 import type { OpenedDatabase } from "./connect.js";
 import { CliError, ExitCode } from "./exit-codes.js";
-import { cancelRow, pauseRoute, pausedRoutes, resumeRoute, type CancelResult } from "./inspect/control.js";
+import { cancelRow, pauseRoute, pausedRoutes, resumeRoute } from "./inspect/control.js";
 import { retryDeadLetters } from "./inspect/dead-letters.js";
 import { peekRows } from "./inspect/rows.js";
 import { readTableStatus } from "./inspect/status.js";

@@ -15,4 +15,5 @@ export type {
   DeadLetterTarget,
   PeekedRow,
   FormName,
+  CancelResult,
 } from "./source.js";

@@ -80,6 +80,9 @@ export interface PeekedRow {
   readonly payload?: unknown;
 }
 
+/** What a cancel did: the row will never start (`"removed"`), its handler's signal aborts (`"signalled"`), or there is no such row. */
+export type CancelResult = "removed" | "signalled" | "not found";
+
 /** What the dashboard reads and, with writes allowed, does. */
 export interface DashboardSource {
   status(): Promise<StatusReport>;
@@ -92,5 +95,5 @@ export interface DashboardSource {
   /** Ends a route's pause (a write); `false` when it was not paused. */
   resume?(route: string): Promise<boolean>;
   /** Cancels a row of a table (a write): `"removed"` (never starts), `"signalled"` (in work: its signal aborts), `"not found"`. */
-  cancel?(table: string, id: string): Promise<"removed" | "signalled" | "not found">;
+  cancel?(table: string, id: string): Promise<CancelResult>;
 }

@@ -1,11 +1,9 @@
 import { advisoryKeyOf, dialectFor } from "@sqlinbox/kysely-dialects/internal";
 import type { CompiledQuery, QueryResult } from "kysely";
+import type { CancelResult } from "@sqlinbox/dashboard";
 import type { OpenedDatabase } from "../connect.js";
 import { CliError, ExitCode } from "../exit-codes.js";
 import type { QueueTable } from "../queue-tables.js";
-
-/** What a cancel did, in the runtime's words: the row will never start, its handler was told to stop, or there is no such row. */
-export type CancelResult = "removed" | "signalled" | "not found";
 
 /** How long a cancel request waits for a process to serve it before a later cancel clears it away (as the runtime's). */
 const CANCEL_REQUEST_TTL_MS = 24 * 60 * 60 * 1000;
