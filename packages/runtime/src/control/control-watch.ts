@@ -112,6 +112,8 @@ export class ControlWatch {
     try {
       rows = (await database.execute("control", database.dialect.control.read())).rows;
     } catch (error) {
+      // The app is stopping: its pool may close under this read.
+      if (this.#stopped) return;
       const missing = database.dialect.missingTable((error as { cause?: unknown }).cause ?? error);
       if (missing && !this.#missing) this.#logger.info({ table: database.dialect.control.table }, "no control table: pause and cancel are off for this app until it exists");
       else if (!missing) this.#logger.warn({ ...errorFields(error) }, "reading the control table failed; trying again after the poll interval");
@@ -120,7 +122,7 @@ export class ControlWatch {
     }
     if (this.#missing) this.#logger.info({ table: database.dialect.control.table }, "control table found: pause and cancel are on");
     this.#missing = false;
-    await this.#apply(rows);
+    if (!this.#stopped) await this.#apply(rows);
   }
 
   async #apply(rows: readonly ControlRow[]): Promise<void> {
