@@ -274,7 +274,9 @@ function flashOf(key, testId) {
 /** Paused routes with their Resume buttons, and a box to pause one: what every app's subscriptions of a route obey. */
 function flowSection(paused) {
   const writes = state.config?.writes === true;
-  const readOnly = writes ? null : h("span", { class: "muted" }, "This page is read-only: pausing, resuming and cancelling need a dashboard started with --allow-writes and a token.");
+  const readOnly = writes
+    ? null
+    : h("span", { class: "muted" }, "This page is read-only: pausing, resuming and cancelling need a dashboard started with --allow-writes and a token.");
   if (paused === null) {
     return h(
       "section",
