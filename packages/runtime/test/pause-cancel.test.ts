@@ -5,7 +5,9 @@
  * subscription and prints what it starts, finishes and is told to stop.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { dialectFor } from "@sqlinbox/kysely-dialects";
 import type { AnyKysely } from "../src/drivers/database.js";
+import { namesSubscription } from "../src/control/control-watch.js";
 import { SqlBroker, createControlTable } from "../src/index.js";
 import { unique } from "./engines.js";
 import { createJobsTable, insertJobs, jobsSpecOf, matrix, readJobs, startFixture, until, type WorkerLine, type WorkerProcess } from "./claim-forms.js";
@@ -129,13 +131,16 @@ describe.each(pairs)("pause, resume and cancel on $engine.name × $form", ({ eng
     expect((await readJobs(db, table)).map((r) => r.id)).toEqual([next]);
     expect(await broker.cancel(route, inWork)).toBe("not found");
 
-    expect(await broker.cancel(route, next)).toBe("signalled");
+    // A request naming the table, as `sqlinbox cancel` and the dashboard may write it, reaches the row's subscription too.
+    for (const query of dialectFor(engine.engine).control.requestCancel(table, String(next), new Date())) await db.executeQuery(query);
+    const aborted2 = await worker.waitFor(is("aborted", next), 10_000, "the table-named request to abort the signal");
+    expect((aborted2 as Line & { code?: string }).code).toBe("Cancelled");
     await worker.waitFor(is("dropped", next), 10_000, "the second drop");
     await until(async () => (await readJobs(db, table)).length === 0, 5000, "the table to be empty");
     expect(linesOf(worker, "start").map((l) => l.id)).toEqual([inWork, next]);
     expect(linesOf(worker, "error")).toEqual([]);
     // Served requests are cleared by the process that served them, at its next read.
-    const requests = async () => (await db.selectFrom("sqlinbox_control").select(["target"]).where("route", "=", route).execute()).length;
+    const requests = async () => (await db.selectFrom("sqlinbox_control").select(["target"]).where("route", "in", [route, table]).execute()).length;
     await until(async () => (await requests()) === 0, 5000, "the served cancel requests to be cleared");
     await stop(worker);
   });
@@ -169,5 +174,18 @@ describe.each(pairs)("pause, resume and cancel on $engine.name × $form", ({ eng
       expect(aborted.time - cancelledAt).toBeLessThan(1000);
     } else expect(["not found", "removed"]).toContain(result);
     await stop(worker);
+  });
+});
+
+describe("which subscriptions a pause names", () => {
+  test.each([
+    ["reports", "reports", true],
+    ["reports", "reports.daily", false],
+    ["reports.*", "reports.daily", true],
+    ["reports.*", "reports", false],
+    ["reports.*", "billing.daily", false],
+    ["*", "anything", true],
+  ])("a pause of %s applies to %s: %s", (route, subscription, applies) => {
+    expect(namesSubscription(route, subscription)).toBe(applies);
   });
 });
