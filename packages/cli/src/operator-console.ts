@@ -1,6 +1,7 @@
-import type { DashboardSource, PeekedRow, StatusReport } from "@sqlinbox/dashboard";
+import type { CancelResult, DashboardSource, PeekedRow, StatusReport } from "@sqlinbox/dashboard";
 import type { OpenedDatabase } from "./connect.js";
 import { CliError, ExitCode } from "./exit-codes.js";
+import { cancelRow, pauseRoute, pausedRoutes, resumeRoute } from "./inspect/control.js";
 import { retryDeadLetters } from "./inspect/dead-letters.js";
 import { peekRows } from "./inspect/rows.js";
 import { readTableStatus } from "./inspect/status.js";
@@ -20,7 +21,20 @@ export class OperatorConsole implements DashboardSource {
   async status(now = new Date()): Promise<StatusReport> {
     const tables = [];
     for (const table of this.tables) tables.push(await readTableStatus(this.opened, table, { now, expiringWithinMs: this.expiringWithinMs, expiringLimit: 20 }));
-    return { at: now.toISOString(), engine: this.opened.engine, server: this.opened.server, tables };
+    return { at: now.toISOString(), engine: this.opened.engine, server: this.opened.server, tables, paused: await pausedRoutes(this.opened) };
+  }
+
+  pause(route: string): Promise<void> {
+    return pauseRoute(this.opened, route);
+  }
+
+  resume(route: string): Promise<boolean> {
+    return resumeRoute(this.opened, route);
+  }
+
+  /** Cancels a row of a selected table; the request names the table, which every subscription of it serves. */
+  cancel(table: string, id: string): Promise<CancelResult> {
+    return cancelRow(this.opened, this.table(table), table, id);
   }
 
   async deadLetters(table: string, limit: number): Promise<readonly PeekedRow[]> {

@@ -1,4 +1,5 @@
 import { Command } from "commander";
+import { cancelCommand, pauseCommand, resumeCommand } from "./commands/control.js";
 import { dashboardCommand } from "./commands/dashboard.js";
 import { ddlCommand } from "./commands/ddl.js";
 import { peekCommand } from "./commands/peek.js";
@@ -9,11 +10,11 @@ import { statusCommand } from "./commands/status.js";
 /** The `sqlinbox` command line. */
 export function sqlinboxProgram(): Command {
   const program = new Command("sqlinbox")
-    .description("Look into sqlinbox queue tables: status, peek, retry, purge, dashboard; print a table's DDL")
+    .description("Look into sqlinbox queue tables: status, peek, retry, purge, pause, resume, cancel, dashboard; print a table's DDL")
     .version("0.1.0")
     .showHelpAfterError()
     .exitOverride();
-  for (const command of [statusCommand(), peekCommand(), retryCommand(), purgeCommand(), dashboardCommand(), ddlCommand()]) {
+  for (const command of [statusCommand(), peekCommand(), retryCommand(), purgeCommand(), pauseCommand(), resumeCommand(), cancelCommand(), dashboardCommand(), ddlCommand()]) {
     program.addCommand(command.exitOverride().showHelpAfterError());
   }
   return program;

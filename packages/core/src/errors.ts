@@ -17,7 +17,8 @@ export type SqlInboxErrorCode =
   | "Connect"
   | "ClockSkew"
   | "Handler"
-  | "Timeout";
+  | "Timeout"
+  | "Cancelled";
 
 /** Where an error happened: every message names what it can of these. */
 export interface ErrorPlace {

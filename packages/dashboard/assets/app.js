@@ -2,7 +2,7 @@
 // Every value from the database is set as text, never as HTML.
 
 const FORM = { lease: "lease", rowLock: "row lock", advisory: "advisory" };
-const state = { config: null, charts: new Map(), selected: new Map(), flash: new Map() };
+const state = { config: null, charts: new Map(), selected: new Map(), flash: new Map(), inputs: new Map() };
 
 function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
@@ -244,6 +244,128 @@ function deadLetterSection(t, rows) {
   );
 }
 
+/** A write of the flow controls (pause, resume, cancel): asks first, sends the token, flashes the answer under `flashKey`. */
+async function flowWrite(path, body, question, flashKey, said) {
+  if (!window.confirm(question)) return;
+  const res = await fetch(path, {
+    method: "POST",
+    headers: { "content-type": "application/json", [state.config.tokenHeader]: document.getElementById("token").value },
+    body: JSON.stringify(body),
+  });
+  const answer = await res.json().catch(() => ({}));
+  if (res.ok) state.flash.set(flashKey, { ok: true, text: said(answer) });
+  else {
+    const why = res.status === 401 ? "a write needs the token: type it in the Token box at the top of the page." : (answer.error ?? "");
+    state.flash.set(flashKey, { ok: false, text: `Refused (${res.status}): ${why}` });
+  }
+  await refresh();
+}
+
+/** A text box whose value outlives the page's refresh (it is rebuilt every few seconds). */
+function keptInput(key, attrs) {
+  return h("input", { ...attrs, value: state.inputs.get(key) ?? "", oninput: (e) => state.inputs.set(key, e.target.value) });
+}
+
+function flashOf(key, testId) {
+  const flash = state.flash.get(key);
+  return flash ? h("span", { class: `flash ${flash.ok ? "ok" : "bad"}`, "data-testid": testId }, flash.text) : null;
+}
+
+/** Paused routes with their Resume buttons, and a box to pause one: what every app's subscriptions of a route obey. */
+function flowSection(paused) {
+  const writes = state.config?.writes === true;
+  const readOnly = writes
+    ? null
+    : h("span", { class: "muted" }, "This page is read-only: pausing, resuming and cancelling need a dashboard started with --allow-writes and a token.");
+  if (paused === null) {
+    return h(
+      "section",
+      { class: "card", "data-testid": "flow" },
+      h("h2", {}, "Flow control"),
+      h("div", { class: "empty", "data-testid": "no-control-table" }, "No control table: pausing and cancelling need it (sqlinbox ddl --control)."),
+    );
+  }
+  const pause = (e) => {
+    const route = (e.target.parentElement.querySelector("input")?.value ?? state.inputs.get("pause-route") ?? "").trim();
+    if (route.length === 0) return;
+    void flowWrite(
+      "/api/pause",
+      { route },
+      `Pause route ${route} in every process? Rows in work finish; nothing new starts until it is resumed.`,
+      "flow",
+      () => `Paused ${route}.`,
+    );
+  };
+  return h(
+    "section",
+    { class: "card", "data-testid": "flow" },
+    h("h2", {}, "Flow control"),
+    paused.length === 0
+      ? h("div", { class: "empty", "data-testid": "no-paused" }, "No route is paused.")
+      : h(
+          "ul",
+          { class: "paused", "data-testid": "paused" },
+          paused.map((route) =>
+            h(
+              "li",
+              { "data-testid": `paused-${route}` },
+              h("span", { class: "badge paused" }, "paused"),
+              " ",
+              route,
+              " ",
+              h(
+                "button",
+                {
+                  "data-testid": `resume-${route}`,
+                  disabled: writes ? undefined : true,
+                  onclick: () => void flowWrite("/api/resume", { route }, `Resume route ${route}? Its subscriptions claim again.`, "flow", () => `Resumed ${route}.`),
+                },
+                "Resume",
+              ),
+            ),
+          ),
+        ),
+    h(
+      "div",
+      { class: "actions" },
+      keptInput("pause-route", { type: "text", placeholder: "route", "data-testid": "pause-route", disabled: writes ? undefined : true }),
+      h("button", { class: "primary", "data-testid": "pause", disabled: writes ? undefined : true, onclick: pause }, "Pause"),
+      readOnly,
+      flashOf("flow", "flash-flow"),
+    ),
+  );
+}
+
+/** A box to cancel one row of the table by id: removed if not in work, else its handler is told to stop. */
+function cancelSection(t) {
+  const writes = state.config?.writes === true;
+  const key = `cancel-${t.table}`;
+  const cancel = (e) => {
+    // The box beside the button: what the operator sees is what is sent.
+    const id = (e.target.parentElement.querySelector("input")?.value ?? state.inputs.get(key) ?? "").trim();
+    if (id.length === 0) return;
+    void flowWrite(
+      `/api/tables/${encodeURIComponent(t.table)}/cancel`,
+      { id },
+      `Cancel row ${id} of ${t.table}? Not in work: it is removed and never starts. In work: its handler's signal is aborted.`,
+      key,
+      (answer) =>
+        answer.result === "removed"
+          ? `Row ${id} removed: it will never start.`
+          : answer.result === "signalled"
+            ? `Row ${id} is in work: its handler is told to stop (ctx.signal aborts with Cancelled).`
+            : `No row ${id} (or it is done).`,
+    );
+  };
+  return h(
+    "div",
+    { class: "actions" },
+    keptInput(key, { type: "text", placeholder: "row id", "data-testid": `cancel-id-${t.table}`, disabled: writes ? undefined : true }),
+    h("button", { "data-testid": `cancel-${t.table}`, disabled: writes ? undefined : true, onclick: cancel }, "Cancel job"),
+    flashOf(key, `flash-cancel-${t.table}`),
+  );
+}
+
 function chartCell(table, kind, title) {
   const box = h("div", { class: "chart", "data-testid": `chart-${kind}-${table}` }, h("div", { class: "title" }, title));
   return box;
@@ -321,6 +443,7 @@ async function refresh() {
     const main = document.getElementById("tables");
     const chartBoxes = [];
     main.replaceChildren(
+      ...(status.paused === undefined ? [] : [flowSection(status.paused)]),
       ...status.tables.map((t, i) => {
         const totals = t.totals;
         const boxes = {
@@ -354,6 +477,8 @@ async function refresh() {
           leasesTable(t),
           h("h3", {}, "Dead letters"),
           deadLetterSection(t, dead[i]),
+          status.paused === undefined || status.paused === null ? null : h("h3", {}, "Cancel a job"),
+          status.paused === undefined || status.paused === null ? null : cancelSection(t),
           t.notes.length
             ? h(
                 "ul",

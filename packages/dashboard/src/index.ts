@@ -16,4 +16,5 @@ export type {
   PeekedRow,
   FormName,
   FlowLimitStatus,
+  CancelResult,
 } from "./source.js";

@@ -1,6 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { ASSETS, readAsset } from "./assets.js";
 import { Sampler } from "./sampler.js";
 import type { DashboardSource } from "./source.js";
@@ -22,9 +22,12 @@ export interface RunningDashboard {
   close(): Promise<void>;
 }
 
+/** A request the page or a script got wrong: 400 with its message. */
+class BadRequest extends Error {}
+
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/** The dashboard's routes: the page and its assets, the status and samples, dead letters, and retry (a write). */
+/** The dashboard's routes: the page and its assets, the status and samples, dead letters; retry, pause, resume and cancel (writes). */
 export function dashboardApp(options: DashboardOptions, sampler: Sampler): Hono {
   const app = new Hono();
   const { source, writes } = options;
@@ -53,7 +56,40 @@ export function dashboardApp(options: DashboardOptions, sampler: Sampler): Hono 
     await sampler.sampleNow();
     return c.json(result);
   });
-  app.onError((error, c) => c.json({ error: message(error) }, 500));
+  // Flow control (writes): pause and resume a route, cancel a row. A source without them answers 501.
+  const flow = async <T>(c: Context, run: (body: Record<string, unknown>) => Promise<T> | undefined) => {
+    const refusal = refuseWrite(writes, c.req.raw.headers);
+    if (refusal !== null) return c.json({ error: refusal.message }, refusal.status);
+    const body = (await c.req.json().catch(() => ({}))) as Record<string, unknown>;
+    const running = run(body);
+    if (running === undefined) return c.json({ error: "this dashboard's source cannot pause, resume or cancel" }, 501);
+    const result = await running;
+    await sampler.sampleNow();
+    return c.json(result ?? {});
+  };
+  const text = (value: unknown): string | null => (typeof value === "string" && value.length > 0 ? value : typeof value === "number" ? String(value) : null);
+  app.post("/api/pause", (c) =>
+    flow(c, (body) => {
+      const route = text(body["route"]);
+      if (route === null) return Promise.reject(new BadRequest('send { "route": "…" }'));
+      return source.pause?.(route).then(() => ({ route, paused: true }));
+    }),
+  );
+  app.post("/api/resume", (c) =>
+    flow(c, (body) => {
+      const route = text(body["route"]);
+      if (route === null) return Promise.reject(new BadRequest('send { "route": "…" }'));
+      return source.resume?.(route).then((resumed) => ({ route, resumed }));
+    }),
+  );
+  app.post("/api/tables/:table/cancel", (c) =>
+    flow(c, (body) => {
+      const id = text(body["id"]);
+      if (id === null) return Promise.reject(new BadRequest('send { "id": "…" }'));
+      return source.cancel?.(c.req.param("table"), id).then((result) => ({ id, result }));
+    }),
+  );
+  app.onError((error, c) => (error instanceof BadRequest ? c.json({ error: error.message }, 400) : c.json({ error: message(error) }, 500)));
   return app;
 }
 

@@ -84,6 +84,8 @@ export interface StatusReport {
   /** The server, such as `"PostgreSQL 15.20"` or `"MariaDB 10.11.19"`; absent from sources that do not read it. */
   readonly server?: string;
   readonly tables: readonly TableStatus[];
+  /** Routes paused now (`sqlinbox pause`, `broker.pause`); `null` when the database has no control table; absent from sources that do not read it. */
+  readonly paused?: readonly string[] | null;
 }
 
 /** A row as `peek` shows it: every column of the real table, the payload decoded. */
@@ -94,6 +96,9 @@ export interface PeekedRow {
   readonly payload?: unknown;
 }
 
+/** What a cancel did: the row will never start (`"removed"`), its handler's signal aborts (`"signalled"`), or there is no such row. */
+export type CancelResult = "removed" | "signalled" | "not found";
+
 /** What the dashboard reads and, with writes allowed, does. */
 export interface DashboardSource {
   status(): Promise<StatusReport>;
@@ -101,4 +106,10 @@ export interface DashboardSource {
   deadLetters(table: string, limit: number): Promise<readonly PeekedRow[]>;
   /** Moves dead letters back into their source: the given ids, or all of them. Returns how many moved. */
   retryDeadLetters(table: string, ids: readonly string[] | "all"): Promise<{ readonly moved: number }>;
+  /** Pauses a route in every process running it (a write). Absent: the page offers no pause. */
+  pause?(route: string): Promise<void>;
+  /** Ends a route's pause (a write); `false` when it was not paused. */
+  resume?(route: string): Promise<boolean>;
+  /** Cancels a row of a table (a write): `"removed"` (never starts), `"signalled"` (in work: its signal aborts), `"not found"`. */
+  cancel?(table: string, id: string): Promise<CancelResult>;
 }

@@ -29,6 +29,8 @@ export type {
   PublishStatements,
   DeadLetterStatements,
   DeadLetterRecord,
+  ControlStatements,
+  ControlRow,
   SchemaStatements,
   ClusterVariable,
   ObserveStatements,
@@ -114,4 +116,18 @@ export interface InboxTableSqlOptions {
    * `InboxQueue.rateLimit` and a row-lock table's `InboxQueue.maxInWork` are counted.
    */
   readonly slotTable?: boolean;
+}
+
+/**
+ * The statements that create the control table (`sqlinbox_control`) on `engine`, for a migration:
+ * the table where `pause`, `resume` and `cancel` leave what every app reads once per poll interval.
+ * An app that never pauses or cancels does not need it.
+ *
+ * @example
+ * for (const statement of controlTableSql("postgres")) await sql.raw(statement).execute(db);
+ */
+export function controlTableSql(engine: Engine): string[] {
+  return dialectFor(engine)
+    .control.create()
+    .map((q) => q.sql);
 }

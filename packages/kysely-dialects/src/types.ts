@@ -388,6 +388,42 @@ export interface FlowStatements {
   countLiveLeases(spec: InboxDescription, options: { readonly now: Date; readonly group?: string }): CompiledQuery<{ live: unknown }>;
 }
 
+/** A row of the control table: a paused route (`kind` `"pause"`, `target` `""`), or a cancel request (`"cancel"`, the row's id as text). */
+export interface ControlRow {
+  readonly kind: string;
+  readonly route: string;
+  readonly target: string;
+}
+
+/**
+ * Pause, resume and cancel (every engine): the control table `sqlinbox_control` that every app
+ * reads once per poll interval, and the statements that take a row not in work out of its queue.
+ */
+export interface ControlStatements {
+  /** The control table's name. */
+  readonly table: string;
+  /** `CREATE TABLE IF NOT EXISTS sqlinbox_control (kind, route, target, requested_at)`, keyed by (kind, route, target). */
+  create(): CompiledQuery[];
+  /** Every pause and cancel request. */
+  read(): CompiledQuery<ControlRow>;
+  /** Pauses a route: run in one transaction, so a pause given twice leaves one row. */
+  pause(route: string, now: Date): CompiledQuery[];
+  /** Ends a route's pause. */
+  resume(route: string): CompiledQuery;
+  /** Records a cancel request for a row (its id as text): run in one transaction. */
+  requestCancel(route: string, target: string, now: Date): CompiledQuery[];
+  /** Removes a cancel request once it is served. */
+  clearCancel(route: string, target: string): CompiledQuery;
+  /** Removes cancel requests older than `before`. */
+  purgeCancels(before: Date): CompiledQuery;
+  /** Row lock: locks the row unless a claim holds it (`FOR UPDATE SKIP LOCKED`); `null` without row locks (SQLite). */
+  lockQueued(spec: InboxDescription, id: unknown): CompiledQuery<{ id: unknown }> | null;
+  /** The row (its id and advisory key columns) unless it is done. */
+  findRow(spec: InboxDescription, id: unknown): CompiledQuery<RawRow>;
+  /** Deletes the row (or marks it processed) unless it is done or a live lease holds it. */
+  removeQueued(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
+}
+
 export interface EngineDialect {
   readonly capabilities: EngineCapabilities;
   readonly time: TimeCodec;
@@ -401,6 +437,8 @@ export interface EngineDialect {
   /** The table from its description. */
   readonly table: TableStatements;
   readonly deadLetter: DeadLetterStatements;
+  /** Pauses and cancel requests in the control table; a row not in work taken out of its queue. */
+  readonly control: ControlStatements;
   readonly schema: SchemaStatements;
   readonly observe: ObserveStatements;
   /** Caps on work in progress and rate limits (`InboxQueue.maxInWork`, `InboxQueue.rateLimit`). */

@@ -56,6 +56,7 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:flow.startsSince": () => postgresDialect.flow.startsSince({ name: "rate:report_jobs:reports" }, 10, 1000),
   "postgres:flow.lockCapSlots": () => postgresDialect.flow.lockCapSlots({ name: "cap:report_jobs:reports" }, 3, 1),
   "postgres:flow.countLiveLeases(rich lease)": () => postgresDialect.flow.countLiveLeases(richLease(), { now, group: "g1" }),
+  "postgres:control.read": () => postgresDialect.control.read(),
   "postgres:operator.heldAdvisoryKeys": () => postgresOperator.heldAdvisoryKeys(["report_jobs:7"], "app"),
 };
 

@@ -34,6 +34,7 @@ import { childLogger, consoleLogger, errorFields, type Logger } from "./logger.j
 import { stopReportOf, within, type StopReport } from "./stop-report.js";
 import type { Subscriber } from "./declare/subscriber.js";
 import { Subscription, type DeliveryObserver } from "./consume/subscription.js";
+import { ControlWatch } from "./control/control-watch.js";
 import { dbSystemOf } from "./telemetry/db-system.js";
 import { loadTelemetry } from "./telemetry/load-telemetry.js";
 import { observedDatabase, observedSubscription, subscriptionPlace } from "./telemetry/observed-app.js";
@@ -359,7 +360,10 @@ async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Se
   const dbSystem = dbSystemOf(connection.source.engine, connection.serverLabel);
   run.unsubscribe.push(parts.bindPublisher(run.telemetry.publisher({ dbSystem }), clock));
   if (run.telemetry.enabled) run.observed.databases.push(observedDatabase(database, dbSystem));
-  startSubscriptions(run, parts, database, clock, dbSystem, planned);
+  const watch = controlWatchOf(run, parts, database, planned);
+  startSubscriptions(run, parts, database, clock, dbSystem, planned, watch);
+  // Before the first claim: a route paused before this app started claims nothing.
+  await watch?.start();
   if (broker.listening) await parts.listen(run.logger);
 }
 
@@ -462,7 +466,16 @@ function deliveriesInWork(sub: Subscriber, strategy: ClaimStrategy): number {
 }
 
 /** Builds the subscriptions (they claim once the whole app started) and wires publishes to wake them. */
-function startSubscriptions(run: Startup, parts: BrokerParts, database: Database, clock: Clock, dbSystem: string, planned: readonly PlannedSubscription[]): void {
+function startSubscriptions(
+  run: Startup,
+  parts: BrokerParts,
+  database: Database,
+  clock: Clock,
+  dbSystem: string,
+  planned: readonly PlannedSubscription[],
+  watch: ControlWatch | undefined,
+): void {
+  const built: Subscription[] = [];
   for (const { sub, strategy, leaseMs, logger } of planned) {
     const spec = sub.queue.spec.description;
     const place = subscriptionPlace(sub.name, spec, strategy.profile.form, dbSystem);
@@ -478,11 +491,32 @@ function startSubscriptions(run: Startup, parts: BrokerParts, database: Database
       decodeRetryMs: leaseMs,
       observer: run.observer,
       telemetry: run.telemetry.subscription(place),
+      control: watch?.checkFor(sub.name, spec.table),
     });
     if (run.telemetry.enabled) run.observed.subscriptions.push(observedSubscription(place, subscription, strategy, database, spec));
     run.unsubscribe.push(parts.publisher.onPublish(subscription.table, (dueAt) => (dueAt === undefined ? subscription.wake() : subscription.wakeAt(dueAt))));
     run.subscriptions.push(subscription);
+    built.push(subscription);
   }
+  watch?.attach(built);
+}
+
+/**
+ * The control table's watch for one broker's subscriptions in this app, reading once per the
+ * shortest poll interval among them; a pause or cancel notification (listenNotify) reads at once.
+ */
+function controlWatchOf(run: Startup, parts: BrokerParts, database: Database, planned: readonly PlannedSubscription[]): ControlWatch | undefined {
+  if (planned.length === 0) return undefined;
+  const watch = new ControlWatch({
+    database,
+    clock: run.clock,
+    logger: run.logger,
+    intervalMs: Math.min(...planned.map((p) => p.sub.queue.options.pollInterval)),
+    tableOf: (route) => parts.routes.route(route)?.description.table,
+  });
+  run.unsubscribe.push(() => watch.stop());
+  run.unsubscribe.push(parts.publisher.onPublish(database.dialect.control.table, () => watch.refresh()));
+  return watch;
 }
 
 /** The queues (table and route) subscribed on each broker by running apps: a second subscriber is `AlreadySubscribed`. */

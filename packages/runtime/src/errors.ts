@@ -401,6 +401,24 @@ export function tableMissing(cause: unknown, place: ErrorPlace): SqlInboxError {
   return new SqlInboxError("Schema", `a table does not exist (${causeMessage(cause)}): create it or restore it; nothing was written`, place, { cause });
 }
 
+/**
+ * The reason `ctx.signal` aborts with when the row in work was cancelled (`broker.cancel`,
+ * `sqlinbox cancel`, the dashboard): unless the handler returns an outcome, the row is dropped.
+ */
+export function cancelled(place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError("Cancelled", "the row was cancelled while in work: stop its work; unless the handler returns an outcome, the row is dropped", place);
+}
+
+/** Pause, resume or cancel on a database without the control table. */
+export function controlTableMissing(table: string, cause: unknown): SqlInboxError {
+  return new SqlInboxError(
+    "Schema",
+    `pause, resume and cancel need the control table "${table}": create it with createControlTable(db), or run the statements of controlTableSql(engine) (sqlinbox ddl --control)`,
+    { table },
+    { cause },
+  );
+}
+
 export function lockSessionLost(kind: string, cause: unknown, place: ErrorPlace): SqlInboxError {
   return new SqlInboxError(
     "SessionLost",

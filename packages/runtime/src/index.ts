@@ -1,7 +1,16 @@
 // What an application uses. What sibling packages and tests need lives in `./internal` (not covered by semver).
 export { App, type BrokerScope, type AppInfo, type RunningApp } from "./app.js";
 export type { CronTick, CronOptions, CronPayload } from "./schedule/cron.js";
-export { SqlBroker, type BrokerOptions, type FromKyselyOptions, type PublishOptions, type PublishManyOptions, type Published } from "./publish/sql-broker.js";
+export {
+  SqlBroker,
+  type BrokerOptions,
+  type FromKyselyOptions,
+  type PublishOptions,
+  type PublishManyOptions,
+  type Published,
+  type CancelResult,
+  type RouteName,
+} from "./publish/sql-broker.js";
 export type { PoolerMode } from "./publish/connection.js";
 export type { ListenSource, ListenableClient, ListenPool } from "./publish/listen-source.js";
 export type { MessageHeaderValues } from "./publish/publish-rows.js";
@@ -19,7 +28,8 @@ export {
 } from "./declare/queue.js";
 export { defaultOnError, defaultOnDecodeError, type Backoff, type FailureContext, type FailurePolicy } from "./declare/failure-policy.js";
 export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type HandlerResultFor, type Outputs, type Subscriber } from "./declare/subscriber.js";
-export { createInboxTable, type CreateInboxTableOptions } from "./declare/create-inbox-table.js";
+export { createInboxTable, createControlTable, type CreateInboxTableOptions } from "./declare/create-inbox-table.js";
+export { controlTableSql } from "@sqlinbox/kysely-dialects";
 export type { ExtendTable } from "@sqlinbox/kysely-dialects";
 export { HandlerOutcome, type DeadLetterOutcome } from "./declare/outcome.js";
 export type { StopReport } from "./stop-report.js";

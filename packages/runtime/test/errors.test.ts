@@ -192,6 +192,13 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     "SessionLost",
     `the retry was not written: the session holding the key's lock ended (killed); the row is back in the queue, its attempt spent${at}`,
   ],
+  ["cancelled", errors.cancelled(place), "Cancelled", `the row was cancelled while in work: stop its work; unless the handler returns an outcome, the row is dropped${at}`],
+  [
+    "controlTableMissing",
+    errors.controlTableMissing("sqlinbox_control", new Error("no such table")),
+    "Schema",
+    'pause, resume and cancel need the control table "sqlinbox_control": create it with createControlTable(db), or run the statements of controlTableSql(engine) (sqlinbox ddl --control) (table "sqlinbox_control")',
+  ],
   [
     "tableMissing",
     errors.tableMissing(new Error('relation "report_jobs" does not exist'), place),

@@ -13,6 +13,8 @@ describe("@sqlinbox/runtime's public surface", () => {
       "SqlInboxError",
       "Timeout",
       "consoleLogger",
+      "controlTableSql",
+      "createControlTable",
       "createInboxTable",
       "defaultOnDecodeError",
       "defaultOnError",

@@ -1,5 +1,5 @@
 import { isSqlInboxError } from "@sqlinbox/core";
-import { dialectFor, inboxTableSql, type Engine } from "@sqlinbox/kysely-dialects";
+import { controlTableSql, dialectFor, inboxTableSql, type Engine } from "@sqlinbox/kysely-dialects";
 import { Command, Option } from "commander";
 import { CliError, ExitCode } from "../exit-codes.js";
 import { loadModule } from "../load-module.js";
@@ -16,13 +16,26 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
 export function ddlCommand(): Command {
   return new Command("ddl")
     .description("print the CREATE TABLE and CREATE INDEX statements of the tables a module describes")
-    .requiredOption("--module <path>", "a module whose exports are the table descriptions (InboxSpec / defineInbox values)")
+    .option("--module <path>", "a module whose exports are the table descriptions (InboxSpec / defineInbox values)")
+    .option("--control", "also (or only) the control table that pause, resume and cancel use (sqlinbox_control)")
     .addOption(new Option("--engine <engine>", "the database the statements are for (mysql covers MySQL 8 and MariaDB)").choices([...ENGINES]).makeOptionMandatory())
     .option("--table <name>", "only this table (repeatable); every described table by default", collect)
     .option("--slot-table", "also create sqlinbox_slots (if missing), where maxInWork on a row-lock table and rateLimit count")
-    .action(async (options: { module: string; engine: Engine; table?: string[]; slotTable?: boolean }) => {
-      process.stdout.write(await ddlText(options.module, options.engine, options.table ?? [], { slotTable: options.slotTable === true }));
+    .action(async (options: { module?: string; control?: boolean; engine: Engine; table?: string[]; slotTable?: boolean }) => {
+      if (options.module === undefined && options.control !== true)
+        throw new CliError(ExitCode.usage, "name what to print: --module <path> (its tables), --control (the control table), or both");
+      const blocks = [];
+      if (options.module !== undefined) blocks.push(await ddlText(options.module, options.engine, options.table ?? [], { slotTable: options.slotTable === true }));
+      if (options.control === true) blocks.push(controlDdlText(options.engine));
+      process.stdout.write(blocks.join("\n"));
     });
+}
+
+/** The control table's statement, as the command prints it. */
+export function controlDdlText(engine: Engine): string {
+  return `-- the control table (pause, resume, cancel)\n${controlTableSql(engine)
+    .map((s) => `${s};\n`)
+    .join("")}`;
 }
 
 /** The statements of every table the module exports (or of `only`), as the command prints them. */

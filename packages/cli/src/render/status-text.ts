@@ -24,6 +24,7 @@ function deadLetterText(table: TableStatus): string {
 /** The human form of `status`: per table a header, a row per group, expiring leases and notes. */
 export function statusText(report: StatusReport, expiringWithinMs: number): string {
   const parts: string[] = [];
+  if (report.paused !== undefined && report.paused !== null && report.paused.length > 0) parts.push(`Paused routes: ${report.paused.join(", ")} (sqlinbox resume <route>)`, "");
   for (const table of report.tables) {
     parts.push(`${table.table}  (${FORM_LABEL[table.form]} on ${engineLabel(report)}; ${deadLetterText(table)})`);
     const grouped = table.groups.some((g) => g.group !== null);

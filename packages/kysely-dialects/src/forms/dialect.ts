@@ -1,5 +1,6 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { EngineDialect, ExtendTable, NotifyStatements } from "../types.js";
+import { controlStatements } from "../statements/control.js";
 import { createTableQueries } from "../statements/create-table.js";
 import { readFoundColumns } from "../shared/schema-check.js";
 import { checkVersionFloor } from "../shared/server-version.js";
@@ -44,6 +45,7 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
     publish: publishStatements(engine),
     table: Object.freeze({ create: (spec: InboxDescription, extend?: ExtendTable) => createTableQueries(engine.statements, engine.tableTypes, spec, extend) }),
     deadLetter: deadLetterStatements(engine),
+    control: controlStatements(engine.statements, engine.tableTypes),
     schema: engine.schema,
     flow: flowStatements(engine),
     observe: Object.freeze({ queueDepth: (spec: InboxDescription, options: { readonly group?: string }) => queueDepthQuery(engine.statements, spec, options) }),

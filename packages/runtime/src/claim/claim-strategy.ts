@@ -35,6 +35,8 @@ export interface ClaimedDelivery {
    * `started: false`: claimed ahead and never started (a stop with rows still buffered).
    */
   abandon(reason: unknown, started?: boolean): void;
+  /** Aborts the signal only (a cancel): the hold stays, and the handler's outcome settles as usual. */
+  interrupt(reason: unknown): void;
   /**
    * Transactional mode: opens the transaction the handler writes through (`ctx.tx`). The
    * settlement then commits it with an ack and rolls it back for any other outcome.

@@ -255,6 +255,12 @@ export class DeliveryRun {
         error = notAnOutcome;
       }
     }
+    if (outcome === undefined && isSqlInboxError(delivery.signal.reason, "Cancelled")) {
+      // A cancelled delivery that stopped by throwing is dropped: it was asked to stop, so this is no failure to retry.
+      trace?.handled(startedAt, true, error);
+      outcome = HandlerOutcome.drop();
+      this.#s.logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery cancelled: its handler stopped; dropped");
+    }
     if (outcome === undefined) {
       trace?.handled(startedAt, true, error);
       outcome = this.#failed(this.#onError, "handler", delivery, error);

@@ -19,6 +19,7 @@ export class PollGate {
   readonly #due = new DueTimes();
   /** The one timer to the soonest due time, and that time. */
   #dueTimer: { readonly at: number; readonly timer: Timer } | undefined;
+  #paused = false;
 
   /** `onDue` is called when a known due time comes: it wakes the subscription (`wake()` and a claim). */
   constructor(clock: Clock, intervalMs: number, onDue: () => void) {
@@ -29,7 +30,22 @@ export class PollGate {
 
   /** Claims may start now. */
   get open(): boolean {
-    return this.#state === "open" && this.#timer === undefined;
+    return this.#state === "open" && this.#timer === undefined && !this.#paused;
+  }
+
+  /** Paused (its route is paused in the control table): no claims until `resume`. */
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  /** No claims until `resume`; a poll wait under way ends. */
+  pause(): void {
+    this.#paused = true;
+    this.#cancel();
+  }
+
+  resume(): void {
+    this.#paused = false;
   }
 
   get closed(): boolean {

@@ -1,6 +1,6 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { Activity } from "../activity.js";
-import type { ClaimStrategy } from "../claim/claim-strategy.js";
+import type { ClaimedDelivery, ClaimStrategy } from "../claim/claim-strategy.js";
 import type { Clock } from "../clock.js";
 import type { HandlerOutcome } from "../declare/outcome.js";
 import type { QueueOptions } from "../declare/queue.js";
@@ -12,6 +12,11 @@ import type { SubscriptionTelemetry } from "../telemetry/telemetry.js";
 export interface DeliveryObserver {
   delivered(event: { subscription: string; id: unknown; attempt: number | undefined; payload: unknown }): void;
   settled(event: { subscription: string; id: unknown; attempt: number | undefined; payload: unknown; outcome: HandlerOutcome; error?: unknown; signalAborted: boolean }): void;
+}
+
+/** The cancel requests an app read from the control table: a delivery they name starts with its signal aborted. */
+export interface CancelCheck {
+  starting(delivery: ClaimedDelivery): void;
 }
 
 /** What a subscription is built from: the subscriber, its table and queue options, the claim strategy, and the app's services. */
@@ -29,4 +34,6 @@ export interface SubscriptionSetup {
   readonly observer?: DeliveryObserver | undefined;
   /** Spans and metrics; `undefined` when telemetry is off (one check per delivery). */
   readonly telemetry?: SubscriptionTelemetry | undefined;
+  /** Cancel requests from the control table; `undefined` when the app has none to serve (no cost per delivery). */
+  readonly control?: CancelCheck | undefined;
 }

@@ -69,7 +69,7 @@ export class Subscription {
       { measures: this.#pace.measures },
     );
     this.#buffer = new DeliveryBuffer(
-      () => !this.#gate.closed && this.#inFlight.size < workers,
+      () => !this.#gate.closed && !this.#gate.paused && this.#inFlight.size < workers,
       (delivery) => this.#start(delivery),
     );
     this.#batches = batchHandler ? { run: batchRunOf(setup, this.#run), inWork: 0 } : undefined;
@@ -91,6 +91,44 @@ export class Subscription {
     this.#s.strategy.invalidate();
     this.#s.activity.touch();
     this.#claimMore();
+  }
+
+  /** Whether its route is paused (the control table): it claims nothing until `resume`. */
+  get paused(): boolean {
+    return this.#gate.paused;
+  }
+
+  /**
+   * Stops claiming (its route was paused): deliveries in work go on; rows claimed ahead and not
+   * started are given back at once, without spending their attempt.
+   */
+  async pause(): Promise<void> {
+    if (this.#gate.paused || this.#gate.closed) return;
+    this.#gate.pause();
+    const unstarted = this.#buffer.takeAll();
+    if (unstarted.length > 0) await this.#s.strategy.releaseUnstarted(unstarted);
+  }
+
+  /** Claims again (its route's pause ended). */
+  resume(): void {
+    if (!this.#gate.paused) return;
+    this.#gate.resume();
+    this.#claimMore();
+  }
+
+  /**
+   * Aborts the signal of each delivery in work here whose id (as text) is in `targets`, with the
+   * reason `reasonOf` gives; returns the ids it found in work.
+   */
+  interrupt(targets: { has(target: string): boolean }, reasonOf: (id: unknown) => unknown): string[] {
+    const found: string[] = [];
+    for (const delivery of this.#inFlight) {
+      const target = String(delivery.id);
+      if (!targets.has(target)) continue;
+      delivery.interrupt(reasonOf(delivery.id));
+      found.push(target);
+    }
+    return found;
   }
 
   /**
@@ -189,6 +227,13 @@ export class Subscription {
       this.#pollWait();
       return;
     }
+    // Paused while the claim ran: its rows go back at once.
+    if (this.#gate.paused && claimed.length > 0) {
+      await strategy
+        .releaseUnstarted(claimed)
+        .catch((error: unknown) => logger.warn({ ...errorFields(error) }, "giving back rows claimed as the route paused failed; they return when their holds end"));
+      return;
+    }
     if (claimed.length > 0 && this.#batches !== undefined) {
       this.#startBatch(this.#batches, claimed);
     } else if (claimed.length > 0) {
@@ -213,6 +258,7 @@ export class Subscription {
    */
   #start(delivery: ClaimedDelivery): void {
     this.#inFlight.add(delivery);
+    this.#s.control?.starting(delivery);
     this.#s.activity.touch();
     let running: Promise<void> | undefined;
     try {

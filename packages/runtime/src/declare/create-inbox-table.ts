@@ -70,3 +70,18 @@ export interface CreateInboxTableOptions {
    */
   readonly slotTable?: boolean;
 }
+
+/**
+ * Creates the control table (`sqlinbox_control`) unless it exists: where `broker.pause`, `resume`
+ * and `cancel` (and `sqlinbox pause`, `resume`, `cancel`) leave what every app reads once per poll
+ * interval. An app that never pauses or cancels does not need it. For a migration written by hand,
+ * `controlTableSql(engine)` gives the statement.
+ *
+ * @example
+ * await createControlTable(db);
+ */
+export async function createControlTable<DB>(db: Kysely<DB>): Promise<void> {
+  const anyDb = db as unknown as Kysely<unknown>;
+  const dialect = dialectFor(engineOfKysely(anyDb));
+  for (const statement of dialect.control.create()) await anyDb.executeQuery(statement as CompiledQuery<unknown>);
+}

@@ -7,7 +7,7 @@ import { tableMissing } from "../errors.js";
 import type { Logger } from "../logger.js";
 
 /** What a statement is for: logged with failures, and what a test can make fail. */
-export type StatementKind = "claim" | "extend" | "settle" | "publish" | "schema" | "observe" | "clock";
+export type StatementKind = "claim" | "extend" | "settle" | "publish" | "schema" | "observe" | "clock" | "control";
 
 /** A test's stand-in for an unreachable database: returns the error a statement of `kind` fails with. */
 export type StatementFault = (kind: StatementKind) => Error | undefined;

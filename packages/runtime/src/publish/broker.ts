@@ -60,6 +60,11 @@ export class BrokerParts {
     return this.connection.database !== undefined ? Promise.resolve(this.connection.database) : this.open(this.#producerLogger, new Activity());
   }
 
+  /** The open database, else opened now as a producer's first publish opens it (pause, resume, cancel from any process). */
+  database(): Promise<Database> {
+    return this.#openForPublish();
+  }
+
   /** An app runs this broker until the returned function is called: `close()` leaves the pool to the app's stop meanwhile. */
   runByApp(): () => void {
     this.#apps++;
@@ -105,6 +110,9 @@ export class BrokerParts {
    * of every routed table, waking the table's subscriptions in this process on a notification.
    */
   listen(logger: Logger): Promise<void> {
-    return this.connection.listen(this.routes.tables, (table) => this.#plain.wake(table), logger);
+    // The control table's channel too (first: the tables' LISTENs stay the session's last statements): a pause or a
+    // cancel in another process is read at once.
+    const control = this.connection.require().dialect.control.table;
+    return this.connection.listen([control, ...this.routes.tables], (table) => this.#plain.wake(table), logger);
   }
 }

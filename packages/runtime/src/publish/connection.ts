@@ -1,4 +1,4 @@
-import type { AnyInboxSpec, InboxDescription, SqlInboxError } from "@sqlinbox/core/internal";
+import type { AnyInboxSpec, SqlInboxError } from "@sqlinbox/core/internal";
 import { type ClusterVariable, clusterOf, dialectFor, type Engine, type MultiPrimaryCluster, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { Activity } from "../activity.js";
 import { Database } from "../drivers/database.js";
@@ -6,7 +6,7 @@ import type { OpenedDatabase } from "../drivers/index.js";
 import type { ListenClient } from "../drivers/types.js";
 import { brokerNotStarted, brokerStopped, connectFailed, listenNeedsOwnPool } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { PgListener } from "./listen.js";
+import { type ChannelTable, PgListener } from "./listen.js";
 
 /** Where a broker's database is and how to open it. */
 export interface BrokerSource {
@@ -155,7 +155,7 @@ export class BrokerConnection {
    * `listenNotify()`: one pool connection listens on the channel of each of `tables`, and `wake`
    * is called with a table's name on its notification. Held until `close()`.
    */
-  async listen(tables: readonly InboxDescription[], wake: (table: string) => void, logger: Logger): Promise<void> {
+  async listen(tables: readonly ChannelTable[], wake: (table: string) => void, logger: Logger): Promise<void> {
     if (this.#listener !== undefined) return;
     const acquire = this.#listen;
     if (acquire === undefined) {

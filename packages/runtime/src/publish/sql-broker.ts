@@ -12,9 +12,12 @@ import { consoleLogger, redactUrl, type Logger } from "../logger.js";
 import type { MessageHeaderValues, RowOptions } from "./publish-rows.js";
 import type { Published } from "./publisher.js";
 import { wholeSeconds, type PayloadOfSpec } from "../declare/queue.js";
+import { cancelRow, pauseRoute, resumeRoute, type CancelResult } from "../control/control-commands.js";
+import { noRoute } from "../errors.js";
 
 export type { EngineOfUrl } from "../drivers/engine-of-url.js";
 export type { Published } from "./publisher.js";
+export type { CancelResult } from "../control/control-commands.js";
 
 /** Options of `SqlBroker.fromUrl`. */
 export interface BrokerOptions {
@@ -156,6 +159,9 @@ export type RouteAllowed<S extends AnyInboxSpec, E extends Engine> = [EngineSupp
 export type ListenNotifyAllowed<E extends Engine> = [true] extends [EngineSupports<E, "listenNotify">]
   ? unknown
   : SpecError<"listenNotify() needs Postgres (LISTEN/NOTIFY): on SQLite and MySQL/MariaDB other processes see a publish at their next poll">;
+/** A route name: one the broker's type knows, or any `string` known only at run time. */
+export type RouteName<R extends Routes> = (keyof R & string) | (string & Record<never, never>);
+
 /** A publish's payload type for route `N`: the route's payload when the broker's type knows it (exact or by prefix). */
 export type PublishPayload<R extends Routes, N extends string> = [RouteSpecOf<R, N>] extends [never] ? unknown : PayloadOfSpec<RouteSpecOf<R, N>>;
 
@@ -290,6 +296,41 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   ): Promise<Published[]> {
     const { via, keys, ...rest } = (options ?? {}) as PublishManyOptions<DB>;
     return brokerParts(this).publisher.publishMany(name, payloads, via as unknown as AnyKysely | undefined, rowOptions(rest, keys));
+  }
+
+  /**
+   * Pauses route `name` in every process: each app's subscription of that name (or of a name the
+   * prefix route `"reports.*"` takes) stops claiming within its poll interval (at once on Postgres
+   * with `listenNotify()`); deliveries in work finish, and rows it claimed ahead go back. The pause
+   * is a row in the control table (`createControlTable`), so it outlives restarts: an app that
+   * starts while its route is paused claims nothing until `resume`. Connects like a first publish
+   * when no app has. Fails with `Schema` when the control table does not exist.
+   */
+  async pause(name: RouteName<R>): Promise<void> {
+    const database = await brokerParts(this).database();
+    await pauseRoute(database.dialect, database.db, name, new Date());
+  }
+
+  /** Ends the pause of route `name` everywhere; resolves `false` when it was not paused. */
+  async resume(name: RouteName<R>): Promise<boolean> {
+    const database = await brokerParts(this).database();
+    return resumeRoute(database.dialect, database.db, name);
+  }
+
+  /**
+   * Cancels row `id` of the table route `name` goes to. A row not in work is removed (deleted, or
+   * marked processed where the table has a processedAt column) and never starts: `"removed"`. A row
+   * in work has its `ctx.signal` aborted with a `Cancelled` reason in whichever process runs it,
+   * within that app's poll interval (at once on Postgres with `listenNotify()`): `"signalled"`;
+   * its outcome settles as a drop unless the handler returns another. `"not found"`: no such row,
+   * or it is done. Fails with `NoRoute` on an undeclared name, `Schema` without the control table.
+   */
+  async cancel(name: RouteName<R>, id: unknown): Promise<CancelResult> {
+    const parts = brokerParts(this);
+    const spec = parts.routes.route(name);
+    if (spec === undefined) throw noRoute(name, parts.routes.all);
+    const database = await parts.database();
+    return cancelRow(database.dialect, database.db, spec.description, name, id, new Date());
   }
 
   /**

@@ -126,6 +126,11 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     if (!this.#controller.signal.aborted) this.#controller.abort(reason);
   }
 
+  interrupt(reason: unknown): void {
+    this.#controller ??= new AbortController();
+    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+  }
+
   abandon(reason: unknown, started = true): void {
     if (this.#state !== "held") return;
     this.#state = "abandoned";

@@ -318,6 +318,10 @@ class LeaseDelivery implements ClaimedDelivery {
     this.lease.timeOut(reason);
   }
 
+  interrupt(reason: unknown): void {
+    this.lease.interrupt(reason);
+  }
+
   abandon(reason: unknown): void {
     this.#abandoned = true;
     this.#claim.abandon(this, reason);

@@ -17,7 +17,7 @@ export class KeptLease {
   /** Set while a settlement runs (or waits in a batch): the keeper leaves it alone. */
   settling = false;
   #controller: AbortController | undefined;
-  #timedOut = false;
+  #lost = false;
 
   constructor(id: unknown, held: Date) {
     this.id = id;
@@ -34,23 +34,26 @@ export class KeptLease {
     return this.#controller.signal;
   }
 
-  /** The signal aborted because the lease was lost or given up (not for a timeout: that lease is still held). */
+  /** The lease was lost (or given up): the keeper no longer extends it. A cancel aborts the signal but keeps the lease. */
   get aborted(): boolean {
-    return !this.#timedOut && (this.#controller?.signal.aborted ?? false);
+    return this.#lost;
   }
 
   abort(reason: unknown): void {
-    this.#timedOut = false;
+    this.#lost = true;
     this.#controller ??= new AbortController();
     this.#controller.abort(reason);
   }
 
   /** The delivery ran past its timeout: its signal aborts, and the keeper goes on extending the lease until it settles. */
   timeOut(reason: unknown): void {
+    this.interrupt(reason);
+  }
+
+  /** Aborts the signal and keeps the lease (a cancel: the handler winds down and settles while the keeper extends). */
+  interrupt(reason: unknown): void {
     this.#controller ??= new AbortController();
-    if (this.#controller.signal.aborted) return;
-    this.#timedOut = true;
-    this.#controller.abort(reason);
+    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
   }
 }
 

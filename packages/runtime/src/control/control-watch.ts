@@ -1,0 +1,176 @@
+import type { ControlRow } from "@sqlinbox/kysely-dialects";
+import type { ClaimedDelivery } from "../claim/claim-strategy.js";
+import type { Clock, Timer } from "../clock.js";
+import type { Subscription } from "../consume/subscription.js";
+import type { CancelCheck } from "../consume/setup.js";
+import type { Database } from "../drivers/database.js";
+import { cancelled } from "../errors.js";
+import { errorFields, type Logger } from "../logger.js";
+
+/** How long an app waits before it looks for a control table that was missing: a failed read every poll would fill the server's log. */
+export const MISSING_CONTROL_RECHECK_MS = 30_000;
+
+/** What a watch needs to know of a route name: the table it goes to (a cancel names a route, the delivery knows its table). */
+export type TableOfRoute = (route: string) => string | undefined;
+
+/** One subscription as the watch serves it, with the cancel requests it must serve. */
+interface Served {
+  readonly subscription: Subscription;
+  /** The ids (as text) a cancel request names, each with the route the request was written under. */
+  targets: ReadonlyMap<string, string>;
+  /** Requests this app served (a delivery's signal aborted here): cleared once the delivery is gone. */
+  readonly interrupted: Map<string, string>;
+}
+
+/**
+ * Reads the control table once per poll interval for every subscription of one broker in one app
+ * (one statement, whatever the number of subscriptions, and none in the claims): pauses and
+ * resumes subscriptions whose route is paused, aborts the signal of deliveries in work that a
+ * cancel request names, and clears a served request once its delivery settled. On Postgres with
+ * `listenNotify()` a pause or cancel notifies its channel, and the watch reads at once.
+ *
+ * Without a control table (an app that never pauses or cancels) nothing is paused; the watch looks
+ * for the table again every `MISSING_CONTROL_RECHECK_MS`.
+ */
+export class ControlWatch {
+  readonly #database: Database;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #intervalMs: number;
+  readonly #tableOf: TableOfRoute;
+  readonly #served = new Map<string, Served>();
+  #timer: Timer | undefined;
+  #reading: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+  #missing = false;
+
+  constructor(options: { database: Database; clock: Clock; logger: Logger; intervalMs: number; tableOf: TableOfRoute }) {
+    this.#database = options.database;
+    this.#clock = options.clock;
+    this.#logger = options.logger;
+    this.#intervalMs = options.intervalMs;
+    this.#tableOf = options.tableOf;
+  }
+
+  /** What a subscription named `name` checks as a delivery starts: a row a cancel request names starts with its signal aborted. */
+  checkFor(name: string, table: string): CancelCheck {
+    return {
+      starting: (delivery: ClaimedDelivery) => {
+        const served = this.#served.get(name);
+        if (served === undefined || served.targets.size === 0) return;
+        const target = String(delivery.id);
+        if (!served.targets.has(target)) return;
+        delivery.interrupt(cancelled({ subscription: name, table, id: delivery.id }));
+        served.interrupted.set(target, served.targets.get(target) ?? name);
+      },
+    };
+  }
+
+  /** The subscriptions it serves (built with `checkFor`). */
+  attach(subscriptions: readonly Subscription[]): void {
+    for (const subscription of subscriptions) this.#served.set(subscription.name, { subscription, targets: new Map(), interrupted: new Map() });
+  }
+
+  /** Reads now (startup: before the first claim, so a paused route claims nothing), then every interval. */
+  async start(): Promise<void> {
+    await this.read();
+    this.#schedule(this.#intervalMs);
+  }
+
+  /** Reads now (a notification from another process); a read under way reads once more when it ends. */
+  refresh(): void {
+    if (this.#stopped) return;
+    if (this.#reading !== undefined) {
+      this.#again = true;
+      return;
+    }
+    void this.read();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.#timer?.cancel();
+    this.#timer = undefined;
+  }
+
+  /** One read of the control table, applied to every subscription. */
+  read(): Promise<void> {
+    this.#reading ??= this.#read().finally(() => {
+      this.#reading = undefined;
+      if (this.#again && !this.#stopped) {
+        this.#again = false;
+        void this.read();
+      }
+    });
+    return this.#reading;
+  }
+
+  async #read(): Promise<void> {
+    const database = this.#database;
+    let rows: ControlRow[];
+    try {
+      rows = (await database.execute("control", database.dialect.control.read())).rows;
+    } catch (error) {
+      // The app is stopping: its pool may close under this read.
+      if (this.#stopped) return;
+      const missing = database.dialect.missingTable((error as { cause?: unknown }).cause ?? error);
+      if (missing && !this.#missing) this.#logger.info({ table: database.dialect.control.table }, "no control table: pause and cancel are off for this app until it exists");
+      else if (!missing) this.#logger.warn({ ...errorFields(error) }, "reading the control table failed; trying again after the poll interval");
+      this.#missing = missing;
+      return;
+    }
+    if (this.#missing) this.#logger.info({ table: database.dialect.control.table }, "control table found: pause and cancel are on");
+    this.#missing = false;
+    if (!this.#stopped) await this.#apply(rows);
+  }
+
+  async #apply(rows: readonly ControlRow[]): Promise<void> {
+    const pauses = rows.filter((r) => r.kind === "pause").map((r) => r.route);
+    const cancels = rows.filter((r) => r.kind === "cancel");
+    const clears: Array<{ route: string; target: string }> = [];
+    for (const served of this.#served.values()) {
+      const { subscription } = served;
+      const paused = pauses.some((route) => namesSubscription(route, subscription.name));
+      if (paused && !subscription.paused) {
+        this.#logger.info({ subscription: subscription.name }, "route paused: no more claims; deliveries in work finish");
+        await subscription.pause();
+      } else if (!paused && subscription.paused) {
+        this.#logger.info({ subscription: subscription.name }, "route resumed");
+        subscription.resume();
+      }
+      // A request names the row's route (or a route to the same table), or the table itself (the operator tools).
+      const mine = cancels.filter((r) => r.route === subscription.name || r.route === subscription.table || this.#tableOf(r.route) === subscription.table);
+      served.targets = new Map(mine.map((r) => [r.target, r.route]));
+      const reason = (id: unknown) => cancelled({ subscription: subscription.name, table: subscription.table, id });
+      const inWork = new Set(served.targets.size === 0 ? [] : subscription.interrupt(served.targets, reason));
+      for (const target of inWork) if (!served.interrupted.has(target)) served.interrupted.set(target, served.targets.get(target) ?? subscription.name);
+      // Served here and settled since: the request is done.
+      for (const [target, route] of served.interrupted) {
+        if (inWork.has(target)) continue;
+        served.interrupted.delete(target);
+        clears.push({ route, target });
+      }
+    }
+    for (const { route, target } of clears) {
+      try {
+        await this.#database.execute("control", this.#database.dialect.control.clearCancel(route, target));
+      } catch (error) {
+        this.#logger.warn({ ...errorFields(error), route, id: target }, "clearing a served cancel request failed; a later cancel clears it");
+      }
+    }
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#stopped) return;
+    this.#timer = this.#clock.setTimer(delayMs, () => {
+      this.#timer = undefined;
+      void this.read().finally(() => this.#schedule(this.#missing ? MISSING_CONTROL_RECHECK_MS : this.#intervalMs));
+    });
+  }
+}
+
+/** A pause of `route` applies to a subscription of that name, or of a name its prefix (`"reports.*"`) takes. */
+export function namesSubscription(route: string, subscription: string): boolean {
+  return route === subscription || (route.endsWith("*") && subscription.startsWith(route.slice(0, -1)));
+}
