@@ -5,6 +5,7 @@ import { type BatchRun, batchRunOf, deliverBatch } from "./batch-delivery.js";
 import { claimMeasured, claimPaceFor, type ClaimPace, rowsToClaim } from "./claim-pacer.js";
 import { DeliveryBuffer } from "./delivery-buffer.js";
 import { DeliveryRun } from "./delivery-run.js";
+import { eventLoopTurned } from "./event-loop-turn.js";
 import { PollGate } from "./poll-gate.js";
 import type { SubscriptionSetup } from "./setup.js";
 
@@ -219,6 +220,12 @@ export class Subscription {
     const claimStartedAt = telemetry === undefined && !pace.measures ? 0 : performance.now();
     let claimed: ClaimedDelivery[];
     try {
+      const turn = eventLoopTurned();
+      if (turn !== undefined) {
+        await turn;
+        // Stopped while the loop turned: no claim after stopClaiming.
+        if (this.#gate.closed) return;
+      }
       claimed = await strategy.claim(limit);
       telemetry?.claimed(claimStartedAt, claimed.length);
       if (pace.measures) claimMeasured(pace, performance.now() - claimStartedAt, this.#run.handlerMs);
