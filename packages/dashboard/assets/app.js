@@ -93,6 +93,30 @@ function groupsTable(t) {
   return h("table", { class: "grid" }, h("thead", {}, head), h("tbody", {}, rows));
 }
 
+/** The caps and rate limits the loaded module declares on this table's routes (only with --module). */
+function limitsTable(t) {
+  const limits = t.limits ?? [];
+  if (limits.length === 0) return null;
+  const head = h(
+    "tr",
+    {},
+    h("th", {}, "Route"),
+    ["In work", "Max in work", "Started in window", "Rate limit"].map((c) => h("th", { class: "num" }, c)),
+  );
+  const rows = limits.map((l) =>
+    h(
+      "tr",
+      { "data-testid": `limits-${t.table}-${l.route}` },
+      h("td", {}, l.route),
+      h("td", { class: "num" }, count(l.inWork)),
+      h("td", { class: "num" }, l.maxInWork === null ? "—" : count(l.maxInWork)),
+      h("td", { class: "num" }, count(l.startedInWindow)),
+      h("td", { class: "num" }, l.rateLimit === null ? "—" : `${count(l.rateLimit.max)} per ${duration(l.rateLimit.perMs)}`),
+    ),
+  );
+  return h("table", { class: "grid" }, h("thead", {}, head), h("tbody", {}, rows));
+}
+
 function leasesTable(t) {
   if (t.form !== "lease") return null;
   const grouped = t.groups.some((g) => g.group !== null);
@@ -473,6 +497,8 @@ async function refresh() {
           h("div", { class: "charts" }, Object.values(boxes)),
           h("h3", {}, "Groups"),
           groupsTable(t),
+          t.limits?.length ? h("h3", {}, "Caps and rate limits, across every process") : null,
+          limitsTable(t),
           t.form === "lease" ? h("h3", {}, "Leases running out soon") : null,
           leasesTable(t),
           h("h3", {}, "Dead letters"),
