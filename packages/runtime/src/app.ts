@@ -250,11 +250,13 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
         logger.info({}, "app stopping: no more claims or extensions");
         const started = Date.now();
         const left = (): number => Math.max(0, grace - (Date.now() - started));
+        // No more claims, from this very turn: a handler that calls stop() and returns at once starts
+        // no further row. Every step that waits on the database waits at most what is left of the
+        // grace (and the pools' close a moment more): a database down or restarting never holds the stop.
+        const claiming = Promise.all(subscriptions.map((s) => s.stopClaiming(left())));
         // No more ticks; a tick's publish in flight ends before the pools close.
         await within(Promise.all(crons.map((c) => c.stop())), left());
-        // Every step that waits on the database waits at most what is left of the grace (and
-        // the pools' close a moment more): a database down or restarting never holds the stop.
-        const claims = await Promise.all(subscriptions.map((s) => s.stopClaiming(left())));
+        const claims = await claiming;
         const stops = await Promise.all(subscriptions.map((s, i) => s.drain(left(), claims[i]?.unstarted ?? 0, claims[i]?.timedOut ?? false)));
         for (const off of run.unsubscribe) off();
         for (const free of run.held) free();
