@@ -177,9 +177,13 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
           heldKeys.add(key);
         }
         try {
+          // The take returns the row it counted (RETURNING), or the engine reads it back on the key's session, as the runtime does.
           const taken = await exec(A.take(spec!, row.id, new Date()), conn);
-          if (Number(taken.numAffectedRows ?? 0n) !== 1) continue; // another worker finished it meanwhile
-          tracker.handle(row.payload);
+          const readBack = A.readTaken(spec!, row.id);
+          let counted = readBack === null ? taken.rows[0] : undefined;
+          if (readBack !== null && Number(taken.numAffectedRows ?? 0n) === 1) counted = (await exec(readBack, conn)).rows[0];
+          if (counted === undefined) continue; // another worker finished it meanwhile
+          tracker.handle(counted.payload);
           one(await exec(A.settleAck(spec!, row.id, new Date()), conn), "advisory ack");
           took++;
         } finally {
