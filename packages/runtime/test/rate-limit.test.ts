@@ -21,6 +21,8 @@ const MAX = 10;
 const PER_MS = 1000;
 const SPAN_MS = 5000;
 const ROWS = 150;
+/** How far the processes' database-corrected clocks may disagree (each offset is measured to about a ms). */
+const CLOCKS_AGREE_MS = 20;
 
 describe.each(matrix)("rateLimit($engine.name × $form)", ({ engine, form }) => {
   const processes = engine.engine === "sqlite" && form === "advisory" ? 1 : 3;
@@ -55,7 +57,10 @@ describe.each(matrix)("rateLimit($engine.name × $form)", ({ engine, form }) => 
 
       const all = starts();
       const inSpan = all.filter((t) => t < first + SPAN_MS);
-      expect(mostStartsInWindow(all, PER_MS)).toBeLessThanOrEqual(MAX);
+      // Each process reports its start on its host clock; the limit holds on each one's database-corrected
+      // clock, and the measured offsets of processes on one host agree within a few ms: a window that
+      // much shorter than perMs holds at most max starts.
+      expect(mostStartsInWindow(all, PER_MS - CLOCKS_AGREE_MS)).toBeLessThanOrEqual(MAX);
       const expected = (MAX * SPAN_MS) / PER_MS;
       expect(inSpan.length).toBeGreaterThanOrEqual(expected * 0.9);
       expect(inSpan.length).toBeLessThanOrEqual(expected * 1.1);
