@@ -16,6 +16,7 @@ describe("@sqlinbox/kysely-dialects' public surface", () => {
       "checkSchema",
       "checkServerVersion",
       "clusterOf",
+      "endsTransaction",
       "formatUtcText",
       "isRetryableConflict",
       "mysqlLockName",

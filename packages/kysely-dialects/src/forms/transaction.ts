@@ -14,3 +14,19 @@ export function transactionStatements(capabilities: EngineCapabilities): Transac
     rollback: CompiledQuery.raw("rollback"),
   });
 }
+
+/** A transaction's end statement as every Kysely driver sends it: `CompiledQuery.raw("commit")` or `"rollback"`. */
+const END_STATEMENT = /^\s*(?:commit|rollback)\s*;?\s*$/i;
+
+/**
+ * Whether `query` ends a transaction: the COMMIT or ROLLBACK a Kysely driver sends for
+ * `transaction().execute(…)` and a `ControlledTransaction` alike (and this package's own
+ * `commit`/`rollback`), on every engine.
+ *
+ * @example
+ * endsTransaction(CompiledQuery.raw("commit")) // true
+ * endsTransaction(CompiledQuery.raw("select 1")) // false
+ */
+export function endsTransaction(query: CompiledQuery): boolean {
+  return END_STATEMENT.test(query.sql);
+}

@@ -1,11 +1,9 @@
+import { endsTransaction } from "@sqlinbox/kysely-dialects/internal";
 import type { CompiledQuery, DatabaseConnection, QueryResult } from "kysely";
 import type { AnyKysely } from "../drivers/database.js";
 
 /** How a transaction's last statement ended: its COMMIT or ROLLBACK completed (or failed). */
 type EndListener = () => void;
-
-/** A transaction's end statement, as every Kysely driver sends it (`CompiledQuery.raw("commit")`, `"rollback"`). */
-const END_STATEMENT = /^\s*(?:commit|rollback)\s*;?\s*$/i;
 
 /** The listeners of each connection whose `executeQuery` is wrapped, and how to unwrap it. */
 const hooked = new WeakMap<DatabaseConnection, { readonly listeners: Set<EndListener>; readonly unwrap: () => void }>();
@@ -50,7 +48,7 @@ function wrap(connection: DatabaseConnection): { readonly listeners: Set<EndList
   const own = Object.hasOwn(connection, "executeQuery");
   const original = connection.executeQuery;
   const wrapped = async <R>(compiled: CompiledQuery): Promise<QueryResult<R>> => {
-    if (!END_STATEMENT.test(compiled.sql)) return original.call(connection, compiled) as Promise<QueryResult<R>>;
+    if (!endsTransaction(compiled)) return original.call(connection, compiled) as Promise<QueryResult<R>>;
     try {
       return (await original.call(connection, compiled)) as QueryResult<R>;
     } finally {
