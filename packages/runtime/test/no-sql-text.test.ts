@@ -17,6 +17,8 @@ const SQL_TEXT: ReadonlyArray<readonly [string, RegExp]> = [
   ["UNLISTEN", /\bUNLISTEN\b|["'`]\s*[Uu][Nn][Ll][Ii][Ss][Tt][Ee][Nn]\b/],
   ["LISTEN statement", /\bLISTEN\s+["`$]|`\s*LISTEN\b|["']\s*LISTEN\s/i],
   ["a string literal opening with a SQL keyword", /["'`]\s*(SELECT|UPDATE|DELETE\s+FROM|INSERT\s+INTO)\s/i],
+  // Transaction control in a string (`"commit"`, `'ROLLBACK TO …'`) or a pattern that matches it (`/(?:commit|rollback)/`).
+  ["a transaction-control statement", /["'`]\s*(COMMIT|ROLLBACK|BEGIN|SAVEPOINT)\b|\b(commit|rollback)\|(commit|rollback)\b/i],
 ];
 
 /** Blanks out comments, keeping string literals and line numbers. */
