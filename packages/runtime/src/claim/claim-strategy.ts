@@ -26,16 +26,14 @@ export interface ClaimedDelivery {
    */
   settleThen?(outcome: HandlerOutcome, done: (ok: boolean, error?: unknown) => void): void;
   /**
-   * The delivery ran past its queue's timeout: its signal aborts with `reason`, and it keeps its
-   * hold (a lease is still extended) until it is settled.
-   */
-  timeOut(reason: unknown): void;
-  /**
    * Gives the delivery up unsettled (the shutdown grace is over): aborts its signal, lets its hold lapse.
    * `started: false`: claimed ahead and never started (a stop with rows still buffered).
    */
   abandon(reason: unknown, started?: boolean): void;
-  /** Aborts the signal only (a cancel): the hold stays, and the handler's outcome settles as usual. */
+  /**
+   * Aborts the signal only (a cancel, or the queue's timeout passed): the hold stays (a lease is
+   * still extended) until the delivery is settled, as usual. A delivery no longer held is left alone.
+   */
   interrupt(reason: unknown): void;
   /**
    * Transactional mode: opens the transaction the handler writes through (`ctx.tx`). The

@@ -121,7 +121,7 @@ async function batchWithin(run: BatchRun, limit: HandlerTimeout, ready: readonly
     {
       timedOut: () => {
         const reasons = timeoutsOf();
-        for (const [i, d] of ready.entries()) d.timeOut(reasons[i]);
+        for (const [i, d] of ready.entries()) d.interrupt(reasons[i]);
       },
       late: (ended, error) =>
         logger.warn(

@@ -212,7 +212,7 @@ export class DeliveryRun {
       {
         timedOut: () => {
           timeout = new Timeout(limit.ms, this.#placeOf(delivery.id));
-          delivery.timeOut(timeout);
+          delivery.interrupt(timeout);
         },
         late: (ended, error) =>
           logger.warn(

@@ -120,13 +120,8 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     }
   }
 
-  timeOut(reason: unknown): void {
-    if (this.#state !== "held") return;
-    this.#controller ??= new AbortController();
-    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
-  }
-
   interrupt(reason: unknown): void {
+    if (this.#state !== "held") return;
     this.#controller ??= new AbortController();
     if (!this.#controller.signal.aborted) this.#controller.abort(reason);
   }

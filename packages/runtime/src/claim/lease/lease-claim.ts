@@ -314,10 +314,6 @@ class LeaseDelivery implements ClaimedDelivery {
     return this.#claim.openHandlerTransaction(this);
   }
 
-  timeOut(reason: unknown): void {
-    this.lease.timeOut(reason);
-  }
-
   interrupt(reason: unknown): void {
     this.lease.interrupt(reason);
   }

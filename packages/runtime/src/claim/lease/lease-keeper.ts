@@ -45,12 +45,7 @@ export class KeptLease {
     this.#controller.abort(reason);
   }
 
-  /** The delivery ran past its timeout: its signal aborts, and the keeper goes on extending the lease until it settles. */
-  timeOut(reason: unknown): void {
-    this.interrupt(reason);
-  }
-
-  /** Aborts the signal and keeps the lease (a cancel: the handler winds down and settles while the keeper extends). */
+  /** Aborts the signal and keeps the lease (a cancel, a timeout: the handler winds down and settles while the keeper extends). */
   interrupt(reason: unknown): void {
     this.#controller ??= new AbortController();
     if (!this.#controller.signal.aborted) this.#controller.abort(reason);
