@@ -2,6 +2,7 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { Clock } from "../../clock.js";
 import type { Database } from "../../drivers/database.js";
 import type { ClaimedDelivery, ClaimProfile, ClaimStrategy } from "../claim-strategy.js";
+import { WrappedClaim } from "./wrapped-claim.js";
 
 /**
  * A cap on rows in work on a lease table, counted from the table itself: a row is in work while
@@ -18,9 +19,8 @@ import type { ClaimedDelivery, ClaimProfile, ClaimStrategy } from "../claim-stra
  * A process killed mid-handler holds its rows' leases until they expire: its share of the cap
  * comes back then.
  */
-export class LeaseCap implements ClaimStrategy {
+export class LeaseCap extends WrappedClaim {
   readonly profile: ClaimProfile;
-  readonly #inner: ClaimStrategy;
   readonly #database: Database;
   readonly #spec: InboxDescription;
   readonly #group: { readonly group?: string };
@@ -30,7 +30,7 @@ export class LeaseCap implements ClaimStrategy {
   #atCap = false;
 
   constructor(inner: ClaimStrategy, setup: { database: Database; spec: InboxDescription; group: { readonly group?: string }; clock: Clock }, n: number) {
-    this.#inner = inner;
+    super(inner);
     this.#database = setup.database;
     this.#spec = setup.spec;
     this.#group = setup.group;
@@ -40,17 +40,13 @@ export class LeaseCap implements ClaimStrategy {
     this.profile = Object.freeze({ ...inner.profile, pace: inner.profile.pace === "ahead" ? "perWorker" : inner.profile.pace });
   }
 
-  get heldTransactions(): number {
-    return this.#inner.heldTransactions;
-  }
-
   async claim(limit: number): Promise<ClaimedDelivery[]> {
     const room = this.#n - (await this.#live());
     if (room <= 0) {
       this.#atCap = true;
       return [];
     }
-    const claimed = await this.#inner.claim(Math.min(limit, room));
+    const claimed = await this.inner.claim(Math.min(limit, room));
     if (claimed.length === 0) {
       this.#atCap = false; // short because nothing was claimable
       return claimed;
@@ -60,7 +56,7 @@ export class LeaseCap implements ClaimStrategy {
     // A short claim says why: cut by the cap (less room than wanted, and the claim filled it; or rows given back), or the queue.
     if (Math.min(keep, claimed.length) < limit) this.#atCap = (room < limit && claimed.length === room) || keep < claimed.length;
     if (keep >= claimed.length) return claimed;
-    await this.#inner.releaseUnstarted(claimed.slice(keep));
+    await this.inner.releaseUnstarted(claimed.slice(keep));
     return claimed.slice(0, keep);
   }
 
@@ -70,24 +66,8 @@ export class LeaseCap implements ClaimStrategy {
     return Number(row?.live ?? 0);
   }
 
-  releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void> {
-    return this.#inner.releaseUnstarted(deliveries);
-  }
-
-  invalidate(): void {
-    this.#inner.invalidate();
-  }
-
-  start(): void {
-    this.#inner.start();
-  }
-
-  stop(): void {
-    this.#inner.stop();
-  }
-
   waitAfterShortMs(): number | undefined {
-    return this.#inner.waitAfterShortMs?.();
+    return this.inner.waitAfterShortMs?.();
   }
 
   atCap(): boolean {

@@ -2,6 +2,7 @@ import type { Clock } from "../../clock.js";
 import type { Logger } from "../../logger.js";
 import { errorFields } from "../../logger.js";
 import type { ClaimedDelivery, ClaimProfile, ClaimStrategy } from "../claim-strategy.js";
+import { WrappedClaim } from "./wrapped-claim.js";
 import type { RateSlots } from "./rate-slots.js";
 
 /**
@@ -13,9 +14,8 @@ import type { RateSlots } from "./rate-slots.js";
  * Rows are claimed only for free workers (never ahead), so each start follows its claim at once
  * and the slot's stamp, written after the hand-over, is never earlier than the start it counts.
  */
-export class RateLimitedClaim implements ClaimStrategy {
+export class RateLimitedClaim extends WrappedClaim {
   readonly profile: ClaimProfile;
-  readonly #inner: ClaimStrategy;
   readonly #slots: RateSlots;
   readonly #clock: Clock;
   readonly #logger: Logger;
@@ -26,7 +26,7 @@ export class RateLimitedClaim implements ClaimStrategy {
   readonly atCap?: () => boolean;
 
   constructor(inner: ClaimStrategy, slots: RateSlots, setup: { readonly clock: Clock; readonly logger: Logger; readonly isClosed: () => boolean }) {
-    this.#inner = inner;
+    super(inner);
     this.#slots = slots;
     this.#clock = setup.clock;
     this.#logger = setup.logger;
@@ -36,10 +36,6 @@ export class RateLimitedClaim implements ClaimStrategy {
     // Claimed rows start at once: rows claimed ahead would start later, bunched with the next window's.
     const pace = inner.profile.pace === "ahead" || inner.profile.pace === "shared" ? "perWorker" : inner.profile.pace;
     this.profile = Object.freeze({ ...inner.profile, pace });
-  }
-
-  get heldTransactions(): number {
-    return this.#inner.heldTransactions;
   }
 
   async claim(limit: number): Promise<ClaimedDelivery[]> {
@@ -55,10 +51,10 @@ export class RateLimitedClaim implements ClaimStrategy {
       // Fewer slots than wanted: the limit, not the queue, made this claim short. The next claim waits for
       // the window to free the next slot (read beside the claim, so the rows start no later), not the poll interval.
       if (slots.length < limit) {
-        const [rows, wait] = await Promise.all([this.#inner.claim(slots.length), this.#slots.msUntilFree(now)]);
+        const [rows, wait] = await Promise.all([this.inner.claim(slots.length), this.#slots.msUntilFree(now)]);
         claimed = rows;
         if (claimed.length === slots.length) this.#wait = wait;
-      } else claimed = await this.#inner.claim(slots.length);
+      } else claimed = await this.inner.claim(slots.length);
     } catch (error) {
       this.#settle([], slots, reserve);
       throw error;
@@ -82,21 +78,5 @@ export class RateLimitedClaim implements ClaimStrategy {
   /** After a claim the limit made short (no free slot, or fewer than wanted): until the window frees one; otherwise the poll interval. */
   waitAfterShortMs(): number | undefined {
     return this.#wait;
-  }
-
-  releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void> {
-    return this.#inner.releaseUnstarted(deliveries);
-  }
-
-  invalidate(): void {
-    this.#inner.invalidate();
-  }
-
-  start(): void {
-    this.#inner.start();
-  }
-
-  stop(): void {
-    this.#inner.stop();
   }
 }
