@@ -28,14 +28,25 @@ describe("sqlinbox ddl", () => {
     const result = await sqlinbox(["ddl", "--module", fixture("ddl-inbox.ts"), "--engine", "postgres"]);
     expect(result.stdout).toMatchInlineSnapshot(`
       "-- RenderReport: report_jobs
-      create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "customer_id" bigint, "payload" bytea not null);
+      create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "customer_id" bigint, "payload" bytea not null) with (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
 
       -- SendReceipt: receipts
-      create table "receipts" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null, "queue" text not null, "processed_at" timestamptz, "job_key" text);
+      create table "receipts" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null, "queue" text not null, "processed_at" timestamptz, "job_key" text) with (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
       create index "receipts_claim" on "receipts" ("queue", "id") where "processed_at" is null;
       create unique index "receipts_dedup_key" on "receipts" ("job_key");
       "
     `);
+  });
+
+  test("--no-queue-storage leaves out the storage settings of a queue table (Postgres: the server's own apply)", async () => {
+    const result = await sqlinbox(["ddl", "--module", fixture("ddl-inbox.ts"), "--engine", "postgres", "--table", "report_jobs", "--no-queue-storage"]);
+    expect(result.code).toBe(ExitCode.ok);
+    expect(result.stdout).toBe(
+      `-- RenderReport: report_jobs\n${inboxTableSql(RenderReport, "postgres", { queueStorage: false })
+        .map((s) => `${s};\n`)
+        .join("")}`,
+    );
+    expect(result.stdout).not.toContain(" with (");
   });
 
   test("--slot-table adds sqlinbox_slots once, after the tables", async () => {

@@ -5,7 +5,7 @@
  * the runtime and the operator tools share live in `./internal`, not covered by semver.
  */
 import type { AnyInboxSpec, InboxDescription } from "@sqlinbox/core/internal";
-import type { BooleanCapability, Engine, EngineDialect } from "./types.js";
+import type { BooleanCapability, Engine, EngineDialect, TableOptions } from "./types.js";
 import { type mysqlCapabilities, mysqlDialect } from "./mysql/engine.js";
 import { type postgresCapabilities, postgresDialect } from "./postgres/engine.js";
 import { type sqliteCapabilities, sqliteDialect } from "./sqlite/engine.js";
@@ -37,6 +37,8 @@ export type {
   NotifyStatements,
   TableStatements,
   ExtendTable,
+  TableOptions,
+  QueueStorage,
   FlowStatements,
   SlotPlace,
   RateSlotPick,
@@ -87,8 +89,15 @@ export function dialectFor(engine: Engine): EngineDialect {
  * unique index. A data column needs a type in its description (`.type("bigint")`); to add one
  * some other way, use `createInboxTable`'s callback in `@sqlinbox/runtime`.
  *
- * The reports' lease table on PostgreSQL (one statement: it has no role an index serves):
+ * The reports' lease table on PostgreSQL (one statement: it has no role an index serves), with the
+ * storage settings of a table that churns (`queueStorage`; MySQL/MariaDB and SQLite have none):
  * ```sql postgres:table.create(reports)
+ * create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null,
+ *   "locked_until" timestamptz, "payload" bytea not null) with (fillfactor = 70,
+ *   autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)
+ * ```
+ * With `{ queueStorage: false }`, the server's own settings:
+ * ```sql postgres:table.create(reports, queueStorage false)
  * create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null,
  *   "locked_until" timestamptz, "payload" bytea not null)
  * ```
@@ -104,13 +113,13 @@ export function dialectFor(engine: Engine): EngineDialect {
 export function inboxTableSql(spec: AnyInboxSpec | InboxDescription, engine: Engine, options: InboxTableSqlOptions = {}): string[] {
   const description = "description" in spec ? spec.description : spec;
   const dialect = dialectFor(engine);
-  const statements = dialect.table.create(description).map((q) => q.sql);
+  const statements = dialect.table.create(description, undefined, options).map((q) => q.sql);
   if (options.slotTable === true) statements.push(dialect.flow.createSlotTable(description.schema).sql);
   return statements;
 }
 
-/** What `inboxTableSql` adds to the queue table's statements. */
-export interface InboxTableSqlOptions {
+/** What `inboxTableSql` adds to the queue table's statements, and its storage settings (`TableOptions.queueStorage`). */
+export interface InboxTableSqlOptions extends TableOptions {
   /**
    * Also `CREATE TABLE IF NOT EXISTS sqlinbox_slots` (in the table's schema), where
    * `InboxQueue.rateLimit` and a row-lock table's `InboxQueue.maxInWork` are counted.

@@ -259,6 +259,28 @@ export interface PublishStatements {
 /** Adds columns to the table `createInboxTable` creates: Kysely's own builder, so any column Kysely can describe fits. */
 export type ExtendTable = (table: CreateTableBuilder<string, string>) => CreateTableBuilder<string, string>;
 
+/**
+ * Per-table storage settings of a queue table, by name: `{ fillfactor: 70 }` is
+ * `WITH (fillfactor = 70)` on Postgres. A name is a storage parameter Postgres knows
+ * (`fillfactor`, `autovacuum_vacuum_scale_factor`, `toast.autovacuum_enabled` …).
+ */
+export type QueueStorage = Readonly<Record<string, number | boolean>>;
+
+/** How a queue table is created, beyond its description. */
+export interface TableOptions {
+  /**
+   * The queue table's storage settings, on engines that have per-table settings (Postgres:
+   * `CREATE TABLE … WITH (…)`); MySQL/MariaDB and SQLite have none and take nothing from this.
+   * Unset: the engine's defaults for a table that churns (on Postgres `fillfactor = 70` and an
+   * autovacuum that starts early and is never throttled). `false`: none, the server's own. A record
+   * replaces the defaults: give every setting the table should have. A table with a `lastError` or
+   * `failedAttempts` column is a dead-letter destination, written once and rarely changed, and gets
+   * none unless a record is given. When `extend` ends the statement itself (Kysely's `modifyEnd`, a
+   * `PARTITION BY` or a `TABLESPACE`), the settings are left out: add a `with (…)` there if wanted.
+   */
+  readonly queueStorage?: false | QueueStorage;
+}
+
 /** Creating a queue table from its description. */
 export interface TableStatements {
   /**
@@ -266,7 +288,7 @@ export interface TableStatements {
    * read (see `createTableQueries`). `extend` adds columns (a data column described without a type);
    * a data column with no type that `extend` does not add fails, naming the column.
    */
-  create(spec: InboxDescription, extend?: ExtendTable): CompiledQuery[];
+  create(spec: InboxDescription, extend?: ExtendTable, options?: TableOptions): CompiledQuery[];
 }
 
 /** What a metrics reader samples now and then (never on the delivery path). */

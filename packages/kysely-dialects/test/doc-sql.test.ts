@@ -49,6 +49,7 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:operator.peek(fifo, ready)": () => postgresOperator.peek({ spec: fifoLease() }, { state: "ready", now, limit: 20 }),
   "mysql:operator.purge(fifo, waiting)": () => operatorFor("mysql").purge({ spec: fifoLease() }, { state: "waiting", now }),
   "postgres:table.create(reports)": () => postgresDialect.table.create(seedByHand)[0] ?? null,
+  "postgres:table.create(reports, queueStorage false)": () => postgresDialect.table.create(seedByHand, undefined, { queueStorage: false })[0] ?? null,
   "mysql:table.create(rich lease, index)": () => mysqlDialect.table.create(richLease())[1] ?? null,
   "postgres:flow.createSlotTable": () => postgresDialect.flow.createSlotTable(),
   "postgres:flow.takeRateSlots": () => postgresDialect.flow.takeRateSlots({ name: "rate:report_jobs:reports" }, { max: 10, take: 2, freeBefore: 1000 }, 5000),

@@ -28,7 +28,7 @@ describe("inboxTableSql: the table of a description, per engine", () => {
           "create table \`report_jobs\` (\`id\` bigint primary key auto_increment, \`attempt\` int default 1 not null, \`locked_until\` datetime(3), \`payload\` longblob not null)",
         ],
         "postgres": [
-          "create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null)",
+          "create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null) with (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)",
         ],
         "sqlite": [
           "create table "report_jobs" ("id" integer primary key autoincrement, "attempt" integer default 1 not null, "locked_until" text, "payload" blob not null)",
@@ -46,7 +46,7 @@ describe("inboxTableSql: the table of a description, per engine", () => {
           "create unique index \`jobs_dedup_key\` on \`jobs\` (\`job_key\`)",
         ],
         "postgres": [
-          "create table "jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null, "retry_after" timestamptz, "processed_at" timestamptz, "grp" text not null, "priority" integer default 0 not null, "headers" jsonb, "customer_id" bigint, "job_key" text)",
+          "create table "jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null, "retry_after" timestamptz, "processed_at" timestamptz, "grp" text not null, "priority" integer default 0 not null, "headers" jsonb, "customer_id" bigint, "job_key" text) with (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)",
           "create index "jobs_claim" on "jobs" ("grp", "priority", "retry_after" nulls first, "id") where "processed_at" is null",
           "create unique index "jobs_dedup_key" on "jobs" ("job_key")",
         ],
@@ -87,7 +87,7 @@ describe("inboxTableSql: the table of a description, per engine", () => {
           "create index \`done_jobs_claim\` on \`done_jobs\` (\`done_at\`, \`id\`)",
         ],
         "postgres": [
-          "create table "done_jobs" ("id" bigserial primary key, "done_at" timestamptz, "payload" bytea not null)",
+          "create table "done_jobs" ("id" bigserial primary key, "done_at" timestamptz, "payload" bytea not null) with (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)",
           "create index "done_jobs_claim" on "done_jobs" ("id") where "done_at" is null",
         ],
         "sqlite": [
@@ -114,7 +114,7 @@ describe("inboxTableSql: the table of a description, per engine", () => {
           "create table \`typed\` (\`id\` varchar(255) primary key, \`t\` text, \`b\` bigint, \`i\` int, \`d\` double, \`f\` boolean, \`ts\` datetime(3), \`j\` json, \`by\` longblob)",
         ],
         "postgres": [
-          "create table "typed" ("id" text primary key, "t" text, "b" bigint, "i" integer, "d" double precision, "f" boolean, "ts" timestamptz, "j" jsonb, "by" bytea)",
+          "create table "typed" ("id" text primary key, "t" text, "b" bigint, "i" integer, "d" double precision, "f" boolean, "ts" timestamptz, "j" jsonb, "by" bytea) with (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)",
         ],
         "sqlite": [
           "create table "typed" ("id" text primary key, "t" text, "b" integer, "i" integer, "d" real, "f" integer, "ts" text, "j" text, "by" blob)",
@@ -152,7 +152,7 @@ describe("inboxTableSql: the table of a description, per engine", () => {
           "create table \`adv_jobs\` (\`id\` bigint primary key auto_increment, \`attempt\` int default 1 not null, \`customer_id\` bigint, \`payload\` longblob not null)",
         ],
         "postgres": [
-          "create table "adv_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "customer_id" bigint, "payload" bytea not null)",
+          "create table "adv_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "customer_id" bigint, "payload" bytea not null) with (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)",
         ],
         "sqlite": [
           "create table "adv_jobs" ("id" integer primary key autoincrement, "attempt" integer default 1 not null, "customer_id" integer, "payload" blob not null)",
@@ -168,7 +168,7 @@ describe("inboxTableSql: the table of a description, per engine", () => {
   test("a schema-qualified table, and a long name cut to 63 characters with a hash", () => {
     expect(inboxTableSql({ ...richLease(), schema: "queues" }, "postgres")).toMatchInlineSnapshot(`
       [
-        "create table "queues"."jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null, "retry_after" timestamptz, "processed_at" timestamptz, "grp" text not null, "priority" integer default 0 not null)",
+        "create table "queues"."jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null, "retry_after" timestamptz, "processed_at" timestamptz, "grp" text not null, "priority" integer default 0 not null) with (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)",
         "create index "jobs_claim" on "queues"."jobs" ("grp", "priority", "retry_after" nulls first, "id") where "processed_at" is null",
       ]
     `);
@@ -214,12 +214,77 @@ describe("data columns without a type", () => {
 
   test("the callback may add it with Kysely's own builder, and add columns of its own", () => {
     const [table] = postgresDialect.table.create(untyped.description, (t) => t.addColumn("customer_id", "uuid", (c) => c.notNull()).addColumn("tenant", sql`citext`));
-    expect(table?.sql).toMatchInlineSnapshot(`"create table "adv_jobs" ("id" bigserial primary key, "payload" bytea not null, "customer_id" uuid not null, "tenant" citext)"`);
+    expect(table?.sql).toMatchInlineSnapshot(
+      `"create table "adv_jobs" ("id" bigserial primary key, "payload" bytea not null, "customer_id" uuid not null, "tenant" citext) with (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)"`,
+    );
   });
 
   test("a column the description types, added again by the callback, is refused", () => {
     expect(refusal(() => sqliteDialect.table.create(seedByHand, (t) => t.addColumn("payload", "text")))).toMatchInlineSnapshot(
       `"Declaration: column "payload" is created twice: the description already types it, so leave it out of createInboxTable's callback (table "report_jobs", column "payload")"`,
     );
+  });
+});
+
+describe("the queue table's storage settings", () => {
+  const created = (engine: Engine, options: Parameters<typeof inboxTableSql>[2], spec: Parameters<typeof inboxTableSql>[0] = seedByHand) => inboxTableSql(spec, engine, options)[0];
+
+  test("per engine: Postgres gets the settings of a table that churns; MySQL/MariaDB and SQLite have none, whatever is asked", () => {
+    const asked = { fillfactor: 80 };
+    expect(
+      Object.fromEntries(ENGINES.map((e) => [e, { defaults: created(e, {}), record: created(e, { queueStorage: asked }), none: created(e, { queueStorage: false }) }])),
+    ).toMatchInlineSnapshot(`
+        {
+          "mysql": {
+            "defaults": "create table \`report_jobs\` (\`id\` bigint primary key auto_increment, \`attempt\` int default 1 not null, \`locked_until\` datetime(3), \`payload\` longblob not null)",
+            "none": "create table \`report_jobs\` (\`id\` bigint primary key auto_increment, \`attempt\` int default 1 not null, \`locked_until\` datetime(3), \`payload\` longblob not null)",
+            "record": "create table \`report_jobs\` (\`id\` bigint primary key auto_increment, \`attempt\` int default 1 not null, \`locked_until\` datetime(3), \`payload\` longblob not null)",
+          },
+          "postgres": {
+            "defaults": "create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null) with (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)",
+            "none": "create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null)",
+            "record": "create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null) with (fillfactor = 80)",
+          },
+          "sqlite": {
+            "defaults": "create table "report_jobs" ("id" integer primary key autoincrement, "attempt" integer default 1 not null, "locked_until" text, "payload" blob not null)",
+            "none": "create table "report_jobs" ("id" integer primary key autoincrement, "attempt" integer default 1 not null, "locked_until" text, "payload" blob not null)",
+            "record": "create table "report_jobs" ("id" integer primary key autoincrement, "attempt" integer default 1 not null, "locked_until" text, "payload" blob not null)",
+          },
+        }
+      `);
+  });
+
+  test("a record replaces the defaults: every setting given, booleans and dotted names included; an empty one is none", () => {
+    expect(created("postgres", { queueStorage: { fillfactor: 90, autovacuum_enabled: true, "toast.autovacuum_vacuum_scale_factor": 0.05 } })).toMatchInlineSnapshot(
+      `"create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null) with (fillfactor = 90, autovacuum_enabled = true, toast.autovacuum_vacuum_scale_factor = 0.05)"`,
+    );
+    expect(created("postgres", { queueStorage: {} })).toBe(created("postgres", { queueStorage: false }));
+  });
+
+  test("a dead-letter destination (lastError or failedAttempts) gets none unless a record is given", () => {
+    const dead = InboxSpec.table("dead_jobs", column("id").generated()).payload(column("payload")).lastError(column("last_error"));
+    expect(created("postgres", {}, dead)).not.toContain(" with (");
+    expect(created("postgres", { queueStorage: { fillfactor: 90 } }, dead)).toMatch(/\) with \(fillfactor = 90\)$/);
+  });
+
+  test("a callback that ends the statement itself (modifyEnd) owns its end: the settings are left out", () => {
+    const [partitioned] = postgresDialect.table.create(seedByHand, (t) => t.modifyEnd(sql`partition by range ("id")`));
+    expect(partitioned?.sql).toMatch(/"payload" bytea not null\) partition by range \("id"\)$/);
+  });
+
+  test("a name or a value that is not a storage parameter's shape is refused: both go into the statement's text", () => {
+    const refused = (queueStorage: Record<string, number | boolean>): string => {
+      try {
+        created("postgres", { queueStorage });
+      } catch (error) {
+        if (isSqlInboxError(error)) return error.message;
+        throw error;
+      }
+      return "not refused";
+    };
+    expect(refused({ "fillfactor = 10) tablespace x; --": 1 })).toMatch(/^Declaration: the storage setting .* is not a storage parameter/);
+    expect(refused({ fillfactor: Number.NaN })).toMatch(/^Declaration: the storage setting "fillfactor" = NaN/);
+    // On an engine without settings, nothing is read, so nothing is refused.
+    expect(created("sqlite", { queueStorage: { "not a name": 1 } })).not.toContain(" with (");
   });
 });

@@ -30,7 +30,7 @@ export { defaultOnError, defaultOnDecodeError, type Backoff, type FailureContext
 export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type HandlerResultFor, type Outputs, type Subscriber } from "./declare/subscriber.js";
 export { createInboxTable, createControlTable, type CreateInboxTableOptions } from "./declare/create-inbox-table.js";
 export { controlTableSql } from "@sqlinbox/kysely-dialects";
-export type { ExtendTable } from "@sqlinbox/kysely-dialects";
+export type { ExtendTable, QueueStorage } from "@sqlinbox/kysely-dialects";
 export { HandlerOutcome, type DeadLetterOutcome } from "./declare/outcome.js";
 export type { StopReport } from "./stop-report.js";
 export { Ctx, keys, type ContextKey, type InboxContext } from "./declare/context.js";

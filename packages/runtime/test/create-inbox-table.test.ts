@@ -4,7 +4,7 @@
  * description leaves untyped and the callback adds (with a default, as publishes write no data
  * columns yet).
  */
-import { defineInbox, field, type ClaimForm } from "@sqlinbox/core/internal";
+import { defineInbox, field, type AnyInboxSpec, type ClaimForm } from "@sqlinbox/core/internal";
 import { sql } from "kysely";
 import { afterAll, describe, expect, test } from "vitest";
 import { App, createInboxTable, InboxQueue, isSqlInboxError, keys, SqlBroker, silentLogger, subscriber, type ExtendTable } from "../src/index.js";
@@ -143,5 +143,50 @@ describe.each(engines.filter((e) => e.engine !== "mysql"))("createInboxTable ins
       await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db).catch(() => {});
       await db.destroy();
     }
+  });
+});
+
+// Only Postgres has per-table storage settings; the matrix above creates the MariaDB and SQLite tables as before.
+describe.each(engines.filter((e) => e.name === "postgres"))("createInboxTable's storage settings on $name", (engine) => {
+  const created = async (
+    options: Parameters<typeof createInboxTable>[3],
+    spec: (table: string) => AnyInboxSpec = (table) => everyRole(table, "lease"),
+    extend = addTenant,
+  ): Promise<string[] | null> => {
+    const db = await engine.connect(engine.url());
+    const table = unique("storage_ddl");
+    try {
+      expect(await createInboxTable(db, spec(table), extend, options)).toBe(true);
+      const { rows } = await sql<{ reloptions: string[] | null }>`select reloptions from pg_class where relname = ${table}`.execute(db);
+      expect(rows).toHaveLength(1);
+      return rows[0]?.reloptions ?? null;
+    } finally {
+      await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db).catch(() => {});
+      await db.destroy();
+    }
+  };
+
+  test("by default the queue table gets the settings of a table that churns", async () => {
+    expect(await created({})).toEqual(["fillfactor=70", "autovacuum_vacuum_scale_factor=0.01", "autovacuum_vacuum_threshold=1000", "autovacuum_vacuum_cost_delay=0"]);
+  });
+
+  test("queueStorage: false leaves the server's own; a record replaces the defaults", async () => {
+    expect(await created({ queueStorage: false })).toBeNull();
+    expect(await created({ queueStorage: { fillfactor: 85, autovacuum_enabled: true } })).toEqual(["fillfactor=85", "autovacuum_enabled=true"]);
+  });
+
+  test("a dead-letter destination gets none", async () => {
+    const dead = (table: string) =>
+      defineInbox({
+        table,
+        columns: { id: field.id().generated(), payload: field.payload<{ n: number }>(), tenant: field.data<string>(), lastError: field.lastError("last_error") },
+      });
+    expect(await created({}, dead)).toBeNull();
+  });
+
+  test("a callback that ends the statement itself owns its end: a partitioned table, which Postgres refuses settings on, gets none", async () => {
+    const leased = (table: string) =>
+      defineInbox({ table, columns: { id: field.id().generated(), lockedUntil: field.lease("locked_until"), payload: field.payload<{ n: number }>() } });
+    expect(await created({}, leased, (t) => t.modifyEnd(sql`partition by range ("id")`))).toBeNull();
   });
 });

@@ -1,5 +1,5 @@
 import { isSqlInboxError } from "@sqlinbox/core";
-import { controlTableSql, dialectFor, inboxTableSql, type Engine } from "@sqlinbox/kysely-dialects";
+import { controlTableSql, dialectFor, inboxTableSql, type Engine, type InboxTableSqlOptions } from "@sqlinbox/kysely-dialects";
 import { Command, Option } from "commander";
 import { CliError, ExitCode } from "../exit-codes.js";
 import { loadModule } from "../load-module.js";
@@ -21,11 +21,16 @@ export function ddlCommand(): Command {
     .addOption(new Option("--engine <engine>", "the database the statements are for (mysql covers MySQL 8 and MariaDB)").choices([...ENGINES]).makeOptionMandatory())
     .option("--table <name>", "only this table (repeatable); every described table by default", collect)
     .option("--slot-table", "also create sqlinbox_slots (if missing), where maxInWork on a row-lock table and rateLimit count")
-    .action(async (options: { module?: string; control?: boolean; engine: Engine; table?: string[]; slotTable?: boolean }) => {
+    .option("--no-queue-storage", "leave out the storage settings a queue table gets on postgres (fillfactor, autovacuum): the server's own apply")
+    .action(async (options: { module?: string; control?: boolean; engine: Engine; table?: string[]; slotTable?: boolean; queueStorage: boolean }) => {
       if (options.module === undefined && options.control !== true)
         throw new CliError(ExitCode.usage, "name what to print: --module <path> (its tables), --control (the control table), or both");
       const blocks = [];
-      if (options.module !== undefined) blocks.push(await ddlText(options.module, options.engine, options.table ?? [], { slotTable: options.slotTable === true }));
+      if (options.module !== undefined) {
+        // `--no-queue-storage`: none; else each engine's defaults.
+        const tableOptions: InboxTableSqlOptions = { slotTable: options.slotTable === true, queueStorage: options.queueStorage ? undefined : false };
+        blocks.push(await ddlText(options.module, options.engine, options.table ?? [], tableOptions));
+      }
       if (options.control === true) blocks.push(controlDdlText(options.engine));
       process.stdout.write(blocks.join("\n"));
     });
@@ -38,8 +43,8 @@ export function controlDdlText(engine: Engine): string {
     .join("")}`;
 }
 
-/** The statements of every table the module exports (or of `only`), as the command prints them. */
-export async function ddlText(module: string, engine: Engine, only: readonly string[], options: { readonly slotTable?: boolean } = {}): Promise<string> {
+/** The statements of every table the module exports (or of `only`), as the command prints them; `queueStorage` as `inboxTableSql` takes it. */
+export async function ddlText(module: string, engine: Engine, only: readonly string[], options: InboxTableSqlOptions = {}): Promise<string> {
   const { tables } = await loadModule(module);
   const chosen = [...tables].filter(([, d]) => only.length === 0 || only.includes(d.table));
   const missing = only.filter((name) => !chosen.some(([, d]) => d.table === name));
@@ -52,7 +57,7 @@ export async function ddlText(module: string, engine: Engine, only: readonly str
   const blocks = chosen.map(([name, description]) => {
     let statements: string[];
     try {
-      statements = inboxTableSql(description, engine);
+      statements = inboxTableSql(description, engine, { queueStorage: options.queueStorage });
     } catch (error) {
       if (isSqlInboxError(error)) throw new CliError(ExitCode.usage, `${name}: ${error.message}`, { cause: error });
       throw error;

@@ -1,5 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import type { EngineDialect, ExtendTable, NotifyStatements } from "../types.js";
+import type { EngineDialect, ExtendTable, NotifyStatements, TableOptions } from "../types.js";
 import { controlStatements } from "../statements/control.js";
 import { createTableQueries } from "../statements/create-table.js";
 import { readFoundColumns } from "../shared/schema-check.js";
@@ -43,7 +43,9 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
     lease: leaseStatements(engine),
     advisory: advisoryStatements(engine),
     publish: publishStatements(engine),
-    table: Object.freeze({ create: (spec: InboxDescription, extend?: ExtendTable) => createTableQueries(engine.statements, engine.tableTypes, spec, extend) }),
+    table: Object.freeze({
+      create: (spec: InboxDescription, extend?: ExtendTable, options?: TableOptions) => createTableQueries(engine.statements, engine.tableTypes, spec, extend, options),
+    }),
     deadLetter: deadLetterStatements(engine),
     control: controlStatements(engine.statements, engine.tableTypes),
     schema: engine.schema,

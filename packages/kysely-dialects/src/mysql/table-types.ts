@@ -26,4 +26,6 @@ export const mysqlTableTypes: TableTypes = Object.freeze({
   longText: "text",
   // No partial indexes: processedAt leads the claim index as an equality (`IS NULL` is a ref lookup).
   partialIndexes: false,
+  // InnoDB has no per-table vacuum settings: its purge thread removes deleted rows in the background.
+  queueStorage: null,
 });

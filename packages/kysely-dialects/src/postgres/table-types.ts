@@ -1,4 +1,25 @@
 import type { TableTypes } from "../statements/create-table.js";
+import type { QueueStorage } from "../types.js";
+
+/**
+ * The storage settings of a queue table on PostgreSQL (`CREATE TABLE … WITH (…)`). Every job is
+ * inserted, updated once (its lease stamp, or a retry) and deleted or marked processed, and each
+ * change leaves a dead row version behind until it is reclaimed. A table about 10% larger buys
+ * fewer dead versions at any time and a steadier claim.
+ */
+export const postgresQueueStorage: QueueStorage = Object.freeze({
+  /**
+   * Pages filled to 70% by inserts: the update of a row (its lease stamp) finds room in its own page,
+   * so it is a HOT update (no index entry), and page pruning reclaims the dead versions between vacuums.
+   */
+  fillfactor: 70,
+  /** Vacuum once 1% of the rows are dead, not 20%: a queue's live rows are few, its dead ones many. */
+  autovacuum_vacuum_scale_factor: 0.01,
+  /** …plus 1000 dead rows, so that a nearly empty table is not vacuumed after every few jobs. */
+  autovacuum_vacuum_threshold: 1000,
+  /** Never throttled: a vacuum of a small, hot table is short, and a throttled one lets dead rows pile up. */
+  autovacuum_vacuum_cost_delay: 0,
+});
 
 /** A queue table's columns on PostgreSQL, each a type the startup check accepts. */
 export const postgresTableTypes: TableTypes = Object.freeze({
@@ -26,4 +47,5 @@ export const postgresTableTypes: TableTypes = Object.freeze({
   longText: "text",
   // `CREATE INDEX … WHERE processed_at IS NULL`: processed rows cost the claim index nothing.
   partialIndexes: true,
+  queueStorage: postgresQueueStorage,
 });

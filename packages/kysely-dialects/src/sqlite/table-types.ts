@@ -27,4 +27,6 @@ export const sqliteTableTypes: TableTypes = Object.freeze({
   longText: "text",
   // `CREATE INDEX … WHERE processed_at IS NULL` (since 3.8).
   partialIndexes: true,
+  // No per-table storage settings: a deleted row's page goes back to the file's free list.
+  queueStorage: null,
 });

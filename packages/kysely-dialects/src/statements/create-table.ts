@@ -1,6 +1,6 @@
 import { SqlInboxError, type ColumnDescription, type InboxDescription, type PortableType } from "@sqlinbox/core/internal";
-import { sql, type ColumnDefinitionBuilder, type CompiledQuery, type CreateIndexBuilder, type CreateTableBuilder, type Expression } from "kysely";
-import type { ExtendTable } from "../types.js";
+import { sql, type ColumnDefinitionBuilder, type RawBuilder, type CompiledQuery, type CreateIndexBuilder, type CreateTableBuilder, type Expression } from "kysely";
+import type { ExtendTable, QueueStorage, TableOptions } from "../types.js";
 import type { StatementContext } from "./query-db.js";
 import { tableRef } from "./table-ref.js";
 
@@ -28,6 +28,12 @@ export interface TableTypes {
   readonly longText: string;
   /** `CREATE INDEX … WHERE`: the claim index covers only unprocessed rows. Elsewhere processedAt leads the index instead. */
   readonly partialIndexes: boolean;
+  /**
+   * The storage settings a queue table gets by default (`CREATE TABLE … WITH (…)`): every row is
+   * inserted, updated and deleted, and the engine keeps the dead versions until a vacuum. `null`
+   * where the engine has no per-table settings (a `queueStorage` record is then ignored).
+   */
+  readonly queueStorage: QueueStorage | null;
 }
 
 /**
@@ -47,8 +53,12 @@ export interface TableTypes {
  * - An order key gets the index its head rule probes once per candidate row: the key, processedAt
  *   where the engine has no partial index, then id (partial on unprocessed rows elsewhere).
  * - The dedup key gets a unique index (NULLs never collide, so rows published without a key are free).
+ * - Where the engine has per-table storage settings, the table gets `options.queueStorage`, else the
+ *   engine's defaults for a churning table (`TableTypes.queueStorage`); a dead-letter destination
+ *   (a `lastError` or `failedAttempts` column) only a record given. A callback that ends the
+ *   statement itself (`modifyEnd`) owns its end, and the settings are left out.
  */
-export function createTableQueries(ctx: StatementContext, types: TableTypes, spec: InboxDescription, extend?: ExtendTable): CompiledQuery[] {
+export function createTableQueries(ctx: StatementContext, types: TableTypes, spec: InboxDescription, extend?: ExtendTable, options: TableOptions = {}): CompiledQuery[] {
   const fail = (message: string, column: ColumnDescription): never => {
     throw new SqlInboxError("Declaration", message, { table: spec.table, column: column.name });
   };
@@ -60,6 +70,9 @@ export function createTableQueries(ctx: StatementContext, types: TableTypes, spe
     else table = table.addColumn(col.name, sql.raw(shape.type), shape.build);
   }
   if (extend !== undefined) table = extend(table);
+  // A callback that ends the statement (a partition: Postgres refuses settings on a partitioned table) owns its end.
+  const storage = (table.toOperationNode().endModifiers?.length ?? 0) === 0 ? storageSettings(types, spec, options) : null;
+  if (storage !== null) table = table.modifyEnd(storage);
 
   const created = table.toOperationNode().columns.map((c) => c.column.column.name);
   const seen = new Set<string>();
@@ -89,6 +102,25 @@ export function createTableQueries(ctx: StatementContext, types: TableTypes, spe
     queries.push(ctx.db.schema.createIndex(indexName(spec, "dedup_key")).unique().on(tableRef(spec)).column(spec.key.name).compile());
   }
   return queries;
+}
+
+/** `with (name = value, …)`: the table's storage settings, or `null` for none (the engine has none, or none are asked for). */
+function storageSettings(types: TableTypes, spec: InboxDescription, options: TableOptions): RawBuilder<unknown> | null {
+  if (types.queueStorage === null || options.queueStorage === false) return null;
+  // A dead-letter destination is written once per failed row and rarely changed: the server's own settings fit it.
+  const deadLetter = spec.lastError !== undefined || spec.failedAttempts !== undefined;
+  const settings = options.queueStorage ?? (deadLetter ? {} : types.queueStorage);
+  const entries = Object.entries(settings);
+  if (entries.length === 0) return null;
+  const text = entries.map(([name, value]) => {
+    // Names and values go into the statement's text (DDL takes no parameters): only a parameter's shape passes.
+    if (!/^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$/.test(name) || (typeof value !== "boolean" && !Number.isFinite(value))) {
+      const message = `the storage setting ${JSON.stringify(name)} = ${String(value)} is not a storage parameter: give a lower-case name and a number or a boolean`;
+      throw new SqlInboxError("Declaration", message, { table: spec.table });
+    }
+    return `${name} = ${String(value)}`;
+  });
+  return sql.raw(`with (${text.join(", ")})`);
 }
 
 interface ColumnShape {

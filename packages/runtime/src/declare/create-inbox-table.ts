@@ -1,5 +1,5 @@
 import type { AnyInboxSpec } from "@sqlinbox/core/internal";
-import { dialectFor, type EngineDialect, type ExtendTable } from "@sqlinbox/kysely-dialects";
+import { dialectFor, type EngineDialect, type ExtendTable, type TableOptions } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, Kysely } from "kysely";
 import { engineOfKysely } from "../drivers/engine-of-kysely.js";
 import { schemaUnsupported } from "../errors.js";
@@ -24,6 +24,10 @@ import { schemaUnsupported } from "../errors.js";
  * With `{ slotTable: true }` it also creates sqlinbox's own `sqlinbox_slots` (if missing, in the
  * table's schema), where `InboxQueue.rateLimit` and a row-lock table's `InboxQueue.maxInWork` count.
  *
+ * On Postgres the queue table gets the storage settings of a table that churns (`fillfactor = 70`,
+ * autovacuum early and unthrottled); `{ queueStorage: false }` leaves them out, a record replaces
+ * them (`TableOptions.queueStorage`). A table that exists already keeps its own.
+ *
  * @throws SqlInboxError `Declaration` for a data column with no type; `UnsupportedForm` for a
  * schema on SQLite or a Kysely dialect sqlinbox does not speak.
  */
@@ -33,7 +37,7 @@ export async function createInboxTable<DB>(db: Kysely<DB>, spec: AnyInboxSpec, e
   const dialect = dialectFor(engine);
   const description = spec.description;
   if (description.schema !== undefined && !dialect.capabilities.tableSchemas) throw schemaUnsupported(engine, description.schema, description.table);
-  const statements = dialect.table.create(description, extend);
+  const statements = dialect.table.create(description, extend, options);
   // `IF NOT EXISTS`: every queue table's migration may ask for it, and a queue table made earlier may gain a limit later.
   if (options.slotTable === true) await anyDb.executeQuery(dialect.flow.createSlotTable(description.schema));
   if (await tableExists(anyDb, dialect, spec)) return false;
@@ -62,8 +66,8 @@ async function tableExists(db: Kysely<unknown>, dialect: EngineDialect, spec: An
   return rows.length > 0;
 }
 
-/** What `createInboxTable` creates beside the queue table. */
-export interface CreateInboxTableOptions {
+/** What `createInboxTable` creates beside the queue table, and the queue table's storage settings (`TableOptions.queueStorage`). */
+export interface CreateInboxTableOptions extends TableOptions {
   /**
    * Also `sqlinbox_slots` (if missing), where `InboxQueue.rateLimit` and a row-lock table's
    * `InboxQueue.maxInWork` are counted across processes.
