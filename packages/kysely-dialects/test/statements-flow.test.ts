@@ -46,7 +46,7 @@ describe("flow: the slot table", () => {
     expect(inboxTableSql(seedByHand, "postgres")).toHaveLength(1);
     expect(inboxTableSql(seedByHand, "postgres", { slotTable: true })).toMatchInlineSnapshot(`
       [
-        "create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null)",
+        "create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null) with (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)",
         "create table if not exists "sqlinbox_slots" ("name" text not null, "slot" integer not null, "started_ms" bigint default 0 not null, constraint "sqlinbox_slots_pkey" primary key ("name", "slot"))",
       ]
     `);

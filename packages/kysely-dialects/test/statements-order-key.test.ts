@@ -172,7 +172,8 @@ describe("order key: each key's head among the due rows", () => {
   });
 
   test("the table: the order key column NOT NULL, and the index its head probe reads (partial on unprocessed rows where the engine can)", () => {
-    const ddl = (d: EngineDialect) => d.table.create(orderedRichRowLock()).map((q) => q.sql);
+    // The storage settings are table-ddl.test.ts's subject.
+    const ddl = (d: EngineDialect) => d.table.create(orderedRichRowLock(), undefined, { queueStorage: false }).map((q) => q.sql);
     expect({ postgres: ddl(postgresDialect), mysql: ddl(mysqlDialect), sqlite: ddl(sqliteDialect) }).toMatchInlineSnapshot(`
       {
         "mysql": [
