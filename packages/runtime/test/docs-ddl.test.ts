@@ -59,13 +59,14 @@ function declarationsOf(block: string): string {
   return kept.join("\n");
 }
 
-/** One statement per paragraph; a table's columns one per line. */
+/** One statement per paragraph; a table's columns one per line, the storage settings after the closing parenthesis. */
 export function formatDdl(statements: readonly string[]): string {
   return `${statements
     .map((s) => {
-      const m = /^(create table \S+) \((.*)\)$/.exec(s);
+      // The columns, then what ends the statement (Postgres: the storage settings, `with (…)`) after the closing parenthesis.
+      const m = /^(create table \S+) \((.*?)\)( with \([^()]*\))?$/.exec(s);
       if (m === null) return `${s};`;
-      return `${m[1]} (\n  ${(m[2] as string).split(/, (?=["`])/).join(",\n  ")}\n);`;
+      return `${m[1]} (\n  ${(m[2] as string).split(/, (?=["`])/).join(",\n  ")}\n)${m[3] ?? ""};`;
     })
     .join("\n")}\n`;
 }
