@@ -2,6 +2,7 @@ import BetterSqlite3 from "better-sqlite3";
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, sql, type LogEvent } from "kysely";
 import { createPool } from "mysql2";
 import pg from "pg";
+import { postgresQueueStorage } from "@sqlinbox/kysely-dialects/internal";
 import { MYSQL_URL, PG_URL, sqlitePath } from "./config.js";
 import { payloadOf } from "./jobs.js";
 import type { EngineName } from "./types.js";
@@ -47,12 +48,26 @@ export function tableOf(form: FormName): string {
   return { lease: "bench_lease", rowLock: "bench_row_lock", advisory: "bench_advisory" }[form];
 }
 
+/**
+ * The Postgres bench tables' storage settings, by `SQLINBOX_BENCH_PG_STORAGE`: `none` (the default: the server's own, as
+ * the earlier published runs had) or `ddl` (what sqlinbox's generated DDL gives a queue table: fillfactor 70 and an early,
+ * unthrottled autovacuum). The raw loop shares sqlinbox's table, so both get the same.
+ */
+export function pgStorage(): string {
+  const choice = process.env.SQLINBOX_BENCH_PG_STORAGE ?? "none";
+  if (choice === "none") return "";
+  if (choice !== "ddl") throw new Error(`SQLINBOX_BENCH_PG_STORAGE is ${choice}: none or ddl`);
+  return ` WITH (${Object.entries(postgresQueueStorage)
+    .map(([k, v]) => `${k} = ${String(v)}`)
+    .join(", ")})`;
+}
+
 function ddl(engine: EngineName, form: FormName): string {
   const t = tableOf(form);
   const id = { postgres: "id BIGSERIAL PRIMARY KEY", mariadb: "id BIGINT AUTO_INCREMENT PRIMARY KEY", sqlite: "id INTEGER PRIMARY KEY" }[engine];
   const lease = { postgres: "locked_until TIMESTAMPTZ NULL", mariadb: "locked_until DATETIME(6) NULL", sqlite: "locked_until TEXT NULL" }[engine];
   const cols = [id, "attempt INTEGER NOT NULL DEFAULT 1", ...(form === "lease" ? [lease] : []), "payload TEXT NOT NULL"];
-  return `CREATE TABLE ${t} (${cols.join(", ")})`;
+  return `CREATE TABLE ${t} (${cols.join(", ")})${engine === "postgres" ? pgStorage() : ""}`;
 }
 
 /** Drops and creates the form's table: every round starts on a fresh, empty table. */

@@ -17,6 +17,7 @@ export { advisoryKeyOf } from "./shared/advisory-key.js";
 export { mysqlLockName, MYSQL_LOCK_NAME_MAX } from "./mysql/lock-name.js";
 export { clusterOf, type MultiPrimaryCluster } from "./shared/cluster.js";
 export { endsTransaction } from "./forms/transaction.js";
+export { postgresQueueStorage } from "./postgres/table-types.js";
 export { isRetryableConflict } from "./shared/retryable-conflict.js";
 export { readFoundColumns } from "./shared/schema-check.js";
 export { truncateToPrecision, formatUtcText, parseUtcText } from "./shared/time-text.js";
