@@ -22,7 +22,7 @@ export function hasHeads(spec: InboxDescription): boolean {
 
 /** The row the statement reads is its group's or its key's head. */
 function isHead(ctx: StatementContext, spec: InboxDescription, now: Date) {
-  return spec.orderKey !== undefined ? orderKeyHeadCondition(spec, {}) : isOwnGroupHead(ctx, spec, now, spec.table);
+  return spec.orderKey !== undefined ? orderKeyHeadCondition(ctx, spec, { now }) : isOwnGroupHead(ctx, spec, now, spec.table);
 }
 
 export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state: RowState | "due", now: Date) {

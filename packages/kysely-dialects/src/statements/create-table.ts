@@ -45,7 +45,10 @@ export interface TableTypes {
  *   ordered walk, not an index of its own: claims order by id, never by the deadline. The advisory
  *   key's columns are read, never filtered on, so they get no index.
  * - An order key gets the index its head rule probes once per candidate row: the key, processedAt
- *   where the engine has no partial index, then id (partial on unprocessed rows elsewhere).
+ *   where the engine has no partial index, then id (partial on unprocessed rows elsewhere). In the
+ *   lease form a second one, the same with the lease column in place of id, for the probe of the
+ *   key's rows in work: one lookup however many rows the key holds. It makes each lease stamp
+ *   update one more index (on Postgres such updates are no longer HOT).
  * - The dedup key gets a unique index (NULLs never collide, so rows published without a key are free).
  */
 export function createTableQueries(ctx: StatementContext, types: TableTypes, spec: InboxDescription, extend?: ExtendTable): CompiledQuery[] {
@@ -85,6 +88,8 @@ export function createTableQueries(ctx: StatementContext, types: TableTypes, spe
   if (claim !== null) queries.push(claim.compile());
   const order = orderKeyIndex(ctx, types, spec);
   if (order !== null) queries.push(order.compile());
+  const orderLease = orderKeyLeaseIndex(ctx, types, spec);
+  if (orderLease !== null) queries.push(orderLease.compile());
   if (spec.key !== undefined) {
     queries.push(ctx.db.schema.createIndex(indexName(spec, "dedup_key")).unique().on(tableRef(spec)).column(spec.key.name).compile());
   }
@@ -168,6 +173,18 @@ function orderKeyIndex(ctx: StatementContext, types: TableTypes, spec: InboxDesc
   const partial = spec.processedAt !== undefined && types.partialIndexes;
   const columns = [spec.orderKey.name, ...(spec.processedAt !== undefined && !partial ? [spec.processedAt.name] : []), spec.id.name];
   const index = ctx.db.schema.createIndex(indexName(spec, "order_key")).on(tableRef(spec)).columns(columns);
+  return partial && spec.processedAt !== undefined ? index.where(sql.ref(spec.processedAt.name), "is", null) : index;
+}
+
+/**
+ * The order key's lease probe: the key's unprocessed rows with a live lease (`order-key-head.ts`).
+ * `null` without an order key or a lease column (a group table's probe reads its claim index).
+ */
+function orderKeyLeaseIndex(ctx: StatementContext, types: TableTypes, spec: InboxDescription): CreateIndexBuilder | null {
+  if (spec.orderKey === undefined || spec.lease === undefined) return null;
+  const partial = spec.processedAt !== undefined && types.partialIndexes;
+  const columns = [spec.orderKey.name, ...(spec.processedAt !== undefined && !partial ? [spec.processedAt.name] : []), spec.lease.name];
+  const index = ctx.db.schema.createIndex(indexName(spec, "order_key_lease")).on(tableRef(spec)).columns(columns);
   return partial && spec.processedAt !== undefined ? index.where(sql.ref(spec.processedAt.name), "is", null) : index;
 }
 
