@@ -183,8 +183,14 @@ function orderKeyIndex(ctx: StatementContext, types: TableTypes, spec: InboxDesc
 function orderKeyLeaseIndex(ctx: StatementContext, types: TableTypes, spec: InboxDescription): CreateIndexBuilder | null {
   if (spec.orderKey === undefined || spec.lease === undefined) return null;
   const partial = spec.processedAt !== undefined && types.partialIndexes;
-  const columns = [spec.orderKey.name, ...(spec.processedAt !== undefined && !partial ? [spec.processedAt.name] : []), spec.lease.name];
-  const index = ctx.db.schema.createIndex(indexName(spec, "order_key_lease")).on(tableRef(spec)).columns(columns);
+  const columns: Expression<unknown>[] = [sql.ref(spec.orderKey.name)];
+  if (spec.processedAt !== undefined && !partial) columns.push(sql.ref(spec.processedAt.name));
+  // The probe reads the latest leases first, never-leased (NULL) last: walked backward, the index
+  // gives that order where ascending order puts NULL first; Postgres is told.
+  const lease = sql.ref(spec.lease.name);
+  columns.push(ctx.capabilities.nullsFirstByDefault ? lease : sql`${lease} nulls first`);
+  let index = ctx.db.schema.createIndex(indexName(spec, "order_key_lease")).on(tableRef(spec));
+  for (const column of columns) index = index.expression(column);
   return partial && spec.processedAt !== undefined ? index.where(sql.ref(spec.processedAt.name), "is", null) : index;
 }
 

@@ -41,9 +41,10 @@ import { col, tableRef } from "./table-ref.js";
  * (`fifo-head.ts`) per candidate key, which locks every row of each key a claim looks at.
  *
  * The probes are index lookups per candidate row: on `(order key, id)` for the head, and in the
- * lease form on `(order key, lease)` for the rows in work (`createInboxTable` makes both, partial
- * on unprocessed rows where the engine has partial indexes). On a group table with `perKey`, the
- * group's rows are read through the claim index, which leads with the group.
+ * lease form on `(order key, lease)` for the rows in work, read backward from the latest lease
+ * (`perKey` entries, however many rows the key holds). `createInboxTable` makes both, partial on
+ * unprocessed rows where the engine has partial indexes. On a group table with `perKey`, both read
+ * the group's rows through the claim index, which leads with the group.
  *
  * @example
  * The claim of a lease table with an order key, on PostgreSQL (one row of a key at a time):
@@ -52,11 +53,11 @@ import { col, tableRef } from "./table-ref.js";
  *   where ("ledger_jobs"."locked_until" is null or "ledger_jobs"."locked_until" <= $1)
  *     and ("ledger_jobs"."id" = (select "order_head"."id" from "ledger_jobs" as "order_head"
  *       where "order_head"."account_id" = "ledger_jobs"."account_id" order by "order_head"."id" asc limit $2)
- *     and not exists (select "order_leased"."id" from "ledger_jobs" as "order_leased"
- *       where "order_leased"."account_id" = "ledger_jobs"."account_id" and "order_leased"."locked_until" > $3
- *         and "order_leased"."id" <> "ledger_jobs"."id"))
- *   order by "ledger_jobs"."id" asc limit $4 for update skip locked),
- * "claimed" as (update "ledger_jobs" set "locked_until" = $5, "attempt" = "attempt" + 1
+ *     and not coalesce((select "order_leased"."locked_until" from "ledger_jobs" as "order_leased"
+ *       where "order_leased"."account_id" = "ledger_jobs"."account_id" and "order_leased"."id" <> "ledger_jobs"."id"
+ *       order by "order_leased"."locked_until" desc nulls last limit $3) > $4, false))
+ *   order by "ledger_jobs"."id" asc limit $5 for update skip locked),
+ * "claimed" as (update "ledger_jobs" set "locked_until" = $6, "attempt" = "attempt" + 1
  *   where "id" in (select "id" from "picked") returning "id", "attempt", null::timestamptz as "locked_until", "account_id", "payload")
  * select * from "claimed" order by "id" asc
  * ```
@@ -82,7 +83,7 @@ export function fifoRuleApplies(spec: InboxDescription, options: Pick<ClaimOptio
 /**
  * The order key's head rule for the row a claim reads from the table (unaliased): the row is among
  * its key's first `perKey` unprocessed rows by id, and, in the lease form, its key holds fewer than
- * `perKey` other rows with a live lease (`lease > now`, unprocessed) — a row committed late with a
+ * `perKey` other unprocessed rows with a live lease (`lease > now`) — a row committed late with a
  * smaller id waits for the rows of its key already in work.
  */
 export function orderKeyHeadCondition(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "perKey" | "now">) {
@@ -93,6 +94,7 @@ export function orderKeyHeadCondition(ctx: StatementContext, spec: InboxDescript
   const id = col(spec, spec.id.name);
   const lease = spec.lease;
   const now = ctx.time.encode(options.now, COMPARE_PRECISION);
+  const nullsFirst = ctx.capabilities.nullsFirstByDefault;
   return (eb: Eb): Expression<SqlBool> => {
     let ahead = eb
       .selectFrom(`${tableRef(spec)} as ${ORDER_HEAD}`)
@@ -104,16 +106,21 @@ export function orderKeyHeadCondition(ctx: StatementContext, spec: InboxDescript
     // (none: the key has fewer rows than that).
     const head = perKey === 1 ? eb(id, "=", ahead) : eb(id, "<=", eb.fn.coalesce(ahead.offset(perKey - 1), eb.ref(id)));
     if (lease === undefined) return head;
-    // The key's other rows in work: a live lease on an unprocessed row (the `(key, lease)` index).
+    // The key's other rows in work, read as its perKey-th latest lease (other rows, unprocessed): live means
+    // perKey of them are in work. Latest first, NULL (never leased) last, so the read walks the
+    // `(order key, lease)` index backward and stops after perKey entries; a `lease > now` filter instead
+    // would walk every row of the key on MySQL/MariaDB, whose correlated lookup only uses the equalities.
     let leased = eb
       .selectFrom(`${tableRef(spec)} as ${ORDER_LEASED}`)
-      .select(`${ORDER_LEASED}.${spec.id.name}`)
+      .select(`${ORDER_LEASED}.${lease.name}`)
       .where(`${ORDER_LEASED}.${key.name}`, "=", eb.ref(col(spec, key.name)));
     if (spec.processedAt !== undefined) leased = leased.where(`${ORDER_LEASED}.${spec.processedAt.name}`, "is", null);
-    leased = leased.where(`${ORDER_LEASED}.${lease.name}`, ">", now).where(`${ORDER_LEASED}.${spec.id.name}`, "<>", eb.ref(id));
-    // Fewer than perKey of them: none, or no perKey-th one (a scalar subquery: MySQL/MariaDB take
-    // LIMIT … OFFSET there as written).
-    const free = perKey === 1 ? eb.not(eb.exists(leased)) : eb(leased.limit(1).offset(perKey - 1), "is", null);
+    leased = leased.where(`${ORDER_LEASED}.${spec.id.name}`, "<>", eb.ref(id));
+    const latest = `${ORDER_LEASED}.${lease.name}`;
+    leased = (nullsFirst ? leased.orderBy(latest, "desc") : leased.orderBy(latest, (ob) => ob.desc().nullsLast())).limit(1);
+    if (perKey > 1) leased = leased.offset(perKey - 1);
+    // No such lease, or not live: NULL (no row, or never leased) reads as free.
+    const free = eb.not(eb.fn.coalesce(eb(leased, ">", now), eb.lit(false)));
     return eb.and([head, free]);
   };
 }
