@@ -46,9 +46,10 @@ export interface TableTypes {
  *   key's columns are read, never filtered on, so they get no index.
  * - An order key gets the index its head rule probes once per candidate row: the key, processedAt
  *   where the engine has no partial index, then id (partial on unprocessed rows elsewhere). In the
- *   lease form a second one, the same with the lease column in place of id, for the probe of the
- *   key's rows in work: one lookup however many rows the key holds. It makes each lease stamp
- *   update one more index (on Postgres such updates are no longer HOT).
+ *   lease form a second one, the same with the lease column in place of id (NULL first, as MySQL and
+ *   SQLite sort it; Postgres is told), for the probe of the key's rows in work, which reads it
+ *   backward from the latest lease: `perKey` entries however many rows the key holds. It makes each
+ *   write of the lease column update one more index (on Postgres such updates are no longer HOT).
  * - The dedup key gets a unique index (NULLs never collide, so rows published without a key are free).
  */
 export function createTableQueries(ctx: StatementContext, types: TableTypes, spec: InboxDescription, extend?: ExtendTable): CompiledQuery[] {
