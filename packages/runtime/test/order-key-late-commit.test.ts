@@ -63,7 +63,7 @@ describe.each(serverEngines)("a key's row that commits late, on $name × lease",
    * the test A's id, the later rows' ids and the gates.
    */
   async function lateCommit(later: number, perKey: number | undefined, check: (s: { a: number; rest: number[]; gates: Gates }) => Promise<void>) {
-    const table = unique("okgap_late").toLowerCase();
+    const table = unique("ordered_late").toLowerCase();
     const spec = orderedSpecOf(table, "lease");
     await createInboxTable(db, spec);
     const writer: AnyKysely = await engine.connect(url);
