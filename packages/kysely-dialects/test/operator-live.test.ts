@@ -116,7 +116,7 @@ function operatorScenarios(get: () => LiveEngine): void {
     expect(await peek("waiting")).toEqual([]);
   });
 
-  test("order key: ready is each key's head, exactly the rows the claim takes next; the due rows behind it are waiting", async () => {
+  test("order key: ready is each key's head, exactly the rows the claim takes next; the due rows behind it, and a head whose key holds a live lease, are waiting", async () => {
     const engine = get();
     const table = await jobsTable(engine, "op_ordered");
     // The jobs table's grp column plays the order key here.
@@ -140,19 +140,22 @@ function operatorScenarios(get: () => LiveEngine): void {
       { payload: "c head", grp: "c", priority: 3 },
       { payload: "c due", grp: "c", priority: 0 },
       { payload: "d alone", grp: "d", priority: 1 },
+      // e: a head that committed after a later row of its key went into work; it waits for that row.
+      { payload: "e late head", grp: "e", priority: 0 },
+      { payload: "e leased", grp: "e", priority: 0, locked_until: enc(60_000) },
     ]);
-    const payloads = ["a leased head", "a due", "b delayed head", "b due", "c done", "c head", "c due", "d alone"];
+    const payloads = ["a leased head", "a due", "b delayed head", "b due", "c done", "c head", "c due", "d alone", "e late head", "e leased"];
     const id = (payload: string) => ids[payloads.indexOf(payload)] as number;
     const [row] = (await run(engine.db, ops().countByState({ spec }, now))).rows;
-    expect([row?.total, row?.done, row?.leased, row?.delayed, row?.claimable].map(num)).toEqual([8, 1, 1, 1, 2]);
-    expect(waitingOf(spec, row ?? {})).toBe(3);
+    expect([row?.total, row?.done, row?.leased, row?.delayed, row?.claimable].map(num)).toEqual([10, 1, 2, 1, 2]);
+    expect(waitingOf(spec, row ?? {})).toBe(4);
     const peek = async (state: "ready" | "waiting") => (await run(engine.db, ops().peek({ spec }, { state, now, limit: 100 }))).rows.map((r) => num(r.id));
     expect(await peek("ready")).toEqual([id("c head"), id("d alone")]);
-    expect(await peek("waiting")).toEqual(["a due", "b due", "c due"].map(id));
+    expect(await peek("waiting")).toEqual(["a due", "b due", "c due", "e late head"].map(id));
     // The claim's own statement, on the same rows at the same now, takes exactly the ready rows (in claim order: priority 1, then 3).
     const claimed = await claimLease(engine, spec, { limit: 10, now, until: new Date(now.getTime() + 30_000), precision: engine.precision });
     expect([...claimed].sort((x, y) => x - y)).toEqual([id("c head"), id("d alone")]);
-    expect(affectedRows(await run(engine.db, ops().purge({ spec }, { state: "waiting", now })))).toBe(3);
+    expect(affectedRows(await run(engine.db, ops().purge({ spec }, { state: "waiting", now })))).toBe(4);
   });
 
   test("dead letters in a group: retry sets the group back and resets attempt, lease and delay in one statement", async () => {

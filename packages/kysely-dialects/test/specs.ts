@@ -109,6 +109,16 @@ export function orderedLease(table = "ledger_jobs"): InboxDescription {
     .payload(column("payload")).description;
 }
 
+/** An order key in the lease form, with every role the head rule, its lease probe and the claim read. */
+export function orderedRichLease(table = "ledger_jobs"): InboxDescription {
+  return InboxSpec.table(table, column("id").generated())
+    .attempt(column("attempt").generated())
+    .lease(column("locked_until"))
+    .payload(column("payload"))
+    .processedAt(column("processed_at"))
+    .orderKey(column("account_id").type("text")).description;
+}
+
 /** An order key in the row-lock form, with every role the head rule and the claim read. */
 export function orderedRichRowLock(table = "ledger_jobs"): InboxDescription {
   return InboxSpec.table(table, column("id").generated())

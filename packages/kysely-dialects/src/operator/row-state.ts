@@ -10,7 +10,8 @@ import type { RowState } from "./types.js";
  * (a live lease) › `delayed` (retryAfter in the future) › `ready`, or, on a fifo table, `ready`
  * only for its group's head (`isOwnGroupHead`, the claim's own rule) and `waiting` for the other
  * due rows, which no claim takes before the head settles; on a table with an order key the same
- * with each key's head (`orderKeyHeadCondition`, one row of a key at a time). Row-lock and advisory rows in work read
+ * with each key's head (`orderKeyHeadCondition`, one row of a key at a time; in the lease form only
+ * while no other row of the key holds a live lease, as the claim has it). Row-lock and advisory rows in work read
  * as `ready` here: only a probe tells them apart. `due` is `ready` and `waiting` together, which
  * a count reads without the head subquery. Column names are unqualified: the statement reads
  * `spec.table` without an alias.
@@ -22,7 +23,7 @@ export function hasHeads(spec: InboxDescription): boolean {
 
 /** The row the statement reads is its group's or its key's head. */
 function isHead(ctx: StatementContext, spec: InboxDescription, now: Date) {
-  return spec.orderKey !== undefined ? orderKeyHeadCondition(spec, {}) : isOwnGroupHead(ctx, spec, now, spec.table);
+  return spec.orderKey !== undefined ? orderKeyHeadCondition(ctx, spec, { now }) : isOwnGroupHead(ctx, spec, now, spec.table);
 }
 
 export function rowStateIs(ctx: StatementContext, spec: InboxDescription, state: RowState | "due", now: Date) {

@@ -78,7 +78,7 @@ export function selectClaimableQuery(ctx: StatementContext, spec: InboxDescripti
   let query = whereClaimable(ctx, spec, options, db.selectFrom(tableRef(spec)).select(select.columns ?? describedColumns(spec)));
   const fifo = fifoRuleApplies(spec, options);
   if (fifo) query = query.where(fifoHeadCondition(ctx, spec, options));
-  if (orderedKey(spec, options) !== undefined) query = query.where(orderKeyHeadCondition(spec, options));
+  if (orderedKey(spec, options) !== undefined) query = query.where(orderKeyHeadCondition(ctx, spec, options));
   query = claimOrder(ctx, spec, query, { qualified: true }).limit(options.limit);
   return select.lock === "skip locked" && !fifo ? query.forUpdate().skipLocked() : query;
 }

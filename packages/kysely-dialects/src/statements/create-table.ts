@@ -51,7 +51,11 @@ export interface TableTypes {
  *   ordered walk, not an index of its own: claims order by id, never by the deadline. The advisory
  *   key's columns are read, never filtered on, so they get no index.
  * - An order key gets the index its head rule probes once per candidate row: the key, processedAt
- *   where the engine has no partial index, then id (partial on unprocessed rows elsewhere).
+ *   where the engine has no partial index, then id (partial on unprocessed rows elsewhere). In the
+ *   lease form a second one, the same with the lease column in place of id (NULL first, as MySQL and
+ *   SQLite sort it; Postgres is told), for the probe of the key's rows in work, which reads it
+ *   backward from the latest lease: `perKey` entries however many rows the key holds. It makes each
+ *   write of the lease column update one more index (on Postgres such updates are no longer HOT).
  * - The dedup key gets a unique index (NULLs never collide, so rows published without a key are free).
  * - Where the engine has per-table storage settings, the table gets `options.queueStorage`, else the
  *   engine's defaults for a churning table (`TableTypes.queueStorage`); a dead-letter destination
@@ -98,6 +102,8 @@ export function createTableQueries(ctx: StatementContext, types: TableTypes, spe
   if (claim !== null) queries.push(claim.compile());
   const order = orderKeyIndex(ctx, types, spec);
   if (order !== null) queries.push(order.compile());
+  const orderLease = orderKeyLeaseIndex(ctx, types, spec);
+  if (orderLease !== null) queries.push(orderLease.compile());
   if (spec.key !== undefined) {
     queries.push(ctx.db.schema.createIndex(indexName(spec, "dedup_key")).unique().on(tableRef(spec)).column(spec.key.name).compile());
   }
@@ -200,6 +206,24 @@ function orderKeyIndex(ctx: StatementContext, types: TableTypes, spec: InboxDesc
   const partial = spec.processedAt !== undefined && types.partialIndexes;
   const columns = [spec.orderKey.name, ...(spec.processedAt !== undefined && !partial ? [spec.processedAt.name] : []), spec.id.name];
   const index = ctx.db.schema.createIndex(indexName(spec, "order_key")).on(tableRef(spec)).columns(columns);
+  return partial && spec.processedAt !== undefined ? index.where(sql.ref(spec.processedAt.name), "is", null) : index;
+}
+
+/**
+ * The order key's lease probe: the key's unprocessed rows with a live lease (`order-key-head.ts`).
+ * `null` without an order key or a lease column (a group table's probe reads its claim index).
+ */
+function orderKeyLeaseIndex(ctx: StatementContext, types: TableTypes, spec: InboxDescription): CreateIndexBuilder | null {
+  if (spec.orderKey === undefined || spec.lease === undefined) return null;
+  const partial = spec.processedAt !== undefined && types.partialIndexes;
+  const columns: Expression<unknown>[] = [sql.ref(spec.orderKey.name)];
+  if (spec.processedAt !== undefined && !partial) columns.push(sql.ref(spec.processedAt.name));
+  // The probe reads the latest leases first, never-leased (NULL) last: walked backward, the index
+  // gives that order where ascending order puts NULL first; Postgres is told.
+  const lease = sql.ref(spec.lease.name);
+  columns.push(ctx.capabilities.nullsFirstByDefault ? lease : sql`${lease} nulls first`);
+  let index = ctx.db.schema.createIndex(indexName(spec, "order_key_lease")).on(tableRef(spec));
+  for (const column of columns) index = index.expression(column);
   return partial && spec.processedAt !== undefined ? index.where(sql.ref(spec.processedAt.name), "is", null) : index;
 }
 

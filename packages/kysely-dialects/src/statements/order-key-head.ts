@@ -1,46 +1,70 @@
 import { SqlInboxError, type ColumnDescription, type InboxDescription } from "@sqlinbox/core/internal";
 import type { Expression, SqlBool } from "kysely";
 import type { ClaimOptions } from "../types.js";
-import type { Eb } from "./query-db.js";
+import { COMPARE_PRECISION, type Eb, type StatementContext } from "./query-db.js";
 import { col, tableRef } from "./table-ref.js";
 
 /**
  * Ordered keys: a row is claimable only while it is among its key's first `perKey` rows (1 unless
  * `maxInWorkPerKey` says more) in id order, counting every unprocessed row of the key — due or
- * delayed, free or in work. The claim walks the due rows in claim order as any claim does and
+ * delayed, free or in work — and, in the lease form, only while its key holds fewer than `perKey`
+ * other rows with a live lease. The claim walks the due rows in claim order as any claim does and
  * keeps those that pass, so it picks the heads of many keys at once, and a process runs up to
  * `workers(n)` keys side by side.
  *
  * Why id order, and not claim order, inside a key: a row in work stays unprocessed until it
  * settles, and every row published later has a larger id, so a later row can never rank before
- * the rows in work; a plain read (no lock, no lease) is enough to see who is ahead, in the lease
- * and the row-lock form alike. Priority and retry_after order the keys' heads against each other,
- * never the rows of one key. A retry leaves the row where it is: it stays the head, and a delayed
- * head (retry_after in the future) holds its key until it is due.
+ * the rows in work; a plain read (no lock) is enough to see who is ahead, in the lease and the
+ * row-lock form alike. Priority and retry_after order the keys' heads against each other, never
+ * the rows of one key. A retry leaves the row where it is: it stays the head, and a delayed head
+ * (retry_after in the future) holds its key until it is due.
+ *
+ * A row committed late: ids are given at insert, not at commit, so two transactions publishing to
+ * one key at once can commit in the other order, and a row with a smaller id than a row already in
+ * work then becomes its key's head. In the lease form the row in work is visible (`lease > now`),
+ * and the second condition, the key's other rows with a live lease, keeps the late row back until
+ * that row settles: one at a time holds, and the late row runs next (after the later row, not
+ * before it). In the row-lock form a row in work is only a row lock, which a plain read does not
+ * see, so the late row may start beside it: publish one key's rows from one transaction at a time.
+ * SQLite has one writer at a time: its rows commit in id order.
  *
  * Concurrent claims: two claimers that read the same head meet on its row (`FOR UPDATE SKIP LOCKED`,
  * or the lease re-checked when the row is locked; SQLite has one writer), and a claimer whose read
- * is older sees more rows ahead, never fewer. What this rule cannot see is a row committed late
- * with a smaller id than a row already in work (two transactions publishing to one key at once):
- * ids are given at insert, not at commit. Publish one key's rows from one transaction at a time.
+ * is older sees more rows ahead, never fewer. One window stays open in the lease form: a claim
+ * reads the leases committed when its statement began, so a lease another claimer is writing in a
+ * claim not yet committed is invisible to it. Two rows of a key then start together only if all of
+ * this happens at once: claimer 1 reads before a late row's publish commits and takes the key's
+ * later row; the late row commits; claimer 2 reads before claimer 1 commits, finds the late row the
+ * head and no live lease, and takes it. The window is one claim statement long on Postgres (the
+ * claim is one statement) and a select plus an update on MySQL/MariaDB; it needs two claimers and a
+ * publish to one key in the same milliseconds. Closing it would take fifo's lock-and-count
+ * (`fifo-head.ts`) per candidate key, which locks every row of each key a claim looks at.
  *
- * The probe is an index lookup per candidate row on `(order key, id)` (`createInboxTable` makes it,
- * partial on unprocessed rows where the engine has partial indexes).
+ * The probes are index lookups per candidate row: on `(order key, id)` for the head, and in the
+ * lease form on `(order key, lease)` for the rows in work, read backward from the latest lease
+ * (`perKey` entries, however many rows the key holds). `createInboxTable` makes both, partial on
+ * unprocessed rows where the engine has partial indexes. On a group table with `perKey`, both read
+ * the group's rows through the claim index, which leads with the group.
  *
  * @example
  * The claim of a lease table with an order key, on PostgreSQL (one row of a key at a time):
  * ```sql postgres:lease.claim(ordered)
  * with "picked" as (select "ledger_jobs"."id" from "ledger_jobs"
  *   where ("ledger_jobs"."locked_until" is null or "ledger_jobs"."locked_until" <= $1)
- *     and "ledger_jobs"."id" = (select "order_head"."id" from "ledger_jobs" as "order_head"
+ *     and ("ledger_jobs"."id" = (select "order_head"."id" from "ledger_jobs" as "order_head"
  *       where "order_head"."account_id" = "ledger_jobs"."account_id" order by "order_head"."id" asc limit $2)
- *   order by "ledger_jobs"."id" asc limit $3 for update skip locked),
- * "claimed" as (update "ledger_jobs" set "locked_until" = $4, "attempt" = "attempt" + 1
+ *     and not coalesce((select "order_leased"."locked_until" from "ledger_jobs" as "order_leased"
+ *       where "order_leased"."account_id" = "ledger_jobs"."account_id" and "order_leased"."id" <> "ledger_jobs"."id"
+ *       order by "order_leased"."locked_until" desc nulls last limit $3) > $4, false))
+ *   order by "ledger_jobs"."id" asc limit $5 for update skip locked),
+ * "claimed" as (update "ledger_jobs" set "locked_until" = $6, "attempt" = "attempt" + 1
  *   where "id" in (select "id" from "picked") returning "id", "attempt", null::timestamptz as "locked_until", "account_id", "payload")
  * select * from "claimed" order by "id" asc
  * ```
  */
 export const ORDER_HEAD = "order_head";
+/** The alias of the lease probe's table: the key's other rows in work. */
+const ORDER_LEASED = "order_leased";
 
 /**
  * The column whose values a claim keeps in order: the order key, or, on a group table whose
@@ -56,13 +80,21 @@ export function fifoRuleApplies(spec: InboxDescription, options: Pick<ClaimOptio
   return spec.fifo && options.perKey === undefined;
 }
 
-/** The order key's head rule for the row a claim reads from the table (unaliased). */
-export function orderKeyHeadCondition(spec: InboxDescription, options: Pick<ClaimOptions, "perKey">) {
+/**
+ * The order key's head rule for the row a claim reads from the table (unaliased): the row is among
+ * its key's first `perKey` unprocessed rows by id, and, in the lease form, its key holds fewer than
+ * `perKey` other unprocessed rows with a live lease (`lease > now`) — a row committed late with a
+ * smaller id waits for the rows of its key already in work.
+ */
+export function orderKeyHeadCondition(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "perKey" | "now">) {
   const key = orderedKey(spec, options);
   if (key === undefined) throw new SqlInboxError("Declaration", "the head rule of an order key needs an order key column, or a group column and perKey", { table: spec.table });
   const perKey = options.perKey ?? 1;
   if (!Number.isInteger(perKey) || perKey < 1) throw new RangeError(`perKey must be a positive integer, got ${perKey}`);
   const id = col(spec, spec.id.name);
+  const lease = spec.lease;
+  const now = ctx.time.encode(options.now, COMPARE_PRECISION);
+  const nullsFirst = ctx.capabilities.nullsFirstByDefault;
   return (eb: Eb): Expression<SqlBool> => {
     let ahead = eb
       .selectFrom(`${tableRef(spec)} as ${ORDER_HEAD}`)
@@ -72,7 +104,23 @@ export function orderKeyHeadCondition(spec: InboxDescription, options: Pick<Clai
     ahead = ahead.orderBy(`${ORDER_HEAD}.${spec.id.name}`, "asc").limit(1);
     // One at a time: the row is its key's first. More: the row is not past its key's perKey-th row
     // (none: the key has fewer rows than that).
-    if (perKey === 1) return eb(id, "=", ahead);
-    return eb(id, "<=", eb.fn.coalesce(ahead.offset(perKey - 1), eb.ref(id)));
+    const head = perKey === 1 ? eb(id, "=", ahead) : eb(id, "<=", eb.fn.coalesce(ahead.offset(perKey - 1), eb.ref(id)));
+    if (lease === undefined) return head;
+    // The key's other rows in work, read as its perKey-th latest lease (other rows, unprocessed): live means
+    // perKey of them are in work. Latest first, NULL (never leased) last, so the read walks the
+    // `(order key, lease)` index backward and stops after perKey entries; a `lease > now` filter instead
+    // would walk every row of the key on MySQL/MariaDB, whose correlated lookup only uses the equalities.
+    let leased = eb
+      .selectFrom(`${tableRef(spec)} as ${ORDER_LEASED}`)
+      .select(`${ORDER_LEASED}.${lease.name}`)
+      .where(`${ORDER_LEASED}.${key.name}`, "=", eb.ref(col(spec, key.name)));
+    if (spec.processedAt !== undefined) leased = leased.where(`${ORDER_LEASED}.${spec.processedAt.name}`, "is", null);
+    leased = leased.where(`${ORDER_LEASED}.${spec.id.name}`, "<>", eb.ref(id));
+    const latest = `${ORDER_LEASED}.${lease.name}`;
+    leased = (nullsFirst ? leased.orderBy(latest, "desc") : leased.orderBy(latest, (ob) => ob.desc().nullsLast())).limit(1);
+    if (perKey > 1) leased = leased.offset(perKey - 1);
+    // No such lease, or not live: NULL (no row, or never leased) reads as free.
+    const free = eb.not(eb.fn.coalesce(eb(leased, ">", now), eb.lit(false)));
+    return eb.and([head, free]);
   };
 }

@@ -1,0 +1,144 @@
+/**
+ * A row of an order key that commits late, on the server engines in the lease form: ids are given
+ * at insert, not at commit, so a transaction that publishes a key's row and commits after a later
+ * row of the key went into work leaves a row with a smaller id behind a row in work. It becomes its
+ * key's head, and must still wait: the lease form's claim counts the key's other rows with a live
+ * lease. The late row runs once a row in work settles (one at a time holds; id order cannot, the
+ * later row already ran). SQLite has one writer at a time, so its rows commit in id order.
+ */
+import { describe, expect, test } from "vitest";
+import type { AnyKysely } from "../src/drivers/database.js";
+import { App, HandlerOutcome, InboxQueue, SqlBroker, createInboxTable, keys, silentLogger, subscriber } from "../src/index.js";
+import { serverEngines, until } from "./claim-forms.js";
+import { unique } from "./engines.js";
+import { deferred, useEngineConnection, type Deferred } from "./fixtures.js";
+import { insertLedgerRows, ledgerIds, orderedSpecOf } from "./order-key-tables.js";
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const POLL = 30;
+
+/** The handler's side: which rows started, which are in work, and a gate per row that holds it until released. */
+class Gates {
+  readonly started: number[] = [];
+  readonly #inWork = new Set<number>();
+  readonly #gates = new Map<number, Deferred>();
+  most = 0;
+
+  async run(id: number): Promise<void> {
+    this.started.push(id);
+    this.#inWork.add(id);
+    this.most = Math.max(this.most, this.#inWork.size);
+    await this.#gate(id).promise;
+    this.#inWork.delete(id);
+  }
+
+  release(id: number): void {
+    this.#gate(id).resolve();
+  }
+
+  releaseAll(): void {
+    for (const id of this.started) this.release(id);
+  }
+
+  #gate(id: number): Deferred {
+    let gate = this.#gates.get(id);
+    if (gate === undefined) {
+      gate = deferred();
+      this.#gates.set(id, gate);
+    }
+    return gate;
+  }
+}
+
+describe.each(serverEngines)("a key's row that commits late, on $name × lease", (engine) => {
+  let db!: AnyKysely;
+  let url = "";
+  useEngineConnection(engine, (connected) => {
+    ({ db, url } = connected);
+  });
+
+  /**
+   * Publishes row A of key 7 in a transaction left open (A gets the smallest id), then `later` rows of
+   * the key, committed; runs the subscription until `later` rows are in work, commits A, and hands
+   * the test A's id, the later rows' ids and the gates.
+   */
+  async function lateCommit(later: number, perKey: number | undefined, check: (s: { a: number; rest: number[]; gates: Gates }) => Promise<void>) {
+    const table = unique("ordered_late").toLowerCase();
+    const spec = orderedSpecOf(table, "lease");
+    await createInboxTable(db, spec);
+    const writer: AnyKysely = await engine.connect(url);
+    const inserted = deferred();
+    const commit = deferred();
+    const t1 = writer.transaction().execute(async (trx) => {
+      await insertLedgerRows(trx, table, [{ account: 7 }]);
+      inserted.resolve();
+      await commit.promise;
+    });
+    await inserted.promise;
+    await insertLedgerRows(
+      db,
+      table,
+      Array.from({ length: later }, () => ({ account: 7 })),
+    );
+    const rest = (await ledgerIds(db, table)).map((r) => r.id);
+    expect(rest).toHaveLength(later);
+
+    const gates = new Gates();
+    let queue = InboxQueue.of(spec, "ledger").workers(4).pollInterval(POLL).lease(5000);
+    if (perKey !== undefined) queue = queue.maxInWorkPerKey(perKey);
+    const sub = subscriber(queue, async (_job, ctx) => {
+      await gates.run(Number(ctx.get(keys.id)));
+      return HandlerOutcome.ack();
+    });
+    const app = await new App({ name: "t", version: "0", logger: silentLogger })
+      .withBroker(SqlBroker.fromUrl(url, { pool: { max: 8 } }).route(spec, "ledger"), (b) => b.include(sub))
+      .start();
+    let committed = false;
+    try {
+      await until(() => gates.started.length === later, 10_000, "the committed rows in work");
+      commit.resolve();
+      await t1;
+      committed = true;
+      const ids = async () => (await ledgerIds(db, table)).map((r) => r.id);
+      const all = await ids();
+      const a = all.find((id) => !rest.includes(id));
+      if (a === undefined) throw new Error("row A is not in the table");
+      expect(a).toBeLessThan(Math.min(...rest));
+      await check({ a, rest, gates });
+      gates.releaseAll();
+      await until(async () => (await ids()).length === 0, 10_000, "every row acked");
+    } finally {
+      if (!committed) commit.resolve();
+      await t1.catch(() => {});
+      gates.releaseAll();
+      await app.stop();
+      await writer.destroy();
+      await engine.dropTable(db, table);
+    }
+  }
+
+  test("one at a time: row A commits while B, a later row of its key, runs; A waits for B", async () => {
+    await lateCommit(1, undefined, async ({ a, rest, gates }) => {
+      const [b] = rest as [number];
+      // A is its key's head now, free and due: a claim that only looks for the head would take it.
+      await sleep(POLL * 15);
+      expect(gates.started).toEqual([b]);
+      gates.release(b);
+      await until(() => gates.started.length === 2, 10_000, "row A after B");
+      expect(gates.started).toEqual([b, a]);
+      expect(gates.most).toBe(1);
+    });
+  });
+
+  test("maxInWorkPerKey(2): the smallest of three rows commits last, while the other two run; never three at once", async () => {
+    await lateCommit(2, 2, async ({ a, rest, gates }) => {
+      const [b, c] = rest as [number, number];
+      await sleep(POLL * 15);
+      expect([...gates.started].sort((x, y) => x - y)).toEqual([b, c]);
+      gates.release(b);
+      await until(() => gates.started.length === 3, 10_000, "row A after one of B, C");
+      expect(gates.started[2]).toBe(a);
+      expect(gates.most).toBe(2);
+    });
+  });
+});
