@@ -261,7 +261,7 @@ describe("order key: each key's head among the due rows", () => {
   });
 
   test("the lease table: a second index for the lease probe, the key then the lease column (processedAt between where the engine has no partial index; NULL first where ascending order puts it last)", () => {
-    const ddl = (d: EngineDialect) => d.table.create(orderedRichLease()).map((q) => q.sql);
+    const ddl = (d: EngineDialect) => d.table.create(orderedRichLease(), undefined, { queueStorage: false }).map((q) => q.sql);
     expect({ postgres: ddl(postgresDialect), mysql: ddl(mysqlDialect), sqlite: ddl(sqliteDialect) }).toMatchInlineSnapshot(`
       {
         "mysql": [
