@@ -95,8 +95,12 @@ export function indexes(engine: EngineName, shape: Shape): string[] {
       // MariaDB has no partial index: (processed_at, id) reads the NULLs in id order.
       return [engine === "mariadb" ? `create index ${t}_pending on ${t} (processed_at, id)` : `create index ${t}_pending on ${t} (id) where processed_at is null`];
     case "ordered":
-      // The head probe: a key's rows in id order.
-      return [`create index ${t}_order_key on ${t} (account_id, id)`];
+      // The head probe: a key's rows in id order; the lease form's probe of the key's latest lease, walked backward
+      // (never-leased rows last, so Postgres, which puts NULL last in ascending order, says nulls first).
+      return [
+        `create index ${t}_order_key on ${t} (account_id, id)`,
+        `create index ${t}_order_key_lease on ${t} (account_id, locked_until${engine === "postgres" ? " nulls first" : ""})`,
+      ];
   }
 }
 
