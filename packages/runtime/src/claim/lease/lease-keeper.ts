@@ -16,6 +16,8 @@ export class KeptLease {
   held: Date;
   /** Set while a settlement runs (or waits in a batch): the keeper leaves it alone. */
   settling = false;
+  /** Its place in its keeper's slots while held; -1 once released. */
+  slot = -1;
   #controller: AbortController | undefined;
   #lost = false;
 
@@ -60,8 +62,15 @@ export class KeptLease {
  * always carry the current token.
  */
 export class LeaseKeeper {
-  /** Leases in work, by identity: a delivery's hold and release build no key. */
-  readonly #leases = new Set<KeptLease>();
+  /**
+   * Leases in work, each in a slot of its own: a hold takes a free slot, a release empties it and
+   * frees it. Nothing is hashed or allocated per delivery once the slots cover the most leases held
+   * at once (a `Set` grew and shrank its table as each claim's rows came and went).
+   */
+  readonly #slots: (KeptLease | undefined)[] = [];
+  readonly #free: number[] = [];
+  /** Leases held and not released. */
+  #live = 0;
   readonly #database: Database;
   readonly #spec: InboxDescription;
   readonly #subscription: string;
@@ -92,7 +101,7 @@ export class LeaseKeeper {
   }
 
   get size(): number {
-    return this.#leases.size;
+    return this.#live;
   }
 
   start(): void {
@@ -109,7 +118,10 @@ export class LeaseKeeper {
 
   hold(id: unknown, held: Date): KeptLease {
     const lease = new KeptLease(id, held);
-    this.#leases.add(lease);
+    const slot = this.#free.pop() ?? this.#slots.length;
+    this.#slots[slot] = lease;
+    lease.slot = slot;
+    this.#live++;
     return lease;
   }
 
@@ -126,7 +138,12 @@ export class LeaseKeeper {
   }
 
   release(lease: KeptLease): void {
-    this.#leases.delete(lease);
+    const slot = lease.slot;
+    if (slot < 0 || this.#slots[slot] !== lease) return;
+    this.#slots[slot] = undefined;
+    this.#free.push(slot);
+    lease.slot = -1;
+    this.#live--;
   }
 
   #schedule(ms: number): void {
@@ -173,8 +190,9 @@ export class LeaseKeeper {
    */
   #onePerRow(): KeptLease[] {
     const byRow = new Map<string, KeptLease>();
-    for (const lease of this.#leases) {
-      if (lease.settling || lease.aborted) continue;
+    for (const lease of this.#slots) {
+      // Losing a lease below empties its slot; the walk goes on over the rest.
+      if (lease === undefined || lease.settling || lease.aborted) continue;
       const key = lease.key;
       const other = byRow.get(key);
       if (other === undefined) {
