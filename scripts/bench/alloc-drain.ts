@@ -56,15 +56,18 @@ const packageOf = (url: string) => {
   const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url) ?? /packages\/([^/]+)/.exec(url);
   return m ? (m[1] as string) : url.startsWith("node:") ? "node internals" : url === "" ? "(native/V8)" : "bench harness";
 };
-const walk = (node: SamplingNode) => {
+const callers = process.env.ALLOC_CALLERS === "1";
+const nameOf = (node: SamplingNode) => `${node.callFrame.functionName || "(anonymous)"}  ${where(node.callFrame.url)}:${node.callFrame.lineNumber + 1}`;
+const walk = (node: SamplingNode, parent?: SamplingNode) => {
   if (node.selfSize > 0) {
-    const key = `${node.callFrame.functionName || "(anonymous)"}  ${where(node.callFrame.url)}:${node.callFrame.lineNumber + 1}`;
+    // ALLOC_CALLERS=1: each site with the function that called it.
+    const key = callers && parent ? `${nameOf(node)} ← ${nameOf(parent)}` : nameOf(node);
     bySite.set(key, (bySite.get(key) ?? 0) + node.selfSize);
     const pkg = packageOf(node.callFrame.url);
     byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + node.selfSize);
     total += node.selfSize;
   }
-  for (const child of node.children) walk(child);
+  for (const child of node.children) walk(child, node);
 };
 if (head) walk(head);
 const perJob = (bytes: number) => (bytes / n).toFixed(1);
