@@ -121,7 +121,8 @@ function fill(engine: EngineName, shape: Shape, size: number): string {
     retry_after: shape === "delayed" ? `case when ${g} % 10 = 0 then null else ${at("+1 day")} end` : "null",
     processed_at: shape === "processed" ? `case when ${g} <= ${size} then ${at("-1 hour")} else null end` : "null",
     // 7919 is prime to 10,000: consecutive ids walk every key before one repeats.
-    account_id: shape === "ordered" ? `(${g} * 7919) % ${KEYS}` : "null",
+    // (Postgres: generate_series gives int4, and 10⁶ × 7919 is past it.)
+    account_id: shape === "ordered" ? `(${engine === "postgres" ? `${g}::bigint` : g} * 7919) % ${KEYS}` : "null",
     payload: cat(`'{"i":'`, cat(`${g}`, "'}'")),
   };
   const select = `select ${Object.values(cols).join(", ")}`;
@@ -228,8 +229,12 @@ function stepper(engine: EngineName, form: FormName, shape: Shape, size: number,
     if (lock) {
       if (!Number((await run(lock)).rows[0]?.locked)) throw new Error(`${engine} ${shape} advisory: the key of ${row.id} is held`);
     } else heldKeys.add(key);
+    // The take returns the row it counted (RETURNING), or the engine reads it back on the key's session, as the runtime does.
     const taken = await run(A.take(spec, row.id, now));
-    if (Number(taken.numAffectedRows ?? 0n) !== 1) throw new Error(`${engine} ${shape} advisory: take matched ${taken.numAffectedRows} rows`);
+    const readBack = A.readTaken(spec, row.id);
+    const matched = readBack === null ? taken.rows.length : Number(taken.numAffectedRows ?? 0n);
+    if (matched !== 1) throw new Error(`${engine} ${shape} advisory: take matched ${matched} rows`);
+    if (readBack !== null && (await run(readBack)).rows.length !== 1) throw new Error(`${engine} ${shape} advisory: the taken row ${row.id} did not read back`);
     const claim = us(t0);
     const t1 = performance.now();
     await run(A.settleAck(spec, row.id, new Date()));
