@@ -21,6 +21,7 @@ describe("@sqlinbox/kysely-dialects' public surface", () => {
       "isRetryableConflict",
       "mysqlLockName",
       "parseUtcText",
+      "postgresQueueStorage",
       "readFoundColumns",
       "truncateToPrecision",
     ]);

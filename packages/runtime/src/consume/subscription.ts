@@ -290,7 +290,7 @@ export class Subscription {
     this.#inFlight.delete(delivery);
     this.#s.activity.touch();
     // A cap held by this process's own deliveries: the one that ended frees room (absent without a cap).
-    if (this.#s.strategy.atCap?.() === true) this.#gate.wake();
+    this.#roomFreed();
     // Claim first, while this worker counts as free; then hand it the next buffered row.
     this.#claimMore();
     this.#buffer.pump();
@@ -309,7 +309,7 @@ export class Subscription {
         batches.inWork--;
         for (const delivery of deliveries) this.#inFlight.delete(delivery);
         this.#s.activity.touch();
-        if (this.#s.strategy.atCap?.() === true) this.#gate.wake();
+        this.#roomFreed();
         this.#claimMore();
         this.#checkIdle();
       });
@@ -319,9 +319,19 @@ export class Subscription {
   #settlementEnded(): void {
     this.#pace.settling--;
     // A lease cap counts a row until its settlement lands: room is freed now, not when the worker was.
-    if (this.#s.strategy.atCap?.() === true) this.#gate.wake();
+    this.#roomFreed();
     this.#claimMore();
     this.#checkIdle();
+  }
+
+  /**
+   * A delivery ended under a cap: room is freed. The gate wakes when the last claim was cut by the
+   * cap, and also while a claim is in flight: it may have counted the ending delivery as in work,
+   * and would otherwise come back short and wait out a whole poll interval.
+   */
+  #roomFreed(): void {
+    const atCap = this.#s.strategy.atCap;
+    if (atCap !== undefined && (this.#claims.size > 0 || atCap.call(this.#s.strategy))) this.#gate.wake();
   }
 
   #checkIdle(): void {
