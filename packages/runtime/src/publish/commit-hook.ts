@@ -12,9 +12,9 @@ const hooked = new WeakMap<DatabaseConnection, { readonly listeners: Set<EndList
  * Calls `ended` as soon as the COMMIT or ROLLBACK of the transaction `via` has completed on its
  * connection (answered by the server, or failed): the moment its rows become visible to other
  * sessions, or never will. Kysely offers no commit hook; every driver of its own ends a
- * transaction with `connection.executeQuery(CompiledQuery.raw("commit"))` (for
- * `transaction().execute(…)` and a `ControlledTransaction`'s `commit()` alike), so the
- * connection's `executeQuery` is wrapped for as long as a listener waits, as Kysely's own query
+ * transaction with one raw statement on the connection's `executeQuery` (for
+ * `transaction().execute(…)` and a `ControlledTransaction`'s `commit()` alike), which
+ * kysely-dialects' `endsTransaction` recognizes, so the connection's `executeQuery` is wrapped for as long as a listener waits, as Kysely's own query
  * log wraps it. The caller reads the transaction's state after `ended` (Kysely records it a few
  * turns later). Returns the removal of the listener, or `undefined` when the connection could not
  * be reached at once (a statement of the caller's still runs on it): the caller falls back to
