@@ -18,8 +18,8 @@ export interface ClaimedDelivery {
   readonly signal: AbortSignal;
   /** The deadline held now, in the lease form. */
   leaseDeadline(): Date | undefined;
-  /** Its subscription's slot while in work (`InFlight`), -1 otherwise: set by the subscription only. */
-  inFlightSlot: number;
+  /** Its place among its subscription's deliveries in work (a `SlotSet`), -1 otherwise: set by that set only. */
+  slot: number;
   /** Settles while the row is still held; throws `LeaseLost` (nothing changed) or `Closed`. */
   settle(outcome: HandlerOutcome): Promise<void>;
   /**

@@ -6,7 +6,7 @@ import { claimMeasured, claimPaceFor, type ClaimPace, rowsToClaim } from "./clai
 import { DeliveryBuffer } from "./delivery-buffer.js";
 import { DeliveryRun } from "./delivery-run.js";
 import { eventLoopTurned } from "./event-loop-turn.js";
-import { InFlight } from "./in-flight.js";
+import { SlotSet } from "./slot-set.js";
 import { PollGate } from "./poll-gate.js";
 import type { SubscriptionSetup } from "./setup.js";
 
@@ -27,7 +27,7 @@ export class Subscription {
   readonly table: string;
   readonly #s: SubscriptionSetup;
   /** Deliveries whose handler runs (or, holding a connection, whose settlement runs). */
-  readonly #inFlight = new InFlight();
+  readonly #inFlight = new SlotSet<ClaimedDelivery>();
   /** Waiting for no delivery in work and no settlement. */
   readonly #idle: Array<() => void> = [];
   /** Claim statements running. */

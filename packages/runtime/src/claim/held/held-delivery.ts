@@ -53,7 +53,7 @@ export class HeldDelivery<H> implements ClaimedDelivery {
   #controller: AbortController | undefined;
   /** Transactional mode: the transaction the handler writes through, until the settlement ends it. */
   handlerTransaction: HandlerTransaction | undefined;
-  inFlightSlot = -1;
+  slot = -1;
   #state: "held" | "settling" | "done" | "abandoned" = "held";
 
   constructor(form: HoldingForm<H>, row: RawRow, id: unknown, attempt: number | undefined, place: ErrorPlace, hold: H) {

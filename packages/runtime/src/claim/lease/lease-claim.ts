@@ -284,7 +284,7 @@ class LeaseDelivery implements ClaimedDelivery {
   readonly lease: KeptLease;
   /** Transactional mode: the handler's transaction, until the settlement ends it. */
   handlerTransaction: HandlerTransaction | undefined;
-  inFlightSlot = -1;
+  slot = -1;
   #abandoned = false;
 
   constructor(claim: LeaseClaim, id: unknown, row: RawRow, attempt: number | undefined, lease: KeptLease) {

@@ -4,6 +4,7 @@ import type { Clock, Timer } from "../../clock.js";
 import type { Database } from "../../drivers/database.js";
 import { leaseLost } from "../../errors.js";
 import { errorFields, type Logger } from "../../logger.js";
+import { SlotSet } from "../../consume/slot-set.js";
 
 /**
  * A lease in work: its current token and how to tell its delivery it was lost. The abort
@@ -16,7 +17,7 @@ export class KeptLease {
   held: Date;
   /** Set while a settlement runs (or waits in a batch): the keeper leaves it alone. */
   settling = false;
-  /** Its place in its keeper's slots while held; -1 once released. */
+  /** Its place among its keeper's leases (a `SlotSet`) while held; -1 once released. */
   slot = -1;
   #controller: AbortController | undefined;
   #lost = false;
@@ -62,15 +63,8 @@ export class KeptLease {
  * always carry the current token.
  */
 export class LeaseKeeper {
-  /**
-   * Leases in work, each in a slot of its own: a hold takes a free slot, a release empties it and
-   * frees it. Nothing is hashed or allocated per delivery once the slots cover the most leases held
-   * at once (a `Set` grew and shrank its table as each claim's rows came and went).
-   */
-  readonly #slots: (KeptLease | undefined)[] = [];
-  readonly #free: number[] = [];
   /** Leases held and not released. */
-  #live = 0;
+  readonly #held = new SlotSet<KeptLease>();
   readonly #database: Database;
   readonly #spec: InboxDescription;
   readonly #subscription: string;
@@ -101,7 +95,7 @@ export class LeaseKeeper {
   }
 
   get size(): number {
-    return this.#live;
+    return this.#held.size;
   }
 
   start(): void {
@@ -118,10 +112,7 @@ export class LeaseKeeper {
 
   hold(id: unknown, held: Date): KeptLease {
     const lease = new KeptLease(id, held);
-    const slot = this.#free.pop() ?? this.#slots.length;
-    this.#slots[slot] = lease;
-    lease.slot = slot;
-    this.#live++;
+    this.#held.add(lease);
     return lease;
   }
 
@@ -138,12 +129,7 @@ export class LeaseKeeper {
   }
 
   release(lease: KeptLease): void {
-    const slot = lease.slot;
-    if (slot < 0 || this.#slots[slot] !== lease) return;
-    this.#slots[slot] = undefined;
-    this.#free.push(slot);
-    lease.slot = -1;
-    this.#live--;
+    this.#held.delete(lease);
   }
 
   #schedule(ms: number): void {
@@ -190,9 +176,9 @@ export class LeaseKeeper {
    */
   #onePerRow(): KeptLease[] {
     const byRow = new Map<string, KeptLease>();
-    for (const lease of this.#slots) {
-      // Losing a lease below empties its slot; the walk goes on over the rest.
-      if (lease === undefined || lease.settling || lease.aborted) continue;
+    for (const lease of this.#held) {
+      // Losing a lease below takes it out of the set; the walk goes on over the rest.
+      if (lease.settling || lease.aborted) continue;
       const key = lease.key;
       const other = byRow.get(key);
       if (other === undefined) {
