@@ -167,3 +167,24 @@ describe("claimsToCover: claims in flight from claim latency and handler time", 
     expect(claimsToCover(claimMs, handlerMs, workers, batch)).toBe(claims);
   });
 });
+
+describe("claims ahead where claims contend on the server", () => {
+  it("measures claim latency to raise claims ahead where claims side by side hide it (MySQL/MariaDB's lease claim)", () => {
+    const pace = claimPaceFor({ workers: 8, batch: 64, mode: "ahead", sideBySide: true });
+    expect(pace.measures).toBe(true);
+  });
+
+  it("keeps the minimum where claims contend (Postgres's one-statement lease claim), and on a single writer", () => {
+    expect(claimPaceFor({ workers: 8, batch: 64, mode: "ahead", sideBySide: true, contend: true }).measures).toBe(false);
+    expect(claimPaceFor({ workers: 8, batch: 64, mode: "ahead", sideBySide: false }).measures).toBe(false);
+    const pace = claimPaceFor({ workers: 8, batch: 64, mode: "ahead", sideBySide: true, contend: true });
+    pace.drained = false;
+    let claims = 0;
+    for (let limit = rowsToClaim(pace); limit > 0; limit = rowsToClaim(pace)) {
+      claims++;
+      pace.claims++;
+      pace.claiming += limit;
+    }
+    expect(claims).toBe(MIN_CLAIMS_AHEAD);
+  });
+});

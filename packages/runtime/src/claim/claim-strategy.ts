@@ -61,6 +61,12 @@ export interface ClaimProfile {
   readonly pace: FormPace;
   /** Claims can run side by side on the database (not a single writer such as SQLite): more claims in flight can hide latency. */
   readonly claimsSideBySide: boolean;
+  /**
+   * Claims side by side cost the server more per row than the latency they hide: each walks the
+   * rows the others hold at the queue's head. Claims ahead then stay at the minimum, however fast
+   * the handlers (the lease form's one-statement claim: Postgres).
+   */
+  readonly claimsContend: boolean;
   /** The table stores a delay (a retryAfter column, or the lease column): else a `retryAfter` is parked in this process. */
   readonly storesDelay: boolean;
   /** Connections each delivery in work holds for its whole run (0 for the lease form). */
@@ -76,11 +82,15 @@ export interface ClaimProfile {
 }
 
 /** A profile from the form's facts and what the strategy decided. */
-export function profileOf(setup: Pick<ClaimSetup, "spec">, decided: Pick<ClaimProfile, "pace" | "claimsSideBySide" | "connectionsPerDelivery">): ClaimProfile {
+export function profileOf(
+  setup: Pick<ClaimSetup, "spec">,
+  decided: Pick<ClaimProfile, "pace" | "claimsSideBySide" | "connectionsPerDelivery"> & Partial<Pick<ClaimProfile, "claimsContend">>,
+): ClaimProfile {
   const form = setup.spec.form;
   const facts = FORM_FACTS[form];
   return Object.freeze({
     form,
+    claimsContend: false,
     ...decided,
     storesDelay: setup.spec.retryAfter !== undefined || facts.storesDelayInHold,
     // A shared claim's row holds no connection of its own: its transaction's connection is counted by the pacer, and a

@@ -1,8 +1,9 @@
 /** Claims in flight at least, where rows wait at no cost: the next batch is claimed while the last one runs. */
 export const MIN_CLAIMS_AHEAD = 2;
 /**
- * Claims in flight at most where rows wait at no cost, however fast handlers are. Measured on Postgres
- * (lease b64-w8, 2 cores shared with the server): 4 beat 2 and 8, where the extra claims only add CPU.
+ * Claims in flight at most where rows wait at no cost, however fast handlers are, where claims do
+ * not contend (`PaceShape.contend`; MySQL/MariaDB's claim of two statements, whose latency more
+ * claims hide). Where they contend (Postgres) the minimum stays.
  */
 export const MAX_CLAIMS_AHEAD = 4;
 /**
@@ -72,6 +73,8 @@ export interface PaceShape {
   readonly mode: PaceMode;
   /** Claims side by side hide latency on this database (not a single writer such as SQLite). */
   readonly sideBySide?: boolean;
+  /** Claims side by side cost the server more per row than the latency they hide: claims ahead stay at the minimum. */
+  readonly contend?: boolean;
 }
 
 /** A subscription's pacing state at start: drained (one claim first), nothing in flight. */
@@ -83,7 +86,8 @@ export function claimPaceFor(shape: PaceShape): ClaimPace {
     mode,
     // A single-writer engine (SQLite) runs one statement at a time: claims side by side hide no latency there.
     // One worker keeps one claim at a time, so its rows run in claim order (claims side by side may take rows out of order).
-    measures: ((mode === "ahead" && shape.sideBySide === true) || mode === "shared") && workers > 1,
+    // Where claims contend (Postgres's one-statement lease claim), the minimum stays: nothing to measure.
+    measures: ((mode === "ahead" && shape.sideBySide === true && shape.contend !== true) || mode === "shared") && workers > 1,
     claimMs: 0,
     maxClaims: maxClaimsOf(shape),
     aheadClaims: MIN_CLAIMS_AHEAD,

@@ -51,7 +51,7 @@ export class Subscription {
     const { batch, workers, pollInterval } = setup.options;
     const { profile } = setup.strategy;
     const batchHandler = setup.subscriber.kind === "batch";
-    this.#pace = claimPaceFor({ workers, batch, mode: batchHandler ? "wholeBatches" : profile.pace, sideBySide: profile.claimsSideBySide });
+    this.#pace = claimPaceFor({ workers, batch, mode: batchHandler ? "wholeBatches" : profile.pace, sideBySide: profile.claimsSideBySide, contend: profile.claimsContend });
     this.#gate = new PollGate(setup.clock, pollInterval, () => this.wake());
     this.#run = new DeliveryRun(
       setup,

@@ -45,6 +45,10 @@ export class LeaseClaim implements ClaimStrategy {
       pace: "ahead",
       // Row locks mean concurrent writers; without them (SQLite) one writer runs at a time.
       claimsSideBySide: setup.database.dialect.capabilities.rowLock,
+      // A claim of one statement (Postgres) is short: two in flight cover its latency, and more only add server CPU per
+      // row (lease b64-w8 on Postgres: 2 claims ahead and 1 ack statement at a time beat 4 and 2 by about 12%).
+      // A claim of two statements in a transaction (MySQL/MariaDB) takes longer: claims ahead follow its latency.
+      claimsContend: setup.database.dialect.capabilities.rowLock && setup.database.dialect.capabilities.updateReturning,
       // Nothing held between statements; a transactional handler's transaction holds a connection.
       connectionsPerDelivery: setup.transactional === true ? 1 : 0,
     });
