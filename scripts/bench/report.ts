@@ -16,7 +16,7 @@ export function table(head: readonly string[], rows: readonly (readonly string[]
 
 export function drainTable(results: readonly DrainResult[]): string {
   return table(
-    ["W1 drain", "N", "jobs/s (median)", "min–max", "stmts/job", "cpu µs/job"],
+    ["W1 drain", "N", "jobs/s (median)", "min–max", "stmts/job", "cpu µs/job", "server µs/job"],
     results.map((r) => [
       r.id,
       r.n !== undefined ? String(r.n) : "",
@@ -24,6 +24,7 @@ export function drainTable(results: readonly DrainResult[]): string {
       r.jobsPerSec ? `${fmt(r.jobsPerSec.min)}–${fmt(r.jobsPerSec.max)}` : "",
       r.statementsPerJob !== undefined ? fmt(r.statementsPerJob, 2) : "",
       r.cpuMicrosPerJob !== undefined ? fmt(r.cpuMicrosPerJob, 1) : "",
+      r.serverCpuMicrosPerJob !== undefined ? fmt(r.serverCpuMicrosPerJob, 1) : "",
     ]),
   );
 }

@@ -22,14 +22,18 @@ const drain = run.results.drain ?? [];
 const byId = new Map(drain.map((r) => [r.id, r]));
 const median = (id: string) => byId.get(id)?.jobsPerSec?.median;
 const rawOf = (id: string) => id.replace(/^sqlinbox\//, "raw-sql/");
+/** The server's CPU per job, where the run read it (Postgres and MariaDB). */
+const serverCpu = (x?: DrainResult) => (x?.serverCpuMicrosPerJob !== undefined ? fmt(x.serverCpuMicrosPerJob, 1) : "–");
 
 const lines: string[] = [];
 lines.push(
   `Command: \`${run.command}\` — ${run.started}, ${run.durationSec} s; ${run.machine.cpus} × ${run.machine.cpuModel}, node ${run.machine.node}; load ${run.machine.loadAverageAtStart.join(" ")} → ${run.machine.loadAverageAtEnd.join(" ")}`,
 );
 lines.push("");
-lines.push("| W1 drain (jobs/s, median of rounds) | sqlinbox | min–max | raw loop | sqlinbox ÷ raw | stmts/job sqlinbox · raw | client CPU µs/job sqlinbox · raw |");
-lines.push("|---|---:|---:|---:|---:|---:|---:|");
+lines.push(
+  "| W1 drain (jobs/s, median of rounds) | sqlinbox | min–max | raw loop | sqlinbox ÷ raw | stmts/job sqlinbox · raw | client CPU µs/job sqlinbox · raw | server CPU µs/job sqlinbox · raw |",
+);
+lines.push("|---|---:|---:|---:|---:|---:|---:|---:|");
 for (const r of drain.filter((d) => d.system === "sqlinbox")) {
   const raw = byId.get(rawOf(r.id));
   const s = r.jobsPerSec;
@@ -38,16 +42,16 @@ for (const r of drain.filter((d) => d.system === "sqlinbox")) {
   const st = (x?: DrainResult) => (x?.statementsPerJob !== undefined ? fmt(x.statementsPerJob, 2) : "–");
   const cpu = (x?: DrainResult) => (x?.cpuMicrosPerJob !== undefined ? fmt(x.cpuMicrosPerJob, 1) : "–");
   lines.push(
-    `| ${r.id.replace(/^sqlinbox\//, "")} | ${cell(r)} | ${s ? `${fmt(s.min)}–${fmt(s.max)}` : ""} | ${cell(raw)} | ${ratio} | ${st(r)} · ${st(raw)} | ${cpu(r)} · ${cpu(raw)} |`,
+    `| ${r.id.replace(/^sqlinbox\//, "")} | ${cell(r)} | ${s ? `${fmt(s.min)}–${fmt(s.max)}` : ""} | ${cell(raw)} | ${ratio} | ${st(r)} · ${st(raw)} | ${cpu(r)} · ${cpu(raw)} | ${serverCpu(r)} · ${serverCpu(raw)} |`,
   );
 }
 const peers = drain.filter((d) => d.system === "graphile-worker" || d.system === "pg-boss");
 lines.push("");
-lines.push("| peers on Postgres | jobs/s (median) | min–max | client CPU µs/job |");
-lines.push("|---|---:|---:|---:|");
+lines.push("| peers on Postgres | jobs/s (median) | min–max | client CPU µs/job | server CPU µs/job |");
+lines.push("|---|---:|---:|---:|---:|");
 for (const p of peers)
   lines.push(
-    `| ${p.id} | ${p.jobsPerSec ? fmt(p.jobsPerSec.median) : p.error ? "FAILED" : "n/a"} | ${p.jobsPerSec ? `${fmt(p.jobsPerSec.min)}–${fmt(p.jobsPerSec.max)}` : ""} | ${p.cpuMicrosPerJob !== undefined ? fmt(p.cpuMicrosPerJob, 1) : "–"} |`,
+    `| ${p.id} | ${p.jobsPerSec ? fmt(p.jobsPerSec.median) : p.error ? "FAILED" : "n/a"} | ${p.jobsPerSec ? `${fmt(p.jobsPerSec.min)}–${fmt(p.jobsPerSec.max)}` : ""} | ${p.cpuMicrosPerJob !== undefined ? fmt(p.cpuMicrosPerJob, 1) : "–"} | ${serverCpu(p)} |`,
   );
 
 const sum = (x?: { median: number; min: number; max: number }) => (x ? `${fmt(x.median)} (${fmt(x.min)}–${fmt(x.max)})` : "–");

@@ -2,6 +2,7 @@ import type { BenchSettings } from "../config.js";
 import { JobTracker, withTimeout } from "../jobs.js";
 import { summarize, type Summary } from "../stats.js";
 import type { DrainCase, EngineName, SystemName } from "../types.js";
+import { serverCpuMicros } from "../server-cpu.js";
 
 export interface DrainResult {
   readonly id: string;
@@ -20,23 +21,36 @@ export interface DrainResult {
   readonly statementsPerJob?: number;
   /** CPU time of this process (user + system) per job, median of rounds: what the client side costs, whatever the machine's load. */
   readonly cpuMicrosPerJob?: number;
+  /**
+   * CPU time of the database server per job, median of rounds (Postgres and MariaDB; `serverCpuMicros`): what the
+   * statements cost the server. It counts whatever else the server ran meanwhile, so it is read on a quiet server.
+   */
+  readonly serverCpuMicrosPerJob?: number;
   readonly duplicates?: number;
 }
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`);
 
-async function runRound(c: DrainCase, n: number): Promise<{ jobsPerSec: number; statements?: number; cpuMicros: number; duplicates: number }> {
+async function runRound(c: DrainCase, n: number): Promise<{ jobsPerSec: number; statements?: number; cpuMicros: number; serverCpuMicros: number | undefined; duplicates: number }> {
   await c.reset();
   await c.insert(n);
   await c.analyze();
   const tracker = new JobTracker(n);
+  const server = serverCpuMicros(c.engine);
   const cpu = process.cpuUsage();
   const started = performance.now();
   const out = await withTimeout(c.drain(tracker), 120_000 + n * 20, `${c.id} drain of ${n}`);
   const ms = performance.now() - started;
   const used = process.cpuUsage(cpu);
+  const serverAfter = serverCpuMicros(c.engine);
   if (out.processed !== n) throw new Error(`${c.id}: processed ${out.processed} of ${n}`);
-  return { jobsPerSec: (n * 1000) / ms, statements: out.statements, cpuMicros: (used.user + used.system) / n, duplicates: tracker.duplicates };
+  return {
+    jobsPerSec: (n * 1000) / ms,
+    statements: out.statements,
+    cpuMicros: (used.user + used.system) / n,
+    serverCpuMicros: server === undefined || serverAfter === undefined ? undefined : (serverAfter - server) / n,
+    duplicates: tracker.duplicates,
+  };
 }
 
 /**
@@ -45,7 +59,7 @@ async function runRound(c: DrainCase, n: number): Promise<{ jobsPerSec: number; 
  */
 export async function runDrain(cases: readonly DrainCase[], s: BenchSettings): Promise<DrainResult[]> {
   const live: DrainCase[] = [];
-  const results = new Map<string, DrainResult & { rounds: number[]; statements: number[]; cpu: number[]; dup: number }>();
+  const results = new Map<string, DrainResult & { rounds: number[]; statements: number[]; cpu: number[]; serverCpu: number[]; dup: number }>();
   const failed = new Map<string, DrainResult>();
   for (const c of cases) {
     const base = { id: c.id, system: c.system, engine: c.engine, variant: c.variant, settings: c.settings };
@@ -58,7 +72,7 @@ export async function runDrain(cases: readonly DrainCase[], s: BenchSettings): P
     try {
       await c.setup();
       live.push(c);
-      results.set(c.id, { ...base, rounds: [], statements: [], cpu: [], dup: 0 });
+      results.set(c.id, { ...base, rounds: [], statements: [], cpu: [], serverCpu: [], dup: 0 });
     } catch (e) {
       log(`W1 ${c.id}: setup failed: ${(e as Error).stack}`);
       failed.set(c.id, { ...base, error: `setup failed: ${(e as Error).message}` });
@@ -113,6 +127,7 @@ export async function runDrain(cases: readonly DrainCase[], s: BenchSettings): P
         r.rounds.push(out.jobsPerSec);
         if (out.statements !== undefined) r.statements.push(out.statements / n);
         r.cpu.push(out.cpuMicros);
+        if (out.serverCpuMicros !== undefined) r.serverCpu.push(out.serverCpuMicros);
         r.dup += out.duplicates;
         log(`W1 round ${round}/${s.rounds} ${c.id}: ${out.jobsPerSec.toFixed(0)} jobs/s (N ${n})`);
       } catch (e) {
@@ -126,12 +141,13 @@ export async function runDrain(cases: readonly DrainCase[], s: BenchSettings): P
     const f = failed.get(c.id);
     if (f) return f;
     const r = results.get(c.id)!;
-    const { statements, cpu, dup, ...rest } = r;
+    const { statements, cpu, serverCpu, dup, ...rest } = r;
     return {
       ...rest,
       n: nOf.get(c.id),
       jobsPerSec: summarize(r.rounds),
       cpuMicrosPerJob: summarize(cpu).median,
+      ...(serverCpu.length ? { serverCpuMicrosPerJob: summarize(serverCpu).median } : {}),
       duplicates: dup,
       ...(statements.length ? { statementsPerJob: summarize(statements).median } : {}),
     };
