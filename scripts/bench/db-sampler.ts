@@ -41,16 +41,42 @@ function ticksPerSecond(): number {
   return clkTck;
 }
 
-/** utime + stime of a process in ticks, or undefined when it is gone or unreadable. */
-export function cpuTicksOf(pid: number): number | undefined {
+/** The database server's processes by command name: Postgres runs one per connection under its postmaster. */
+const SERVER_PROCESSES: Record<EngineName, readonly string[]> = { postgres: ["postgres"], mariadb: ["mariadbd", "mysqld"], sqlite: [] };
+
+/** A process's CPU ticks: its own (utime + stime) and its ended, waited-for children's (cutime + cstime), and its parent. */
+function procTicks(pid: number): { own: number; children: number; ppid: number } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // fields after the parenthesised command: state is field 3, utime 14, stime 15
+    // fields after the parenthesised command: state is field 3, ppid 4, utime 14, stime 15, cutime 16, cstime 17
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return Number(fields[11]) + Number(fields[12]);
+    return { ppid: Number(fields[1]), own: Number(fields[11]) + Number(fields[12]), children: Number(fields[13]) + Number(fields[14]) };
   } catch {
     return undefined;
   }
+}
+
+/** utime + stime of a process in ticks, or undefined when it is gone or unreadable. */
+export function cpuTicksOf(pid: number): number | undefined {
+  return procTicks(pid)?.own;
+}
+
+/**
+ * CPU time the local database server has used in all, in µs: `mariadbd`, or every Postgres process plus what the
+ * postmaster's ended children used (a backend that closes with its connection moves its time there), so two reads
+ * around a drain need no sampling in between. It counts whatever else the server ran meanwhile. `undefined` for
+ * SQLite (its CPU is the client's) or where /proc shows no server.
+ */
+export function serverCpuMicros(engine: EngineName): number | undefined {
+  const names = SERVER_PROCESSES[engine];
+  if (names.length === 0) return undefined;
+  const pids = new Set(pidsNamed(names));
+  const procs = [...pids].flatMap((pid) => procTicks(pid) ?? []);
+  if (procs.length === 0) return undefined;
+  let ticks = 0;
+  // A top process (the postmaster, mariadbd) also counts its ended children.
+  for (const p of procs) ticks += p.own + (pids.has(p.ppid) ? 0 : p.children);
+  return (ticks * 1_000_000) / ticksPerSecond();
 }
 
 /** Pids whose command name (/proc/<pid>/comm) is one of `names`. */
@@ -172,7 +198,7 @@ export class DbSampler {
     readonly local: boolean,
     readonly everyMs = 100,
   ) {
-    this.#serverNames = engine === "postgres" ? ["postgres"] : ["mariadbd", "mysqld"];
+    this.#serverNames = SERVER_PROCESSES[engine];
     this.#server = new ProcessCpu(this.#serverNames);
   }
 

@@ -2,7 +2,8 @@ import type { BenchSettings } from "../config.js";
 import { JobTracker, withTimeout } from "../jobs.js";
 import { summarize, type Summary } from "../stats.js";
 import type { DrainCase, EngineName, SystemName } from "../types.js";
-import { serverCpuMicros } from "../server-cpu.js";
+import { isLocalUrl, serverCpuMicros } from "../db-sampler.js";
+import { urlOf } from "../db.js";
 
 export interface DrainResult {
   readonly id: string;
@@ -36,13 +37,15 @@ async function runRound(c: DrainCase, n: number): Promise<{ jobsPerSec: number; 
   await c.insert(n);
   await c.analyze();
   const tracker = new JobTracker(n);
-  const server = serverCpuMicros(c.engine);
+  // A server on another host: its processes are not this machine's.
+  const serverCpu = () => (c.engine !== "sqlite" && isLocalUrl(urlOf(c.engine)) ? serverCpuMicros(c.engine) : undefined);
+  const server = serverCpu();
   const cpu = process.cpuUsage();
   const started = performance.now();
   const out = await withTimeout(c.drain(tracker), 120_000 + n * 20, `${c.id} drain of ${n}`);
   const ms = performance.now() - started;
   const used = process.cpuUsage(cpu);
-  const serverAfter = serverCpuMicros(c.engine);
+  const serverAfter = serverCpu();
   if (out.processed !== n) throw new Error(`${c.id}: processed ${out.processed} of ${n}`);
   return {
     jobsPerSec: (n * 1000) / ms,
