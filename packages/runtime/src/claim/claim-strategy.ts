@@ -33,6 +33,13 @@ export interface ClaimedDelivery {
    */
   abandon(reason: unknown, started?: boolean): void;
   /**
+   * Claimed ahead and about to start: true when its hold is gone already (the lease form: lost, or
+   * run out while it waited in the buffer, its extensions hung or failing), so the row may be
+   * another claim's and the delivery must not run. The form has then given it up (logged). Absent
+   * where a hold cannot lapse while the process lives (a row lock, an advisory lock).
+   */
+  lapsedBeforeStart?(): boolean;
+  /**
    * Aborts the signal only (a cancel, or the queue's timeout passed): the hold stays (a lease is
    * still extended) until the delivery is settled, as usual. A delivery no longer held is left alone.
    */

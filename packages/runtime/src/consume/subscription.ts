@@ -265,6 +265,12 @@ export class Subscription {
    * validate later, a transaction to open, a settlement that holds the worker) goes on in `#finish`.
    */
   #start(delivery: ClaimedDelivery): void {
+    // A lease that ran out while its row waited for a worker: the row may be another claim's now. Not run; the next one
+    // is taken (the pump goes on), and the claims go on as after any delivery.
+    if (delivery.lapsedBeforeStart?.() === true) {
+      this.#claimMore();
+      return;
+    }
     this.#inFlight.add(delivery);
     this.#s.control?.starting(delivery);
     this.#s.activity.touch();

@@ -184,6 +184,11 @@ export class LeaseClaim implements ClaimStrategy {
   }
 
   /** @internal */
+  /** `LeaseDelivery.lapsedBeforeStart`: the keeper judges the lease against the clock leases are written by. */
+  lapsed(delivery: LeaseDelivery): boolean {
+    return this.#keeper.lapsed(delivery.lease, this.#setup.clock.now().getTime());
+  }
+
   abandon(delivery: LeaseDelivery, reason: unknown): void {
     const tx = delivery.handlerTransaction;
     delivery.handlerTransaction = undefined;
@@ -321,6 +326,10 @@ class LeaseDelivery implements ClaimedDelivery {
 
   interrupt(reason: unknown): void {
     this.lease.interrupt(reason);
+  }
+
+  lapsedBeforeStart(): boolean {
+    return this.#claim.lapsed(this);
   }
 
   abandon(reason: unknown): void {

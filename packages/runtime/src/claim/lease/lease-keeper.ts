@@ -214,6 +214,19 @@ export class LeaseKeeper {
     return ids;
   }
 
+  /**
+   * A lease claimed ahead, about to start: false while it holds. Lost already, or its deadline
+   * passed (`now`, on the clock leases are written by) while it waited — its extensions hung or
+   * failed — the row may be another claim's by now, so it must not start: the lease is lost
+   * (warned, its signal aborted) and this says true.
+   */
+  lapsed(lease: KeptLease, now: number): boolean {
+    if (lease.aborted) return true;
+    if (lease.held.getTime() > now) return false;
+    this.#lose(lease, "it ran out before its delivery started");
+    return true;
+  }
+
   #lose(lease: KeptLease, why: string): void {
     this.release(lease);
     const error = leaseLost(why, { subscription: this.#subscription, table: this.#spec.table, id: lease.id });
