@@ -278,10 +278,15 @@ export function consumer(
   const seen: Seen[] = [];
   const errors: LoggedError[] = [];
   const warnings: string[] = [];
+  /** Ids the app warned it lost the lease of (`lease lost: …`, from the lease keeper). */
+  const leasesLost = new Set<number>();
   const logger: Logger = {
     debug: () => {},
     info: () => {},
-    warn: (_fields: LogFields, message: string) => void warnings.push(message),
+    warn: (fields: LogFields, message: string) => {
+      warnings.push(message);
+      if (message.startsWith("lease lost") && fields["id"] !== undefined) leasesLost.add(Number(fields["id"]));
+    },
     error: (fields: LogFields, message: string) => {
       const err = fields["err"] as { code?: unknown } | undefined;
       errors.push({ message, code: fields["code"] ?? err?.code, id: fields["id"] });
@@ -301,5 +306,5 @@ export function consumer(
     return HandlerOutcome.ack();
   });
   const app = new App({ name: "consumer", version: "0", logger, shutdownGrace: options.shutdownGrace ?? 2000 }).withBroker(broker.route(spec, "jobs"), (b) => b.include(sub));
-  return { app, seen, errors, warnings };
+  return { app, seen, errors, warnings, leasesLost };
 }
