@@ -18,7 +18,7 @@ import { mysqlDb as db } from "./query-builder.js";
  *
  * @example
  * ```sql mysql:rowLock.lockOrderKeys(ordered)
- * select `ledger_jobs`.`id`, case when GET_LOCK(sha2(concat_ws('|', database(), ?, `ledger_jobs`.`account_id`), 256), 0) = 1 then 0 end as `order_slot`
+ * select `ledger_jobs`.`id` as `id`, case when GET_LOCK(sha2(concat_ws('|', database(), ?, `ledger_jobs`.`account_id`), 256), 0) = 1 then 0 end as `order_slot`
  *   from `ledger_jobs` where `ledger_jobs`.`id` in (?)
  * ```
  * ```sql mysql:rowLock.releaseOrderKeys

@@ -26,7 +26,7 @@ export function orderKeyLockClass(spec: InboxDescription, slot: number): number 
  *
  * @example
  * ```sql postgres:rowLock.lockOrderKeys(ordered)
- * select "ledger_jobs"."id", case when pg_try_advisory_xact_lock(1754607304, hashtext(cast("ledger_jobs"."account_id" as text))) then 0 end as "order_slot"
+ * select "ledger_jobs"."id" as "id", case when pg_try_advisory_xact_lock(1754607304, hashtext(cast("ledger_jobs"."account_id" as text))) then 0 end as "order_slot"
  *   from "ledger_jobs" where "ledger_jobs"."id" in ($1)
  * ```
  */
