@@ -29,11 +29,12 @@ import { col, tableRef } from "./table-ref.js";
  * `perKey` slots, for as long as it holds the row (`order-key-lock.ts`: Postgres
  * `pg_try_advisory_xact_lock`, MySQL/MariaDB `GET_LOCK` given back before the transaction ends),
  * and a row whose key has no free slot does not run (the runtime takes its attempt back and claims
- * another). The key is locked after the claim, on rows the transaction already holds, rather than
- * in the claim's WHERE: a filter runs before `FOR UPDATE SKIP LOCKED` on Postgres (so a key would be
- * locked for a row then skipped, or for every candidate under a sort), and after InnoDB's row lock
- * on MySQL/MariaDB, so neither keeps locks to the rows it took. SQLite has one writer at a time: its
- * rows commit in id order.
+ * another). The key is locked by a statement after the claim, on rows the transaction already
+ * holds, not in the claim's WHERE: there the lock would be taken per row the filter passes, before
+ * Postgres's `FOR UPDATE SKIP LOCKED` (a row skipped then, say one whose ack just committed, would
+ * leave its key locked until this transaction ends), and, under a plan that sorts, for every
+ * candidate row on either engine. After the claim, keys are locked for the rows taken and no
+ * others, whatever the plan. SQLite has one writer at a time: its rows commit in id order.
  *
  * Concurrent claims: two claimers that read the same head meet on its row (`FOR UPDATE SKIP LOCKED`,
  * or the lease re-checked when the row is locked; SQLite has one writer), and a claimer whose read
