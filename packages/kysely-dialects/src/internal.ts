@@ -14,6 +14,7 @@ import type { Engine, FoundColumn, LeaseColumnInfo } from "./types.js";
 
 export * from "./index.js";
 export { advisoryKeyOf } from "./shared/advisory-key.js";
+export { orderedKey } from "./statements/order-key-head.js";
 export { mysqlLockName, MYSQL_LOCK_NAME_MAX } from "./mysql/lock-name.js";
 export { clusterOf, type MultiPrimaryCluster } from "./shared/cluster.js";
 export { endsTransaction } from "./forms/transaction.js";

@@ -160,6 +160,18 @@ export interface RowLockStatements {
    * rows still buffered). `null` without an attempt column, or without ids.
    */
   uncountAttempts(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery | null;
+  /**
+   * Ordered keys (an order key, or a group with `perKey`): takes, for each claimed row, the first of
+   * `slots` of its key free of other transactions, without waiting; the rows come back with the slot
+   * taken in `order_slot`, NULL when all were held (the row must not run: another row of its key
+   * is in work). Rows of one statement have distinct keys. `null` when the table has no ordered key.
+   */
+  lockOrderKeys(spec: InboxDescription, options: Pick<ClaimOptions, "perKey">, ids: readonly unknown[], slots: readonly number[]): CompiledQuery<Record<string, unknown>> | null;
+  /**
+   * Gives back the order-key locks of the transaction's session, run just before it ends (commit or
+   * rollback) where they outlive it (MySQL/MariaDB user locks); `null` where its end gives them back (Postgres).
+   */
+  readonly releaseOrderKeys: CompiledQuery | null;
   /** Ack: delete the row, or mark `processedAt`. */
   settleAck(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
   /**

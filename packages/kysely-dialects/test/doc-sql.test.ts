@@ -4,7 +4,7 @@ import type { CompiledQuery } from "kysely";
 import { describe, expect, test } from "vitest";
 import { mysqlDialect, postgresDialect, sqliteDialect } from "../src/index.js";
 import { operatorFor } from "../src/operator/index.js";
-import { deadJobs, fifoLease, groupedLease, orderedLease, richAdvisory, richLease, seedByHand } from "./specs.js";
+import { deadJobs, fifoLease, groupedLease, orderedLease, orderedRichRowLock, richAdvisory, richLease, seedByHand } from "./specs.js";
 
 // Like the Rust original's doctests asserting `sql()`: every SQL block a JSDoc comment shows is
 // named (```sql <name>) and compared here with what the statement it names compiles to.
@@ -24,6 +24,9 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:lease.settleAck(reports)": () => postgresDialect.lease.settleAck(seedByHand, held, now, 3),
   "mysql:lease.settleRetry(reports, later)": () => mysqlDialect.lease.settleRetry(seedByHand, held, until, 3),
   "postgres:lease.settleAckMany(two tokens)": () => postgresDialect.lease.settleAckMany(seedByHand, [held, { id: 8, held: held.held }, { id: 9, held: otherHeld }], now, 3),
+  "postgres:rowLock.lockOrderKeys(ordered)": () => postgresDialect.rowLock?.lockOrderKeys(orderedRichRowLock(), {}, [7], [0]) ?? null,
+  "mysql:rowLock.lockOrderKeys(ordered)": () => mysqlDialect.rowLock?.lockOrderKeys(orderedRichRowLock(), {}, [7], [0]) ?? null,
+  "mysql:rowLock.releaseOrderKeys": () => mysqlDialect.rowLock?.releaseOrderKeys ?? null,
   "postgres:rowLock.settleAckMany(reports, three ids)": () => postgresDialect.rowLock?.settleAckMany(seedByHand, [7, 8, 9], now) ?? null,
   "postgres:deadLetter.toTable(reports, dead, held)": () => postgresDialect.deadLetter.toTable(seedByHand, deadJobs, 7, { lastError: "boom", attempts: 3 }, held, 3),
   "mysql:deadLetter.removeMoved(reports, held)": () => mysqlDialect.deadLetter.removeMoved(seedByHand, 7, held, 3),

@@ -3,7 +3,7 @@ import { advisoryScenarios, longLockNameScenario } from "./live/advisory-scenari
 import { commonScenarios } from "./live/common-scenarios.js";
 import { fifoRaceScenarios, fifoScenarios } from "./live/fifo-scenarios.js";
 import { leaseScenarios } from "./live/lease-scenarios.js";
-import { rowLockScenarios } from "./live/row-lock-scenarios.js";
+import { orderKeyLockScenarios, rowLockScenarios } from "./live/row-lock-scenarios.js";
 import { connectMariadb, type LiveEngine } from "./live/servers.js";
 
 // Runs against a real MariaDB (SQLINBOX_MYSQL_URL) with the SQL MySQL 8 accepts too; an unreachable server fails the file.
@@ -22,6 +22,7 @@ describe("live MariaDB", () => {
     })();
 
   rowLockScenarios(get);
+  orderKeyLockScenarios(get);
   leaseScenarios(get, ["datetime(3)", "datetime", "datetime(6)"], true);
   fifoScenarios(get);
   fifoRaceScenarios(get);

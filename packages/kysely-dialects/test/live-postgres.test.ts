@@ -3,7 +3,7 @@ import { advisoryScenarios } from "./live/advisory-scenarios.js";
 import { commonScenarios } from "./live/common-scenarios.js";
 import { fifoRaceScenarios, fifoScenarios } from "./live/fifo-scenarios.js";
 import { leaseScenarios } from "./live/lease-scenarios.js";
-import { rowLockScenarios } from "./live/row-lock-scenarios.js";
+import { orderKeyLockScenarios, rowLockScenarios } from "./live/row-lock-scenarios.js";
 import { connectPostgres, type LiveEngine } from "./live/servers.js";
 
 // Runs against a real PostgreSQL (SQLINBOX_PG_URL); an unreachable server fails the file.
@@ -22,6 +22,7 @@ describe("live PostgreSQL", () => {
     })();
 
   rowLockScenarios(get);
+  orderKeyLockScenarios(get);
   leaseScenarios(get, ["timestamptz", "timestamptz(3)", "timestamptz(0)"], true);
   fifoScenarios(get);
   fifoRaceScenarios(get);

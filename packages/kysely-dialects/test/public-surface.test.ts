@@ -20,6 +20,7 @@ describe("@sqlinbox/kysely-dialects' public surface", () => {
       "formatUtcText",
       "isRetryableConflict",
       "mysqlLockName",
+      "orderedKey",
       "parseUtcText",
       "postgresQueueStorage",
       "readFoundColumns",

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { mysqlDialect, postgresDialect, sqliteDialect, type EngineDialect } from "../src/index.js";
 import { perEngine } from "./render.js";
-import { fifoLease, orderedLease, orderedRichLease, orderedRichRowLock } from "./specs.js";
+import { fifoLease, orderedLease, orderedRichLease, orderedRichRowLock, seedByHand } from "./specs.js";
 
 const now = new Date("2024-05-01T12:00:00.123Z");
 const until = new Date("2024-05-01T12:01:00.123Z");
@@ -288,5 +288,66 @@ describe("order key: each key's head among the due rows", () => {
 
   test("a perKey that is not a positive integer is refused", () => {
     expect(() => perEngine((d) => d.lease.selectClaimable(orderedLease(), { limit: 5, now, perKey: 0 }))).toThrow(/perKey must be a positive integer, got 0/);
+  });
+
+  test("row lock: each claimed row's key, a slot of perKey taken without waiting (transaction locks on Postgres, user locks on MySQL/MariaDB)", () => {
+    expect(perEngine((d) => d.rowLock?.lockOrderKeys(orderedRichRowLock(), {}, [7, 8], [0]))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "sqlinbox order key ledger_jobs#0",
+            7,
+            8,
+          ],
+          "sql": "select \`ledger_jobs\`.\`id\` as \`id\`, case when GET_LOCK(sha2(concat_ws('|', database(), ?, \`ledger_jobs\`.\`account_id\`), 256), 0) = 1 then 0 end as \`order_slot\` from \`ledger_jobs\` where \`ledger_jobs\`.\`id\` in (?, ?)",
+        },
+        "postgres": {
+          "parameters": [
+            7,
+            8,
+          ],
+          "sql": "select "ledger_jobs"."id" as "id", case when pg_try_advisory_xact_lock(1754607304, hashtext(cast("ledger_jobs"."account_id" as text))) then 0 end as "order_slot" from "ledger_jobs" where "ledger_jobs"."id" in ($1, $2)",
+        },
+        "sqlite": "NOT_SUPPORTED",
+      }
+    `);
+    // maxInWorkPerKey(3), for a key whose slot 0 this transaction already holds: slot 1, else 2.
+    expect(perEngine((d) => d.rowLock?.lockOrderKeys(orderedRichRowLock(), { perKey: 3 }, [9], [1, 2]))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "sqlinbox order key ledger_jobs#1",
+            "sqlinbox order key ledger_jobs#2",
+            9,
+          ],
+          "sql": "select \`ledger_jobs\`.\`id\` as \`id\`, case when GET_LOCK(sha2(concat_ws('|', database(), ?, \`ledger_jobs\`.\`account_id\`), 256), 0) = 1 then 1 when GET_LOCK(sha2(concat_ws('|', database(), ?, \`ledger_jobs\`.\`account_id\`), 256), 0) = 1 then 2 end as \`order_slot\` from \`ledger_jobs\` where \`ledger_jobs\`.\`id\` in (?)",
+        },
+        "postgres": {
+          "parameters": [
+            9,
+          ],
+          "sql": "select "ledger_jobs"."id" as "id", case when pg_try_advisory_xact_lock(462578242, hashtext(cast("ledger_jobs"."account_id" as text))) then 1 when pg_try_advisory_xact_lock(1959891587, hashtext(cast("ledger_jobs"."account_id" as text))) then 2 end as "order_slot" from "ledger_jobs" where "ledger_jobs"."id" in ($1)",
+        },
+        "sqlite": "NOT_SUPPORTED",
+      }
+    `);
+    expect(perEngine((d) => d.rowLock?.releaseOrderKeys, "null (Postgres: the transaction's end releases them; SQLite: no row lock)")).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [],
+          "sql": "select RELEASE_ALL_LOCKS() as \`released\`",
+        },
+        "postgres": "null (Postgres: the transaction's end releases them; SQLite: no row lock)",
+        "sqlite": "null (Postgres: the transaction's end releases them; SQLite: no row lock)",
+      }
+    `);
+  });
+
+  test("row lock: no key locks on a table without an ordered key", () => {
+    expect(perEngine((d) => d.rowLock?.lockOrderKeys(seedByHand, {}, [7], [0]), "NOT_NEEDED (null)")).toEqual({
+      postgres: "NOT_NEEDED (null)",
+      mysql: "NOT_NEEDED (null)",
+      sqlite: "NOT_NEEDED (null)",
+    });
   });
 });

@@ -1,10 +1,10 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import type { CompiledQuery } from "kysely";
+import type { CompiledQuery, Expression, SqlBool } from "kysely";
 import type { ClaimOptions, EngineCapabilities, NotifyStatements, RawRow, SchemaStatements, TimeCodec } from "../types.js";
 import type { OperatorTraits } from "../operator/types.js";
 import type { VersionFloor } from "../shared/server-version.js";
 import type { LeaseStamp } from "../statements/claim-stamp.js";
-import type { StatementContext } from "../statements/query-db.js";
+import type { Eb, StatementContext } from "../statements/query-db.js";
 import type { TableTypes } from "../statements/create-table.js";
 
 /**
@@ -18,6 +18,17 @@ export type OneStatementClaim = (ctx: StatementContext, spec: InboxDescription, 
 export interface SessionLockStatements {
   tryLock(key: string, database: string): CompiledQuery<{ locked: unknown }>;
   unlock(key: string, database: string): CompiledQuery;
+}
+
+/**
+ * How an engine holds an order key for as long as a row-lock transaction holds a row of it
+ * (`statements/order-key-lock.ts`); `null` where there is no row-lock form.
+ */
+export interface OrderKeyLockTraits {
+  /** Takes `slot` of the key `key` (an expression over the row) without waiting: true when taken. */
+  tryLock(eb: Eb, spec: InboxDescription, key: Expression<unknown>, slot: number): Expression<SqlBool>;
+  /** Gives back every key lock the session holds, run before the transaction ends; `null` where its end does (transaction locks). */
+  readonly release: CompiledQuery | null;
 }
 
 /** How an engine's real table is read against a description (`shared/schema-check.ts` applies them). */
@@ -45,6 +56,8 @@ export interface EngineTraits {
   /** `null` where the engine needs a locking select then an update (no `UPDATE … RETURNING`). */
   readonly oneStatementClaim: OneStatementClaim | null;
   readonly sessionLocks: SessionLockStatements | null;
+  /** Order keys held while a row-lock transaction holds a row of them; `null` without the row-lock form. */
+  readonly orderKeyLocks: OrderKeyLockTraits | null;
   readonly schema: SchemaStatements;
   /** How the real table is read against a description: name case, time column types, lease precision. */
   readonly schemaRules: SchemaRules;

@@ -4,8 +4,9 @@ import type { ClaimOptions, RawRow, RowLockStatements } from "../types.js";
 import { stampPickedQuery, uncountPickedQuery } from "../statements/claim-stamp.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
 import { lockFifoGroupQuery } from "../statements/fifo-head.js";
-import { fifoRuleApplies } from "../statements/order-key-head.js";
+import { fifoRuleApplies, orderedKey } from "../statements/order-key-head.js";
 import { compiled } from "../statements/query-db.js";
+import { lockOrderKeysQuery } from "../statements/order-key-lock.js";
 import { ackQuery, lockedAckManyQuery, lockedRetryQuery } from "../statements/settle.js";
 import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes, Whole } from "../statements/shapes.js";
 import type { EngineTraits } from "./engine-traits.js";
@@ -39,6 +40,12 @@ export function rowLockStatements(engine: EngineTraits): RowLockStatements | nul
       if (oneStatement !== null || spec.attempt === undefined) return null;
       return shapes.fill(spec, `count|${ids.length}`, { ids }, (c, v) => stampPickedQuery(c, spec, v.ids, null));
     },
+    lockOrderKeys(spec: InboxDescription, options: Pick<ClaimOptions, "perKey">, ids: readonly unknown[], slots: readonly number[]) {
+      const locks = engine.orderKeyLocks;
+      if (locks === null || orderedKey(spec, options) === undefined) return null;
+      return shapes.fill(spec, `lockKeys|${ids.length}|${slots.join(",")}`, { ids }, (c, v) => lockOrderKeysQuery(c, locks, spec, options, v.ids, slots) as CompiledQuery<RawRow>);
+    },
+    releaseOrderKeys: engine.orderKeyLocks?.release ?? null,
     uncountAttempts: (spec: InboxDescription, ids: readonly unknown[]) => (ids.length === 0 ? null : uncountPickedQuery(ctx, spec, ids)),
     settleAck: (spec: InboxDescription, id: unknown, now: Date) => shapes.fill(spec, "ack", { id, now }, (c, v) => ackQuery(c, spec, v.id, v.now)),
     settleAckMany(spec: InboxDescription, ids: readonly unknown[], now: Date): CompiledQuery | null {

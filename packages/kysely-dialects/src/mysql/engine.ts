@@ -3,6 +3,7 @@ import type { EngineTraits } from "../forms/engine-traits.js";
 import type { EngineCapabilities, EngineDialect } from "../types.js";
 import { mysqlSessionLocks } from "./advisory-lock.js";
 import { mysqlOperator } from "./operator.js";
+import { mysqlOrderKeyLocks } from "./order-key-lock.js";
 import { mysqlDb } from "./query-builder.js";
 import { mysqlSchema, mysqlSchemaRules } from "./schema.js";
 import { mysqlTableTypes } from "./table-types.js";
@@ -54,6 +55,8 @@ export const mysqlEngine: EngineTraits = Object.freeze({
   // No UPDATE … RETURNING: claims are a locking select, then an update, in one short transaction.
   oneStatementClaim: null,
   sessionLocks: mysqlSessionLocks,
+  // GET_LOCK on a hashed name: a session's lock, given back (`RELEASE_ALL_LOCKS()`) before the transaction ends.
+  orderKeyLocks: mysqlOrderKeyLocks,
   schema: mysqlSchema,
   // Names without case; DATETIME(n) or TIMESTAMP(n) hold the codec's UTC text.
   schemaRules: mysqlSchemaRules,

@@ -6,6 +6,7 @@ import { postgresSessionLocks } from "./advisory-lock.js";
 import { claimWithCte } from "./claim-cte.js";
 import { postgresNotify } from "./notify.js";
 import { postgresOperator } from "./operator.js";
+import { postgresOrderKeyLocks } from "./order-key-lock.js";
 import { postgresDb } from "./query-builder.js";
 import { postgresSchema, postgresSchemaRules } from "./schema.js";
 import { postgresTableTypes } from "./table-types.js";
@@ -56,6 +57,8 @@ export const postgresEngine: EngineTraits & { readonly notify: NotifyStatements 
   // One statement: a CTE picks FOR UPDATE SKIP LOCKED, UPDATE … RETURNING marks and returns.
   oneStatementClaim,
   sessionLocks: postgresSessionLocks,
+  // Transaction-level advisory locks on (table's class, hashtext(key)): the transaction's end gives them back.
+  orderKeyLocks: postgresOrderKeyLocks,
   schema: postgresSchema,
   // Quoted names keep their case; only TIMESTAMPTZ keeps a deadline's offset.
   schemaRules: postgresSchemaRules,

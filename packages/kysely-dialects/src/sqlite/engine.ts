@@ -53,6 +53,8 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   // One statement: UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING.
   oneStatementClaim,
   sessionLocks: null,
+  // No row-lock form, and one writer: rows commit in id order.
+  orderKeyLocks: null,
   schema: sqliteSchema,
   // Names without case; TEXT holds the codec's fixed-width ISO-8601 text, milliseconds kept.
   schemaRules: sqliteSchemaRules,

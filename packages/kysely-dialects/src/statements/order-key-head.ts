@@ -8,7 +8,7 @@ import { col, tableRef } from "./table-ref.js";
  * Ordered keys: a row is claimable only while it is among its key's first `perKey` rows (1 unless
  * `maxInWorkPerKey` says more) in id order, counting every unprocessed row of the key — due or
  * delayed, free or in work — and, in the lease form, only while its key holds fewer than `perKey`
- * other rows with a live lease. The claim walks the due rows in claim order as any claim does and
+ * other rows with a live lease (in the row-lock form, the key's lock says so instead; see below). The claim walks the due rows in claim order as any claim does and
  * keeps those that pass, so it picks the heads of many keys at once, and a process runs up to
  * `workers(n)` keys side by side.
  *
@@ -25,8 +25,16 @@ import { col, tableRef } from "./table-ref.js";
  * and the second condition, the key's other rows with a live lease, keeps the late row back until
  * that row settles: one at a time holds, and the late row runs next (after the later row, not
  * before it). In the row-lock form a row in work is only a row lock, which a plain read does not
- * see, so the late row may start beside it: publish one key's rows from one transaction at a time.
- * SQLite has one writer at a time: its rows commit in id order.
+ * see: there the claim's transaction also holds a lock on the key of each row it took, one of
+ * `perKey` slots, for as long as it holds the row (`order-key-lock.ts`: Postgres
+ * `pg_try_advisory_xact_lock`, MySQL/MariaDB `GET_LOCK` given back before the transaction ends),
+ * and a row whose key has no free slot does not run (the runtime takes its attempt back and claims
+ * another). The key is locked by a statement after the claim, on rows the transaction already
+ * holds, not in the claim's WHERE: there the lock would be taken per row the filter passes, before
+ * Postgres's `FOR UPDATE SKIP LOCKED` (a row skipped then, say one whose ack just committed, would
+ * leave its key locked until this transaction ends), and, under a plan that sorts, for every
+ * candidate row on either engine. After the claim, keys are locked for the rows taken and no
+ * others, whatever the plan. SQLite has one writer at a time: its rows commit in id order.
  *
  * Concurrent claims: two claimers that read the same head meet on its row (`FOR UPDATE SKIP LOCKED`,
  * or the lease re-checked when the row is locked; SQLite has one writer), and a claimer whose read

@@ -123,3 +123,49 @@ export function rowLockScenarios(get: () => LiveEngine): void {
     await again.tx.rollback().execute();
   });
 }
+
+/** An order key in the row-lock form: each claimed row's key is locked in the claim's transaction, one slot of perKey. */
+export function orderKeyLockScenarios(get: () => LiveEngine): void {
+  const orderedSpec = (table: string) =>
+    InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")).orderKey(column("customer_id")).description;
+
+  test("row lock, order key: a key's slot is held by one transaction at a time, other keys and other slots stay free, and the transaction's end frees it", async () => {
+    const engine = get();
+    const rowLock = engine.dialect.rowLock!;
+    const table = await jobsTable(engine, "rowlock_keys");
+    const spec = orderedSpec(table);
+    const [a1, a2, b1] = (await publish(engine, spec, [
+      { payload: "a1", customer_id: "a" },
+      { payload: "a2", customer_id: "a" },
+      { payload: "b1", customer_id: "b" },
+    ])) as [number, number, number];
+    const slotOf = async (db: Parameters<typeof run>[0], id: number, slots: number[], perKey?: number) => {
+      const rows = (await run(db, rowLock.lockOrderKeys(spec, perKey === undefined ? {} : { perKey }, [id], slots)!)).rows;
+      const slot = rows[0]?.order_slot;
+      return slot === null || slot === undefined ? null : Number(slot);
+    };
+    const first = await claimRowLocked(engine, spec, { limit: 5, now: new Date() });
+    // The claim takes each key's head: a1 and b1.
+    expect(first.ids).toEqual([a1, b1]);
+    expect(await slotOf(first.tx, a1, [0])).toBe(0);
+    const other = await engine.db.startTransaction().execute();
+    try {
+      // Key a's slot 0 is the first transaction's; key b's is free; a second slot (perKey 2) of key a is free.
+      expect(await slotOf(other, a2, [0])).toBeNull();
+      expect(await slotOf(other, b1, [0])).toBe(0);
+      expect(await slotOf(other, a2, [0, 1], 2)).toBe(1);
+    } finally {
+      if (rowLock.releaseOrderKeys !== null) await run(other, rowLock.releaseOrderKeys);
+      await other.rollback().execute();
+    }
+    if (rowLock.releaseOrderKeys !== null) await run(first.tx, rowLock.releaseOrderKeys);
+    await first.tx.rollback().execute();
+    const after = await engine.db.startTransaction().execute();
+    try {
+      expect(await slotOf(after, a2, [0])).toBe(0);
+    } finally {
+      if (rowLock.releaseOrderKeys !== null) await run(after, rowLock.releaseOrderKeys);
+      await after.rollback().execute();
+    }
+  });
+}

@@ -19,6 +19,12 @@ export interface ClaimTransaction {
   rollback(): Promise<void>;
   readonly isRolledBack: boolean;
   readonly isCommitted: boolean;
+  /**
+   * A statement to run just before the transaction ends, commit or rollback: what gives back locks
+   * that belong to the session, not the transaction (order keys on MySQL/MariaDB), so its
+   * connection goes back to the pool holding none. Once is enough: later calls change nothing.
+   */
+  releaseBeforeEnd(query: CompiledQuery): void;
   /** Kysely's own transaction, for a transactional handler (its `ctx.tx` is a savepoint in it); `undefined` otherwise. */
   readonly kysely: KyselyTransaction | undefined;
 }
@@ -43,6 +49,7 @@ export class SessionTransaction implements ClaimTransaction {
   /** The transaction took its connection from the pool, and gives it back when it ends. */
   readonly #givesBack: boolean;
   #state: State = "active";
+  #release: CompiledQuery | undefined;
 
   private constructor(connection: HeldConnection, statements: TransactionStatements, givesBack: boolean) {
     this.#connection = connection;
@@ -100,9 +107,15 @@ export class SessionTransaction implements ClaimTransaction {
     return this.#connection.executeQuery(query);
   }
 
+  releaseBeforeEnd(query: CompiledQuery): void {
+    this.#release ??= query;
+  }
+
   async commit(): Promise<void> {
     if (this.#state !== "active") throw new Error(`the claim's transaction is already ${this.#state}`);
     try {
+      // A failed release fails the commit: the statement failed, so the pool closes the session (and its locks).
+      if (this.#release !== undefined) await this.#connection.executeQuery(this.#release);
       await this.#connection.executeQuery(this.#statements.commit);
       this.#state = "committed";
     } catch (error) {
@@ -119,6 +132,7 @@ export class SessionTransaction implements ClaimTransaction {
     if (this.#state !== "active") return;
     this.#state = "rolled back";
     try {
+      if (this.#release !== undefined) await this.#connection.executeQuery(this.#release).catch(() => undefined);
       await this.#connection.executeQuery(this.#statements.rollback);
     } finally {
       if (this.#givesBack) this.#connection.release();
@@ -134,6 +148,7 @@ export class SessionTransaction implements ClaimTransaction {
 export class KyselyClaimTransaction implements ClaimTransaction {
   readonly kysely: KyselyTransaction;
   readonly #own: KyselyTransaction;
+  #release: CompiledQuery | undefined;
 
   constructor(trx: KyselyTransaction) {
     this.kysely = trx;
@@ -157,8 +172,13 @@ export class KyselyClaimTransaction implements ClaimTransaction {
     return this.#own.executeQuery(query);
   }
 
+  releaseBeforeEnd(query: CompiledQuery): void {
+    this.#release ??= query;
+  }
+
   async commit(): Promise<void> {
     try {
+      if (this.#release !== undefined) await this.#own.executeQuery(this.#release);
       await this.kysely.commit().execute();
     } catch (error) {
       // Kysely keeps the connection after a failed commit (unless the server aborted it): roll back to give it back.
@@ -169,6 +189,7 @@ export class KyselyClaimTransaction implements ClaimTransaction {
 
   async rollback(): Promise<void> {
     if (this.kysely.isCommitted || this.kysely.isRolledBack) return;
+    if (this.#release !== undefined) await this.#own.executeQuery(this.#release).catch(() => undefined);
     await this.kysely.rollback().execute();
   }
 }

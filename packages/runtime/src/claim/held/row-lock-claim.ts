@@ -22,6 +22,7 @@ import { KyselyClaimTransaction, SessionTransaction, type ClaimTransaction } fro
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
 import { MAX_ACKS_PER_STATEMENT } from "../lease/lease-acks.js";
 import { SharedTransaction } from "./shared-transaction.js";
+import { OrderKeyHold } from "./order-key-hold.js";
 import { commitsHandlerWrites, finishOf } from "../settlement.js";
 
 type HeldTransaction = ClaimTransaction;
@@ -31,6 +32,9 @@ interface RowHold {
   readonly trx: HeldTransaction;
   readonly shared: SharedTransaction | undefined;
 }
+
+/** How many times a claim runs again for rows whose keys another transaction holds (`#claimRows`). */
+const MAX_KEY_ROUNDS = 3;
 
 /** The savepoint a transactional handler's writes start at: a non-ack rolls back to it and still commits the attempt. */
 const HANDLER_SAVEPOINT = "sqlinbox_handler";
@@ -74,6 +78,8 @@ export class RowLockClaim implements ClaimStrategy {
   #heldShared = 0;
   /** `maxInWork`: the last claim found fewer free slots than it wanted. */
   #atCap = false;
+  /** Ordered keys: the claim's transaction also locks each claimed row's key (`OrderKeyHold`). */
+  readonly #keys: OrderKeyHold | undefined;
 
   constructor(setup: ClaimSetup) {
     const statements = setup.database.dialect.rowLock;
@@ -86,6 +92,7 @@ export class RowLockClaim implements ClaimStrategy {
     // One row per claim's transaction, unless the rows of a claim share one (their connection counted once, by the pacer).
     this.profile = profileOf(setup, { pace: this.#shared ? "shared" : "oneRow", claimsSideBySide: true, connectionsPerDelivery: 1 });
     this.#acksTogether = setup.database.dialect.capabilities.heldRowsAckTogether;
+    this.#keys = OrderKeyHold.of(statements, setup.spec, perKeyOf(setup));
     if (setup.capSlots !== undefined) this.atCap = () => this.#atCap;
     this.#holding = {
       held: "row",
@@ -163,8 +170,7 @@ export class RowLockClaim implements ClaimStrategy {
           return undefined;
         }
         const options = await this.#lockFifoGroup(trx, { limit: 1, now: clock.now(), ...groupOf(this.#setup), ...perKeyOf(this.#setup), ...excludedBy(this.#setup) });
-        const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
-        const row = rows[0];
+        const row = (await this.#claimRows(trx, options))[0];
         if (row === undefined) {
           this.#atCap = false;
           await trx.rollback();
@@ -190,7 +196,7 @@ export class RowLockClaim implements ClaimStrategy {
       try {
         const slots = this.#setup.capSlots === undefined ? limit : await this.#lockCapSlots(trx, limit);
         const options = await this.#lockFifoGroup(trx, { limit: slots, now: clock.now(), ...groupOf(this.#setup), ...perKeyOf(this.#setup), ...excludedBy(this.#setup) });
-        const rows = slots === 0 ? [] : (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
+        const rows = slots === 0 ? [] : await this.#claimRows(trx, options);
         if (rows.length < slots) this.#atCap = false;
         if (rows.length === 0) {
           await trx.rollback();
@@ -225,6 +231,40 @@ export class RowLockClaim implements ClaimStrategy {
         throw error;
       }
     }
+  }
+
+  /**
+   * Runs the claim in `trx`; with ordered keys, holds each claimed row's key too (`OrderKeyHold`).
+   * A row whose key is held elsewhere (it committed late, behind a row of its key in work) stays
+   * out: its attempt is taken back where the claim counted it, and the claim runs again without it
+   * (and without the rows already taken) for the places left, a few times at most. The refused row
+   * stays locked by this transaction until it ends, so the claims beside this one pass over it.
+   */
+  async #claimRows(trx: HeldTransaction, options: ClaimOptions): Promise<RawRow[]> {
+    const { spec } = this.#setup;
+    const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
+    const keys = this.#keys;
+    if (keys === undefined || rows.length === 0) return rows;
+    const release = keys.release;
+    if (release !== null) trx.releaseBeforeEnd(release);
+    const held = keys.slots();
+    const run = <R>(query: CompiledQuery<R>) => this.#run(trx, "claim", query);
+    let { kept, refused } = await keys.take(run, rows, held);
+    const left = [...(options.exclude ?? [])];
+    for (let round = 1; refused.length > 0; round++) {
+      // The claim counted the refused rows' attempts where it counts in the same statement (Postgres).
+      const uncount = this.#statements.countAttempts(spec, [refused[0]]) === null ? this.#statements.uncountAttempts(spec, refused) : null;
+      if (uncount !== null) await this.#run(trx, "claim", uncount);
+      left.push(...refused);
+      if (kept.length >= options.limit || round > MAX_KEY_ROUNDS) break;
+      const exclude = [...left, ...kept.map((row) => row[spec.id.name])];
+      const more = (await this.#run(trx, "claim", this.#statements.claim(spec, { ...options, limit: options.limit - kept.length, exclude }))).rows;
+      if (more.length === 0) break;
+      const next = await keys.take(run, more, held);
+      kept = [...kept, ...next.kept];
+      refused = next.refused;
+    }
+    return kept;
   }
 
   /**
