@@ -36,11 +36,11 @@ describe.each(engines)("lease keeper on $name", (engine) => {
     return 1;
   }
 
-  function keeperOn(logger: MemoryLogger): LeaseKeeper {
+  function keeperOn(logger: MemoryLogger, on = table): LeaseKeeper {
     const dialect = dialectFor(engine.engine);
     const database = new Database(db, dialect, logger, new Activity());
     database.readsTimeAsDate = engine.engine === "postgres";
-    const spec = InboxSpec.table(table, column("id").generated())
+    const spec = InboxSpec.table(on, column("id").generated())
       .attempt(column("attempt").generated())
       .lease(column("locked_until"))
       .payload(column("payload"), payloadOf<unknown>()).description;
@@ -85,5 +85,30 @@ describe.each(engines)("lease keeper on $name", (engine) => {
     expect(newer.aborted).toBe(false);
     expect(keeper.size).toBe(1);
     expect(logger.find("lease lost")).toHaveLength(1);
+  });
+  test("a lease claimed ahead: not lapsed while extensions go well; lapsed once lost, or past its deadline while they fail", async () => {
+    const logger = new MemoryLogger();
+    const healthy = keeperOn(logger);
+    // Extensions in good health: a deadline in the past is not looked at (no clock read per delivery)…
+    expect(healthy.lapsed(healthy.hold(1, new Date(Date.now() - 1_000)))).toBe(false);
+    // …but a lease the keeper lost is.
+    const lost = healthy.hold(2, new Date(Date.now() + 10_000));
+    lost.abort(new Error("lost"));
+    expect(healthy.lapsed(lost)).toBe(true);
+
+    // Extensions failing (the keeper's table is gone): deadlines are read.
+    const failing = keeperOn(logger, unique("rt_keeper_missing"));
+    failing.hold(3, new Date(Date.now() + 10_000));
+    failing.start();
+    try {
+      await until(() => logger.records.some((r) => r.message.startsWith("lease extension failed")), 5_000, "a failed extension");
+    } finally {
+      failing.stop();
+    }
+    expect(failing.lapsed(failing.hold(4, new Date(Date.now() + 10_000)))).toBe(false);
+    const late = failing.hold(5, new Date(Date.now() - 1));
+    expect(failing.lapsed(late)).toBe(true);
+    expect(late.signal.aborted).toBe(true);
+    expect(logger.records.filter((r) => r.message === "lease lost: it ran out before its delivery started").map((r) => r.fields["id"])).toEqual([5]);
   });
 });

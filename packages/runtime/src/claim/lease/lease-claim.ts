@@ -184,9 +184,9 @@ export class LeaseClaim implements ClaimStrategy {
   }
 
   /** @internal */
-  /** `LeaseDelivery.lapsedBeforeStart`: the keeper judges the lease against the clock leases are written by. */
+  /** `LeaseDelivery.lapsedBeforeStart`: the keeper judges the lease (against the clock leases are written by, when in doubt). */
   lapsed(delivery: LeaseDelivery): boolean {
-    return this.#keeper.lapsed(delivery.lease, this.#setup.clock.now().getTime());
+    return this.#keeper.lapsed(delivery.lease);
   }
 
   abandon(delivery: LeaseDelivery, reason: unknown): void {

@@ -74,6 +74,12 @@ export class LeaseKeeper {
   readonly #logger: Logger;
   #timer: Timer | undefined;
   #running: Promise<void> | undefined;
+  /**
+   * The last extension failed, or the one running has taken over a quarter of the lease: a lease
+   * claimed ahead may run out before it starts, so `lapsed` reads the clock. Otherwise every held
+   * lease was extended within the last half lease, and `lapsed` needs no clock read.
+   */
+  #unsure = false;
   #stopped = true;
 
   constructor(options: {
@@ -152,8 +158,14 @@ export class LeaseKeeper {
     const { dialect } = this.#database;
     const until = dialect.time.truncate(new Date(this.#clock.now().getTime() + this.#leaseMs), this.#precision);
     const held: HeldLease[] = leases.map((l) => ({ id: l.id, held: l.held }));
+    // An extension still running after a quarter of the lease: leases claimed ahead may run out before they start.
+    const slow = this.#clock.setTimer(this.#leaseMs / 4, () => {
+      this.#unsure = true;
+    });
     try {
       const extended = await this.#extendedIds(held, until);
+      slow.cancel();
+      this.#unsure = false;
       for (const lease of leases) {
         if (extended.has(lease.key)) lease.held = until;
         else this.#lose(lease, "another claim took the row");
@@ -161,6 +173,8 @@ export class LeaseKeeper {
       this.#logger.debug({ extended: extended.size, until: until.toISOString() }, "leases extended");
       this.#schedule(this.#leaseMs / 2);
     } catch (error) {
+      slow.cancel();
+      this.#unsure = true;
       const now = this.#clock.now().getTime();
       for (const lease of leases) if (lease.held.getTime() <= now) this.#lose(lease, "the lease expired while extensions failed");
       this.#logger.warn({ ...errorFields(error), leases: leases.length }, "lease extension failed; trying again");
@@ -216,13 +230,13 @@ export class LeaseKeeper {
 
   /**
    * A lease claimed ahead, about to start: false while it holds. Lost already, or its deadline
-   * passed (`now`, on the clock leases are written by) while it waited — its extensions hung or
-   * failed — the row may be another claim's by now, so it must not start: the lease is lost
-   * (warned, its signal aborted) and this says true.
+   * passed (on the clock leases are written by) while it waited — its extensions hung or failed —
+   * the row may be another claim's by now, so it must not start: the lease is lost (warned, its
+   * signal aborted) and this says true. The clock is read only while extensions are in doubt.
    */
-  lapsed(lease: KeptLease, now: number): boolean {
+  lapsed(lease: KeptLease): boolean {
     if (lease.aborted) return true;
-    if (lease.held.getTime() > now) return false;
+    if (!this.#unsure || lease.held.getTime() > this.#clock.now().getTime()) return false;
     this.#lose(lease, "it ran out before its delivery started");
     return true;
   }
