@@ -5,34 +5,27 @@
  * once. The app warns that the lease was lost, and the row is left to the claim that holds it.
  */
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, afterAll, describe, expect, test } from "vitest";
 import type { AnyKysely } from "../src/drivers/database.js";
 import { consumer, createJobsTable, insertJobs, until } from "./claim-forms.js";
 import { engines, unique } from "./engines.js";
+import { deferred, useEngineConnection } from "./fixtures.js";
 
 describe.each(engines)("a lease lost while its row waits for a worker, on $name", (engine) => {
-  let db: AnyKysely;
-  let url: string;
+  let db!: AnyKysely;
+  let url = "";
   const table = unique("rt_lapsed").toLowerCase();
-  beforeAll(async () => {
-    url = engine.url();
-    db = await engine.connect(url);
-    await createJobsTable(engine, db, table);
+  useEngineConnection(engine, (connected) => {
+    ({ db, url } = connected);
   });
-  afterAll(async () => {
-    await engine.dropTable(db, table);
-    await db.destroy();
-    engine.cleanup();
-  });
+  beforeAll(() => createJobsTable(engine, db, table));
+  afterAll(() => engine.dropTable(db, table));
 
   test("the row another claim took is not started; the row in work settles; the loss is warned", { timeout: 30_000 }, async () => {
     await insertJobs(db, table, 2);
-    let releaseFirst: () => void = () => {};
-    const firstHeld = new Promise<void>((resolve) => {
-      releaseFirst = resolve;
-    });
+    const firstHeld = deferred();
     // One worker, claims of two rows: the first row runs (held until released), the second waits in the buffer.
-    const c = consumer(url, table, "lease", { workers: 1, batch: 2, leaseMs: 1_000, handle: (seen) => (seen.n === 0 ? firstHeld : Promise.resolve()) });
+    const c = consumer(url, table, "lease", { workers: 1, batch: 2, leaseMs: 1_000, handle: (seen) => (seen.n === 0 ? firstHeld.promise : Promise.resolve()) });
     const running = await c.app.start();
     try {
       await until(() => c.seen.length === 1, 10_000, "the first row in work");
@@ -43,7 +36,7 @@ describe.each(engines)("a lease lost while its row waits for a worker, on $name"
       await sql`UPDATE ${sql.id(table)} SET locked_until = ${engine.time(new Date(Date.now() + 60_000))} WHERE id = ${second}`.execute(db);
       // The keeper's next extension (every half lease) finds the token gone and loses the lease.
       await until(() => c.leasesLost.has(second), 5_000, "the lease of the waiting row lost");
-      releaseFirst();
+      firstHeld.resolve();
       await until(async () => (await sql<{ id: unknown }>`SELECT id FROM ${sql.id(table)}`.execute(db)).rows.length === 1, 10_000, "the first row acked");
       // A worker is free and the waiting row was next: had it started, it would have done so by now.
       await new Promise((r) => setTimeout(r, 300));
@@ -53,7 +46,7 @@ describe.each(engines)("a lease lost while its row waits for a worker, on $name"
       const left = await sql<{ id: number | string }>`SELECT id FROM ${sql.id(table)}`.execute(db);
       expect(left.rows.map((r) => Number(r.id))).toEqual([second]);
     } finally {
-      releaseFirst();
+      firstHeld.resolve();
       await running.stop();
     }
   });
