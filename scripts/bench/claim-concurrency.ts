@@ -8,12 +8,11 @@
  *   npx tsx scripts/bench/claim-concurrency.ts [--batch=64] [--loops=1,2,4,8] [--n=50000] [--rounds=3] [--named]
  * Run it on a quiet machine: the machine's CPU counts everything that runs meanwhile.
  */
-import { readFileSync } from "node:fs";
 import type { RawRow } from "@sqlinbox/kysely-dialects/internal";
 import pg from "pg";
 import { sql } from "kysely";
 import { analyzeTable, connect, insertJobs, LEASE_PRECISION, recreateTable, tableOf, urlOf } from "./db.js";
-import { serverCpuMicros } from "./db-sampler.js";
+import { machineTicks, serverCpuMicros } from "./db-sampler.js";
 import { benchSpec, LEASE_MS } from "./systems/raw-sql.js";
 import { loadDialect } from "./systems/dialects.js";
 
@@ -30,13 +29,6 @@ const dialect = loaded;
 const spec = benchSpec("lease").description;
 const precision = LEASE_PRECISION.postgres;
 const admin = connect("postgres", 1);
-
-/** Busy and total ticks of the whole machine so far (/proc/stat's first line). */
-function machineTicks(): { busy: number; all: number } {
-  const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
-  return { busy: user + nice + system + irq + softirq + steal, all: user + nice + system + idle + iowait + irq + softirq + steal };
-}
 
 async function round(loops: number) {
   await recreateTable(admin, "postgres", "lease");
@@ -91,7 +83,7 @@ async function round(loops: number) {
     clientMicros: (used.user + used.system) / n,
     serverMicros: serverUsed / n,
     machineMicros: ((after.busy - machine.busy) * 10_000) / n,
-    busy: (after.busy - machine.busy) / (after.all - machine.all),
+    busy: (after.busy - machine.busy) / (after.total - machine.total),
   };
 }
 

@@ -100,7 +100,7 @@ export function isLocalUrl(url: string): boolean {
 }
 
 /** Busy and total ticks of all cores from the first line of /proc/stat. */
-function machineTicks(): { busy: number; total: number } {
+export function machineTicks(): { busy: number; total: number } {
   const [, ...v] = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/);
   const n = v.map(Number);
   const total = n.slice(0, 8).reduce((a, b) => a + b, 0);
