@@ -183,6 +183,16 @@ function stepper(engine: EngineName, form: FormName, shape: Shape, size: number,
           );
         await run(tx.commit);
       }
+      // Ordered keys where claims run side by side: the runtime reads the claimed rows' keys once more after the commit.
+      const check =
+        engine === "sqlite" || rows.length === 0
+          ? null
+          : L.selectCrowded(
+              spec,
+              { now },
+              rows.map((r) => r.id),
+            );
+      if (check !== null && (await run(check)).rows.length > 0) throw new Error(`${engine} ${shape} lease: a claimed row's key holds another live lease`);
       const claim = us(t0);
       if (rows.length === 0) return null;
       const t1 = performance.now();

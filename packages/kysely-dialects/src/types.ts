@@ -226,6 +226,13 @@ export interface LeaseStatements {
    * undone (`attempt = attempt - 1`), each row only while it holds its token; `RETURNING id` where the engine can.
    */
   releaseUnstarted(spec: InboxDescription, leases: readonly HeldLease[], precision: number): CompiledQuery<RawRow>;
+  /**
+   * Ordered keys (an order key, or a group with `perKey`), after a claim has committed: of the rows
+   * it took (`ids`), those whose key holds `perKey` or more other unprocessed rows with a lease live
+   * at `now`. Claims that ran side by side can each miss the other's lease (each reads the leases
+   * committed when it began); the later to commit sees the other's here. `null`: no ordered key.
+   */
+  selectCrowded(spec: InboxDescription, options: Pick<ClaimOptions, "perKey" | "now">, ids: readonly unknown[]): CompiledQuery<RawRow> | null;
 }
 
 /** The advisory form (every engine; SQLite keeps its keys in the process). */

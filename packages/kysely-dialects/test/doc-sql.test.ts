@@ -20,6 +20,7 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:lease.claim(reports)": () => postgresDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
   "postgres:lease.claim(fifo)": () => postgresDialect.lease.claim(fifoLease(), { limit: 5, now, until, precision: 3, group: "g1" }),
   "postgres:lease.claim(ordered)": () => postgresDialect.lease.claim(orderedLease(), { limit: 5, now, until, precision: 3 }),
+  "postgres:lease.selectCrowded(ordered)": () => postgresDialect.lease.selectCrowded(orderedLease(), { now }, [7, 8]),
   "sqlite:lease.claim(reports)": () => sqliteDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
   "postgres:lease.settleAck(reports)": () => postgresDialect.lease.settleAck(seedByHand, held, now, 3),
   "mysql:lease.settleRetry(reports, later)": () => mysqlDialect.lease.settleRetry(seedByHand, held, until, 3),

@@ -6,6 +6,7 @@ import { selectClaimableQuery } from "../statements/claimable.js";
 import { lockFifoGroupQuery } from "../statements/fifo-head.js";
 import { ackManyQuery, heldShape, releaseUnstartedQuery, selectHeldQuery } from "../statements/held-leases.js";
 import { extendQuery, readLeasesQuery } from "../statements/lease-extend.js";
+import { selectCrowdedQuery } from "../statements/order-key-head.js";
 import { compiled } from "../statements/query-db.js";
 import { ackQuery, leaseRetryQuery } from "../statements/settle.js";
 import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes } from "../statements/shapes.js";
@@ -44,6 +45,7 @@ export function leaseStatements(engine: EngineTraits): LeaseStatements {
       heldShape(shapes, ctx, spec, `ack|${precision}`, leases, { now }, (c, groups, at) => ackManyQuery(c, spec, groups, at as Date, precision)),
     selectHeld: (spec: InboxDescription, leases: readonly HeldLease[], precision: number) =>
       heldShape(shapes, ctx, spec, `held|${precision}`, leases, {}, (c, groups) => selectHeldQuery(c, spec, groups, precision)),
+    selectCrowded: (spec: InboxDescription, options: Pick<ClaimOptions, "perKey" | "now">, ids: readonly unknown[]) => selectCrowdedQuery(ctx, spec, options, ids),
     releaseUnstarted: (spec: InboxDescription, leases: readonly HeldLease[], precision: number) =>
       heldShape(shapes, ctx, spec, `release|${precision}`, leases, {}, (c, groups) => releaseUnstartedQuery(c, spec, groups, precision)),
   });

@@ -1,7 +1,8 @@
 import { SqlInboxError, type ColumnDescription, type InboxDescription } from "@sqlinbox/core/internal";
 import type { Expression, SqlBool } from "kysely";
 import type { ClaimOptions } from "../types.js";
-import { COMPARE_PRECISION, type Eb, type StatementContext } from "./query-db.js";
+import { idIn } from "./claim-stamp.js";
+import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
 import { col, tableRef } from "./table-ref.js";
 
 /**
@@ -38,15 +39,14 @@ import { col, tableRef } from "./table-ref.js";
  *
  * Concurrent claims: two claimers that read the same head meet on its row (`FOR UPDATE SKIP LOCKED`,
  * or the lease re-checked when the row is locked; SQLite has one writer), and a claimer whose read
- * is older sees more rows ahead, never fewer. One window stays open in the lease form: a claim
- * reads the leases committed when its statement began, so a lease another claimer is writing in a
- * claim not yet committed is invisible to it. Two rows of a key then start together only if all of
- * this happens at once: claimer 1 reads before a late row's publish commits and takes the key's
- * later row; the late row commits; claimer 2 reads before claimer 1 commits, finds the late row the
- * head and no live lease, and takes it. The window is one claim statement long on Postgres (the
- * claim is one statement) and a select plus an update on MySQL/MariaDB; it needs two claimers and a
- * publish to one key in the same milliseconds. Closing it would take fifo's lock-and-count
- * (`fifo-head.ts`) per candidate key, which locks every row of each key a claim looks at.
+ * is older sees more rows ahead, never fewer. In the lease form a claim reads the leases committed
+ * when its statement began, so a lease another claimer is writing in a claim not yet committed is
+ * invisible to it: claimer 1 reads before a late row's publish commits and takes the key's later
+ * row; the late row commits; claimer 2 reads before claimer 1 commits, finds the late row the head
+ * and no live lease, and takes it. So where claims run side by side (Postgres, MySQL/MariaDB) the
+ * runtime checks the rows a claim took once it has committed (`selectCrowdedQuery`) and gives back,
+ * unstarted, any whose key then holds `perKey` other live leases: the later of two such claims to
+ * commit sees the other's lease in its check.
  *
  * The probes are index lookups per candidate row: on `(order key, id)` for the head, and in the
  * lease form on `(order key, lease)` for the rows in work, read backward from the latest lease
@@ -97,12 +97,10 @@ export function fifoRuleApplies(spec: InboxDescription, options: Pick<ClaimOptio
 export function orderKeyHeadCondition(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "perKey" | "now">) {
   const key = orderedKey(spec, options);
   if (key === undefined) throw new SqlInboxError("Declaration", "the head rule of an order key needs an order key column, or a group column and perKey", { table: spec.table });
-  const perKey = options.perKey ?? 1;
-  if (!Number.isInteger(perKey) || perKey < 1) throw new RangeError(`perKey must be a positive integer, got ${perKey}`);
+  const perKey = perKeyOf(options);
   const id = col(spec, spec.id.name);
   const lease = spec.lease;
-  const now = ctx.time.encode(options.now, COMPARE_PRECISION);
-  const nullsFirst = ctx.capabilities.nullsFirstByDefault;
+  const crowded = lease === undefined ? undefined : keyCrowdedCondition(ctx, spec, key, lease, perKey, options.now);
   return (eb: Eb): Expression<SqlBool> => {
     let ahead = eb
       .selectFrom(`${tableRef(spec)} as ${ORDER_HEAD}`)
@@ -113,11 +111,25 @@ export function orderKeyHeadCondition(ctx: StatementContext, spec: InboxDescript
     // One at a time: the row is its key's first. More: the row is not past its key's perKey-th row
     // (none: the key has fewer rows than that).
     const head = perKey === 1 ? eb(id, "=", ahead) : eb(id, "<=", eb.fn.coalesce(ahead.offset(perKey - 1), eb.ref(id)));
-    if (lease === undefined) return head;
-    // The key's other rows in work, read as its perKey-th latest lease (other rows, unprocessed): live means
-    // perKey of them are in work. Latest first, NULL (never leased) last, so the read walks the
-    // `(order key, lease)` index backward and stops after perKey entries; a `lease > now` filter instead
-    // would walk every row of the key on MySQL/MariaDB, whose correlated lookup only uses the equalities.
+    if (crowded === undefined) return head;
+    return eb.and([head, eb.not(crowded(eb))]);
+  };
+}
+
+/**
+ * The lease form's second condition, read for the row a statement reads from the table
+ * (unaliased): its key holds `perKey` or more other unprocessed rows with a live lease. It reads
+ * the key's `perKey`-th latest lease (other rows, unprocessed): live means `perKey` of them are in
+ * work. Latest first, NULL (never leased) last, so the read walks the `(order key, lease)` index
+ * backward and stops after `perKey` entries; a `lease > now` filter instead would walk every row of
+ * the key on MySQL/MariaDB, whose correlated lookup only uses the equalities. No such lease, or not
+ * live: NULL (no row, or never leased) reads as free.
+ */
+function keyCrowdedCondition(ctx: StatementContext, spec: InboxDescription, key: ColumnDescription, lease: ColumnDescription, perKey: number, at: Date) {
+  const id = col(spec, spec.id.name);
+  const now = ctx.time.encode(at, COMPARE_PRECISION);
+  const nullsFirst = ctx.capabilities.nullsFirstByDefault;
+  return (eb: Eb): Expression<SqlBool> => {
     let leased = eb
       .selectFrom(`${tableRef(spec)} as ${ORDER_LEASED}`)
       .select(`${ORDER_LEASED}.${lease.name}`)
@@ -127,8 +139,39 @@ export function orderKeyHeadCondition(ctx: StatementContext, spec: InboxDescript
     const latest = `${ORDER_LEASED}.${lease.name}`;
     leased = (nullsFirst ? leased.orderBy(latest, "desc") : leased.orderBy(latest, (ob) => ob.desc().nullsLast())).limit(1);
     if (perKey > 1) leased = leased.offset(perKey - 1);
-    // No such lease, or not live: NULL (no row, or never leased) reads as free.
-    const free = eb.not(eb.fn.coalesce(eb(leased, ">", now), eb.lit(false)));
-    return eb.and([head, free]);
+    return eb.fn.coalesce(eb(leased, ">", now), eb.lit(false)) as Expression<SqlBool>;
   };
+}
+
+/**
+ * The lease form's check after a claim has committed, where claims run side by side: of the rows
+ * it took (`ids`), those whose key holds `perKey` or more other rows with a live lease. A claim reads
+ * the leases committed when it began, so a claim of a key's row committed while this one ran (a
+ * late-committed head, taken beside this key's later row) is invisible to it; after both have
+ * committed, the later of the two checks sees the other's lease. A crowded row is given back
+ * unstarted (the runtime undoes its attempt), so whichever order the two commits and checks run
+ * in, at most `perKey` rows of a key start; if both see each other, both are given back and the next
+ * claim takes the key's head. `null`: no ordered key, or no lease column.
+ *
+ * @example
+ * The check after a claim of two rows, on PostgreSQL (one row of a key at a time):
+ * ```sql postgres:lease.selectCrowded(ordered)
+ * select "ledger_jobs"."id" from "ledger_jobs" where "id" in ($1, $2)
+ *   and coalesce((select "order_leased"."locked_until" from "ledger_jobs" as "order_leased"
+ *     where "order_leased"."account_id" = "ledger_jobs"."account_id" and "order_leased"."id" <> "ledger_jobs"."id"
+ *     order by "order_leased"."locked_until" desc nulls last limit $3) > $4, false)
+ * ```
+ */
+export function selectCrowdedQuery(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "perKey" | "now">, ids: readonly unknown[]) {
+  const key = orderedKey(spec, options);
+  const lease = spec.lease;
+  if (key === undefined || lease === undefined) return null;
+  const crowded = keyCrowdedCondition(ctx, spec, key, lease, perKeyOf(options), options.now);
+  return compiled(ctx.db.selectFrom(tableRef(spec)).select(col(spec, spec.id.name)).where(idIn(spec, ids)).where(crowded));
+}
+
+function perKeyOf(options: Pick<ClaimOptions, "perKey">): number {
+  const perKey = options.perKey ?? 1;
+  if (!Number.isInteger(perKey) || perKey < 1) throw new RangeError(`perKey must be a positive integer, got ${perKey}`);
+  return perKey;
 }

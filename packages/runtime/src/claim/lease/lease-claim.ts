@@ -37,6 +37,8 @@ export class LeaseClaim implements ClaimStrategy {
   readonly #setup: ClaimSetup;
   readonly #keeper: LeaseKeeper;
   readonly #acks: LeaseAcks;
+  /** Ordered keys where claims run side by side: each claim's rows are checked once it has committed (`#withoutCrowded`). */
+  readonly #checksKeys: boolean;
 
   constructor(setup: ClaimSetup) {
     this.#setup = setup;
@@ -54,6 +56,7 @@ export class LeaseClaim implements ClaimStrategy {
     });
     this.#keeper = new LeaseKeeper(setup);
     this.#acks = new LeaseAcks(setup, this.#keeper);
+    this.#checksKeys = this.profile.claimsSideBySide && setup.database.dialect.lease.selectCrowded(setup.spec, { ...perKeyOf(setup), now: new Date(0) }, []) !== null;
   }
 
   start(): void {
@@ -100,10 +103,58 @@ export class LeaseClaim implements ClaimStrategy {
         return selected;
       });
     }
-    return rows.map((row) => this.#delivery(row, until));
+    const deliveries = rows.map((row) => this.#delivery(row, until));
+    return this.#checksKeys ? this.#withoutCrowded(deliveries) : deliveries;
   }
 
-  #delivery(row: RawRow, held: Date): ClaimedDelivery {
+  /**
+   * Ordered keys where claims run side by side: a claim cannot see a lease another claim is writing,
+   * so once this one has committed, the rows whose key holds `perKey` other live leases (a claim of
+   * the key's late-committed head, say, that ran beside this one) are given back unstarted, their
+   * attempt undone. Of two such claims the later to commit sees the other here; if both do, both
+   * give back and the key's head goes to the next claim. A check that fails gives back every row:
+   * none can be known to be alone in its key.
+   */
+  async #withoutCrowded(deliveries: LeaseDelivery[]): Promise<ClaimedDelivery[]> {
+    const { database, spec, clock, logger } = this.#setup;
+    if (deliveries.length === 0) return deliveries;
+    const check = database.dialect.lease.selectCrowded(
+      spec,
+      { ...perKeyOf(this.#setup), now: clock.now() },
+      deliveries.map((d) => d.id),
+    );
+    if (check === null) return deliveries;
+    let crowded: Set<string>;
+    try {
+      crowded = new Set((await database.execute("claim", check)).rows.map((r) => idKey(r[spec.id.name])));
+    } catch (error) {
+      await this.#giveBack(deliveries);
+      throw error;
+    }
+    if (crowded.size === 0) return deliveries;
+    const given = deliveries.filter((d) => crowded.has(idKey(d.id)));
+    logger.info({ ids: given.map((d) => d.id) }, "claimed rows given back unstarted: a claim beside this one took another row of their order key");
+    await this.#giveBack(given);
+    return deliveries.filter((d) => !crowded.has(idKey(d.id)));
+  }
+
+  /** Claimed rows no handler will receive: leases given back, attempts undone; on failure they return when the lease expires. */
+  async #giveBack(deliveries: readonly LeaseDelivery[]): Promise<void> {
+    const { database, spec, precision, logger } = this.#setup;
+    const leases = deliveries.map((d) => d.lease);
+    try {
+      for (let i = 0; i < leases.length; i += MAX_ACKS_PER_STATEMENT) {
+        const chunk = leases.slice(i, i + MAX_ACKS_PER_STATEMENT).map((l) => ({ id: l.id, held: l.held }));
+        await database.execute("settle", database.dialect.lease.releaseUnstarted(spec, chunk, precision));
+      }
+    } catch (error) {
+      logger.warn({ ...errorFields(error), ids: leases.map((l) => l.id) }, "could not give back claimed rows; they return when their lease expires, their attempt spent");
+    } finally {
+      for (const lease of leases) this.#keeper.release(lease);
+    }
+  }
+
+  #delivery(row: RawRow, held: Date): LeaseDelivery {
     const { spec } = this.#setup;
     const id = row[spec.id.name];
     const attempt = deliveredAttempt(spec, row);
@@ -253,6 +304,11 @@ export class LeaseClaim implements ClaimStrategy {
       this.#keeper.release(lease);
     }
   }
+}
+
+/** An id as a set key: the driver may read a bigint id as a number, a bigint or text; ids compare as text. */
+function idKey(id: unknown): string {
+  return String(id);
 }
 
 /** A value for one row: a `Date` is copied (a handler may change its row's), text is shared. */
