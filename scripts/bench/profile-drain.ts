@@ -1,8 +1,9 @@
 /**
- * A CPU profile of one W1 drain on Postgres, the drain alone: the rows are inserted by the server
- * (`INSERT … SELECT generate_series`, no client CPU), the table analyzed, a warm-up drain run, and only the
- * measured drain is profiled (node:inspector's Profiler around `drain`). Then `cpu-profile.ts` reads the file.
- *   npx tsx scripts/bench/profile-drain.ts sqlinbox|raw-sql <batch> <workers> [n=100000] [out=bench-results/profiles]
+ * A CPU profile of one W1 drain (lease form), the drain alone: the rows are inserted first (on Postgres by the
+ * server, `INSERT … SELECT generate_series`, no client CPU; elsewhere by the case's own insert), the table analyzed,
+ * a warm-up drain run, and only the measured drain is profiled (node:inspector's Profiler around `drain`). Then
+ * `cpu-profile.ts` reads the file.
+ *   npx tsx scripts/bench/profile-drain.ts sqlinbox|raw-sql <batch> <workers> [n=100000] [out=bench-results/profiles] [engine=postgres]
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
@@ -12,21 +13,24 @@ import { connect, tableOf } from "./db.js";
 import { JobTracker } from "./jobs.js";
 import { rawDrainCase } from "./systems/raw-sql.js";
 import { sqlinboxDrainCase } from "./systems/sqlinbox.js";
-import type { DrainCase } from "./types.js";
+import type { DrainCase, EngineName } from "./types.js";
 
-const [system = "sqlinbox", batchArg = "64", workersArg = "8", nArg = "100000", out = "bench-results/profiles"] = process.argv.slice(2);
+const [system = "sqlinbox", batchArg = "64", workersArg = "8", nArg = "100000", out = "bench-results/profiles", engineArg = "postgres"] = process.argv.slice(2);
+if (engineArg !== "postgres" && engineArg !== "mariadb" && engineArg !== "sqlite") throw new Error(`engine must be postgres, mariadb or sqlite, got ${engineArg}`);
+const engine: EngineName = engineArg;
 const batch = Number(batchArg);
 const workers = Number(workersArg);
 const n = Number(nArg);
-const c: DrainCase = system === "raw-sql" ? rawDrainCase("postgres", "lease", batch, workers) : sqlinboxDrainCase("postgres", "lease", batch, workers);
+const c: DrainCase = system === "raw-sql" ? rawDrainCase(engine, "lease", batch, workers) : sqlinboxDrainCase(engine, "lease", batch, workers);
 const reason = await c.check();
 if (reason !== null) throw new Error(reason);
 await c.setup();
-const admin = connect("postgres", 1);
+const admin = engine === "postgres" ? connect("postgres", 1) : undefined;
 
 async function round(count: number, profile: Session | undefined) {
   await c.reset();
-  await sql.raw(`insert into ${tableOf("lease")} (payload) select '{"i":' || (g - 1) || '}' from generate_series(1, ${count}) g`).execute(admin);
+  if (admin !== undefined) await sql.raw(`insert into ${tableOf("lease")} (payload) select '{"i":' || (g - 1) || '}' from generate_series(1, ${count}) g`).execute(admin);
+  else await c.insert(count);
   await c.analyze();
   const tracker = new JobTracker(count);
   if (profile) await profile.post("Profiler.start");
@@ -46,9 +50,11 @@ await session.post("Profiler.enable");
 await session.post("Profiler.setSamplingInterval", { interval: 100 });
 const r = await round(n, session);
 mkdirSync(out, { recursive: true });
-const file = join(out, `${system}-postgres-lease-b${batch}-w${workers}-${new Date().toISOString().replace(/[:.]/g, "-")}.cpuprofile`);
+const file = join(out, `${system}-${engine}-lease-b${batch}-w${workers}-${new Date().toISOString().replace(/[:.]/g, "-")}.cpuprofile`);
 writeFileSync(file, JSON.stringify(r.profile));
-console.log(`${system} postgres lease b${batch}-w${workers}: ${r.jobsPerSec.toFixed(0)} jobs/s, ${r.cpuMicrosPerJob.toFixed(1)} client CPU µs/job over ${n} jobs; profile ${file}`);
+console.log(
+  `${system} ${engine} lease b${batch}-w${workers}: ${r.jobsPerSec.toFixed(0)} jobs/s, ${r.cpuMicrosPerJob.toFixed(1)} client CPU µs/job over ${n} jobs; profile ${file}`,
+);
 session.disconnect();
 await c.teardown();
-await admin.destroy();
+await admin?.destroy();
