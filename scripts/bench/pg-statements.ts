@@ -70,7 +70,9 @@ for (const c of cases) {
     plan += Number(r.plan);
     const calls = Number(r.calls);
     const text = r.query.replace(/\s+/g, " ").slice(0, 90).replace(/\|/g, "\\|");
-    console.log(`| \`${text}\` | ${perJob(Number(r.exec))} | ${perJob(Number(r.plan))} | ${((calls * 1000) / n).toFixed(1)} | ${(Number(r.rows) / Math.max(calls, 1)).toFixed(1)} |`);
+    console.log(
+      `| \`${text}\` | ${perJob(Number(r.exec))} | ${perJob(Number(r.plan))} | ${((calls * 1000) / n).toFixed(1)} | ${(Number(r.rows) / Math.max(calls, 1)).toFixed(1)} |`,
+    );
   }
   console.log(`| all shown | ${perJob(exec)} | ${perJob(plan)} | | |`);
 }
