@@ -10,7 +10,8 @@
 import { sql } from "kysely";
 import { describe, expect, test } from "vitest";
 import type { AnyKysely } from "../src/drivers/database.js";
-import { App, HandlerOutcome, InboxQueue, SqlBroker, createInboxTable, keys, silentLogger, subscriber } from "../src/index.js";
+import { App, HandlerOutcome, InboxQueue, SqlBroker, createInboxTable, keys, subscriber } from "../src/index.js";
+import { MemoryLogger } from "../src/testing/index.js";
 import { serverEngines, until } from "./claim-forms.js";
 import { unique } from "./engines.js";
 import { deferred, useEngineConnection, type Deferred } from "./fixtures.js";
@@ -109,6 +110,7 @@ describe.each(serverEngines)("two lease claims of one key side by side, on $name
     };
     let most = 0;
     const apps: Array<{ stop(): Promise<unknown> }> = [];
+    const logs = new MemoryLogger();
     const startApp = async (): Promise<void> => {
       const queue = InboxQueue.of(spec, "ledger").lease(5000).workers(4).pollInterval(POLL);
       const sub = subscriber(queue, async (_job, ctx) => {
@@ -120,9 +122,8 @@ describe.each(serverEngines)("two lease claims of one key side by side, on $name
         inWork.delete(id);
         return HandlerOutcome.ack();
       });
-      const built = new App({ name: `race-${apps.length}`, version: "0", logger: silentLogger }).withBroker(
-        SqlBroker.fromUrl(url, { pool: { max: 4 } }).route(spec, "ledger"),
-        (b) => b.include(sub),
+      const built = new App({ name: `race-${apps.length}`, version: "0", logger: logs }).withBroker(SqlBroker.fromUrl(url, { pool: { max: 4 } }).route(spec, "ledger"), (b) =>
+        b.include(sub),
       );
       apps.push(await built.start());
     };
@@ -156,8 +157,12 @@ describe.each(serverEngines)("two lease claims of one key side by side, on $name
       await until(async () => !(await claimStalled(table)), 10_000, "the stalled claim to go on");
       await sleep(POLL * 15);
       expect(started).toEqual([a]);
-      // Given back: no lease, and the claim's attempt undone.
+      // Given back: no lease, and the claim's attempt undone; said once, naming the row.
       expect(await rowB()).toEqual([{ attempt: before?.attempt, lease: null }]);
+      const given = logs.find("a claim beside this one took another row of their order key");
+      expect(given).toHaveLength(1);
+      expect(given[0]?.fields).toMatchObject({ released: 1, unstarted: 1 });
+      expect(((given[0]?.fields["ids"] ?? []) as unknown[]).map(Number)).toEqual([b]);
 
       gate(a).resolve();
       await until(() => started.length === 2, 10_000, "row B after A settles");

@@ -116,7 +116,7 @@ export class LeaseClaim implements ClaimStrategy {
    * none can be known to be alone in its key.
    */
   async #withoutCrowded(deliveries: LeaseDelivery[]): Promise<ClaimedDelivery[]> {
-    const { database, spec, clock, logger } = this.#setup;
+    const { database, spec, clock } = this.#setup;
     if (deliveries.length === 0) return deliveries;
     const check = database.dialect.lease.selectCrowded(
       spec,
@@ -128,30 +128,16 @@ export class LeaseClaim implements ClaimStrategy {
     try {
       crowded = new Set((await database.execute("claim", check)).rows.map((r) => idKey(r[spec.id.name])));
     } catch (error) {
-      await this.#giveBack(deliveries);
+      await this.#giveBack(
+        deliveries.map((d) => d.lease),
+        "claimed rows given back: the check of their order keys failed",
+      );
       throw error;
     }
     if (crowded.size === 0) return deliveries;
-    const given = deliveries.filter((d) => crowded.has(idKey(d.id)));
-    logger.info({ ids: given.map((d) => d.id) }, "claimed rows given back unstarted: a claim beside this one took another row of their order key");
-    await this.#giveBack(given);
+    const given = deliveries.filter((d) => crowded.has(idKey(d.id))).map((d) => d.lease);
+    await this.#giveBack(given, "claimed rows given back unstarted: a claim beside this one took another row of their order key");
     return deliveries.filter((d) => !crowded.has(idKey(d.id)));
-  }
-
-  /** Claimed rows no handler will receive: leases given back, attempts undone; on failure they return when the lease expires. */
-  async #giveBack(deliveries: readonly LeaseDelivery[]): Promise<void> {
-    const { database, spec, precision, logger } = this.#setup;
-    const leases = deliveries.map((d) => d.lease);
-    try {
-      for (let i = 0; i < leases.length; i += MAX_ACKS_PER_STATEMENT) {
-        const chunk = leases.slice(i, i + MAX_ACKS_PER_STATEMENT).map((l) => ({ id: l.id, held: l.held }));
-        await database.execute("settle", database.dialect.lease.releaseUnstarted(spec, chunk, precision));
-      }
-    } catch (error) {
-      logger.warn({ ...errorFields(error), ids: leases.map((l) => l.id) }, "could not give back claimed rows; they return when their lease expires, their attempt spent");
-    } finally {
-      for (const lease of leases) this.#keeper.release(lease);
-    }
   }
 
   #delivery(row: RawRow, held: Date): LeaseDelivery {
@@ -249,8 +235,16 @@ export class LeaseClaim implements ClaimStrategy {
   }
 
   async releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void> {
-    const { database, spec, precision, logger, isClosed } = this.#setup;
     const leases = deliveries.flatMap((d) => (d instanceof LeaseDelivery ? [d.lease] : []));
+    await this.#giveBack(leases, "rows claimed ahead but not started were given back");
+  }
+
+  /**
+   * Claimed rows no handler received: their leases given back and their attempts undone, each row only while
+   * it holds its token; logged with `what`. On failure (or once closed) they return when their lease expires.
+   */
+  async #giveBack(leases: readonly KeptLease[], what: string): Promise<void> {
+    const { database, spec, precision, logger, isClosed } = this.#setup;
     if (leases.length === 0) return;
     try {
       if (isClosed()) throw closed({ subscription: this.#setup.subscription, table: spec.table });
@@ -261,9 +255,12 @@ export class LeaseClaim implements ClaimStrategy {
         const result = await database.execute("settle", database.dialect.lease.releaseUnstarted(spec, chunk, precision));
         released += database.dialect.capabilities.updateReturning ? result.rows.length : Number(result.numAffectedRows ?? 0n);
       }
-      logger.info({ released, unstarted: leases.length }, "rows claimed ahead but not started were given back");
+      logger.info({ released, unstarted: leases.length, ids: leases.length <= 16 ? leases.map((l) => l.id) : undefined }, what);
     } catch (error) {
-      logger.warn({ ...errorFields(error), unstarted: leases.length }, "could not give back rows claimed ahead; they return when their lease expires, their attempt spent");
+      logger.warn(
+        { ...errorFields(error), unstarted: leases.length },
+        "could not give back claimed rows no handler received; they return when their lease expires, their attempt spent",
+      );
     } finally {
       for (const lease of leases) this.#keeper.release(lease);
     }
