@@ -6,6 +6,9 @@
  * key's head, and claim 2 takes it (no live lease is visible: claim 1 has not committed). Claim 1 then
  * commits. Each claim checks its rows once committed, and the later one sees the other's lease: B is
  * given back unstarted (attempt undone), and runs only after A settles.
+ *
+ * A check that fails (its session killed while it waits for a table lock queued behind the stalled
+ * claim) gives every row of its claim back: the row runs once, on its first attempt.
  */
 import { sql } from "kysely";
 import { describe, expect, test } from "vitest";
@@ -179,6 +182,102 @@ describe.each(serverEngines)("two lease claims of one key side by side, on $name
       for (const app of apps) await app.stop();
       await writer.destroy();
       await locker.destroy();
+      await engine.dropTable(db, table);
+      if (postgres) await sql.raw(`DROP FUNCTION IF EXISTS ${table}_stall()`).execute(db);
+    }
+  });
+  /** Holds an exclusive lock on the table on a connection of its own from when it is granted until `release` resolves. */
+  function holdTable(blocker: AnyKysely, table: string, release: Deferred): Promise<void> {
+    if (postgres) {
+      return blocker.transaction().execute(async (trx) => {
+        await sql.raw(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`).execute(trx);
+        await release.promise;
+      });
+    }
+    return blocker.connection().execute(async (c) => {
+      await sql.raw(`LOCK TABLES ${table} WRITE`).execute(c);
+      await release.promise;
+      await sql.raw("UNLOCK TABLES").execute(c);
+    });
+  }
+
+  /** The sessions waiting for the table's lock whose statement starts with `prefix` (lower case). */
+  async function waitingOnTable(table: string, prefix: string): Promise<number[]> {
+    if (postgres) {
+      const { rows } = await sql<{ pid: number }>`SELECT pid FROM pg_stat_activity
+        WHERE wait_event_type = 'Lock' AND lower(query) LIKE ${`${prefix}%`} AND query LIKE ${`%${table}%`}`.execute(db);
+      return rows.map((r) => Number(r.pid));
+    }
+    const { rows } = await sql<{ id: number }>`SELECT id FROM information_schema.processlist
+      WHERE state LIKE 'Waiting for table metadata lock' AND lower(info) LIKE ${`${prefix}%`} AND info LIKE ${`%${table}%`}`.execute(db);
+    return rows.map((r) => Number(r.id));
+  }
+
+  test("a check that fails gives every claimed row back, its attempt not spent", async () => {
+    const table = unique("ordered_check").toLowerCase();
+    const spec = orderedSpecOf(table, "lease");
+    await createInboxTable(db, spec);
+    await stallClaimOfB(table);
+    await insertLedgerRows(db, table, [{ account: 7, priority: 1 }]);
+    const [b] = (await ledgerIds(db, table)).map((r) => r.id) as [number];
+    const locker: AnyKysely = await engine.connect(url);
+    const blocker: AnyKysely = await engine.connect(url);
+    const releaseStall = deferred();
+    const releaseTable = deferred();
+    const runs: Array<{ id: number; attempt: number }> = [];
+    const logs = new MemoryLogger();
+    let app: { stop(): Promise<unknown> } | undefined;
+    let stall: { held: Promise<void>; done: Promise<void> } | undefined;
+    let tableHeld: Promise<void> | undefined;
+    try {
+      stall = holdStall(locker, table, releaseStall);
+      await stall.held;
+      const queue = InboxQueue.of(spec, "ledger").lease(5000).workers(4).pollInterval(POLL);
+      const sub = subscriber(queue, async (_job, ctx) => {
+        runs.push({ id: Number(ctx.get(keys.id)), attempt: Number(ctx.get(keys.attempt)) });
+        return HandlerOutcome.ack();
+      });
+      app = await new App({ name: "check-fails", version: "0", logger: logs })
+        .withBroker(SqlBroker.fromUrl(url, { pool: { max: 4 } }).route(spec, "ledger"), (bb) => bb.include(sub))
+        .start();
+      await until(() => claimStalled(table), 10_000, "the claim of B waiting in the trigger");
+      // An exclusive lock on the table, queued behind the stalled claim: the check, which runs once that claim
+      // commits, waits behind it, and is killed there.
+      tableHeld = holdTable(blocker, table, releaseTable);
+      await until(async () => (await waitingOnTable(table, "lock")).length > 0, 10_000, "the table lock queued behind the claim");
+      releaseStall.resolve();
+      let checks: number[] = [];
+      await until(
+        async () => {
+          checks = await waitingOnTable(table, "select");
+          return checks.length > 0;
+        },
+        10_000,
+        "the claim's check waiting for the table",
+      );
+      expect(runs).toEqual([]);
+      for (const session of checks) {
+        if (postgres) await sql`SELECT pg_terminate_backend(${session})`.execute(db);
+        else await sql.raw(`KILL CONNECTION ${session}`).execute(db);
+      }
+      // The failed check gives B back: that update waits for the table too, until the lock goes.
+      await until(async () => (await waitingOnTable(table, "update")).length > 0, 10_000, "the give-back after the failed check");
+      expect(runs).toEqual([]);
+      releaseTable.resolve();
+      await tableHeld;
+      await until(() => logs.find("the check of their order keys failed").length > 0, 10_000, "the give-back's log");
+      // B went back with its attempt undone, and the next claim ran it once, as its first attempt.
+      await until(async () => (await ledgerIds(db, table)).length === 0, 10_000, "row B run and acked");
+      expect(runs).toEqual([{ id: b, attempt: 1 }]);
+      expect(logs.find("the check of their order keys failed")[0]?.fields).toMatchObject({ released: 1, unstarted: 1 });
+    } finally {
+      releaseStall.resolve();
+      releaseTable.resolve();
+      await stall?.done.catch(() => {});
+      await tableHeld?.catch(() => {});
+      await app?.stop();
+      await locker.destroy();
+      await blocker.destroy();
       await engine.dropTable(db, table);
       if (postgres) await sql.raw(`DROP FUNCTION IF EXISTS ${table}_stall()`).execute(db);
     }
