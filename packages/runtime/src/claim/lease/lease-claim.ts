@@ -1,8 +1,9 @@
 import { isSqlInboxError, type ErrorPlace } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
+import { orderedKey } from "@sqlinbox/kysely-dialects/internal";
 import { closed, closedBeforeLeaseSettlement, leaseNotHeld, noDeadLetter } from "../../errors.js";
 import { ownStatementsOn, type AnyTransaction } from "../../drivers/database.js";
-import { LeaseKeeper, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease } from "./lease-keeper.js";
+import { keyOf, LeaseKeeper, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease } from "./lease-keeper.js";
 import { errorFields } from "../../logger.js";
 import type { HandlerOutcome } from "../../declare/outcome.js";
 import { commitsHandlerWrites, finishOf, type StepWriter, writeStep } from "../settlement.js";
@@ -56,7 +57,7 @@ export class LeaseClaim implements ClaimStrategy {
     });
     this.#keeper = new LeaseKeeper(setup);
     this.#acks = new LeaseAcks(setup, this.#keeper);
-    this.#checksKeys = this.profile.claimsSideBySide && setup.database.dialect.lease.selectCrowded(setup.spec, { ...perKeyOf(setup), now: new Date(0) }, []) !== null;
+    this.#checksKeys = this.profile.claimsSideBySide && orderedKey(setup.spec, perKeyOf(setup)) !== undefined;
   }
 
   start(): void {
@@ -126,7 +127,7 @@ export class LeaseClaim implements ClaimStrategy {
     if (check === null) return deliveries;
     let crowded: Set<string>;
     try {
-      crowded = new Set((await database.execute("claim", check)).rows.map((r) => idKey(r[spec.id.name])));
+      crowded = new Set((await database.execute("claim", check)).rows.map((r) => keyOf(r[spec.id.name])));
     } catch (error) {
       await this.#giveBack(
         deliveries.map((d) => d.lease),
@@ -135,9 +136,9 @@ export class LeaseClaim implements ClaimStrategy {
       throw error;
     }
     if (crowded.size === 0) return deliveries;
-    const given = deliveries.filter((d) => crowded.has(idKey(d.id))).map((d) => d.lease);
+    const given = deliveries.filter((d) => crowded.has(d.lease.key)).map((d) => d.lease);
     await this.#giveBack(given, "claimed rows given back unstarted: a claim beside this one took another row of their order key");
-    return deliveries.filter((d) => !crowded.has(idKey(d.id)));
+    return deliveries.filter((d) => !crowded.has(d.lease.key));
   }
 
   #delivery(row: RawRow, held: Date): LeaseDelivery {
@@ -301,11 +302,6 @@ export class LeaseClaim implements ClaimStrategy {
       this.#keeper.release(lease);
     }
   }
-}
-
-/** An id as a set key: the driver may read a bigint id as a number, a bigint or text; ids compare as text. */
-function idKey(id: unknown): string {
-  return String(id);
 }
 
 /** A value for one row: a `Date` is copied (a handler may change its row's), text is shared. */
