@@ -18,7 +18,7 @@ import { MemoryLogger } from "../src/testing/index.js";
 import { serverEngines, until } from "./claim-forms.js";
 import { unique } from "./engines.js";
 import { deferred, useEngineConnection, type Deferred } from "./fixtures.js";
-import { insertLedgerRows, ledgerIds, orderedSpecOf } from "./order-key-tables.js";
+import { Gates, insertLedgerRows, ledgerIds, orderedSpecOf } from "./order-key-tables.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const POLL = 30;
@@ -100,29 +100,13 @@ describe.each(serverEngines)("two lease claims of one key side by side, on $name
       inserted.resolve();
       await commit.promise;
     });
-    const started: number[] = [];
-    const inWork = new Set<number>();
-    const gates = new Map<number, Deferred>();
-    const gate = (id: number): Deferred => {
-      let g = gates.get(id);
-      if (g === undefined) {
-        g = deferred();
-        gates.set(id, g);
-      }
-      return g;
-    };
-    let most = 0;
+    const gates = new Gates();
     const apps: Array<{ stop(): Promise<unknown> }> = [];
     const logs = new MemoryLogger();
     const startApp = async (): Promise<void> => {
       const queue = InboxQueue.of(spec, "ledger").lease(5000).workers(4).pollInterval(POLL);
       const sub = subscriber(queue, async (_job, ctx) => {
-        const id = Number(ctx.get(keys.id));
-        started.push(id);
-        inWork.add(id);
-        most = Math.max(most, inWork.size);
-        await gate(id).promise;
-        inWork.delete(id);
+        await gates.run(Number(ctx.get(keys.id)));
         return HandlerOutcome.ack();
       });
       const built = new App({ name: `race-${apps.length}`, version: "0", logger: logs }).withBroker(SqlBroker.fromUrl(url, { pool: { max: 4 } }).route(spec, "ledger"), (b) =>
@@ -153,13 +137,13 @@ describe.each(serverEngines)("two lease claims of one key side by side, on $name
       if (a === undefined) throw new Error("row A is not in the table");
       expect(a).toBeLessThan(b);
       await startApp();
-      await until(() => started.includes(a), 10_000, "row A taken by a claim beside the stalled one");
+      await until(() => gates.started.includes(a), 10_000, "row A taken by a claim beside the stalled one");
 
       // Claim 1 commits B's lease; its check finds A's lease live, and B is given back.
       release.resolve();
       await until(async () => !(await claimStalled(table)), 10_000, "the stalled claim to go on");
       await sleep(POLL * 15);
-      expect(started).toEqual([a]);
+      expect(gates.started).toEqual([a]);
       // Given back: no lease, and the claim's attempt undone; said once, naming the row.
       expect(await rowB()).toEqual([{ attempt: before?.attempt, lease: null }]);
       const given = logs.find("a claim beside this one took another row of their order key");
@@ -167,18 +151,18 @@ describe.each(serverEngines)("two lease claims of one key side by side, on $name
       expect(given[0]?.fields).toMatchObject({ released: 1, unstarted: 1 });
       expect(((given[0]?.fields["ids"] ?? []) as unknown[]).map(Number)).toEqual([b]);
 
-      gate(a).resolve();
-      await until(() => started.length === 2, 10_000, "row B after A settles");
-      expect(started).toEqual([a, b]);
-      gate(b).resolve();
+      gates.release(a);
+      await until(() => gates.started.length === 2, 10_000, "row B after A settles");
+      expect(gates.started).toEqual([a, b]);
+      gates.release(b);
       await until(async () => (await ledgerIds(db, table)).length === 0, 10_000, "both rows acked");
-      expect(most).toBe(1);
+      expect(gates.most).toBe(1);
     } finally {
       commit.resolve();
       release.resolve();
       await t1.catch(() => {});
       await stall?.done.catch(() => {});
-      for (const g of gates.values()) g.resolve();
+      gates.releaseAll();
       for (const app of apps) await app.stop();
       await writer.destroy();
       await locker.destroy();

@@ -13,44 +13,11 @@ import type { AnyKysely } from "../src/drivers/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, createInboxTable, keys, silentLogger, subscriber } from "../src/index.js";
 import { serverEngines, until } from "./claim-forms.js";
 import { unique } from "./engines.js";
-import { deferred, useEngineConnection, type Deferred } from "./fixtures.js";
-import { insertLedgerRows, ledgerIds, orderedSpecOf } from "./order-key-tables.js";
+import { deferred, useEngineConnection } from "./fixtures.js";
+import { Gates, insertLedgerRows, ledgerIds, orderedSpecOf } from "./order-key-tables.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const POLL = 30;
-
-/** The handler's side: which rows started, which are in work, and a gate per row that holds it until released. */
-class Gates {
-  readonly started: number[] = [];
-  readonly #inWork = new Set<number>();
-  readonly #gates = new Map<number, Deferred>();
-  most = 0;
-
-  async run(id: number): Promise<void> {
-    this.started.push(id);
-    this.#inWork.add(id);
-    this.most = Math.max(this.most, this.#inWork.size);
-    await this.#gate(id).promise;
-    this.#inWork.delete(id);
-  }
-
-  release(id: number): void {
-    this.#gate(id).resolve();
-  }
-
-  releaseAll(): void {
-    for (const id of this.started) this.release(id);
-  }
-
-  #gate(id: number): Deferred {
-    let gate = this.#gates.get(id);
-    if (gate === undefined) {
-      gate = deferred();
-      this.#gates.set(id, gate);
-    }
-    return gate;
-  }
-}
 
 const cases = serverEngines.flatMap((engine) => (["lease", "rowLock", "rowLock shared"] as const).map((form) => ({ engine, name: engine.name, form })));
 

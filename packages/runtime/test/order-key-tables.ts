@@ -8,6 +8,7 @@ import { defineInbox, field, type ClaimForm } from "@sqlinbox/core/internal";
 import { sql } from "kysely";
 import type { AnyKysely } from "../src/drivers/database.js";
 import type { ResultEvent } from "./fifo-tables.js";
+import { deferred, type Deferred } from "./fixtures.js";
 
 export interface LedgerJob {
   readonly account: number;
@@ -69,4 +70,37 @@ export function keysInWorkPerProcess(events: readonly ResultEvent[]): Map<number
     most.set(e.pid, Math.max(most.get(e.pid) ?? 0, keys.size));
   }
   return most;
+}
+
+/** The handler's side: which rows started, which are in work, and a gate per row that holds it until released. */
+export class Gates {
+  readonly started: number[] = [];
+  readonly #inWork = new Set<number>();
+  readonly #gates = new Map<number, Deferred>();
+  most = 0;
+
+  async run(id: number): Promise<void> {
+    this.started.push(id);
+    this.#inWork.add(id);
+    this.most = Math.max(this.most, this.#inWork.size);
+    await this.#gate(id).promise;
+    this.#inWork.delete(id);
+  }
+
+  release(id: number): void {
+    this.#gate(id).resolve();
+  }
+
+  releaseAll(): void {
+    for (const id of this.started) this.release(id);
+  }
+
+  #gate(id: number): Deferred {
+    let gate = this.#gates.get(id);
+    if (gate === undefined) {
+      gate = deferred();
+      this.#gates.set(id, gate);
+    }
+    return gate;
+  }
 }
