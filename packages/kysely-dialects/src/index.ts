@@ -5,7 +5,9 @@
  * the runtime and the operator tools share live in `./internal`, not covered by semver.
  */
 import type { AnyInboxSpec, InboxDescription } from "@sqlinbox/core/internal";
-import type { BooleanCapability, Engine, EngineDialect, TableOptions } from "./types.js";
+import type { BooleanCapability, Engine } from "./types.js";
+import type { EngineDialect } from "./forms/dialect.js";
+import type { TableOptions } from "./statements/create-table.js";
 import { type mysqlCapabilities, mysqlDialect } from "./mysql/engine.js";
 import { type postgresCapabilities, postgresDialect } from "./postgres/engine.js";
 import { type sqliteCapabilities, sqliteDialect } from "./sqlite/engine.js";
@@ -14,36 +16,32 @@ export type {
   Engine,
   EngineCapabilities,
   BooleanCapability,
-  EngineDialect,
   RawRow,
   HeldLease,
   LeaseColumnInfo,
   FoundColumn,
+  TableKeys,
   TimeCodec,
   ClaimOptions,
   LeaseClaimOptions,
-  RowLockStatements,
-  TransactionStatements,
-  LeaseStatements,
-  AdvisoryStatements,
-  PublishStatements,
-  DeadLetterStatements,
-  DeadLetterRecord,
-  ControlStatements,
-  ControlRow,
-  SchemaStatements,
-  ClusterVariable,
-  ObserveStatements,
-  NotifyStatements,
-  TableStatements,
-  ExtendTable,
-  TableOptions,
-  QueueStorage,
-  FlowStatements,
-  SlotPlace,
-  RateSlotPick,
 } from "./types.js";
-export type { NotifyingDialect } from "./forms/dialect.js";
+export type { EngineDialect } from "./forms/dialect.js";
+export type { RowLockStatements } from "./forms/row-lock.js";
+export type { TransactionStatements } from "./forms/transaction.js";
+export type { LeaseStatements } from "./forms/lease.js";
+export type { AdvisoryStatements } from "./forms/advisory.js";
+export type { PublishStatements } from "./forms/publish.js";
+export type { DeadLetterStatements } from "./forms/dead-letter.js";
+export type { DeadLetterRecord } from "./statements/dead-letter.js";
+export type { FlowStatements } from "./forms/flow.js";
+export type { JobStatements } from "./forms/jobs.js";
+export type { RetentionStatements } from "./forms/retention.js";
+export type { PruneOptions } from "./statements/retention.js";
+export type { SlotPlace, RateSlotPick } from "./statements/slots.js";
+export type { FileWakeStatements, LockWaitTraits, NotifyStatements, SchemaStatements, ClusterVariable } from "./forms/engine-traits.js";
+export type { ControlStatements, ControlRow } from "./statements/control.js";
+export type { ObserveStatements } from "./statements/queue-depth.js";
+export type { TableStatements, ExtendTable, TableOptions, QueueStorage } from "./statements/create-table.js";
 export { postgresDialect, mysqlDialect, sqliteDialect };
 
 /** The one table from an engine's name to the engine: everything else that names an engine goes through `dialectFor`. */

@@ -10,11 +10,13 @@ import { mariadbFloor, mysqlFloor } from "./mysql/version.js";
 import { postgresFloor } from "./postgres/engine.js";
 import { checkTable } from "./shared/schema-check.js";
 import { sqliteFloor } from "./sqlite/engine.js";
-import type { Engine, FoundColumn, LeaseColumnInfo } from "./types.js";
+import type { Engine, FoundColumn, LeaseColumnInfo, TableKeys } from "./types.js";
 
 export * from "./index.js";
 export { advisoryKeyOf } from "./shared/advisory-key.js";
-export { orderedKey } from "./statements/order-key-head.js";
+export { channelOf, type ChannelTable } from "./postgres/notify.js";
+export { deliveredAttempt } from "./statements/claim-stamp.js";
+export { fifoRuleApplies, orderedKey } from "./statements/order-key-head.js";
 export { mysqlLockName, MYSQL_LOCK_NAME_MAX } from "./mysql/lock-name.js";
 export { clusterOf, type MultiPrimaryCluster } from "./shared/cluster.js";
 export { endsTransaction } from "./forms/transaction.js";
@@ -24,13 +26,14 @@ export { readFoundColumns } from "./shared/schema-check.js";
 export { truncateToPrecision, formatUtcText, parseUtcText } from "./shared/time-text.js";
 
 /**
- * Checks the description against the real table by the engine's schema rules (`shared/schema-check.ts`).
+ * Checks the description against the real table by the engine's schema rules (`shared/schema-check.ts`);
+ * with `keys`, also its generated id and its dedup key's unique index.
  * Returns the lease column's precision (`null` without a lease column).
  *
  * @throws SqlInboxError `Schema`, naming the table and the column.
  */
-export function checkSchema(spec: InboxDescription, found: readonly FoundColumn[], engine: Engine): LeaseColumnInfo | null {
-  return checkTable(spec, found, traitsOf(dialectFor(engine)).schemaRules);
+export function checkSchema(spec: InboxDescription, found: readonly FoundColumn[], engine: Engine, keys?: TableKeys): LeaseColumnInfo | null {
+  return checkTable(spec, found, traitsOf(dialectFor(engine)), keys);
 }
 
 /**

@@ -1,10 +1,11 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { InboxSpec, column } from "@sqlinbox/core";
 import type { CompiledQuery } from "kysely";
 import { describe, expect, test } from "vitest";
 import { mysqlDialect, postgresDialect, sqliteDialect } from "../src/index.js";
 import { operatorFor } from "../src/operator/index.js";
-import { deadJobs, fifoLease, groupedLease, orderedLease, orderedRichRowLock, richAdvisory, richLease, seedByHand } from "./specs.js";
+import { deadJobs, fifoLease, groupedLease, orderedLease, orderedRichRowLock, richAdvisory, richLease, seedByHand } from "./support/specs.js";
 
 // Like the Rust original's doctests asserting `sql()`: every SQL block a JSDoc comment shows is
 // named (```sql <name>) and compared here with what the statement it names compiles to.
@@ -14,6 +15,7 @@ const until = new Date("2024-05-01T12:01:00.123Z");
 const held = { id: 7, held: new Date("2024-05-01T12:00:30.789Z") };
 const otherHeld = new Date("2024-05-01T12:00:45.000Z");
 const postgresOperator = operatorFor("postgres");
+const simpleDone = InboxSpec.table("done_jobs", column("id").generated()).payload(column("payload")).processedAt(column("processed_at")).description;
 
 /** The statement each name in the docs stands for. */
 const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
@@ -25,13 +27,15 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:lease.settleAck(reports)": () => postgresDialect.lease.settleAck(seedByHand, held, now, 3),
   "mysql:lease.settleRetry(reports, later)": () => mysqlDialect.lease.settleRetry(seedByHand, held, until, 3),
   "postgres:lease.settleAckMany(two tokens)": () => postgresDialect.lease.settleAckMany(seedByHand, [held, { id: 8, held: held.held }, { id: 9, held: otherHeld }], now, 3),
-  "postgres:rowLock.lockOrderKeys(ordered)": () => postgresDialect.rowLock?.lockOrderKeys(orderedRichRowLock(), {}, [7], [0]) ?? null,
-  "mysql:rowLock.lockOrderKeys(ordered)": () => mysqlDialect.rowLock?.lockOrderKeys(orderedRichRowLock(), {}, [7], [0]) ?? null,
-  "mysql:rowLock.releaseOrderKeys": () => mysqlDialect.rowLock?.releaseOrderKeys ?? null,
-  "postgres:rowLock.settleAckMany(reports, three ids)": () => postgresDialect.rowLock?.settleAckMany(seedByHand, [7, 8, 9], now) ?? null,
+  "postgres:rowLock.lockOrderKeys(ordered)": () => postgresDialect.rowLock.lockOrderKeys(orderedRichRowLock(), {}, [7], [0]),
+  "mysql:rowLock.lockOrderKeys(ordered)": () => mysqlDialect.rowLock.lockOrderKeys(orderedRichRowLock(), {}, [7], [0]),
+  "mysql:rowLock.releaseOrderKeys": () => mysqlDialect.rowLock.releaseOrderKeys(),
+  "postgres:rowLock.settleAckMany(reports, three ids)": () => postgresDialect.rowLock.settleAckMany(seedByHand, [7, 8, 9], now),
   "postgres:deadLetter.toTable(reports, dead, held)": () => postgresDialect.deadLetter.toTable(seedByHand, deadJobs, 7, { lastError: "boom", attempts: 3 }, held, 3),
   "mysql:deadLetter.removeMoved(reports, held)": () => mysqlDialect.deadLetter.removeMoved(seedByHand, 7, held, 3),
   "sqlite:deadLetter.toGroup(grouped, held)": () => sqliteDialect.deadLetter.toGroup(groupedLease, 7, "dead", { lastError: "boom", attempts: 3 }, held, 3),
+  "postgres:retention.prune(done)": () => postgresDialect.retention.prune(simpleDone, { before: now, limit: 500 }),
+  "mysql:retention.prune(done)": () => mysqlDialect.retention.prune(simpleDone, { before: now, limit: 500 }),
   "postgres:advisory.take(rich)": () => postgresDialect.advisory.take(richAdvisory(), 7, now),
   "mysql:advisory.readTaken(rich)": () => mysqlDialect.advisory.readTaken(richAdvisory(), 7),
   "postgres:advisory.tryLock": () => postgresDialect.advisory.tryLock("report_jobs:7", "app"),
@@ -40,7 +44,7 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "mysql:advisory.unlock": () => mysqlDialect.advisory.unlock("report_jobs:7", "app"),
   "postgres:notify.listen": () => postgresDialect.notify.listen("sqlinbox_report_jobs"),
   "postgres:notify.unlistenAll": () => postgresDialect.notify.unlistenAll(),
-  "postgres:notify.notify": () => postgresDialect.notify.notify("sqlinbox_report_jobs"),
+  "postgres:notify.notify": () => postgresDialect.notify.notify("sqlinbox_report_jobs", "emails"),
   "postgres:schema.describeTable": () => postgresDialect.schema.describeTable("report_jobs"),
   "mysql:schema.describeTable": () => mysqlDialect.schema.describeTable("report_jobs"),
   "postgres:schema.serverTime": () => postgresDialect.schema.serverTime(),
@@ -49,6 +53,14 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "mysql:schema.cluster[0]": () => mysqlDialect.schema.cluster()[0] ?? null,
   "mysql:schema.cluster[1]": () => mysqlDialect.schema.cluster()[1] ?? null,
   "sqlite:schema.describeTable": () => sqliteDialect.schema.describeTable("report_jobs"),
+  "sqlite:fileWake.databaseFile": () => sqliteDialect.fileWake.databaseFile(),
+  "sqlite:fileWake.dataVersion": () => sqliteDialect.fileWake.dataVersion(),
+  "postgres:schema.filledColumns": () => postgresDialect.schema.filledColumns("report_jobs"),
+  "mysql:schema.filledColumns": () => mysqlDialect.schema.filledColumns("report_jobs"),
+  "sqlite:schema.filledColumns": () => sqliteDialect.schema.filledColumns("report_jobs"),
+  "postgres:schema.uniqueColumns": () => postgresDialect.schema.uniqueColumns("report_jobs"),
+  "mysql:schema.uniqueColumns": () => mysqlDialect.schema.uniqueColumns("report_jobs"),
+  "sqlite:schema.uniqueColumns": () => sqliteDialect.schema.uniqueColumns("report_jobs"),
   "postgres:operator.countByState(rich lease)": () => postgresOperator.countByState({ spec: richLease(), createdAt: "created_at" }, now),
   "postgres:operator.peek(fifo, ready)": () => postgresOperator.peek({ spec: fifoLease() }, { state: "ready", now, limit: 20 }),
   "mysql:operator.purge(fifo, waiting)": () => operatorFor("mysql").purge({ spec: fifoLease() }, { state: "waiting", now }),
@@ -60,8 +72,16 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:flow.oldestStart": () => postgresDialect.flow.oldestStart({ name: "rate:report_jobs:reports" }, 10),
   "postgres:flow.startsSince": () => postgresDialect.flow.startsSince({ name: "rate:report_jobs:reports" }, 10, 1000),
   "postgres:flow.lockCapSlots": () => postgresDialect.flow.lockCapSlots({ name: "cap:report_jobs:reports" }, 3, 1),
+  "postgres:flow.waitCapSlot": () => postgresDialect.flow.waitCapSlot({ name: "cap:report_jobs:reports" }, 2),
+  "postgres:lockWait.bound": () => postgresDialect.flow.lockWait.bound(1000),
+  "postgres:lockWait.unbound": () => postgresDialect.flow.lockWait.unbound(),
+  "mysql:lockWait.bound": () => mysqlDialect.flow.lockWait.bound(1000),
+  "mysql:lockWait.unbound": () => mysqlDialect.flow.lockWait.unbound(),
   "postgres:flow.countLiveLeases(rich lease)": () => postgresDialect.flow.countLiveLeases(richLease(), { now, group: "g1" }),
   "postgres:control.read": () => postgresDialect.control.read(),
+  "postgres:control.recordRoutes": () => postgresDialect.control.recordRoutes(["reports"], "reports-app", now),
+  "postgres:jobs.read(reports)": () => postgresDialect.jobs.read(seedByHand, 7),
+  "mysql:jobs.lockProbe(reports)": () => mysqlDialect.jobs.lockProbe(seedByHand, 7),
   "postgres:operator.heldAdvisoryKeys": () => postgresOperator.heldAdvisoryKeys(["report_jobs:7"], "app"),
 };
 

@@ -1,5 +1,16 @@
 import { CompiledQuery } from "kysely";
-import type { EngineCapabilities, TransactionStatements } from "../types.js";
+import type { EngineCapabilities } from "../types.js";
+
+/**
+ * Opening and ending a transaction on a connection the caller holds: the statements Kysely's
+ * `startTransaction()` sends. `begin` sets `capabilities.claimIsolation` first where there is one
+ * (MySQL/MariaDB: `set transaction isolation level read committed`, for the next transaction only).
+ */
+export interface TransactionStatements {
+  readonly begin: readonly CompiledQuery[];
+  readonly commit: CompiledQuery;
+  readonly rollback: CompiledQuery;
+}
 
 /**
  * A transaction the runtime opens on a connection it holds, with the statements Kysely's drivers

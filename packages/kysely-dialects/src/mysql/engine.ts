@@ -1,14 +1,16 @@
-import { buildDialect } from "../forms/dialect.js";
+import { buildDialect, type EngineDialect } from "../forms/dialect.js";
 import type { EngineTraits } from "../forms/engine-traits.js";
-import type { EngineCapabilities, EngineDialect } from "../types.js";
+import type { EngineCapabilities } from "../types.js";
 import { mysqlSessionLocks } from "./advisory-lock.js";
 import { mysqlOperator } from "./operator.js";
 import { mysqlOrderKeyLocks } from "./order-key-lock.js";
+import { mysqlLockWait } from "./lock-wait.js";
 import { mysqlDb } from "./query-builder.js";
 import { mysqlSchema, mysqlSchemaRules } from "./schema.js";
 import { mysqlTableTypes } from "./table-types.js";
 import { mysqlTime } from "./time.js";
 import { mariadbFloor, mysqlVersionFloor } from "./version.js";
+import { neverConnected } from "../shared/statement-outcome.js";
 
 /** What MySQL 8.0.1+ and MariaDB 10.6+ have in common, and why each answer is what it is. */
 export const mysqlCapabilities = Object.freeze({
@@ -33,6 +35,8 @@ export const mysqlCapabilities = Object.freeze({
   tableSchemas: true,
   // No notifications between sessions: other processes see a publish at their next poll.
   listenNotify: false,
+  // A server between the processes: they share no file.
+  fileWakes: false,
   // DATETIME(n) comes back as text from a pool with dateStrings (the runtime's server check reads which).
   readsTimeAsDate: false,
   // A pool of connections, each its own writer.
@@ -53,14 +57,19 @@ export const mysqlEngine: EngineTraits = Object.freeze({
   time: mysqlTime,
   statements: Object.freeze({ db: mysqlDb, time: mysqlTime, capabilities }),
   // No UPDATE … RETURNING: claims are a locking select, then an update, in one short transaction.
-  oneStatementClaim: null,
+  // Retention batches: an `IN` subquery may not carry a `LIMIT` (MariaDB error 1235), and a single-table delete takes one.
+  batchDelete: "order by and limit",
+  oneStatementClaim: "select then stamp",
   sessionLocks: mysqlSessionLocks,
   // GET_LOCK on a hashed name: a session's lock, given back (`RELEASE_ALL_LOCKS()`) before the transaction ends.
   orderKeyLocks: mysqlOrderKeyLocks,
+  // A claim queued for a cap's slot waits at most its bound: innodb_lock_wait_timeout (whole seconds), set back after the wait.
+  lockWait: mysqlLockWait,
   schema: mysqlSchema,
   // Names without case; DATETIME(n) or TIMESTAMP(n) hold the codec's UTC text.
   schemaRules: mysqlSchemaRules,
-  notify: null,
+  notify: "no notifications",
+  fileWake: "no shared file",
   // Two products, two floors (MySQL 8.0.1, MariaDB 10.6: SKIP LOCKED); TiDB refused by name.
   versionFloor: mysqlVersionFloor,
   // The semantic conventions tell MariaDB from MySQL: the version check's label names the product.
@@ -71,6 +80,15 @@ export const mysqlEngine: EngineTraits = Object.freeze({
   missingTable: (error: unknown) => {
     const e = error as { errno?: unknown; code?: unknown } | null;
     return e?.errno === 1146 || e?.code === "ER_NO_SUCH_TABLE";
+  },
+  // The server's answer (an error packet: `errno` and `sqlState`) that did not end the connection, but a statement
+  // interrupted by a kill or a shutdown (1317, 1927, 1053), whose commit may have happened; 2006/2013 are the client's.
+  // A connection `mysql2` already knows is closed refuses a query without sending it.
+  wroteNothing: (error: unknown) => {
+    const e = error as { errno?: unknown; sqlState?: unknown; fatal?: unknown; message?: unknown } | null;
+    const serverAnswer = typeof e?.errno === "number" && typeof e.sqlState === "string" && e.fatal !== true;
+    const notSent = typeof e?.message === "string" && e.message.startsWith("Can't add new command when connection is in closed state");
+    return (serverAnswer && ![1317, 1927, 1053, 2006, 2013].includes(e.errno as number)) || notSent || neverConnected(error);
   },
   // Queue tables: BIGINT AUTO_INCREMENT ids, DATETIME(3) times, LONGBLOB payloads, VARCHAR(255) keys; no partial index.
   tableTypes: mysqlTableTypes,

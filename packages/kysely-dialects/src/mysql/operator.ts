@@ -8,10 +8,10 @@ import { mysqlDb as db } from "./query-builder.js";
  * Each key asked about becomes one row of a derived table (the key and its lock name, joined by
  * `UNION ALL`), and a key comes back when `IS_USED_LOCK` names a session holding its lock (NULL
  * when none does). Lock names are the runtime's (`mysqlLockName`: the database name prefixed,
- * SHA-256 past 64 characters). `null` for no keys: an empty derived table cannot be written.
+ * SHA-256 past 64 characters). At least one key: an empty derived table cannot be written.
  */
-export function heldAdvisoryKeys(keys: readonly string[], database: string): CompiledQuery<{ key: string }> | null {
-  if (keys.length === 0) return null;
+function heldAdvisoryKeys(keys: readonly string[], database: string): CompiledQuery<{ key: string }> {
+  if (keys.length === 0) throw new RangeError("heldAdvisoryKeys: no keys to ask about");
   const rows = sql.join(
     keys.map((key) => sql`select ${key} as ${sql.ref("key")}, ${mysqlLockName(database, key)} as ${sql.ref("lock_name")}`),
     sql` union all `,

@@ -1,7 +1,9 @@
 import { sql, type CompiledQuery } from "kysely";
-import type { ClusterVariable, RawRow, SchemaStatements } from "../types.js";
+import type { InboxDescription } from "@sqlinbox/core/internal";
+import type { ClusterVariable, SchemaStatements } from "../forms/engine-traits.js";
+import type { RawRow } from "../types.js";
 import type { SchemaRules } from "../forms/engine-traits.js";
-import { compiled, type Eb } from "../statements/query-db.js";
+import { compiled, type Eb, tableRef } from "../statements/query-db.js";
 import { mysqlDb as db } from "./query-builder.js";
 
 /**
@@ -13,7 +15,7 @@ import { mysqlDb as db } from "./query-builder.js";
  * from `information_schema`.`COLUMNS` where `TABLE_SCHEMA` = database() and `TABLE_NAME` = ? order by `ORDINAL_POSITION`
  * ```
  */
-export function describeTable(table: string, schema?: string): CompiledQuery<RawRow> {
+function describeTable(table: string, schema?: string): CompiledQuery<RawRow> {
   return compiled(
     db
       .selectFrom("information_schema.COLUMNS")
@@ -25,10 +27,56 @@ export function describeTable(table: string, schema?: string): CompiledQuery<Raw
 }
 
 /**
+ * The columns the database fills when an insert leaves them out: an auto-increment, a generated
+ * column, a default (MariaDB shows a column without one as SQL `NULL`, one with `DEFAULT NULL` as the text `NULL`).
+ *
+ * ```sql mysql:schema.filledColumns
+ * select `COLUMN_NAME` as `name` from `information_schema`.`COLUMNS`
+ * where `TABLE_SCHEMA` = database() and `TABLE_NAME` = ?
+ * and (`EXTRA` like ? or `EXTRA` like ? or (`COLUMN_DEFAULT` is not null and `COLUMN_DEFAULT` <> ?))
+ * ```
+ */
+function filledColumns(table: string, schema?: string): CompiledQuery<{ name: string }> {
+  return compiled(
+    db
+      .selectFrom("information_schema.COLUMNS")
+      .select("COLUMN_NAME as name")
+      .where("TABLE_SCHEMA", "=", (eb: Eb) => (schema === undefined ? eb.fn("database", []) : eb.val(schema)))
+      .where("TABLE_NAME", "=", table)
+      .where((eb: Eb) =>
+        eb.or([eb("EXTRA", "like", "%auto_increment%"), eb("EXTRA", "like", "%generated%"), eb.and([eb("COLUMN_DEFAULT", "is not", null), eb("COLUMN_DEFAULT", "<>", "NULL")])]),
+      ),
+  );
+}
+
+/**
+ * The columns a unique index (the primary key included) covers alone: an insert of a value one of
+ * them holds fails with a duplicate-key error (1062). An index of several columns does not count.
+ *
+ * ```sql mysql:schema.uniqueColumns
+ * select min(`COLUMN_NAME`) as `name` from `information_schema`.`STATISTICS`
+ * where `TABLE_SCHEMA` = database() and `TABLE_NAME` = ? and `NON_UNIQUE` = 0
+ * group by `INDEX_NAME` having count(*) = 1
+ * ```
+ */
+function uniqueColumns(table: string, schema?: string): CompiledQuery<{ name: string }> {
+  return compiled(
+    db
+      .selectFrom("information_schema.STATISTICS")
+      .select((eb: Eb) => eb.fn.min("COLUMN_NAME").as("name"))
+      .where("TABLE_SCHEMA", "=", (eb: Eb) => (schema === undefined ? eb.fn("database", []) : eb.val(schema)))
+      .where("TABLE_NAME", "=", table)
+      .where("NON_UNIQUE", "=", sql.lit(0))
+      .groupBy("INDEX_NAME")
+      .having((eb: Eb) => eb(eb.fn.countAll(), "=", sql.lit(1))),
+  );
+}
+
+/**
  * The server's `version()`, e.g. `8.0.36` or `10.11.19-MariaDB-0+deb12u1`, and a `DATETIME` as
  * the pool reads one back: text (`dateStrings: true`) or a `Date`.
  */
-export function serverVersion(): CompiledQuery<{ version: string; time_probe: unknown }> {
+function serverVersion(): CompiledQuery<{ version: string; time_probe: unknown }> {
   return compiled(db.selectNoFrom((eb) => [eb.fn<string>("version", []).as("version"), sql<unknown>`cast('2000-01-01 00:00:00' as datetime)`.as("time_probe")]));
 }
 
@@ -41,12 +89,12 @@ export function serverVersion(): CompiledQuery<{ version: string; time_probe: un
  * select timestampdiff(microsecond, '1970-01-01 00:00:00', utc_timestamp(6)) / 1000 as `now_ms`
  * ```
  */
-export function serverTime(): CompiledQuery<{ now_ms: unknown }> {
+function serverTime(): CompiledQuery<{ now_ms: unknown }> {
   return compiled(db.selectNoFrom(sql<unknown>`timestampdiff(microsecond, '1970-01-01 00:00:00', utc_timestamp(6)) / 1000`.as("now_ms")));
 }
 
 /** The current `database()`: the prefix of lock names. */
-export function currentDatabase(): CompiledQuery<{ name: string }> {
+function currentDatabase(): CompiledQuery<{ name: string }> {
   return compiled(db.selectNoFrom((eb) => eb.fn<string>("database", []).as("name")));
 }
 
@@ -61,7 +109,7 @@ export function currentDatabase(): CompiledQuery<{ name: string }> {
  * SHOW GLOBAL STATUS LIKE 'wsrep_cluster_size'
  * ```
  */
-export function cluster(): readonly CompiledQuery<ClusterVariable>[] {
+function cluster(): readonly CompiledQuery<ClusterVariable>[] {
   return [sql<ClusterVariable>`SHOW GLOBAL VARIABLES LIKE 'wsrep_on'`.compile(db), sql<ClusterVariable>`SHOW GLOBAL STATUS LIKE 'wsrep_cluster_size'`.compile(db)];
 }
 
@@ -74,6 +122,16 @@ export const mysqlSchemaRules: SchemaRules = Object.freeze({
   timeTypeAdvice: "use DATETIME(n) (or TIMESTAMP(n))",
   // DATETIME without (n) keeps whole seconds.
   leasePrecision: (reported: number | null) => reported ?? 0,
+  // AUTO_INCREMENT fits an integer key column, and starts past the largest id already there; another type needs a default.
+  fillIdAdvice: (spec: InboxDescription, dataType: string) =>
+    /^(tinyint|smallint|mediumint|int|integer|bigint)$/.test(dataType.toLowerCase())
+      ? `run ${
+          db.schema
+            .alterTable(tableRef(spec))
+            .modifyColumn(spec.id.name, sql.raw(dataType.toLowerCase()), (c) => c.notNull().autoIncrement())
+            .compile().sql
+        }`
+      : `give the ${dataType} column a default the database fills (such as (uuid()))`,
 });
 
-export const mysqlSchema: SchemaStatements = Object.freeze({ describeTable, serverVersion, serverTime, currentDatabase, cluster });
+export const mysqlSchema: SchemaStatements = Object.freeze({ describeTable, filledColumns, uniqueColumns, serverVersion, serverTime, currentDatabase, cluster });

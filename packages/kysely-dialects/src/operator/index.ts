@@ -14,9 +14,10 @@ import { dialectFor } from "../index.js";
 import type { Engine } from "../types.js";
 import { countDeadLettersQuery, lockDeadLetterIdsQuery, peekDeadLettersQuery, purgeDeadLettersQuery, retryDeadLettersQueries } from "./dead-letter.js";
 import { advisoryCandidatesQuery, lockableProbeQuery } from "./probe.js";
-import { peekQuery, purgeQuery } from "./rows-by-state.js";
+import { countRowsQuery, peekQuery, purgeQuery } from "./rows-by-state.js";
 import { attemptHistogramQuery, countByStateQuery, expiringLeasesQuery } from "./status.js";
 import type { OperatorStatements } from "./types.js";
+import { notOnEngine } from "../shared/no-statement.js";
 
 export type { OperatorStatements, OperatorTable, DeadLetterPlace, RowState, PeekOptions } from "./types.js";
 export { copiedColumns } from "./dead-letter.js";
@@ -27,14 +28,21 @@ export { hasHeads } from "./row-state.js";
 function statements(engine: EngineTraits): OperatorStatements {
   const ctx = engine.statements;
   const { operator } = engine;
+  const engineName = ctx.capabilities.engine;
+  const held = operator.heldAdvisoryKeys;
   const built: OperatorStatements = {
     countByState: (table, now) => countByStateQuery(ctx, table, now),
     attemptHistogram: (spec) => attemptHistogramQuery(ctx, spec),
     expiringLeases: (spec, now, until, limit) => expiringLeasesQuery(ctx, spec, now, until, limit),
-    lockableProbe: (spec, now) => (ctx.capabilities.rowLock ? lockableProbeQuery(ctx, spec, now) : null),
+    lockableProbe: (spec, now) =>
+      ctx.capabilities.rowLock ? lockableProbeQuery(ctx, spec, now) : notOnEngine(engineName, "operator.lockableProbe", "it has no row locks (capabilities.rowLock is false)"),
     advisoryCandidates: (spec, now, limit) => advisoryCandidatesQuery(ctx, spec, now, limit),
-    heldAdvisoryKeys: (keys, database) => operator.heldAdvisoryKeys(keys, database),
+    heldAdvisoryKeys: (keys, database) =>
+      held === "process registry"
+        ? notOnEngine(engineName, "operator.heldAdvisoryKeys", 'advisory keys live in the application\'s process (capabilities.advisoryLocks is "process")')
+        : held(keys, database),
     peek: (table, options) => peekQuery(ctx, table, options),
+    countRows: (table, options) => countRowsQuery(ctx, table, options),
     peekDeadLetters: (source, place, limit, ids) => peekDeadLettersQuery(ctx, source, place, limit, ids),
     countDeadLetters: (source, place) => countDeadLettersQuery(ctx, source, place),
     lockDeadLetterIds: (source, place, limit, ids) => lockDeadLetterIdsQuery(ctx, source, place, limit, ids),

@@ -1,6 +1,7 @@
+import { SqlInboxError } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { RawRow } from "../types.js";
-import { compiled, type Eb, type StatementContext } from "../statements/query-db.js";
+import { compiled, COMPARE_PRECISION, type Eb, type StatementContext } from "../statements/query-db.js";
 import { hasHeads, isWholeTable, rowStateIs } from "./row-state.js";
 import type { OperatorTable, PeekOptions } from "./types.js";
 
@@ -15,7 +16,31 @@ export function peekQuery(ctx: StatementContext, table: OperatorTable, options: 
   if (!isWholeTable(spec, options.state)) query = query.where(rowStateIs(ctx, spec, options.state, options.now));
   if (options.group !== undefined && spec.group !== undefined) query = query.where(spec.group.name, "=", options.group);
   if (options.ids !== undefined) query = query.where(spec.id.name, "in", [...options.ids]);
-  return compiled(query.orderBy(spec.id.name).limit(options.limit));
+  return compiled(handledBefore(ctx, table, options)(query).orderBy(spec.id.name).limit(options.limit));
+}
+
+/** Narrows to rows handled before `processedBefore`, when given (a table with a processedAt column). */
+function handledBefore(ctx: StatementContext, table: OperatorTable, options: Omit<PeekOptions, "limit">) {
+  // biome-ignore lint/suspicious/noExplicitAny: accepts every Kysely query builder; each declares its own where overloads
+  return <Q extends { where(...args: any[]): Q }>(query: Q): Q => {
+    const before = options.processedBefore;
+    if (before === undefined) return query;
+    const column = table.spec.processedAt;
+    if (column === undefined) {
+      throw new SqlInboxError("Declaration", "rows handled before a time need a processedAt column: this table deletes a row when it is handled", { table: table.spec.table });
+    }
+    return query.where(column.name, "<", ctx.time.encode(before, COMPARE_PRECISION));
+  };
+}
+
+/** One row with `rows`: how many rows `purgeQuery` with the same options deletes. */
+export function countRowsQuery(ctx: StatementContext, table: OperatorTable, options: Omit<PeekOptions, "limit">): CompiledQuery<RawRow> {
+  const { spec } = table;
+  let query = ctx.db.selectFrom(spec.table).select((eb: Eb) => eb.fn.countAll().as("rows"));
+  if (!isWholeTable(spec, options.state)) query = query.where(rowStateIs(ctx, spec, options.state, options.now));
+  if (options.group !== undefined && spec.group !== undefined) query = query.where(spec.group.name, "=", options.group);
+  if (options.ids !== undefined) query = query.where(spec.id.name, "in", [...options.ids]);
+  return compiled(handledBefore(ctx, table, options)(query));
 }
 
 /**
@@ -42,5 +67,5 @@ export function purgeQuery(ctx: StatementContext, table: OperatorTable, options:
   } else if (!isWholeTable(spec, options.state)) query = query.where(rowStateIs(ctx, spec, options.state, options.now));
   if (options.group !== undefined && spec.group !== undefined) query = query.where(spec.group.name, "=", options.group);
   if (options.ids !== undefined) query = query.where(spec.id.name, "in", [...options.ids]);
-  return compiled(query);
+  return compiled(handledBefore(ctx, table, options)(query));
 }

@@ -1,5 +1,6 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
+import { notForTable } from "../shared/no-statement.js";
 import type { RawRow } from "../types.js";
 import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "../statements/query-db.js";
 import { hasHeads, rowStateIs, stateExists } from "./row-state.js";
@@ -80,11 +81,10 @@ export function waitingOf(spec: InboxDescription, row: Readonly<Record<string, u
 
 /**
  * The attempts histogram: rows not done, counted per group and attempt, in group then attempt
- * order. `null` without an attempt column.
+ * order. For a table with an attempt column.
  */
-export function attemptHistogramQuery(ctx: StatementContext, spec: InboxDescription): CompiledQuery<RawRow> | null {
-  if (spec.attempt === undefined) return null;
-  const attempt = spec.attempt.name;
+export function attemptHistogramQuery(ctx: StatementContext, spec: InboxDescription): CompiledQuery<RawRow> {
+  const attempt = spec.attempt?.name ?? notForTable("operator.attemptHistogram", "it has no attempt column", { table: spec.table });
   let query = ctx.db.selectFrom(spec.table).select((eb: Eb) => [groupAs(spec)(eb), eb.ref(attempt).as("attempt"), eb.fn.countAll().as("rows")]);
   if (spec.processedAt !== undefined) query = query.where(spec.processedAt.name, "is", null);
   query = spec.group === undefined ? query.groupBy(attempt) : query.groupBy([spec.group.name, attempt]).orderBy(spec.group.name);
@@ -93,11 +93,10 @@ export function attemptHistogramQuery(ctx: StatementContext, spec: InboxDescript
 
 /**
  * The live leases of rows not done that run out after `now` and by `until`, soonest first (id
- * breaks ties), at most `limit` of them. `null` without a lease column.
+ * breaks ties), at most `limit` of them. For a table with a lease column.
  */
-export function expiringLeasesQuery(ctx: StatementContext, spec: InboxDescription, now: Date, until: Date, limit: number): CompiledQuery<RawRow> | null {
-  if (spec.lease === undefined) return null;
-  const lease = spec.lease.name;
+export function expiringLeasesQuery(ctx: StatementContext, spec: InboxDescription, now: Date, until: Date, limit: number): CompiledQuery<RawRow> {
+  const lease = spec.lease?.name ?? notForTable("operator.expiringLeases", "it has no lease column", { table: spec.table });
   let query = ctx.db
     .selectFrom(spec.table)
     .select((eb: Eb) => [

@@ -32,12 +32,15 @@ export interface PeekOptions {
   readonly group?: string | undefined;
   /** Only these ids. */
   readonly ids?: readonly unknown[] | undefined;
+  /** Only rows handled before this time (processedAt): what `sqlinbox purge --older-than` deletes. A table with no processedAt column refuses it. */
+  readonly processedBefore?: Date | undefined;
   readonly limit: number;
 }
 
 /**
  * Every statement `sqlinbox` (the CLI) and its dashboard run. Pure: descriptions in, compiled
- * queries out. `null` where the engine cannot answer from outside the application.
+ * queries out. Where the engine cannot answer from outside the application, or the table has
+ * nothing to ask about, the statement refuses: read the trait each names first.
  */
 export interface OperatorStatements {
   /**
@@ -48,24 +51,28 @@ export interface OperatorStatements {
    * NULL), `max_attempt`, `max_id`.
    */
   countByState(table: OperatorTable, now: Date): CompiledQuery<RawRow>;
-  /** `grp`, `attempt`, `rows` of rows not done: the attempts histogram. `null` without an attempt column. */
-  attemptHistogram(spec: InboxDescription): CompiledQuery<RawRow> | null;
-  /** Live leases that run out before `until`, soonest first: `id`, `grp`, `locked_until`, `attempt`. `null` without a lease column. */
-  expiringLeases(spec: InboxDescription, now: Date, until: Date, limit: number): CompiledQuery<RawRow> | null;
+  /** `grp`, `attempt`, `rows` of rows not done: the attempts histogram. For a table with an attempt column. */
+  attemptHistogram(spec: InboxDescription): CompiledQuery<RawRow>;
+  /** Live leases that run out before `until`, soonest first: `id`, `grp`, `locked_until`, `attempt`. For a table with a lease column. */
+  expiringLeases(spec: InboxDescription, now: Date, until: Date, limit: number): CompiledQuery<RawRow>;
   /**
    * Row lock: the claimable-by-state rows a `FOR UPDATE SKIP LOCKED` probe can take (`id`, `grp`).
-   * Run it in a transaction and roll back; the claimable rows it cannot take are in work. `null` on SQLite.
+   * Run it in a transaction and roll back; the claimable rows it cannot take are in work. Where
+   * the engine locks rows (`capabilities.rowLock`: not SQLite).
    */
-  lockableProbe(spec: InboxDescription, now: Date): CompiledQuery<RawRow> | null;
+  lockableProbe(spec: InboxDescription, now: Date): CompiledQuery<RawRow>;
   /** Advisory: the claimable-by-state rows with the columns their keys are made of (`id`, `grp`, key columns). */
   advisoryCandidates(spec: InboxDescription, now: Date, limit: number): CompiledQuery<RawRow>;
   /**
-   * Advisory: which of `keys` some session holds right now; one row `{ key }` per held key,
-   * `key` as given. `null` where locks live in the application's process (SQLite).
+   * Advisory: which of `keys` (at least one) some session holds right now; one row `{ key }` per
+   * held key, `key` as given. Where locks live in the server session (`capabilities.advisoryLocks`
+   * is `"session"`); on SQLite they live in the application's process, out of sight.
    */
-  heldAdvisoryKeys(keys: readonly string[], database: string): CompiledQuery<{ key: string }> | null;
+  heldAdvisoryKeys(keys: readonly string[], database: string): CompiledQuery<{ key: string }>;
   /** Rows with every column of the real table (`select *`), in id order. */
   peek(table: OperatorTable, options: PeekOptions): CompiledQuery<RawRow>;
+  /** One row with `rows`: how many rows `purge` with the same options deletes. */
+  countRows(table: OperatorTable, options: Omit<PeekOptions, "limit">): CompiledQuery<RawRow>;
   /** The dead letters of a source (`select *`), in id order; only `ids` when given. */
   peekDeadLetters(source: InboxDescription, place: DeadLetterPlace, limit: number, ids?: readonly unknown[]): CompiledQuery<RawRow>;
   /** How many dead letters there are, per group of the destination: `grp`, `rows`. */
@@ -94,7 +101,8 @@ export interface OperatorStatements {
  * (`operator` in its `engine.ts`). Whether rows can be locked is `capabilities.rowLock`.
  */
 export interface OperatorTraits {
-  heldAdvisoryKeys(keys: readonly string[], database: string): CompiledQuery<{ key: string }> | null;
+  /** Which of `keys` (at least one) a session holds; `"process registry"` where keys live in the application's process. */
+  readonly heldAdvisoryKeys: ((keys: readonly string[], database: string) => CompiledQuery<{ key: string }>) | "process registry";
   /** The value an attempt column gets back on a retried dead letter: the column's default. */
   attemptDefault(spec: InboxDescription): Expression<unknown>;
 }

@@ -3,11 +3,10 @@ import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow } from "../types.js";
 import type { LeaseStamp } from "../statements/claim-stamp.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
-import { col } from "../statements/table-ref.js";
 import { claimPicked } from "./claim-picked.js";
 import { fifoClaimWithCte } from "./fifo-claim-cte.js";
 import { fifoRuleApplies } from "../statements/order-key-head.js";
-import type { StatementContext } from "../statements/query-db.js";
+import { col, type StatementContext } from "../statements/query-db.js";
 
 /**
  * The one-statement claim of Postgres: a CTE picks the claimable ids `FOR UPDATE SKIP LOCKED`,

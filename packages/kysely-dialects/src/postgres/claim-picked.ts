@@ -3,8 +3,7 @@ import { sql, type CompiledQuery, type QueryCreator } from "kysely";
 import type { RawRow } from "../types.js";
 import { stampValues, type LeaseStamp } from "../statements/claim-stamp.js";
 import { claimOrder } from "../statements/claim-order.js";
-import { compiled, type Eb, type StatementContext } from "../statements/query-db.js";
-import { tableRef } from "../statements/table-ref.js";
+import { compiled, type Eb, type StatementContext, tableRef } from "../statements/query-db.js";
 
 /**
  * The second half of every Postgres claim: a `claimed` CTE that stamps the rows a `picked` CTE

@@ -3,10 +3,9 @@ import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow } from "../types.js";
 import type { LeaseStamp } from "../statements/claim-stamp.js";
 import { describedColumns } from "../statements/claimable.js";
-import { col, tableRef } from "../statements/table-ref.js";
 import { claimPicked } from "./claim-picked.js";
 import { fifoHeadId, fifoScope, fifoSeenCount, notHeld } from "../statements/fifo-head.js";
-import { compiled, type Eb, type StatementContext } from "../statements/query-db.js";
+import { col, compiled, type Eb, type StatementContext, tableRef } from "../statements/query-db.js";
 
 /**
  * The fifo claim of Postgres, in one statement (the head rule and why it locks the group:

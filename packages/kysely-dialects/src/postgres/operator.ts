@@ -16,7 +16,7 @@ import { postgresDb as db } from "./query-builder.js";
  * `pg_advisory_lock(bigint)` files the key's high half under `classid` and the low half under
  * `objid` (`objsubid = 1`); joining them back gives the `hashtextextended` value the runtime locked.
  */
-export function heldAdvisoryKeys(keys: readonly string[]): CompiledQuery<{ key: string }> {
+function heldAdvisoryKeys(keys: readonly string[]): CompiledQuery<{ key: string }> {
   return compiled(
     db
       .selectFrom(sql`unnest(cast(${[...keys]} as text[]))`.as("key"))

@@ -2,8 +2,7 @@ import { createHash } from "node:crypto";
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import { sql, type Expression, type SqlBool } from "kysely";
 import type { OrderKeyLockTraits } from "../forms/engine-traits.js";
-import type { Eb } from "../statements/query-db.js";
-import { tableRef } from "../statements/table-ref.js";
+import { type Eb, tableRef } from "../statements/query-db.js";
 
 /**
  * The lock class of an order key's slot on one table: a 32-bit number from the table's name and the
@@ -11,7 +10,7 @@ import { tableRef } from "../statements/table-ref.js";
  * functions is a lock space of its own: the advisory form's one-number keys (`hashtextextended`)
  * never meet these.
  */
-export function orderKeyLockClass(spec: InboxDescription, slot: number): number {
+function orderKeyLockClass(spec: InboxDescription, slot: number): number {
   return createHash("sha256")
     .update(`sqlinbox order key ${tableRef(spec)}#${slot}`, "utf8")
     .digest()
@@ -33,5 +32,5 @@ export function orderKeyLockClass(spec: InboxDescription, slot: number): number 
 export const postgresOrderKeyLocks: OrderKeyLockTraits = Object.freeze({
   tryLock: (eb: Eb, spec: InboxDescription, key: Expression<unknown>, slot: number): Expression<SqlBool> =>
     eb.fn<SqlBool>("pg_try_advisory_xact_lock", [sql.lit(orderKeyLockClass(spec, slot)), eb.fn("hashtext", [eb.cast(key, "text")])]),
-  release: null,
+  release: "with the transaction",
 });

@@ -1,5 +1,5 @@
 import type { TableTypes } from "../statements/create-table.js";
-import type { QueueStorage } from "../types.js";
+import type { QueueStorage } from "../statements/create-table.js";
 
 /**
  * The storage settings of a queue table on PostgreSQL (`CREATE TABLE … WITH (…)`). Every job is

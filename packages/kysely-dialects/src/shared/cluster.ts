@@ -1,4 +1,4 @@
-import type { ClusterVariable } from "../types.js";
+import type { ClusterVariable } from "../forms/engine-traits.js";
 
 /**
  * A multi-primary cluster the server is a node of: every node takes writes, and a transaction is

@@ -1,20 +1,33 @@
 import { SqlInboxError, type ColumnDescription, type InboxDescription } from "@sqlinbox/core/internal";
-import type { SchemaRules } from "../forms/engine-traits.js";
-import type { FoundColumn, LeaseColumnInfo, RawRow } from "../types.js";
+import type { EngineTraits } from "../forms/engine-traits.js";
+import { dedupKeyIndexQuery } from "../statements/create-table.js";
+import type { FoundColumn, LeaseColumnInfo, RawRow, TableKeys } from "../types.js";
 
 /**
  * Checks the description against the real table (the rows of `describeTable`, normalized
  * by `readFoundColumns`) by the engine's schema rules: the table exists, every described column exists, and the lease
- * and retryAfter columns hold time in a form the engine's codec reads back exactly.
+ * and retryAfter columns hold time in a form the engine's codec reads back exactly. With `keys` (what
+ * `filledColumns` and `uniqueColumns` read), also: a generated id is one the database fills, and the
+ * dedup key has a unique index of its own; each refusal gives the statement that fixes it where there is one.
  * Returns the lease column's precision (`null` without a lease column).
  *
  * @throws SqlInboxError `Schema`, naming the table and the column.
  */
-export function checkTable(spec: InboxDescription, found: readonly FoundColumn[], rules: SchemaRules): LeaseColumnInfo | null {
+export function checkTable(
+  spec: InboxDescription,
+  found: readonly FoundColumn[],
+  engine: Pick<EngineTraits, "schemaRules" | "statements">,
+  keys?: TableKeys,
+): LeaseColumnInfo | null {
+  const rules = engine.schemaRules;
   const fail = (message: string, column?: ColumnDescription): never => {
     throw new SqlInboxError("Schema", message, column === undefined ? { table: spec.table } : { table: spec.table, column: column.name });
   };
-  if (found.length === 0) fail(`table "${spec.table}" does not exist (or has no columns) in the database the broker connects to`);
+  if (found.length === 0) {
+    fail(
+      "the table does not exist (or has no columns) in the database the broker connects to: create it with createInboxTable(db, spec) at startup, or in a migration with the statements inboxTableSql(spec, engine) returns (sqlinbox ddl prints them)",
+    );
+  }
   const named = (name: string): string => (rules.caseSensitiveNames ? name : name.toLowerCase());
   const byName = new Map(found.map((c) => [named(c.name), c]));
   const lookup = (col: ColumnDescription): FoundColumn =>
@@ -34,8 +47,32 @@ export function checkTable(spec: InboxDescription, found: readonly FoundColumn[]
       fail(`column "${spec.attempt.name}" of table "${spec.table}" is ${real.dataType}: an attempt column holds an integer`, spec.attempt);
     }
   }
+  if (keys !== undefined) checkKeys(spec, keys, engine, (col) => lookup(col), fail);
   if (spec.lease === undefined) return null;
   return { precision: rules.leasePrecision(lookup(spec.lease).precision) };
+}
+
+/** A generated id the database fills; a dedup key with a unique index of its own. */
+function checkKeys(
+  spec: InboxDescription,
+  keys: TableKeys,
+  engine: Pick<EngineTraits, "schemaRules" | "statements">,
+  lookup: (col: ColumnDescription) => FoundColumn,
+  fail: (message: string, column?: ColumnDescription) => never,
+): void {
+  const named = (name: string): string => (engine.schemaRules.caseSensitiveNames ? name : name.toLowerCase());
+  const has = (names: readonly string[], col: ColumnDescription): boolean => names.some((n) => named(n) === named(col.name));
+  if (spec.id.generated && !has(keys.filled, spec.id)) {
+    const fix = engine.schemaRules.fillIdAdvice(spec, lookup(spec.id).dataType);
+    fail(
+      `the id is described .generated(), but the database fills nothing in this column on an insert (no default, identity or auto-increment): ${fix}; or describe the id without .generated() and give each row its id`,
+      spec.id,
+    );
+  }
+  if (spec.key !== undefined && !has(keys.unique, spec.key)) {
+    const fix = dedupKeyIndexQuery(engine.statements, spec, spec.key).sql;
+    fail(`the dedup key has no unique index of its own, so two publishes of one key would both insert a row: run ${fix} (after removing rows that share a key)`, spec.key);
+  }
 }
 
 /** Normalizes the rows of a `describeTable` statement (every engine returns the same aliases). */

@@ -3,8 +3,7 @@ import type { CompiledQuery } from "kysely";
 import type { ClaimOptions, RawRow } from "../types.js";
 import { stampValues, type LeaseStamp } from "../statements/claim-stamp.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
-import { col, tableRef } from "../statements/table-ref.js";
-import { compiled, type StatementContext } from "../statements/query-db.js";
+import { col, compiled, type StatementContext, tableRef } from "../statements/query-db.js";
 
 /**
  * The one-statement claim of SQLite 3.35+: an update of the rows whose ids a subquery picks

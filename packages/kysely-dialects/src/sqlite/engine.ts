@@ -1,8 +1,9 @@
-import { buildDialect } from "../forms/dialect.js";
+import { buildDialect, type EngineDialect } from "../forms/dialect.js";
 import type { EngineTraits, OneStatementClaim } from "../forms/engine-traits.js";
-import type { EngineCapabilities, EngineDialect } from "../types.js";
+import type { EngineCapabilities } from "../types.js";
 import type { VersionFloor } from "../shared/server-version.js";
 import { claimUpdateReturning } from "./claim-update-returning.js";
+import { sqliteFileWake } from "./file-wake.js";
 import { sqliteOperator } from "./operator.js";
 import { sqliteDb } from "./query-builder.js";
 import { sqliteSchema, sqliteSchemaRules } from "./schema.js";
@@ -30,6 +31,8 @@ export const sqliteCapabilities = Object.freeze({
   tableSchemas: false,
   // No server to relay notifications.
   listenNotify: false,
+  // Every process writes the one database file: a watch of it (and its WAL) sees their commits.
+  fileWakes: true,
   // better-sqlite3 reads TEXT as text.
   readsTimeAsDate: false,
   // One connection per database file: a transaction holds it until it ends.
@@ -51,14 +54,19 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   time: sqliteTime,
   statements,
   // One statement: UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING.
+  // Retention batches: the select picks the batch; `DELETE … LIMIT` needs a compile option better-sqlite3 does not promise.
+  batchDelete: "ids from a select",
   oneStatementClaim,
-  sessionLocks: null,
+  sessionLocks: "process registry",
   // No row-lock form, and one writer: rows commit in id order.
-  orderKeyLocks: null,
+  orderKeyLocks: "no row-lock form",
+  lockWait: "no row-lock form",
   schema: sqliteSchema,
   // Names without case; TEXT holds the codec's fixed-width ISO-8601 text, milliseconds kept.
   schemaRules: sqliteSchemaRules,
-  notify: null,
+  notify: "no notifications",
+  // The file itself: watched, with the data version telling another process's commit from ours.
+  fileWake: sqliteFileWake,
   versionFloor: () => sqliteFloor,
   // OpenTelemetry's db.system.name.
   dbSystemName: () => "sqlite",
@@ -66,6 +74,8 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   operator: sqliteOperator,
   // SQLITE_ERROR has no code of its own for it: better-sqlite3's message is `no such table: x`.
   missingTable: (error: unknown) => error instanceof Error && /^no such table: /.test(error.message),
+  // In the process, one call at a time: a statement that failed wrote nothing, and none is ever half sent.
+  wroteNothing: () => true,
   // Queue tables: INTEGER PRIMARY KEY AUTOINCREMENT ids (never handed out twice), TEXT times, BLOB payloads, a partial claim index.
   tableTypes: sqliteTableTypes,
 });

@@ -14,7 +14,7 @@ function attemptDefault(spec: InboxDescription): Expression<unknown> {
 /** What the operator tools' statements do differently on SQLite. */
 export const sqliteOperator: OperatorTraits = Object.freeze({
   // Advisory keys live in the application's process: nothing outside it can see them.
-  heldAdvisoryKeys: () => null,
+  heldAdvisoryKeys: "process registry",
   // No `DEFAULT` in an UPDATE's SET list: the declared default, read from the table's pragma.
   attemptDefault,
 });

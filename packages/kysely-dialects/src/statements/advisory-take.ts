@@ -2,8 +2,7 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { RawRow } from "../types.js";
 import { describedColumns, whereClaimable } from "./claimable.js";
-import { compiled, type Eb, type QueryDb, type StatementContext } from "./query-db.js";
-import { col, tableRef } from "./table-ref.js";
+import { col, compiled, type Eb, type QueryDb, type StatementContext, tableRef } from "./query-db.js";
 
 /**
  * Takes a row whose key this session has just locked: counts its attempt, only while the row is
@@ -35,15 +34,14 @@ export function takeQuery(ctx: StatementContext, spec: InboxDescription, id: unk
 /**
  * The row a take just counted, read back on the session that holds its key (MySQL/MariaDB, which
  * have no `UPDATE … RETURNING`): the key's lock keeps every other take off the row, so this read
- * sees the attempt this session's take wrote. `null` where the take returns the row itself.
+ * sees the attempt this session's take wrote. Only where the take cannot return the row itself.
  *
  * ```sql mysql:advisory.readTaken(rich)
  * select `jobs`.`id`, `jobs`.`attempt`, `jobs`.`payload`, `jobs`.`retry_after`, `jobs`.`processed_at`, `jobs`.`customer_id`
  *   from `jobs` where `jobs`.`id` = ?
  * ```
  */
-export function takenRowQuery(ctx: StatementContext, spec: InboxDescription, id: unknown): CompiledQuery<RawRow> | null {
-  if (ctx.capabilities.updateReturning) return null;
+export function takenRowQuery(ctx: StatementContext, spec: InboxDescription, id: unknown): CompiledQuery<RawRow> {
   const db: QueryDb = ctx.db;
   return compiled(db.selectFrom(tableRef(spec)).select(describedColumns(spec)).where(col(spec, spec.id.name), "=", id));
 }

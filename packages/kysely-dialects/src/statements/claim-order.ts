@@ -1,6 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import type { StatementContext } from "./query-db.js";
-import { col } from "./table-ref.js";
+import { col, type StatementContext } from "./query-db.js";
 
 /** How a claim names its order columns: table-qualified inside the select, bare over a CTE's rows, or under an alias. */
 export interface OrderNames {

@@ -1,7 +1,6 @@
 import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery, Expression, SqlBool } from "kysely";
-import { compiled, type Eb, type StatementContext } from "./query-db.js";
-import { tableRef } from "./table-ref.js";
+import { compiled, type Eb, type StatementContext, tableRef } from "./query-db.js";
 
 /** The deadline a lease claim writes, rounded down to what the column keeps. */
 export interface LeaseStamp {
@@ -12,6 +11,21 @@ export interface LeaseStamp {
 export function leaseColumnOf(spec: InboxDescription): string {
   if (spec.lease === undefined) throw new SqlInboxError("UnsupportedForm", "the table has no lease column", { table: spec.table });
   return spec.lease.name;
+}
+
+/**
+ * The attempt a delivery reads, from the attempt column as its claim left it: one less, because a
+ * claim counts the column up as it takes the row (`stampValues`). A table that starts the column
+ * at 1 (`DEFAULT 1`) delivers attempt 1 first, and attempt 2 after a crash that spent one; a row
+ * never claimed holds 1 and has made 0 attempts. The runtime hands it to handlers (`keys.attempt`);
+ * the operator tools show it for a lease in work and count attempts made by it.
+ *
+ * @example
+ * deliveredAttempt(2)   // 1: the first delivery of a column that starts at 1
+ * deliveredAttempt("3") // 2: MySQL reads a BIGINT as text
+ */
+export function deliveredAttempt(counted: unknown): number {
+  return Number(counted) - 1;
 }
 
 /** The SET of a claim: the deadline (lease form; `null` in the row-lock form), and one more attempt when the table counts them. */
@@ -45,10 +59,9 @@ export function stampPickedQuery(ctx: StatementContext, spec: InboxDescription, 
 /**
  * Takes back the attempt a claim counted for rows it never handed to a handler, in the claim's
  * transaction (a shared row-lock claim stopped with rows still buffered): they leave as they came.
+ * `attempt` is the table's attempt column.
  */
-export function uncountPickedQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[]): CompiledQuery | null {
-  const attempt = spec.attempt?.name;
-  if (attempt === undefined) return null;
+export function uncountPickedQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[], attempt: string): CompiledQuery {
   return compiled(
     ctx.db
       .updateTable(tableRef(spec))

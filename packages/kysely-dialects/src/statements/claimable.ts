@@ -1,11 +1,10 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { Expression, SqlBool } from "kysely";
 import type { ClaimOptions } from "../types.js";
-import { COMPARE_PRECISION, type Eb, type QueryDb, type StatementContext } from "./query-db.js";
+import { col, COMPARE_PRECISION, type Eb, type QueryDb, type StatementContext, tableRef } from "./query-db.js";
 import { fifoHeadCondition } from "./fifo-head.js";
 import { fifoRuleApplies, orderedKey, orderKeyHeadCondition } from "./order-key-head.js";
 import { claimOrder } from "./claim-order.js";
-import { col, tableRef } from "./table-ref.js";
 
 /**
  * The rows a claim may take, per the description's roles:
@@ -18,7 +17,7 @@ import { col, tableRef } from "./table-ref.js";
  * order is claimable, and only while no other row of the group is in work. A table with an order
  * key adds its own (`order-key-head.ts`): only each key's first rows in id order.
  */
-export function claimable(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "now" | "group" | "exclude">) {
+function claimable(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "now" | "group" | "exclude">) {
   const now = ctx.time.encode(options.now, COMPARE_PRECISION);
   return (eb: Eb): Expression<SqlBool> => {
     const conditions: Expression<SqlBool>[] = [];
@@ -39,7 +38,7 @@ export function claimable(ctx: StatementContext, spec: InboxDescription, options
 }
 
 /** True when the description has a role that narrows what is claimable (otherwise no WHERE at all). */
-export function narrowsClaimable(spec: InboxDescription, options: Pick<ClaimOptions, "group" | "exclude">): boolean {
+function narrowsClaimable(spec: InboxDescription, options: Pick<ClaimOptions, "group" | "exclude">): boolean {
   if (options.exclude !== undefined && options.exclude.length > 0) return true;
   return spec.processedAt !== undefined || spec.retryAfter !== undefined || spec.lease !== undefined || (spec.group !== undefined && options.group !== undefined);
 }

@@ -1,20 +1,83 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import { sql, type CompiledQuery, type Expression, type SqlBool } from "kysely";
-import type { ControlRow, ControlStatements } from "../types.js";
+import { notOnEngine } from "../shared/no-statement.js";
+import type { RawRow } from "../types.js";
 import type { TableTypes } from "./create-table.js";
-import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
-import { tableRef } from "./table-ref.js";
+import { COMPARE_PRECISION, compiled, type Eb, type StatementContext, tableRef } from "./query-db.js";
 
 /** The table where pauses and cancel requests wait for every process to read them. */
 export const CONTROL_TABLE = "sqlinbox_control";
 
 /**
+ * A row of the control table: a paused route (`kind` `"pause"`, `target` `""`), a cancel request
+ * (`"cancel"`, the row's id as text), a cron tick published (`"cron"`, the tick's time), or a route
+ * an app serves (`"route"`, the app's name).
+ */
+export interface ControlRow {
+  readonly kind: string;
+  readonly route: string;
+  readonly target: string;
+}
+
+/**
+ * Pause, resume and cancel (every engine): the control table `sqlinbox_control` that every app
+ * reads once per poll interval, and the statements that take a row not in work out of its queue.
+ */
+export interface ControlStatements {
+  /** The control table's name. */
+  readonly table: string;
+  /** `CREATE TABLE IF NOT EXISTS sqlinbox_control (kind, route, target, requested_at)`, keyed by (kind, route, target). */
+  create(): CompiledQuery[];
+  /** Every pause and cancel request. */
+  read(): CompiledQuery<ControlRow>;
+  /** Pauses a route: run in one transaction, so a pause given twice leaves one row. */
+  pause(route: string, now: Date): CompiledQuery[];
+  /** Ends a route's pause. */
+  resume(route: string): CompiledQuery;
+  /** Records a cancel request for a row (its id as text): run in one transaction. */
+  requestCancel(route: string, target: string, now: Date): CompiledQuery[];
+  /** Removes a cancel request once it is served. */
+  clearCancel(route: string, target: string): CompiledQuery;
+  /** Removes cancel requests older than `before`. */
+  purgeCancels(before: Date): CompiledQuery;
+  /**
+   * Marks cron tick `tick` of `route` as published: one row affected, or none (Postgres, SQLite) or a
+   * duplicate-key error (MySQL/MariaDB) when a process marked it already. Run in the tick's publish transaction.
+   */
+  markTick(route: string, tick: Date): CompiledQuery;
+  /** Removes the tick marks of `route` before `before`: ticks no process publishes any more. */
+  pruneTicks(route: string, before: Date): CompiledQuery;
+  /**
+   * Records that app `app` serves `routes` (its subscriptions' names) as of `now`: one row each,
+   * written or refreshed (`ON CONFLICT DO UPDATE`; MySQL/MariaDB `ON DUPLICATE KEY UPDATE`).
+   */
+  recordRoutes(routes: readonly string[], app: string, now: Date): CompiledQuery;
+  /** Removes the route records older than `before`: routes no running app refreshed. */
+  pruneRoutes(before: Date): CompiledQuery;
+  /** The routes apps recorded at `since` or later, with the app that recorded each (`target`). */
+  readRoutes(since: Date): CompiledQuery<ControlRow>;
+  /** Row lock: locks the row unless a claim holds it (`FOR UPDATE SKIP LOCKED`), where the engine locks rows (`capabilities.rowLock`). */
+  lockQueued(spec: InboxDescription, id: unknown): CompiledQuery<{ id: unknown }>;
+  /** The row (its id and advisory key columns) unless it is done. */
+  findRow(spec: InboxDescription, id: unknown): CompiledQuery<RawRow>;
+  /** Deletes the row (or marks it processed) unless it is done or a live lease holds it. */
+  removeQueued(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
+}
+
+/**
  * The control table's statements on one engine. The table is small: one row per paused route
- * (`kind = 'pause'`, `target = ''`) and one per cancel request still open (`kind = 'cancel'`,
- * `target` the row's id as text). Every app reads it whole, once per poll interval.
+ * (`kind = 'pause'`, `target = ''`), one per cancel request still open (`kind = 'cancel'`,
+ * `target` the row's id as text), the recent cron ticks published to a table whose ack deletes
+ * the row (`kind = 'cron'`, `target` the tick's time), and one per route an app serves (`kind =
+ * 'route'`, `target` the app's name, `requested_at` when it last said so). Every app reads it
+ * whole, once per poll interval.
  *
  * ```sql postgres:control.read
  * select "kind", "route", "target" from "sqlinbox_control"
+ * ```
+ * ```sql postgres:control.recordRoutes
+ * insert into "sqlinbox_control" ("kind", "route", "target", "requested_at") values ($1, $2, $3, $4)
+ *   on conflict ("kind", "route", "target") do update set "requested_at" = $5
  * ```
  */
 export function controlStatements(ctx: StatementContext, types: TableTypes): ControlStatements {
@@ -48,8 +111,29 @@ export function controlStatements(ctx: StatementContext, types: TableTypes): Con
     clearCancel: (route: string, target: string): CompiledQuery =>
       compiled(db.deleteFrom(CONTROL_TABLE).where("kind", "=", "cancel").where("route", "=", route).where("target", "=", target)),
     purgeCancels: (before: Date): CompiledQuery => compiled(db.deleteFrom(CONTROL_TABLE).where("kind", "=", "cancel").where("requested_at", "<", at(before))),
-    lockQueued: (spec: InboxDescription, id: unknown): CompiledQuery<{ id: unknown }> | null =>
-      ctx.capabilities.rowLock ? compiled(db.selectFrom(tableRef(spec)).select(sql.ref(spec.id.name).as("id")).where(spec.id.name, "=", id).forUpdate().skipLocked()) : null,
+    // A tick already marked inserts nothing: `ON CONFLICT DO NOTHING`; MySQL/MariaDB a plain insert, its duplicate-key error (1062) meaning held.
+    markTick: (route: string, tick: Date): CompiledQuery => {
+      const insert = db.insertInto(CONTROL_TABLE).values({ kind: "cron", route, target: tick.toISOString(), requested_at: at(tick) });
+      return compiled(ctx.capabilities.insertReturning ? insert.onConflict((oc) => oc.doNothing()) : insert);
+    },
+    pruneTicks: (route: string, before: Date): CompiledQuery =>
+      compiled(db.deleteFrom(CONTROL_TABLE).where("kind", "=", "cron").where("route", "=", route).where("requested_at", "<", at(before))),
+    // One row per (route, app): a refresh only moves its time, on every engine alike.
+    recordRoutes: (routes: readonly string[], app: string, now: Date): CompiledQuery => {
+      const insert = db.insertInto(CONTROL_TABLE).values(routes.map((route) => ({ kind: "route", route, target: app, requested_at: at(now) })));
+      return compiled(
+        ctx.capabilities.insertReturning
+          ? insert.onConflict((oc) => oc.columns(["kind", "route", "target"]).doUpdateSet({ requested_at: at(now) }))
+          : insert.onDuplicateKeyUpdate({ requested_at: at(now) }),
+      );
+    },
+    pruneRoutes: (before: Date): CompiledQuery => compiled(db.deleteFrom(CONTROL_TABLE).where("kind", "=", "route").where("requested_at", "<", at(before))),
+    readRoutes: (since: Date): CompiledQuery<ControlRow> =>
+      compiled(db.selectFrom(CONTROL_TABLE).select(["kind", "route", "target"]).where("kind", "=", "route").where("requested_at", ">=", at(since))),
+    lockQueued: (spec: InboxDescription, id: unknown): CompiledQuery<{ id: unknown }> =>
+      ctx.capabilities.rowLock
+        ? compiled(db.selectFrom(tableRef(spec)).select(sql.ref(spec.id.name).as("id")).where(spec.id.name, "=", id).forUpdate().skipLocked())
+        : notOnEngine(ctx.capabilities.engine, "control.lockQueued", "it has no row locks (capabilities.rowLock is false)"),
     findRow: (spec: InboxDescription, id: unknown): CompiledQuery<Record<string, unknown>> => {
       const keyColumns = (spec.advisoryKey?.parts ?? []).flatMap((p) => ("column" in p ? [p.column.name] : []));
       const columns = [...new Set([spec.id.name, ...keyColumns])];

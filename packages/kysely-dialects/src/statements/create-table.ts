@@ -1,8 +1,41 @@
 import { SqlInboxError, type ColumnDescription, type InboxDescription, type PortableType } from "@sqlinbox/core/internal";
 import { sql, type ColumnDefinitionBuilder, type RawBuilder, type CompiledQuery, type CreateIndexBuilder, type CreateTableBuilder, type Expression } from "kysely";
-import type { ExtendTable, QueueStorage, TableOptions } from "../types.js";
-import type { StatementContext } from "./query-db.js";
-import { tableRef } from "./table-ref.js";
+import { type StatementContext, tableRef } from "./query-db.js";
+
+/** Adds columns to the table `createInboxTable` creates: Kysely's own builder, so any column Kysely can describe fits. */
+export type ExtendTable = (table: CreateTableBuilder<string, string>) => CreateTableBuilder<string, string>;
+
+/**
+ * Per-table storage settings of a queue table, by name: `{ fillfactor: 70 }` is
+ * `WITH (fillfactor = 70)` on Postgres. A name is a storage parameter Postgres knows
+ * (`fillfactor`, `autovacuum_vacuum_scale_factor`, `toast.autovacuum_enabled` …).
+ */
+export type QueueStorage = Readonly<Record<string, number | boolean>>;
+
+/** How a queue table is created, beyond its description. */
+export interface TableOptions {
+  /**
+   * The queue table's storage settings, on engines that have per-table settings (Postgres:
+   * `CREATE TABLE … WITH (…)`); MySQL/MariaDB and SQLite have none and take nothing from this.
+   * Unset: the engine's defaults for a table that churns (on Postgres `fillfactor = 70` and an
+   * autovacuum that starts early and is never throttled). `false`: none, the server's own. A record
+   * replaces the defaults: give every setting the table should have. A table with a `lastError` or
+   * `failedAttempts` column is a dead-letter destination, written once and rarely changed, and gets
+   * none unless a record is given. When `extend` ends the statement itself (Kysely's `modifyEnd`, a
+   * `PARTITION BY` or a `TABLESPACE`), the settings are left out: add a `with (…)` there if wanted.
+   */
+  readonly queueStorage?: false | QueueStorage;
+}
+
+/** Creating a queue table from its description. */
+export interface TableStatements {
+  /**
+   * `CREATE TABLE` with every described column typed for this engine, then the indexes the claims
+   * read (see `createTableQueries`). `extend` adds columns (a data column described without a type);
+   * a data column with no type that `extend` does not add fails, naming the column.
+   */
+  create(spec: InboxDescription, extend?: ExtendTable, options?: TableOptions): CompiledQuery[];
+}
 
 /**
  * What each column of a queue table is on one engine: every engine's `table-types.ts` fills
@@ -56,6 +89,10 @@ export interface TableTypes {
  *   SQLite sort it; Postgres is told), for the probe of the key's rows in work, which reads it
  *   backward from the latest lease: `perKey` entries however many rows the key holds. It makes each
  *   write of the lease column update one more index (on Postgres such updates are no longer HOT).
+ * - A processedAt column gets the index retention's prune walks (`statements/retention.ts`): the
+ *   group, then processedAt, over processed rows only (`IS NOT NULL`, a partial index), so a claim,
+ *   which reads unprocessed rows, never finds it useful. Where the engine has no partial index the
+ *   claim index already leads with the group and processedAt, and serves the prune's range.
  * - The dedup key gets a unique index (NULLs never collide, so rows published without a key are free).
  * - Where the engine has per-table storage settings, the table gets `options.queueStorage`, else the
  *   engine's defaults for a churning table (`TableTypes.queueStorage`); a dead-letter destination
@@ -100,14 +137,19 @@ export function createTableQueries(ctx: StatementContext, types: TableTypes, spe
   const queries: CompiledQuery[] = [table.compile()];
   const claim = claimIndex(ctx, types, spec);
   if (claim !== null) queries.push(claim.compile());
+  const processed = retentionIndex(ctx, types, spec);
+  if (processed !== null) queries.push(processed.compile());
   const order = orderKeyIndex(ctx, types, spec);
   if (order !== null) queries.push(order.compile());
   const orderLease = orderKeyLeaseIndex(ctx, types, spec);
   if (orderLease !== null) queries.push(orderLease.compile());
-  if (spec.key !== undefined) {
-    queries.push(ctx.db.schema.createIndex(indexName(spec, "dedup_key")).unique().on(tableRef(spec)).column(spec.key.name).compile());
-  }
+  if (spec.key !== undefined) queries.push(dedupKeyIndexQuery(ctx, spec, spec.key));
   return queries;
+}
+
+/** The unique index of the dedup key `key`: what a keyed publish's insert-or-nothing stands on. */
+export function dedupKeyIndexQuery(ctx: StatementContext, spec: InboxDescription, key: ColumnDescription): CompiledQuery {
+  return ctx.db.schema.createIndex(indexName(spec, "dedup_key")).unique().on(tableRef(spec)).column(key.name).compile();
 }
 
 /** `with (name = value, …)`: the table's storage settings, or `null` for none (the engine has none, or none are asked for). */
@@ -200,6 +242,13 @@ function claimIndex(ctx: StatementContext, types: TableTypes, spec: InboxDescrip
   return index;
 }
 
+/** The processed rows by the time they were handled, for retention's prune; `null` without processedAt or partial indexes. */
+function retentionIndex(ctx: StatementContext, types: TableTypes, spec: InboxDescription): CreateIndexBuilder | null {
+  if (spec.processedAt === undefined || !types.partialIndexes) return null;
+  const columns = [...(spec.group !== undefined ? [spec.group.name] : []), spec.processedAt.name];
+  return ctx.db.schema.createIndex(indexName(spec, "processed")).on(tableRef(spec)).columns(columns).where(sql.ref(spec.processedAt.name), "is not", null);
+}
+
 /** The order key's head probe: the key's unprocessed rows in id order (`order-key-head.ts`). `null` without an order key. */
 function orderKeyIndex(ctx: StatementContext, types: TableTypes, spec: InboxDescription): CreateIndexBuilder | null {
   if (spec.orderKey === undefined) return null;
@@ -231,7 +280,7 @@ function orderKeyLeaseIndex(ctx: StatementContext, types: TableTypes, spec: Inbo
  * `<table>_<purpose>`, cut to fit every engine's 63 characters: a long table name keeps its start
  * and gains a hash of the whole, so two long names never share an index name.
  */
-export function indexName(spec: InboxDescription, purpose: string): string {
+function indexName(spec: InboxDescription, purpose: string): string {
   const name = `${spec.table}_${purpose}`;
   if (name.length <= 63) return name;
   let hash = 0x811c9dc5;

@@ -1,7 +1,20 @@
 import { SqlInboxError, type ColumnDescription, type InboxDescription } from "@sqlinbox/core/internal";
-import type { AliasedExpression, CompiledQuery } from "kysely";
-import type { DeadLetterRecord, HeldLease } from "../types.js";
-import { compiled, type Eb, type StatementContext } from "./query-db.js";
+import { sql, type AliasedExpression, type CompiledQuery } from "kysely";
+import type { HeldLease } from "../types.js";
+import { compiled, COMPARE_PRECISION, type Eb, type StatementContext } from "./query-db.js";
+
+/** What a dead-letter move records where the destination has columns for it. */
+export interface DeadLetterRecord {
+  /** The last error (`lastError` column). */
+  readonly lastError: string | null;
+  /** The attempts spent (`failedAttempts` column). */
+  readonly attempts: number | null;
+  /**
+   * When the row was dead-lettered: written into a destination table's `processedAt` column, the
+   * time its retention (`InboxQueue.retain({ deadLettered })`) counts from. Unset: left out.
+   */
+  readonly at?: Date;
+}
 
 /** The lease token a move in the lease form matches, as every lease settlement does. */
 export interface HeldToken {
@@ -39,8 +52,8 @@ function sourceOf(source: InboxDescription, dest: ColumnDescription): ColumnDesc
 
 /**
  * Dead letter to another table: one `INSERT … SELECT` copies the row (its payload, data columns
- * of the same name, the id unless the destination generates its own) and records the last error
- * and the attempts where the destination has columns for them. In the lease form the select
+ * of the same name, the id unless the destination generates its own) and records the last error,
+ * the attempts and the time of the move (its processedAt) where the destination has columns for them. In the lease form the select
  * matches the held token, so a lost lease inserts nothing.
  *
  * @example
@@ -48,7 +61,15 @@ function sourceOf(source: InboxDescription, dest: ColumnDescription): ColumnDesc
  * insert into "dead_jobs" ("payload", "last_error", "failed_attempts") select "report_jobs"."payload" as "payload", $1 as "last_error", $2 + 0 as "failed_attempts" from "report_jobs" where "report_jobs"."id" = $3 and "report_jobs"."locked_until" = $4
  * ```
  */
-export function moveToTableQuery(ctx: StatementContext, source: InboxDescription, dest: InboxDescription, id: unknown, record: DeadLetterRecord, held?: HeldToken): CompiledQuery {
+export function moveToTableQuery(
+  ctx: StatementContext,
+  timeType: string,
+  source: InboxDescription,
+  dest: InboxDescription,
+  id: unknown,
+  record: DeadLetterRecord,
+  held?: HeldToken,
+): CompiledQuery {
   const names: string[] = [];
   const values: Array<(eb: Eb) => AliasedExpression<unknown, string>> = [];
   for (const column of dest.columns) {
@@ -63,6 +84,13 @@ export function moveToTableQuery(ctx: StatementContext, source: InboxDescription
       // `+ 0` gives the parameter a number's type where a bare one in a select list would be text (Postgres).
       const attempts = record.attempts;
       values.push((eb) => (attempts === null ? eb.val(null).as(column.name) : eb(eb.val(attempts), "+", eb.lit(0)).as(column.name)));
+      continue;
+    }
+    if (column.role === "processedAt" && record.at !== undefined) {
+      names.push(column.name);
+      // Cast to the column's type: a bare parameter in a select list is text (Postgres).
+      const at = ctx.time.encode(record.at, COMPARE_PRECISION);
+      values.push((eb) => eb.cast(eb.val(at), sql.raw(timeType)).as(column.name));
       continue;
     }
     const from = sourceOf(source, column);

@@ -1,10 +1,10 @@
 import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery, Expression, SqlBool } from "kysely";
 import type { ClaimOptions, RawRow } from "../types.js";
+import { notForTable, notOnEngine } from "../shared/no-statement.js";
 import { claimOrder } from "./claim-order.js";
 import { fifoRuleApplies } from "./order-key-head.js";
-import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
-import { col, tableRef } from "./table-ref.js";
+import { col, COMPARE_PRECISION, compiled, type Eb, type StatementContext, tableRef } from "./query-db.js";
 
 /**
  * FIFO groups: the head of a group is its first row in claim order (priority, then retry_after
@@ -34,12 +34,12 @@ import { col, tableRef } from "./table-ref.js";
  * MySQL/MariaDB run `lockFifoGroup` first and give its row count to the claim (`fifoLocked`);
  * SQLite has one writer at a time, so the head subquery alone is exact there.
  */
-export const FIFO_HEAD = "fifo_head";
+const FIFO_HEAD = "fifo_head";
 /** The alias of the plain count's table. */
 const FIFO_SEEN = "fifo_seen";
 
 /** The group column and the group a fifo claim is about: fifo claims name it (a subscription on a group table always does). */
-export function fifoGroup(spec: InboxDescription, options: Pick<ClaimOptions, "group">): { readonly column: string; readonly value: string } {
+function fifoGroup(spec: InboxDescription, options: Pick<ClaimOptions, "group">): { readonly column: string; readonly value: string } {
   if (spec.group === undefined) throw new SqlInboxError("Declaration", "fifo needs a group column", { table: spec.table });
   if (options.group === undefined) throw new SqlInboxError("Declaration", "a claim on a fifo table names its group", { table: spec.table });
   return { column: spec.group.name, value: options.group };
@@ -96,7 +96,7 @@ export function notHeld(ctx: StatementContext, spec: InboxDescription, now: Date
 
 /** Head order: a row in work first (lease form), then claim order. */
 // biome-ignore lint/suspicious/noExplicitAny: accepts every Kysely query builder; each declares its own where/orderBy overloads
-export function fifoOrder<Q extends { orderBy(...args: any[]): Q }>(ctx: StatementContext, spec: InboxDescription, now: Date, query: Q, alias: string): Q {
+function fifoOrder<Q extends { orderBy(...args: any[]): Q }>(ctx: StatementContext, spec: InboxDescription, now: Date, query: Q, alias: string): Q {
   const inWork = held(ctx, spec, now, named(spec, alias));
   const q =
     spec.lease === undefined
@@ -182,11 +182,15 @@ export function fifoHeadCondition(ctx: StatementContext, spec: InboxDescription,
 /**
  * A fifo claim's first statement where the claim cannot lock its group itself (an engine with
  * row locks and no one-statement claim: MySQL/MariaDB): `SELECT id … FOR UPDATE SKIP LOCKED` of the
- * group's rows; the number of rows it returns is the claim's `fifoLocked`. `null` for a table
- * without fifo (or whose `perKey` replaces fifo's rule), on SQLite (one writer) and where the claim is one statement (Postgres).
+ * group's rows; the number of rows it returns is the claim's `fifoLocked`. None for a table without
+ * fifo (or whose `perKey` replaces fifo's rule), on SQLite (one writer) and where the claim is one
+ * statement (Postgres): each refuses.
  */
-export function lockFifoGroupQuery(ctx: StatementContext, spec: InboxDescription, options: ClaimOptions, oneStatementClaim: boolean): CompiledQuery<RawRow> | null {
-  if (!fifoRuleApplies(spec, options) || oneStatementClaim || !ctx.capabilities.rowLock) return null;
+export function lockFifoGroupQuery(ctx: StatementContext, spec: InboxDescription, options: ClaimOptions, oneStatementClaim: boolean): CompiledQuery<RawRow> {
+  if (oneStatementClaim || !ctx.capabilities.rowLock) {
+    notOnEngine(ctx.capabilities.engine, "lockFifoGroup", "the claim locks its fifo group itself, or one writer runs (rowLock.claimLocksFifoGroup, lease.claimsInOneStatement)");
+  }
+  if (!fifoRuleApplies(spec, options)) notForTable("lockFifoGroup", "its fifo rule does not apply (fifoRuleApplies: a fifo group, without perKey)", { table: spec.table });
   return compiled(
     ctx.db
       .selectFrom(tableRef(spec))

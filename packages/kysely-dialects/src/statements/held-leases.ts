@@ -2,9 +2,8 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery, Expression, SqlBool } from "kysely";
 import type { HeldLease, RawRow } from "../types.js";
 import { leaseColumnOf } from "./claim-stamp.js";
-import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
+import { COMPARE_PRECISION, compiled, type Eb, type StatementContext, tableRef } from "./query-db.js";
 import { idListMatch, type StatementShapes, Whole } from "./shapes.js";
-import { tableRef } from "./table-ref.js";
 
 /** The leases of a batch grouped by token: a claim writes one deadline into all its rows. */
 export interface TokenGroup {
@@ -40,7 +39,7 @@ export function tokenGroups(leases: readonly HeldLease[]): { held: Date; ids: un
  * delete from "report_jobs" where (("locked_until" = $1 and "id" = any($2)) or ("locked_until" = $3 and "id" = any($4))) returning "id"
  * ```
  */
-export function heldAny(ctx: StatementContext, spec: InboxDescription, groups: readonly TokenGroup[], precision: number) {
+function heldAny(ctx: StatementContext, spec: InboxDescription, groups: readonly TokenGroup[], precision: number) {
   const lease = leaseColumnOf(spec);
   return (eb: Eb): Expression<SqlBool> => {
     if (groups.length === 0) return eb.lit(false) as Expression<SqlBool>;

@@ -1,8 +1,7 @@
 import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { RawRow } from "../types.js";
-import { COMPARE_PRECISION, compiled, type StatementContext } from "./query-db.js";
-import { tableRef } from "./table-ref.js";
+import { COMPARE_PRECISION, compiled, type StatementContext, tableRef } from "./query-db.js";
 
 /**
  * One multi-row insert of new rows, returning the new ids where the engine has
@@ -19,13 +18,12 @@ export function insertQuery(ctx: StatementContext, spec: InboxDescription, rows:
 /**
  * The insert of rows that may carry a dedup key, where the engine has `INSERT … RETURNING`:
  * `ON CONFLICT (key) DO NOTHING`, returning the id and key of each row it inserted (a row whose
- * key a row already holds, or an earlier row of the same insert, is skipped). `null` elsewhere
+ * key a row already holds, or an earlier row of the same insert, is skipped). None elsewhere
  * (MySQL, MariaDB): there each keyed row is a plain insert, and a duplicate-key error means the key is held.
  */
-export function insertKeyedQuery(ctx: StatementContext, spec: InboxDescription, rows: readonly RawRow[]): CompiledQuery<RawRow> | null {
+export function insertKeyedQuery(ctx: StatementContext, spec: InboxDescription, rows: readonly RawRow[]): CompiledQuery<RawRow> {
   const key = spec.key;
   if (key === undefined) throw new SqlInboxError("Declaration", "a publish with a key needs a dedup key column", { table: spec.table });
-  if (!ctx.capabilities.insertReturning) return null;
   const { insert } = insertOf(ctx, spec, rows);
   return compiled(insert.onConflict((oc) => oc.column(key.name).doNothing()).returning([spec.id.name, key.name]));
 }

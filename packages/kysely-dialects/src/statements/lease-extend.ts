@@ -2,8 +2,7 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { HeldLease, RawRow } from "../types.js";
 import { idIn, leaseColumnOf, type LeaseStamp } from "./claim-stamp.js";
-import { compiled, type Eb, type StatementContext } from "./query-db.js";
-import { tableRef } from "./table-ref.js";
+import { compiled, type Eb, type StatementContext, tableRef } from "./query-db.js";
 
 /**
  * Moves every lease in work to a new deadline in one statement, each row only while it still

@@ -1,9 +1,9 @@
 import { SqlInboxError, type ColumnDescription, type InboxDescription } from "@sqlinbox/core/internal";
-import type { Expression, SqlBool } from "kysely";
-import type { ClaimOptions } from "../types.js";
+import type { CompiledQuery, Expression, SqlBool } from "kysely";
+import { notForTable } from "../shared/no-statement.js";
+import type { ClaimOptions, RawRow } from "../types.js";
 import { idIn } from "./claim-stamp.js";
-import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
-import { col, tableRef } from "./table-ref.js";
+import { col, COMPARE_PRECISION, compiled, type Eb, type StatementContext, tableRef } from "./query-db.js";
 
 /**
  * Ordered keys: a row is claimable only while it is among its key's first `perKey` rows (1 unless
@@ -70,7 +70,7 @@ import { col, tableRef } from "./table-ref.js";
  * select * from "claimed" order by "id" asc
  * ```
  */
-export const ORDER_HEAD = "order_head";
+const ORDER_HEAD = "order_head";
 /** The alias of the lease probe's table: the key's other rows in work. */
 const ORDER_LEASED = "order_leased";
 
@@ -151,7 +151,7 @@ function keyCrowdedCondition(ctx: StatementContext, spec: InboxDescription, key:
  * committed, the later of the two checks sees the other's lease. A crowded row is given back
  * unstarted (the runtime undoes its attempt), so whichever order the two commits and checks run
  * in, at most `perKey` rows of a key start; if both see each other, both are given back and the next
- * claim takes the key's head. `null`: no ordered key, or no lease column.
+ * claim takes the key's head. The table has an ordered key and a lease column; otherwise it refuses.
  *
  * @example
  * The check after a claim of two rows, on PostgreSQL (one row of a key at a time):
@@ -162,10 +162,11 @@ function keyCrowdedCondition(ctx: StatementContext, spec: InboxDescription, key:
  *     order by "order_leased"."locked_until" desc nulls last limit $3) > $4, false)
  * ```
  */
-export function selectCrowdedQuery(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "perKey" | "now">, ids: readonly unknown[]) {
+export function selectCrowdedQuery(ctx: StatementContext, spec: InboxDescription, options: Pick<ClaimOptions, "perKey" | "now">, ids: readonly unknown[]): CompiledQuery<RawRow> {
   const key = orderedKey(spec, options);
   const lease = spec.lease;
-  if (key === undefined || lease === undefined) return null;
+  if (key === undefined || lease === undefined)
+    return notForTable("lease.selectCrowded", "it needs an ordered key (an order key, or a group with perKey) and a lease column", { table: spec.table });
   const crowded = keyCrowdedCondition(ctx, spec, key, lease, perKeyOf(options), options.now);
   return compiled(ctx.db.selectFrom(tableRef(spec)).select(col(spec, spec.id.name)).where(idIn(spec, ids)).where(crowded));
 }

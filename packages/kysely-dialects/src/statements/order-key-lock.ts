@@ -2,12 +2,12 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import { sql, type CompiledQuery } from "kysely";
 import type { OrderKeyLockTraits } from "../forms/engine-traits.js";
 import type { ClaimOptions } from "../types.js";
+import { notForTable } from "../shared/no-statement.js";
 import { orderedKey } from "./order-key-head.js";
-import { compiled, type StatementContext } from "./query-db.js";
-import { col, tableRef } from "./table-ref.js";
+import { col, compiled, type StatementContext, tableRef } from "./query-db.js";
 
 /** The column `lockOrderKeysQuery` returns: the slot taken for the row, NULL when every slot tried is held elsewhere. */
-export const ORDER_SLOT = "order_slot";
+const ORDER_SLOT = "order_slot";
 
 /**
  * The row-lock form's hold on an order key (`order-key-head.ts` says why): for each claimed row,
@@ -15,7 +15,7 @@ export const ORDER_SLOT = "order_slot";
  * Run in the claim's transaction after the claim, on rows it holds: a key is locked only for a row
  * the transaction took. The caller passes rows of distinct keys in one statement (a lock is
  * re-entrant in its session, so two rows of one key would take one slot twice) and, for a key whose
- * slots it already holds, only the others. `null` when the table has no ordered key for these options.
+ * slots it already holds, only the others. The table has an ordered key for these options (`orderedKey`).
  */
 export function lockOrderKeysQuery(
   ctx: StatementContext,
@@ -24,9 +24,8 @@ export function lockOrderKeysQuery(
   options: Pick<ClaimOptions, "perKey">,
   ids: readonly unknown[],
   slots: readonly number[],
-): CompiledQuery<Record<string, unknown>> | null {
-  const key = orderedKey(spec, options);
-  if (key === undefined) return null;
+): CompiledQuery<Record<string, unknown>> {
+  const key = orderedKey(spec, options) ?? notForTable("rowLock.lockOrderKeys", "it has no ordered key (an order key, or a group with perKey)", { table: spec.table });
   if (ids.length === 0 || slots.length === 0) throw new Error("lockOrderKeys: no rows, or no slot to try");
   const id = col(spec, spec.id.name);
   return compiled(

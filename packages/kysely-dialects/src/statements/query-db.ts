@@ -1,4 +1,5 @@
 import { DummyDriver, Kysely, type CompiledQuery, type DatabaseIntrospector, type DialectAdapter, type QueryCompiler } from "kysely";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { EngineCapabilities, TimeCodec } from "../types.js";
 
 /**
@@ -41,3 +42,14 @@ export function compiled<R>(query: { compile(): CompiledQuery<unknown> }): Compi
 /** An expression builder over the open database type. */
 // biome-ignore lint/suspicious/noExplicitAny: tables are named at run time by a description, so no database interface describes them
 export type Eb = import("kysely").ExpressionBuilder<any, any>;
+
+/**
+ * The table as statements name it: `schema.table` when the description names a schema (Kysely
+ * splits the dot and quotes each part), else the bare name, so an unqualified table's SQL is unchanged.
+ */
+export function tableRef(spec: InboxDescription): string {
+  return spec.schema === undefined ? spec.table : `${spec.schema}.${spec.table}`;
+}
+
+/** `table.column`, quoted by Kysely as two identifiers. */
+export const col = (spec: InboxDescription, name: string): string => `${tableRef(spec)}.${name}`;

@@ -1,7 +1,12 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
-import { col } from "./table-ref.js";
-import { compiled, type Eb, type StatementContext } from "./query-db.js";
+import { col, compiled, type Eb, type StatementContext } from "./query-db.js";
+
+/** What a metrics reader samples now and then (never on the delivery path). */
+export interface ObserveStatements {
+  /** One row with `depth`: the rows still to be finished (unprocessed; of `group` where the table has one). */
+  queueDepth(spec: InboxDescription, options: { readonly group?: string }): CompiledQuery<{ depth: unknown }>;
+}
 
 /**
  * The rows still to be finished (ready, delayed or in work): unprocessed rows, of the

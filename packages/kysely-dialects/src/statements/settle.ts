@@ -1,9 +1,8 @@
 import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { CompiledQuery } from "kysely";
 import type { HeldLease } from "../types.js";
-import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
+import { COMPARE_PRECISION, compiled, type Eb, type StatementContext, tableRef } from "./query-db.js";
 import { idListMatch, type Whole } from "./shapes.js";
-import { tableRef } from "./table-ref.js";
 
 /** The token every lease settlement matches: the deadline the claim wrote. */
 interface Held {
@@ -77,12 +76,11 @@ export function lockedAckManyQuery(ctx: StatementContext, spec: InboxDescription
 }
 
 /**
- * Retry in a form that holds the row by a lock (row lock, advisory): the attempt was
- * already counted by the claim, so there is nothing to write unless the row is hidden
- * until `retryAt` in the retryAfter column. `null` when there is nothing to write.
+ * Retry at a later time in a form that holds the row by a lock (row lock, advisory): the attempt
+ * was already counted by the claim, and the row is hidden until `retryAt` in the retryAfter column.
+ * (A retry at once writes nothing: the hold's end gives the row back.)
  */
-export function lockedRetryQuery(ctx: StatementContext, spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery | null {
-  if (retryAt === null) return null;
+export function lockedRetryQuery(ctx: StatementContext, spec: InboxDescription, id: unknown, retryAt: Date): CompiledQuery {
   const column =
     spec.retryAfter ??
     (() => {

@@ -1,9 +1,20 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import { sql, type CompiledQuery } from "kysely";
-import type { RateSlotPick, SlotPlace } from "../types.js";
 import type { TableTypes } from "./create-table.js";
-import { COMPARE_PRECISION, compiled, type Eb, type StatementContext } from "./query-db.js";
-import { col, tableRef } from "./table-ref.js";
+import { col, COMPARE_PRECISION, compiled, type Eb, type StatementContext, tableRef } from "./query-db.js";
+
+/** Where one limit's slots are (`FlowStatements`): the queue table's schema and the limit's name. */
+export interface SlotPlace {
+  readonly schema?: string | undefined;
+  readonly name: string;
+}
+
+/** Which free rate slots a start may take: at most `take` of the first `max`, whose last start is at or before `freeBefore` (ms). */
+export interface RateSlotPick {
+  readonly max: number;
+  readonly take: number;
+  readonly freeBefore: number;
+}
 
 /**
  * sqlinbox's own table of slots, where caps and rate limits are counted across processes. One row
@@ -20,7 +31,7 @@ import { col, tableRef } from "./table-ref.js";
 export const SLOT_TABLE = "sqlinbox_slots";
 
 /** The slot table as statements name it: in `schema` when given. */
-export function slotTableRef(schema: string | undefined): string {
+function slotTableRef(schema: string | undefined): string {
   return schema === undefined ? SLOT_TABLE : `${schema}.${SLOT_TABLE}`;
 }
 
@@ -70,9 +81,9 @@ function freeRateSlots(ctx: StatementContext, place: SlotPlace, pick: RateSlotPi
 
 /**
  * Takes free rate slots in one statement, stamping them `reserve` (a time past the window, so no
- * other start takes them before the starts they admit are stamped); returns the slots taken.
- * `null` where the engine has no `UPDATE … RETURNING` (MySQL/MariaDB: `selectRateSlots` then
- * `stampSlots` in one short transaction).
+ * other start takes them before the starts they admit are stamped); returns the slots taken. Where
+ * the engine has `UPDATE … RETURNING` (MySQL/MariaDB have none: `selectRateSlots` then `stampSlots`
+ * in one short transaction).
  *
  * ```sql postgres:flow.takeRateSlots
  * update "sqlinbox_slots" set "started_ms" = $1 where "name" = $2 and "slot" in
@@ -80,8 +91,7 @@ function freeRateSlots(ctx: StatementContext, place: SlotPlace, pick: RateSlotPi
  *    order by "started_ms" limit $6 for update skip locked) returning "slot"
  * ```
  */
-export function takeRateSlotsQuery(ctx: StatementContext, place: SlotPlace, pick: RateSlotPick, reserve: number): CompiledQuery<{ slot: unknown }> | null {
-  if (!ctx.capabilities.updateReturning) return null;
+export function takeRateSlotsQuery(ctx: StatementContext, place: SlotPlace, pick: RateSlotPick, reserve: number): CompiledQuery<{ slot: unknown }> {
   const picked = freeRateSlots(ctx, place, pick, ctx.capabilities.rowLock);
   return compiled(ctx.db.updateTable(slotTableRef(place.schema)).set({ started_ms: reserve }).where("name", "=", place.name).where("slot", "in", picked).returning("slot"));
 }
@@ -138,15 +148,27 @@ export function startsSinceQuery(ctx: StatementContext, place: SlotPlace, max: n
 
 /**
  * Locks up to `take` of a cap's first `n` slots for the claim's transaction, passing over those
- * other transactions hold; `null` where the engine has no row locks (SQLite).
+ * other transactions hold; where the engine has row locks (SQLite has none).
  *
  * ```sql postgres:flow.lockCapSlots
  * select "slot" from "sqlinbox_slots" where "name" = $1 and "slot" < $2 limit $3 for update skip locked
  * ```
  */
-export function lockCapSlotsQuery(ctx: StatementContext, place: SlotPlace, n: number, take: number): CompiledQuery<{ slot: unknown }> | null {
-  if (!ctx.capabilities.rowLock) return null;
+export function lockCapSlotsQuery(ctx: StatementContext, place: SlotPlace, n: number, take: number): CompiledQuery<{ slot: unknown }> {
   return compiled(ctx.db.selectFrom(slotTableRef(place.schema)).select("slot").where("name", "=", place.name).where("slot", "<", n).limit(take).forUpdate().skipLocked());
+}
+
+/**
+ * Waits for one slot of a cap and locks it for the claim's transaction (`FOR UPDATE`, not skipping):
+ * a claim that found every slot taken queues behind the transaction holding `slot`, and the lock is
+ * handed to it when that transaction ends, before a claim that skips locked slots can take it.
+ *
+ * ```sql postgres:flow.waitCapSlot
+ * select "slot" from "sqlinbox_slots" where "name" = $1 and "slot" = $2 for update
+ * ```
+ */
+export function waitCapSlotQuery(ctx: StatementContext, place: SlotPlace, slot: number): CompiledQuery<{ slot: unknown }> {
+  return compiled(ctx.db.selectFrom(slotTableRef(place.schema)).select("slot").where("name", "=", place.name).where("slot", "=", slot).forUpdate());
 }
 
 /**

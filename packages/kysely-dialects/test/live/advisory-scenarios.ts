@@ -2,7 +2,7 @@ import { column, InboxSpec } from "@sqlinbox/core";
 import { sql } from "kysely";
 import { expect, test } from "vitest";
 import { advisoryKeyOf, mysqlLockName } from "../../src/internal.js";
-import { affected, run, type Db, type LiveEngine } from "./servers.js";
+import { affected, run, type Db, type LiveEngine } from "../support/servers.js";
 import { jobsTable, publish, readRows } from "./helpers.js";
 
 const byCustomer = (table: string) =>
@@ -22,8 +22,8 @@ async function twoSessions<T>(db: Db, work: (a: Db, b: Db) => Promise<T>): Promi
 }
 
 async function tryLock(engine: LiveEngine, session: Db, key: string): Promise<boolean> {
+  if (engine.dialect.capabilities.advisoryLocks !== "session") throw new Error("no session locks");
   const query = engine.dialect.advisory.tryLock(key, engine.database);
-  if (query === null) throw new Error("no session locks");
   const row = (await session.executeQuery(query)).rows[0];
   return row?.locked === true || Number(row?.locked) === 1;
 }
@@ -60,12 +60,12 @@ export function advisoryScenarios(get: () => LiveEngine): void {
 
       // A finishes acme1 and unlocks; B's late take of acme1 finds it gone (processed).
       expect(affected(await run(a, advisory.settleAck(spec, acme1, now)))).toBe(1);
-      await run(a, advisory.unlock(keyA, engine.database)!);
+      await run(a, advisory.unlock(keyA, engine.database));
       expect(await tryLock(engine, b, keyA)).toBe(true);
       expect(affected(await run(b, advisory.take(spec, acme1, now)))).toBe(0);
       expect(affected(await run(b, advisory.take(spec, acme2, now)))).toBe(1);
-      await run(b, advisory.unlock(keyA, engine.database)!);
-      await run(b, advisory.unlock(advisoryKeyOf(spec, { customer_id: "beta" }), engine.database)!);
+      await run(b, advisory.unlock(keyA, engine.database));
+      await run(b, advisory.unlock(advisoryKeyOf(spec, { customer_id: "beta" }), engine.database));
     });
     const rows = new Map((await readRows(engine.db, table)).map((r) => [Number(r.id), Number(r.attempt)]));
     expect([rows.get(acme1!), rows.get(acme2!), rows.get(beta!)]).toEqual([2, 2, 2]);
@@ -88,10 +88,9 @@ export function advisoryScenarios(get: () => LiveEngine): void {
       try {
         const taken = await run(session, advisory.take(spec, id, now));
         expect(affected(taken)).toBe(1);
-        const readBack = advisory.readTaken(spec, id);
-        return readBack === null ? taken.rows[0] : (await run(session, readBack)).rows[0];
+        return advisory.takeReturnsRow ? taken.rows[0] : (await run(session, advisory.readTaken(spec, id))).rows[0];
       } finally {
-        await run(session, advisory.unlock(key, engine.database)!);
+        await run(session, advisory.unlock(key, engine.database));
       }
     });
     expect([Number(row?.id), Number(row?.attempt), Buffer.from(row?.payload as Uint8Array).toString("utf8")]).toEqual([id, 4, "p"]);
@@ -106,8 +105,8 @@ export function advisoryScenarios(get: () => LiveEngine): void {
       expect(await tryLock(engine, a, advisoryKeyOf(spec, { id: one }))).toBe(true);
       expect(await tryLock(engine, b, advisoryKeyOf(spec, { id: one }))).toBe(false);
       expect(await tryLock(engine, b, advisoryKeyOf(spec, { id: two }))).toBe(true);
-      await run(a, engine.dialect.advisory.unlock(advisoryKeyOf(spec, { id: one }), engine.database)!);
-      await run(b, engine.dialect.advisory.unlock(advisoryKeyOf(spec, { id: two }), engine.database)!);
+      await run(a, engine.dialect.advisory.unlock(advisoryKeyOf(spec, { id: one }), engine.database));
+      await run(b, engine.dialect.advisory.unlock(advisoryKeyOf(spec, { id: two }), engine.database));
     });
   });
 
@@ -117,9 +116,9 @@ export function advisoryScenarios(get: () => LiveEngine): void {
     await twoSessions(engine.db, async (a, b) => {
       expect(await tryLock(engine, a, key)).toBe(true);
       expect(await tryLock(engine, b, key)).toBe(false);
-      await run(a, engine.dialect.advisory.unlock(key, engine.database)!);
+      await run(a, engine.dialect.advisory.unlock(key, engine.database));
       expect(await tryLock(engine, b, key)).toBe(true);
-      await run(b, engine.dialect.advisory.unlock(key, engine.database)!);
+      await run(b, engine.dialect.advisory.unlock(key, engine.database));
     });
   });
 }
@@ -140,9 +139,9 @@ export function longLockNameScenario(get: () => LiveEngine): void {
       const used = await sql<{ holder: unknown }>`select IS_USED_LOCK(${name}) as holder`.execute(b);
       expect(used.rows[0]?.holder).not.toBeNull();
       expect(await tryLock(engine, b, key)).toBe(false);
-      await run(a, engine.dialect.advisory.unlock(key, engine.database)!);
+      await run(a, engine.dialect.advisory.unlock(key, engine.database));
       expect(await tryLock(engine, b, key)).toBe(true);
-      await run(b, engine.dialect.advisory.unlock(key, engine.database)!);
+      await run(b, engine.dialect.advisory.unlock(key, engine.database));
     });
   });
 }

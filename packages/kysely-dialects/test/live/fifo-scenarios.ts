@@ -4,7 +4,7 @@ import type { ControlledTransaction } from "kysely";
 import { expect, test } from "vitest";
 import type { HeldLease } from "../../src/index.js";
 import { claimLease, claimRowLocked, jobsTable, publish, seconds } from "./helpers.js";
-import { affected, run, type LiveEngine } from "./servers.js";
+import { affected, run, type LiveEngine } from "../support/servers.js";
 
 const GROUP = "g";
 
@@ -70,7 +70,7 @@ export function fifoRaceScenarios(get: () => LiveEngine): void {
   test("fifo row lock: while the head is held, a row published with a better priority is not claimable", async () => {
     const engine = get();
     const rowLock = engine.dialect.rowLock;
-    if (rowLock === null) throw new Error(`${engine.name} has no row lock`);
+    if (!engine.dialect.capabilities.rowLock) throw new Error(`${engine.name} has no row lock`);
     const table = await jobsTable(engine, "fifo_rl_race");
     const spec = fifoRowLock(table);
     const now = new Date();
@@ -110,13 +110,11 @@ export function fifoRaceScenarios(get: () => LiveEngine): void {
     if (capabilities.claimIsolation !== undefined) begin = begin.setIsolationLevel(capabilities.claimIsolation);
     const a = await begin.execute();
     try {
-      const one = lease.claim(spec, options);
       let claimed: number[];
-      if (one !== null) {
-        claimed = (await run(a, one)).rows.map((r) => Number(r[spec.id.name]));
+      if (lease.claimsInOneStatement) {
+        claimed = (await run(a, lease.claim(spec, options))).rows.map((r) => Number(r[spec.id.name]));
       } else {
-        const lock = lease.lockFifoGroup(spec, options);
-        const fifoLocked = lock === null ? undefined : (await run(a, lock)).rows.length;
+        const fifoLocked = (await run(a, lease.lockFifoGroup(spec, options))).rows.length;
         claimed = (await run(a, lease.selectClaimable(spec, { ...options, fifoLocked }))).rows.map((r) => Number(r[spec.id.name]));
         await run(a, lease.stampClaimed(spec, claimed, until, engine.precision));
       }

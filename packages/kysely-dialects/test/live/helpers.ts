@@ -2,7 +2,8 @@ import { column, InboxSpec, type InboxDescription } from "@sqlinbox/core/interna
 import { sql } from "kysely";
 import { onTestFinished } from "vitest";
 import type { ClaimOptions, HeldLease, LeaseClaimOptions, RawRow } from "../../src/index.js";
-import { run, uniqueTable, type Db, type LiveEngine } from "./servers.js";
+import { fifoRuleApplies } from "../../src/internal.js";
+import { run, uniqueTable, type Db, type LiveEngine } from "../support/servers.js";
 
 /** Creates a uniquely named jobs table, dropped when the test finishes. */
 export async function jobsTable(engine: LiveEngine, prefix: string, leaseType?: string): Promise<string> {
@@ -47,15 +48,13 @@ export async function retryingDeadlocks<T>(work: () => Promise<T>): Promise<T> {
  */
 export async function claimLease(engine: LiveEngine, spec: InboxDescription, options: LeaseClaimOptions): Promise<number[]> {
   const { lease, capabilities } = engine.dialect;
-  const one = lease.claim(spec, options);
-  if (one !== null) return (await run(engine.db, one)).rows.map((r) => Number(r[spec.id.name]));
+  if (lease.claimsInOneStatement) return (await run(engine.db, lease.claim(spec, options))).rows.map((r) => Number(r[spec.id.name]));
   return retryingDeadlocks(() =>
     engine.db
       .transaction()
       .setIsolationLevel(capabilities.claimIsolation ?? "read committed")
       .execute(async (trx) => {
-        const lock = lease.lockFifoGroup(spec, options);
-        const fifo = lock === null ? {} : { fifoLocked: (await run(trx, lock)).rows.length };
+        const fifo = fifoRuleApplies(spec, options) ? { fifoLocked: (await run(trx, lease.lockFifoGroup(spec, options))).rows.length } : {};
         const rows = (await run(trx, lease.selectClaimable(spec, { ...options, ...fifo }))).rows;
         const ids = rows.map((r) => Number(r[spec.id.name]));
         if (ids.length > 0) await run(trx, lease.stampClaimed(spec, ids, options.until, options.precision));
@@ -90,16 +89,14 @@ export async function ackMany(engine: LiveEngine, spec: InboxDescription, leases
 /** Opens a row-lock delivery transaction, claims (a fifo table: `lockFifoGroup` first) and counts; the caller commits or rolls back. */
 export async function claimRowLocked(engine: LiveEngine, spec: InboxDescription, options: ClaimOptions) {
   const rowLock = engine.dialect.rowLock;
-  if (rowLock === null) throw new Error(`${engine.name} has no row lock`);
+  if (!engine.dialect.capabilities.rowLock) throw new Error(`${engine.name} has no row lock`);
   let trx = engine.db.startTransaction();
   if (engine.dialect.capabilities.claimIsolation !== undefined) trx = trx.setIsolationLevel(engine.dialect.capabilities.claimIsolation);
   const tx = await trx.execute();
-  const lock = rowLock.lockFifoGroup(spec, options);
-  const fifo = lock === null ? {} : { fifoLocked: (await run(tx, lock)).rows.length };
+  const fifo = fifoRuleApplies(spec, options) && !rowLock.claimLocksFifoGroup ? { fifoLocked: (await run(tx, rowLock.lockFifoGroup(spec, options))).rows.length } : {};
   const rows = (await run(tx, rowLock.claim(spec, { ...options, ...fifo }))).rows;
   const ids = rows.map((r) => Number(r[spec.id.name]));
-  const count = rowLock.countAttempts(spec, ids);
-  if (count !== null && ids.length > 0) await run(tx, count);
+  if (spec.attempt !== undefined && !rowLock.countsInClaim && ids.length > 0) await run(tx, rowLock.countAttempts(spec, ids));
   return { tx, ids, rows };
 }
 

@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
 import { checkSchema, type HeldLease } from "../../src/internal.js";
-import { affected, run, type LiveEngine } from "./servers.js";
+import { affected, run, type LiveEngine } from "../support/servers.js";
 import { ackMany, claimLease, jobsTable, publish, readRows, retryingDeadlocks, seconds, seedSpec } from "./helpers.js";
 
 /** The lease form on a live engine. `leaseTypes`: column types whose read-back must equal the token. */

@@ -1,6 +1,6 @@
 import { column, InboxSpec } from "@sqlinbox/core";
 import { expect, test } from "vitest";
-import { affected, run, type LiveEngine } from "./servers.js";
+import { affected, run, type LiveEngine } from "../support/servers.js";
 import { claimRowLocked, jobsTable, publish, readRows, seconds } from "./helpers.js";
 
 const rowLockSpec = (table: string) => InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).payload(column("payload")).description;
@@ -32,7 +32,7 @@ export function rowLockScenarios(get: () => LiveEngine): void {
     expect(mine.ids).toEqual(ids.slice(2));
     // InnoDB locks every row a DELETE reads: read by a scan of this small table, it would wait for the other
     // claim's rows. Given 1 s, then the other claim rolls back (a waiting DELETE goes on, so the test ends either way).
-    const ack = engine.dialect.rowLock!.settleAckMany(spec, mine.ids, now);
+    const ack = engine.dialect.rowLock.settleAckMany(spec, mine.ids, now);
     expect(ack).not.toBeNull();
     const acking = run(mine.tx, ack!);
     let waited = true;
@@ -91,7 +91,7 @@ export function rowLockScenarios(get: () => LiveEngine): void {
 
     const second = await claimRowLocked(engine, spec, { limit: 1, now });
     expect(second.ids).toEqual([id]);
-    expect(affected(await run(second.tx, engine.dialect.rowLock!.settleAck(spec, id, now)))).toBe(1);
+    expect(affected(await run(second.tx, engine.dialect.rowLock.settleAck(spec, id, now)))).toBe(1);
     await second.tx.commit().execute();
     expect(await readRows(engine.db, table)).toEqual([]);
   });
@@ -112,9 +112,9 @@ export function rowLockScenarios(get: () => LiveEngine): void {
     expect(claim.ids).toEqual([high, low]);
     expect(claim.ids).not.toContain(other);
     expect(claim.ids).not.toContain(hidden);
-    const rowLock = engine.dialect.rowLock!;
+    const rowLock = engine.dialect.rowLock;
     expect(affected(await run(claim.tx, rowLock.settleAck(spec, high, now)))).toBe(1);
-    await run(claim.tx, rowLock.settleRetry(spec, low, new Date(now.getTime() + seconds(60)))!);
+    await run(claim.tx, rowLock.settleRetry(spec, low, new Date(now.getTime() + seconds(60))));
     await claim.tx.commit().execute();
     const rows = new Map((await readRows(engine.db, table)).map((r) => [Number(r.id), r]));
     expect(time.decode(rows.get(high!)?.processed_at)).not.toBeNull();
@@ -131,7 +131,7 @@ export function orderKeyLockScenarios(get: () => LiveEngine): void {
 
   test("row lock, order key: a key's slot is held by one transaction at a time, other keys and other slots stay free, and the transaction's end frees it", async () => {
     const engine = get();
-    const rowLock = engine.dialect.rowLock!;
+    const rowLock = engine.dialect.rowLock;
     const table = await jobsTable(engine, "rowlock_keys");
     const spec = orderedSpec(table);
     const [a1, a2, b1] = (await publish(engine, spec, [
@@ -140,7 +140,7 @@ export function orderKeyLockScenarios(get: () => LiveEngine): void {
       { payload: "b1", customer_id: "b" },
     ])) as [number, number, number];
     const slotOf = async (db: Parameters<typeof run>[0], id: number, slots: number[], perKey?: number) => {
-      const rows = (await run(db, rowLock.lockOrderKeys(spec, perKey === undefined ? {} : { perKey }, [id], slots)!)).rows;
+      const rows = (await run(db, rowLock.lockOrderKeys(spec, perKey === undefined ? {} : { perKey }, [id], slots))).rows;
       const slot = rows[0]?.order_slot;
       return slot === null || slot === undefined ? null : Number(slot);
     };
@@ -155,16 +155,16 @@ export function orderKeyLockScenarios(get: () => LiveEngine): void {
       expect(await slotOf(other, b1, [0])).toBe(0);
       expect(await slotOf(other, a2, [0, 1], 2)).toBe(1);
     } finally {
-      if (rowLock.releaseOrderKeys !== null) await run(other, rowLock.releaseOrderKeys);
+      if (rowLock.orderKeyLocksOutliveTransaction) await run(other, rowLock.releaseOrderKeys());
       await other.rollback().execute();
     }
-    if (rowLock.releaseOrderKeys !== null) await run(first.tx, rowLock.releaseOrderKeys);
+    if (rowLock.orderKeyLocksOutliveTransaction) await run(first.tx, rowLock.releaseOrderKeys());
     await first.tx.rollback().execute();
     const after = await engine.db.startTransaction().execute();
     try {
       expect(await slotOf(after, a2, [0])).toBe(0);
     } finally {
-      if (rowLock.releaseOrderKeys !== null) await run(after, rowLock.releaseOrderKeys);
+      if (rowLock.orderKeyLocksOutliveTransaction) await run(after, rowLock.releaseOrderKeys());
       await after.rollback().execute();
     }
   });

@@ -1,0 +1,45 @@
+import type { InboxDescription } from "@sqlinbox/core/internal";
+import type { CompiledQuery } from "kysely";
+import type { RawRow } from "../types.js";
+import { notOnEngine } from "../shared/no-statement.js";
+import { CONTROL_TABLE } from "../statements/control.js";
+import { cancelRequestedQuery, deadLetterReadQuery, jobLockProbeQuery, jobReadQuery } from "../statements/job-state.js";
+import type { EngineTraits } from "./engine-traits.js";
+
+/**
+ * What a job handle reads to tell one row's state (`broker.job(route, id).state()`): the row, then,
+ * for a row that is due, whether it is in work the way its form holds it (a live lease is in the
+ * row; a row lock needs `lockProbe`, where `capabilities.rowLock`; an advisory key `keyHeld`, where
+ * `capabilities.advisoryLocks` is `"session"`: on SQLite the keys live in the process's registry,
+ * and these refuse).
+ */
+export interface JobStatements {
+  /** The row by id, with the columns that tell its state, each under its own name: no row, no such job. */
+  read(spec: InboxDescription, id: unknown): CompiledQuery<RawRow>;
+  /** Row lock: the row's id unless a transaction holds the row (`FOR UPDATE SKIP LOCKED`, alone in its statement). */
+  lockProbe(spec: InboxDescription, id: unknown): CompiledQuery<{ id: unknown }>;
+  /** Advisory: `{ key }` when some session holds the key (`pg_locks`, `IS_USED_LOCK`); `database` as `tryLock` takes it. */
+  keyHeld(key: string, database: string): CompiledQuery<{ key: string }>;
+  /** A dead letter in a destination table by the id it kept: the id, last error and failed attempts where it has them. */
+  readDeadLetter(destination: InboxDescription, id: unknown): CompiledQuery<RawRow>;
+  /** The cancel requests waiting for the row in the control table (under `route` or the table's name). */
+  cancelRequested(spec: InboxDescription, route: string, id: unknown): CompiledQuery<{ target: string }>;
+}
+
+/** The job-state statements on one engine: the same text everywhere but the lock probe and the key lookup, each where the engine has them. */
+export function jobStatements(engine: EngineTraits): JobStatements {
+  const ctx = engine.statements;
+  const engineName = ctx.capabilities.engine;
+  const held = engine.operator.heldAdvisoryKeys;
+  return Object.freeze({
+    read: (spec: InboxDescription, id: unknown) => jobReadQuery(ctx, spec, id),
+    lockProbe: (spec: InboxDescription, id: unknown) =>
+      ctx.capabilities.rowLock ? jobLockProbeQuery(ctx, spec, id) : notOnEngine(engineName, "jobs.lockProbe", "it has no row locks (capabilities.rowLock is false)"),
+    keyHeld: (key: string, database: string) =>
+      held === "process registry"
+        ? notOnEngine(engineName, "jobs.keyHeld", 'advisory keys live in the application\'s process (capabilities.advisoryLocks is "process")')
+        : held([key], database),
+    readDeadLetter: (destination: InboxDescription, id: unknown) => deadLetterReadQuery(ctx, destination, id),
+    cancelRequested: (spec: InboxDescription, route: string, id: unknown) => cancelRequestedQuery(ctx, CONTROL_TABLE, spec, route, id),
+  });
+}

@@ -1,0 +1,65 @@
+import { sql, type ControlledTransaction } from "kysely";
+import { expect, test } from "vitest";
+import { run, uniqueTable, type LiveEngine } from "../support/servers.js";
+
+/** Opens a transaction the way a row-lock claim does (READ COMMITTED on MySQL/MariaDB). */
+// biome-ignore lint/suspicious/noExplicitAny: test tables are created at run time
+async function begin(engine: LiveEngine): Promise<ControlledTransaction<any>> {
+  let trx = engine.db.startTransaction();
+  if (engine.dialect.capabilities.claimIsolation !== undefined) trx = trx.setIsolationLevel(engine.dialect.capabilities.claimIsolation);
+  return trx.execute();
+}
+
+/** The session's own lock wait bound, as the engine shows it. */
+// biome-ignore lint/suspicious/noExplicitAny: test tables are created at run time
+async function lockWaitOf(engine: LiveEngine, tx: ControlledTransaction<any>): Promise<string> {
+  const query = engine.name === "postgres" ? sql<{ v: unknown }>`select current_setting('lock_timeout') as v` : sql<{ v: unknown }>`select @@innodb_lock_wait_timeout as v`;
+  return String((await query.execute(tx)).rows[0]?.v);
+}
+
+/** A cap's slot queue on a live engine with row locks (Postgres, MariaDB): `flow.waitCapSlot` inside `flow.lockWait`. */
+export function capSlotScenarios(get: () => LiveEngine): void {
+  test("cap slots: a slot freed goes to the transaction waiting for it, not to a claim that skips locked slots right after; a wait past its bound fails as timed out, and the session's bound is set back", async () => {
+    const engine = get();
+    const { flow } = engine.dialect;
+    await run(engine.db, flow.createSlotTable());
+    const place = { name: `cap:${uniqueTable("fair")}` };
+    await run(engine.db, flow.ensureSlots(place, 1));
+    const holder = await begin(engine);
+    const waiter = await begin(engine);
+    const latecomer = await begin(engine);
+    const timedOut = await begin(engine);
+    try {
+      const before = await lockWaitOf(engine, waiter);
+      expect((await run(holder, flow.lockCapSlots(place, 1, 1))).rows.map((r) => Number(r.slot))).toEqual([0]);
+      expect((await run(waiter, flow.lockCapSlots(place, 1, 1))).rows).toEqual([]);
+      await run(waiter, flow.lockWait.bound(5000));
+      const waiting = run(waiter, flow.waitCapSlot(place, 0));
+      // The waiter queues behind the holder; then the holder's transaction ends and another claim tries at once.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await holder.commit().execute();
+      const skipped = (await run(latecomer, flow.lockCapSlots(place, 1, 1))).rows;
+      expect((await waiting).rows.map((r) => Number(r.slot))).toEqual([0]);
+      expect(skipped).toEqual([]);
+      await run(waiter, flow.lockWait.unbound());
+      expect(await lockWaitOf(engine, waiter)).toBe(before);
+
+      // Now the waiter holds the slot: a wait bounded to 1 s runs out.
+      await run(timedOut, flow.lockWait.bound(1000));
+      const started = Date.now();
+      const failure = await run(timedOut, flow.waitCapSlot(place, 0)).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(flow.lockWait.timedOut(failure)).toBe(true);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+      expect(Date.now() - started).toBeLessThan(5000);
+      if (!flow.lockWait.timeoutAbortsTransaction) {
+        await run(timedOut, flow.lockWait.unbound());
+        expect(await lockWaitOf(engine, timedOut)).toBe(before);
+      }
+    } finally {
+      for (const tx of [holder, waiter, latecomer, timedOut]) if (!tx.isCommitted && !tx.isRolledBack) await tx.rollback().execute();
+    }
+  });
+}
