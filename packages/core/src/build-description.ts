@@ -26,8 +26,8 @@ const COLUMN_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>([
 const TYPED_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>(["id", "orderKey", "data"]);
 
 /** Refusals shared with the type-level rules (`spec.ts`, `define.ts`): the same sentence at compile time and at run time. */
-export const ORDER_KEY_WITH_GROUP = "an order key and a group exclude each other: keep the order key, or the group (and fifo), not both";
-export const ORDER_KEY_WITH_ADVISORY = "an order key and an advisory key exclude each other: name its column in the key template and drop the order key";
+const ORDER_KEY_WITH_GROUP = "an order key and a group exclude each other: keep the order key, or the group (and fifo), not both";
+const ORDER_KEY_WITH_ADVISORY = "an order key and an advisory key exclude each other: name its column in the key template and drop the order key";
 
 /** What both ways of describing a table hand over, before the rules are checked. */
 export interface DescriptionParts {

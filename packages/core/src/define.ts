@@ -50,11 +50,12 @@ export interface Field<Role extends ColumnRole = ColumnRole, Name extends string
   holds<T>(): Field<Role, Name, T>;
   /**
    * The column's type in the table `createInboxTable` creates: `field.data("customer_id").holds<number>().type("bigint")`.
-   * Id and data fields only: every other role's type is fixed by the role, and there this member is the error that says so.
+   * Id and data fields only: every other role's type is fixed by the role, and there the argument's type is the error
+   * that says so. It still returns the field, so that the description around it reports nothing else.
    */
   readonly type: Role extends TypedRole
     ? (type: PortableType) => Field<Role, Name, Value>
-    : SpecError<`the ${Role} column's type is fixed by its role: drop .type(…) (only id, order key and data columns take a type)`>;
+    : (type: SpecError<`the ${Role} column's type is fixed by its role: drop .type(…) (only id, order key and data columns take a type)`>) => Field<Role, Name, Value>;
 }
 
 function makeField<Role extends ColumnRole, Name extends string | undefined, Value>(

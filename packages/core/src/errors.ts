@@ -9,6 +9,7 @@ export type SqlInboxErrorCode =
   | "BatchRolledBack"
   | "SessionLost"
   | "Closed"
+  | "OutcomeUnknown"
   | "PoolTooSmall"
   | "AlreadySubscribed"
   | "NoRoute"
@@ -18,7 +19,8 @@ export type SqlInboxErrorCode =
   | "ClockSkew"
   | "Handler"
   | "Timeout"
-  | "Cancelled";
+  | "Cancelled"
+  | "JobEnded";
 
 /** Where an error happened: every message names what it can of these. */
 export interface ErrorPlace {

@@ -26,6 +26,7 @@ export type {
 } from "./roles.js";
 export type { ColumnDescription, AdvisoryKey, AdvisoryKeyPart, InboxDescription } from "./description.js";
 export { buildDescription, type DescriptionParts } from "./build-description.js";
+export { FORM_FACTS, type FormFacts } from "./form-facts.js";
 export type { Column } from "./column.js";
 export type { AnyInboxSpec } from "./spec.js";
 export type { Field, InboxDefinition, CheckDefinition, DefinitionErrorAt, RolesOfDefinition, RowOfDefinition, DataOfDefinition, SpecOfDefinition } from "./define.js";

@@ -35,6 +35,8 @@ type NotTwice<R extends readonly RoleMarker[], Role extends RoleName> = Require<
   `the ${Role} role is already played by a column: a table has at most one ${Role} column, so describe this one with .data(…) or drop it`
 >;
 type NewColumn<C extends string, N extends string> = Require<[N] extends [C] ? false : true, `column "${N}" is already described: describe each column once`>;
+/** The column names a spec describes (its `C`). */
+type ColumnsOf<S> = S extends { readonly [specBrand]: { columns: infer C extends string } } ? C : never;
 type Without<R extends readonly RoleMarker[], Role extends RoleName, Message extends string> = Require<HasRole<R, Role> extends true ? false : true, Message>;
 /** A role whose column type the role fixes refuses a column given a `.type(…)`. */
 type Untyped<T, Role extends RoleName> = Require<
@@ -68,13 +70,14 @@ const specBrand: unique symbol = Symbol("sqlinbox.InboxSpec");
  *   .payload(column("payload"), payloadOf<Report>());
  * // RenderReport: InboxSpec<[Attempt, Lease<Date>, Payload<Report>], "id" | "attempt" | "locked_until" | "payload", { … }>
  */
-// Covariant by declaration: a spec that knows more columns is usable where fewer are named, so
-// `const s: InboxSpec<[Attempt, Lease<Date>, Payload<Report>]> = InboxSpec.table(…)…` compiles.
-// The compiler cannot verify it because the methods' rules are conditional types of C; they only
-// ever refuse more on a wider C (`string` holds every name), so the annotation loses no check.
+// Covariant, and checked so by the compiler: a spec that knows more columns is usable where fewer are
+// named, so `const s: InboxSpec<[Attempt, Lease<Date>, Payload<Report>]> = InboxSpec.table(…)…` compiles.
+// That holds because no parameter type names R, C, Row or Data: each method reads the rules of the
+// spec it is called on through its own `this` (a type parameter `S`; `fifo`'s `this` type), since a rule
+// is a conditional type, and a conditional type of R or C in a parameter makes the class invariant. The
+// shipped declarations then type-check with `skipLibCheck` off, as an application compiles them.
 export class InboxSpec<
   out R extends readonly RoleMarker[] = readonly RoleMarker[],
-  // @ts-expect-error TS2636: variance of conditional rule types is not measurable
   out C extends string = string,
   out Row extends object = ColumnsRow<C>,
   out Data extends object = NoData,
@@ -108,56 +111,65 @@ export class InboxSpec<
   }
 
   /** The attempt column: counted at each claim; handlers read it as `keys.attempt`. */
-  attempt<N extends string, Ty extends PortableType | undefined = undefined>(
-    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "attempt">, NewColumn<C, N>, Untyped<Ty, "attempt">]>,
-  ): InboxSpec<[...R, Attempt], C | N, WithColumn<Row, N, RowValue<"attempt", unknown>>, Data> {
-    return this.#with(col, "attempt");
+  attempt<N extends string, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<RolesOf<S>, "attempt">, NewColumn<ColumnsOf<S>, N>, Untyped<Ty, "attempt">]>,
+  ): InboxSpec<[...RolesOf<S>, Attempt], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"attempt", unknown>>, DataOf<S>> {
+    return InboxSpec.#with(this, col, "attempt");
   }
 
   /** The lease column: selects the lease form. Its deadline is the token of ownership. */
-  lease<N extends string, Ty extends PortableType | undefined = undefined>(
-    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "lease">, NewColumn<C, N>, Without<R, "advisoryLock", LeaseOrAdvisory>, Untyped<Ty, "lease">]>,
-  ): InboxSpec<[...R, Lease<Date>], C | N, WithColumn<Row, N, RowValue<"lease", unknown>>, Data> {
-    return this.#with(col, "lease");
+  lease<N extends string, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, unknown, Ty> &
+      FirstError<[NotTwice<RolesOf<S>, "lease">, NewColumn<ColumnsOf<S>, N>, Without<RolesOf<S>, "advisoryLock", LeaseOrAdvisory>, Untyped<Ty, "lease">]>,
+  ): InboxSpec<[...RolesOf<S>, Lease<Date>], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"lease", unknown>>, DataOf<S>> {
+    return InboxSpec.#with(this, col, "lease");
   }
 
   /**
    * The payload column: the handler receives the decoded payload. Its type comes from
    * the second argument: `payloadOf<Report>()`, or a Standard Schema that also validates it.
    */
-  payload<N extends string, T = unknown, Ty extends PortableType | undefined = undefined>(
-    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "payload">, NewColumn<C, N>, Untyped<Ty, "payload">]>,
+  payload<N extends string, T = unknown, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<RolesOf<S>, "payload">, NewColumn<ColumnsOf<S>, N>, Untyped<Ty, "payload">]>,
     type?: PayloadType<T>,
-  ): InboxSpec<[...R, Payload<T>], C | N, WithColumn<Row, N, RowValue<"payload", unknown>>, Data> {
-    return new InboxSpec({ ...this.#parts, columns: [...this.#parts.columns, describe(col, "payload")], payloadType: type }) as never;
+  ): InboxSpec<[...RolesOf<S>, Payload<T>], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"payload", unknown>>, DataOf<S>> {
+    return InboxSpec.#next(this, (parts) => ({ ...parts, columns: [...parts.columns, describe(col, "payload")], payloadType: type }));
   }
 
   /** The column that hides a row until a time (`HandlerOutcome.retryAfter`); claim order uses it. */
-  retryAfter<N extends string, Ty extends PortableType | undefined = undefined>(
-    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "retryAfter">, NewColumn<C, N>, Untyped<Ty, "retryAfter">]>,
-  ): InboxSpec<[...R, RetryAfter], C | N, WithColumn<Row, N, RowValue<"retryAfter", unknown>>, Data> {
-    return this.#with(col, "retryAfter");
+  retryAfter<N extends string, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<RolesOf<S>, "retryAfter">, NewColumn<ColumnsOf<S>, N>, Untyped<Ty, "retryAfter">]>,
+  ): InboxSpec<[...RolesOf<S>, RetryAfter], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"retryAfter", unknown>>, DataOf<S>> {
+    return InboxSpec.#with(this, col, "retryAfter");
   }
 
   /** The column ack marks instead of deleting the row. */
-  processedAt<N extends string, Ty extends PortableType | undefined = undefined>(
-    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "processedAt">, NewColumn<C, N>, Untyped<Ty, "processedAt">]>,
-  ): InboxSpec<[...R, ProcessedAt], C | N, WithColumn<Row, N, RowValue<"processedAt", unknown>>, Data> {
-    return this.#with(col, "processedAt");
+  processedAt<N extends string, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<RolesOf<S>, "processedAt">, NewColumn<ColumnsOf<S>, N>, Untyped<Ty, "processedAt">]>,
+  ): InboxSpec<[...RolesOf<S>, ProcessedAt], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"processedAt", unknown>>, DataOf<S>> {
+    return InboxSpec.#with(this, col, "processedAt");
   }
 
   /** The group column: a subscription name selects a group. */
-  group<N extends string, Ty extends PortableType | undefined = undefined>(
-    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "group">, NewColumn<C, N>, Without<R, "orderKey", OrderKeyWithGroup>, Untyped<Ty, "group">]>,
-  ): InboxSpec<[...R, Group], C | N, WithColumn<Row, N, RowValue<"group", unknown>>, Data> {
-    return this.#with(col, "group");
+  group<N extends string, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, unknown, Ty> &
+      FirstError<[NotTwice<RolesOf<S>, "group">, NewColumn<ColumnsOf<S>, N>, Without<RolesOf<S>, "orderKey", OrderKeyWithGroup>, Untyped<Ty, "group">]>,
+  ): InboxSpec<[...RolesOf<S>, Group], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"group", unknown>>, DataOf<S>> {
+    return InboxSpec.#with(this, col, "group");
   }
 
   /** Smaller is claimed first. */
-  priority<N extends string, Ty extends PortableType | undefined = undefined>(
-    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "priority">, NewColumn<C, N>, Untyped<Ty, "priority">]>,
-  ): InboxSpec<[...R, Priority], C | N, WithColumn<Row, N, RowValue<"priority", unknown>>, Data> {
-    return this.#with(col, "priority");
+  priority<N extends string, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<RolesOf<S>, "priority">, NewColumn<ColumnsOf<S>, N>, Untyped<Ty, "priority">]>,
+  ): InboxSpec<[...RolesOf<S>, Priority], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"priority", unknown>>, DataOf<S>> {
+    return InboxSpec.#with(this, col, "priority");
   }
 
   /**
@@ -170,21 +182,25 @@ export class InboxSpec<
    * @example
    * InboxSpec.table("ledger_jobs", column("id").generated()).lease(column("locked_until")).orderKey(column("account_id").type("bigint"))
    */
-  orderKey<N extends string, V = unknown, Ty extends PortableType | undefined = undefined>(
+  orderKey<N extends string, V = unknown, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
     col: Column<N, boolean, V, Ty> &
-      FirstError<[NotTwice<R, "orderKey">, NewColumn<C, N>, Without<R, "group", OrderKeyWithGroup>, Without<R, "advisoryLock", OrderKeyWithAdvisory>]>,
-  ): InboxSpec<[...R, OrderKey], C | N, WithColumn<Row, N, V>, WithColumn<Data, N, V>> {
-    return this.#with(col, "orderKey");
+      FirstError<
+        [NotTwice<RolesOf<S>, "orderKey">, NewColumn<ColumnsOf<S>, N>, Without<RolesOf<S>, "group", OrderKeyWithGroup>, Without<RolesOf<S>, "advisoryLock", OrderKeyWithAdvisory>]
+      >,
+  ): InboxSpec<[...RolesOf<S>, OrderKey], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, V>, WithColumn<DataOf<S>, N, V>> {
+    return InboxSpec.#with(this, col, "orderKey");
   }
 
   /**
    * The headers column: JSON string pairs (such as a W3C `traceparent`) written by
    * `publish(…, { headers })` and read by handlers as `keys.headers`.
    */
-  headers<N extends string, Ty extends PortableType | undefined = undefined>(
-    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "headers">, NewColumn<C, N>, Untyped<Ty, "headers">]>,
-  ): InboxSpec<[...R, MessageHeaders], C | N, WithColumn<Row, N, RowValue<"headers", unknown>>, Data> {
-    return this.#with(col, "headers");
+  headers<N extends string, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<RolesOf<S>, "headers">, NewColumn<ColumnsOf<S>, N>, Untyped<Ty, "headers">]>,
+  ): InboxSpec<[...RolesOf<S>, MessageHeaders], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"headers", unknown>>, DataOf<S>> {
+    return InboxSpec.#with(this, col, "headers");
   }
 
   /**
@@ -196,32 +212,38 @@ export class InboxSpec<
   }
 
   /** Dead-letter destinations: the column a move writes the last error into (text). */
-  lastError<N extends string, Ty extends PortableType | undefined = undefined>(
-    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "lastError">, NewColumn<C, N>, Untyped<Ty, "lastError">]>,
-  ): InboxSpec<[...R, LastError], C | N, WithColumn<Row, N, RowValue<"lastError", unknown>>, Data> {
-    return this.#with(col, "lastError");
+  lastError<N extends string, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<RolesOf<S>, "lastError">, NewColumn<ColumnsOf<S>, N>, Untyped<Ty, "lastError">]>,
+  ): InboxSpec<[...RolesOf<S>, LastError], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"lastError", unknown>>, DataOf<S>> {
+    return InboxSpec.#with(this, col, "lastError");
   }
 
   /** Dead-letter destinations: the column a move writes the attempts spent into (a number). */
-  failedAttempts<N extends string, Ty extends PortableType | undefined = undefined>(
-    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "failedAttempts">, NewColumn<C, N>, Untyped<Ty, "failedAttempts">]>,
-  ): InboxSpec<[...R, FailedAttempts], C | N, WithColumn<Row, N, RowValue<"failedAttempts", unknown>>, Data> {
-    return this.#with(col, "failedAttempts");
+  failedAttempts<N extends string, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<RolesOf<S>, "failedAttempts">, NewColumn<ColumnsOf<S>, N>, Untyped<Ty, "failedAttempts">]>,
+  ): InboxSpec<[...RolesOf<S>, FailedAttempts], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"failedAttempts", unknown>>, DataOf<S>> {
+    return InboxSpec.#with(this, col, "failedAttempts");
   }
 
   /**
    * The dedup key column: the table gets a unique index on it, so at most one row holds a key.
    * Text; a publish without a key leaves it NULL, which never collides.
    */
-  key<N extends string, Ty extends PortableType | undefined = undefined>(
-    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<R, "key">, NewColumn<C, N>, Untyped<Ty, "key">]>,
-  ): InboxSpec<[...R, DedupKey], C | N, WithColumn<Row, N, RowValue<"key", unknown>>, Data> {
-    return this.#with(col, "key");
+  key<N extends string, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<RolesOf<S>, "key">, NewColumn<ColumnsOf<S>, N>, Untyped<Ty, "key">]>,
+  ): InboxSpec<[...RolesOf<S>, DedupKey], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"key", unknown>>, DataOf<S>> {
+    return InboxSpec.#with(this, col, "key");
   }
 
   /** A column that plays no role: read by row-mode handlers, named by advisory keys, written by publishes. */
-  data<N extends string, V = unknown>(col: Column<N, boolean, V> & NewColumn<C, N>): InboxSpec<R, C | N, WithColumn<Row, N, V>, WithColumn<Data, N, V>> {
-    return this.#with(col, "data");
+  data<N extends string, V = unknown, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, V> & NewColumn<ColumnsOf<S>, N>,
+  ): InboxSpec<RolesOf<S>, ColumnsOf<S> | N, WithColumn<RowOf<S>, N, V>, WithColumn<DataOf<S>, N, V>> {
+    return InboxSpec.#with(this, col, "data");
   }
 
   /**
@@ -229,43 +251,49 @@ export class InboxSpec<
    * The rules sit on `this`, so a broken one reads "The 'this' context … is not assignable to … SpecError<"…">".
    */
   fifo(
-    this: InboxSpec<R, C, Row, Data> &
+    this: this &
       FirstError<
         [
-          Require<HasRole<R, "group">, "fifo needs a group column: describe one with .group(column(…)) before .fifo()">,
-          Without<R, "advisoryLock", FifoWithAdvisory>,
-          Without<R, "fifo", "fifo is already set: call .fifo() once">,
+          Require<HasRole<RolesOf<this>, "group">, "fifo needs a group column: describe one with .group(column(…)) before .fifo()">,
+          Without<RolesOf<this>, "advisoryLock", FifoWithAdvisory>,
+          Without<RolesOf<this>, "fifo", "fifo is already set: call .fifo() once">,
         ]
       >,
-  ): InboxSpec<[...R, Fifo], C, Row, Data> {
-    return new InboxSpec({ ...this.#parts, fifo: true });
+  ): InboxSpec<[...RolesOf<this>, Fifo], ColumnsOf<this>, RowOf<this>, DataOf<this>> {
+    return InboxSpec.#next(this, (parts) => ({ ...parts, fifo: true }));
   }
 
   /**
    * An advisory key template (`"report-{customer_id}"`): selects the advisory form.
    * Its placeholders name described columns; describe them before calling this.
    */
-  advisoryLock<const T extends string>(
+  advisoryLock<const T extends string, S extends AnyInboxSpec = this>(
+    this: S,
     template: T &
       FirstError<
         [
-          Without<R, "lease", LeaseOrAdvisory>,
-          Without<R, "advisoryLock", "the advisory key is already set: a table has one key template, so call .advisoryLock(…) once">,
-          Without<R, "fifo", FifoWithAdvisory>,
-          Without<R, "orderKey", OrderKeyWithAdvisory>,
+          Without<RolesOf<S>, "lease", LeaseOrAdvisory>,
+          Without<RolesOf<S>, "advisoryLock", "the advisory key is already set: a table has one key template, so call .advisoryLock(…) once">,
+          Without<RolesOf<S>, "fifo", FifoWithAdvisory>,
+          Without<RolesOf<S>, "orderKey", OrderKeyWithAdvisory>,
           Require<
-            [Exclude<TemplatePlaceholders<T>, C>] extends [never] ? true : false,
-            `the advisory key names a column that is not described: describe ${Exclude<TemplatePlaceholders<T>, C> & string} first (with .data(column(…)) if it plays no role)`
+            [Exclude<TemplatePlaceholders<T>, ColumnsOf<S>>] extends [never] ? true : false,
+            `the advisory key names a column that is not described: describe ${Exclude<TemplatePlaceholders<T>, ColumnsOf<S>> & string} first (with .data(column(…)) if it plays no role)`
           >,
         ]
       >,
-  ): InboxSpec<[...R, AdvisoryLock<T>], C, Row, Data> {
-    return new InboxSpec({ ...this.#parts, advisoryLock: template });
+  ): InboxSpec<[...RolesOf<S>, AdvisoryLock<T>], ColumnsOf<S>, RowOf<S>, DataOf<S>> {
+    return InboxSpec.#next(this, (parts) => ({ ...parts, advisoryLock: template }));
   }
 
-  /** A new spec with one more column; the caller's signature states the type it becomes. */
-  #with(col: Column, role: ColumnRole): never {
-    return new InboxSpec({ ...this.#parts, columns: [...this.#parts.columns, describe(col, role)] }) as never;
+  /** A new spec from `spec`'s parts, changed; the caller's signature states the type it becomes. */
+  static #next(spec: AnyInboxSpec, change: (parts: DescriptionParts) => DescriptionParts): never {
+    return new InboxSpec(change((spec as InboxSpec).#parts)) as never;
+  }
+
+  /** A new spec with one more column. */
+  static #with(spec: AnyInboxSpec, col: Column, role: ColumnRole): never {
+    return InboxSpec.#next(spec, (parts) => ({ ...parts, columns: [...parts.columns, describe(col, role)] }));
   }
 }
 

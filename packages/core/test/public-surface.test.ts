@@ -9,6 +9,7 @@ describe("@sqlinbox/core's public surface", () => {
 
   test("./internal adds what the sibling packages need, and keeps the root's names", () => {
     expect(Object.keys(internal).sort()).toEqual([
+      "FORM_FACTS",
       "InboxSpec",
       "MAX_IDENTIFIER_LENGTH",
       "PORTABLE_TYPES",
