@@ -1,48 +1,21 @@
-import type { AnyInboxSpec, ClaimForm, InboxDescription } from "@sqlinbox/core/internal";
-import { dialectFor, type Engine } from "@sqlinbox/kysely-dialects";
+import type { AnyInboxSpec } from "@sqlinbox/core/internal";
+import type { Engine } from "@sqlinbox/kysely-dialects";
 import { Activity } from "./activity.js";
-import type { BrokerParts } from "./publish/broker.js";
-import type { BrokerConnection, PoolerMode } from "./publish/connection.js";
-import type { RouteTable } from "./publish/route-table.js";
-import type { Published } from "./publish/publisher.js";
-import type { Database } from "./drivers/database.js";
-import {
-  listenNeedsOwnPool,
-  formOnMultiPrimaryCluster,
-  formThroughTransactionPooler,
-  listenNeedsPostgres,
-  listenThroughTransactionPooler,
-  noRoute,
-  noRouteInApp,
-  poolTooSmall,
-  queueSubscribedTwice,
-  routeOnOtherTable,
-  routeSubscribedTwice,
-  rowLockTableUnsupported,
-  clockSkew,
-} from "./errors.js";
-import { brokerParts, type SqlBroker } from "./publish/sql-broker.js";
-import { flowControlledStrategy } from "./claim/flow/flow-for.js";
-import { exclusiveByLock, formUnsupported, holdsSessionAcrossTransactions } from "./claim/form-facts.js";
-import { ParkedRows } from "./consume/parked-rows.js";
-import type { DeadLetterDeclaration, DeadLetterTarget } from "./declare/queue.js";
-import type { ClaimStrategy, ClaimSetup } from "./claim/claim-strategy.js";
 import { systemClock, type Clock } from "./clock.js";
+import type { Subscription } from "./consume/subscription.js";
+import { noRouteInApp } from "./errors.js";
 import { runningBrokers, startWith, type StartOverrides } from "./internal.js";
-import { calmLogger } from "./calm-logger.js";
 import { childLogger, consoleLogger, errorFields, type Logger } from "./logger.js";
-import { stopReportOf, within, type StopReport } from "./stop-report.js";
-import type { Subscriber } from "./declare/subscriber.js";
-import { Subscription, type DeliveryObserver } from "./consume/subscription.js";
-import { ControlWatch } from "./control/control-watch.js";
-import { dbSystemOf } from "./telemetry/db-system.js";
-import { loadTelemetry } from "./telemetry/load-telemetry.js";
-import { observedDatabase, observedSubscription, subscriptionPlace } from "./telemetry/observed-app.js";
-import type { ObservedDatabase, ObservedSubscription, Telemetry } from "./telemetry/telemetry.js";
-import { declareCron, type CronDeclaration, type CronOptionsFor, type CronPayloadFor, type CronRouteAllowed } from "./schedule/cron.js";
+import { brokerParts, type SqlBroker } from "./publish/sql-broker.js";
 import { CronRunner } from "./schedule/cron-runner.js";
-import { DatabaseClock, type LeaseClock } from "./time/database-clock.js";
-import { tolerableSkewMs } from "./time/clock-offset.js";
+import { tickPublisher } from "./schedule/publish-tick.js";
+import { declareCron, type CronDeclaration, type CronOptionsFor, type CronPayloadFor, type CronRouteAllowed } from "./schedule/cron.js";
+import { BrokerScope, type BrokerUse } from "./startup/broker-scope.js";
+import { warnRetention } from "./startup/retention.js";
+import { startBroker, type Startup } from "./startup/start-broker.js";
+import { stopReportOf, within, type StopReport } from "./stop-report.js";
+import { loadTelemetry } from "./telemetry/load-telemetry.js";
+import type { LeaseClock } from "./time/database-clock.js";
 
 /** What an app is and how it runs. */
 export interface AppInfo {
@@ -67,22 +40,6 @@ export interface AppInfo {
   readonly telemetry?: boolean;
 }
 
-/** The subscribers an app runs on one broker: `(b) => b.include(render).include(notify)`. */
-export class BrokerScope {
-  readonly subscribers: readonly Subscriber[];
-  private constructor(subscribers: readonly Subscriber[]) {
-    this.subscribers = Object.freeze([...subscribers]);
-    Object.freeze(this);
-  }
-  /** @internal */
-  static empty(): BrokerScope {
-    return new BrokerScope([]);
-  }
-  include<S extends AnyInboxSpec>(sub: Subscriber<S>): BrokerScope {
-    return new BrokerScope([...this.subscribers, sub as unknown as Subscriber]);
-  }
-}
-
 /** How long closing the pools may take past the grace before the stop goes on without them. */
 const CLOSE_MARGIN_MS = 1000;
 
@@ -101,10 +58,6 @@ export interface RunningApp {
 }
 
 type Hook = () => unknown;
-interface BrokerUse {
-  readonly broker: SqlBroker<Record<string, AnyInboxSpec>>;
-  readonly scope: BrokerScope;
-}
 
 /**
  * A service: startup and shutdown hooks, and the subscribers it runs on each broker.
@@ -205,6 +158,7 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
   async [startWith](overrides: StartOverrides): Promise<RunningApp> {
     const logger = childLogger(overrides.logger ?? this.info.logger ?? consoleLogger(), { app: this.info.name });
     const run: Startup = {
+      appName: this.info.name,
       clock: overrides.clock ?? this.info.clock ?? systemClock,
       // A paused clock (TestApp.start) is the only time there is: nothing is measured against it.
       leaseClock: overrides.pausedClock === true ? undefined : (this.info.leaseClock ?? "database"),
@@ -212,12 +166,15 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
       logger,
       activity: overrides.activity ?? new Activity(),
       observer: overrides.observer,
+      publishes: overrides.publishes,
       opened: [],
       subscriptions: [],
       unsubscribe: [],
       held: [],
       telemetry: await loadTelemetry({ enabled: this.info.telemetry !== false }),
       observed: { subscriptions: [], databases: [] },
+      pruners: [],
+      kept: [],
     };
     logger.info({ version: this.info.version }, "app starting");
     for (const hook of this.#startup) await hook();
@@ -233,7 +190,10 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
     const unobserve = run.telemetry.observe(run.observed);
     run.unsubscribe.push(unobserve);
     for (const s of run.subscriptions) s.start();
+    for (const p of run.pruners) p.start();
+    warnRetention(run.kept, this.#crons, run.clock.now(), logger);
     // A schedule fires on the database's time of the broker that routes it, as its claims do.
+    const publishTick = tickPublisher(logger);
     const crons = this.#crons.map((cron) => new CronRunner(cron, run.brokerClocks.get(cron.broker) ?? run.clock, logger, publishTick));
     for (const c of crons) c.start();
     logger.info({ subscriptions: run.subscriptions.map((s) => s.name).join(",") }, "app started");
@@ -254,8 +214,8 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
         // no further row. Every step that waits on the database waits at most what is left of the
         // grace (and the pools' close a moment more): a database down or restarting never holds the stop.
         const claiming = Promise.all(subscriptions.map((s) => s.stopClaiming(left())));
-        // No more ticks; a tick's publish in flight ends before the pools close.
-        await within(Promise.all(crons.map((c) => c.stop())), left());
+        // No more ticks nor prunes; a publish or a prune in flight ends before the pools close.
+        await within(Promise.all([...crons.map((c) => c.stop()), ...run.pruners.map((p) => p.stop())]), left());
         const claims = await claiming;
         const stops = await Promise.all(subscriptions.map((s, i) => s.drain(left(), claims[i]?.unstarted ?? 0, claims[i]?.timedOut ?? false)));
         for (const off of run.unsubscribe) off();
@@ -288,8 +248,7 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
       await parts.publisher.publish(route, payload, undefined);
     };
     const running: RunningApp = Object.freeze({ stop, publish, subscriptions: Object.freeze([...subscriptions]) });
-    const connections = opened.map((parts) => parts.connection);
-    runningBrokers.set(running, connections);
+    runningBrokers.set(running, [...opened]);
     return running;
   }
 
@@ -304,278 +263,4 @@ interface AppParts {
   readonly shutdown?: readonly Hook[];
   readonly brokers?: readonly BrokerUse[];
   readonly crons?: readonly CronDeclaration[];
-}
-
-/** A tick goes through the publisher of the broker that routes it, with its key (the app's telemetry records it like any publish). */
-function publishTick(cron: CronDeclaration, payload: unknown, key: string): Promise<Published> {
-  return brokerParts(cron.broker).publisher.publish(cron.route, payload, undefined, { keys: [key] });
-}
-
-/** What startup builds up, and takes down again if a step fails. */
-interface Startup {
-  /** The app's clock: each broker's subscriptions read the database's time through it. */
-  readonly clock: Clock;
-  /** `undefined` on a paused clock: the app's clock is used as it is, unmeasured. */
-  readonly leaseClock: LeaseClock | undefined;
-  /** Each started broker's time (the database's, or the app's clock when paused). */
-  readonly brokerClocks: Map<object, Clock>;
-  readonly logger: Logger;
-  readonly activity: Activity;
-  readonly observer: DeliveryObserver | undefined;
-  /** Brokers whose pool is open: closed on a failed start and at stop. */
-  readonly opened: BrokerParts[];
-  readonly subscriptions: Subscription[];
-  readonly unsubscribe: Array<() => void>;
-  /** Queue claims this app holds on its brokers: freed on a failed start and at stop. */
-  readonly held: Array<() => void>;
-  readonly telemetry: Telemetry;
-  /** What the observable instruments read, filled as brokers start. */
-  readonly observed: { readonly subscriptions: ObservedSubscription[]; readonly databases: ObservedDatabase[] };
-}
-
-interface PlannedSubscription {
-  readonly sub: Subscriber;
-  readonly strategy: ClaimStrategy;
-  readonly leaseMs: number;
-  /** The subscription's logger, shared by its claims and its deliveries: a failure that repeats is written once, then summarised. */
-  readonly logger: Logger;
-}
-
-/** One broker's startup, in order: what can be refused before connecting is refused first. */
-async function startBroker(run: Startup, { broker, scope }: BrokerUse, names: Set<string>): Promise<void> {
-  const parts = brokerParts(broker);
-  const { connection } = parts;
-  checkRoutes(run, parts, scope, names);
-  if (broker.listening && !dialectFor(connection.source.engine).capabilities.listenNotify) throw listenNeedsPostgres(connection.source.engine, connection.source.label);
-  if (broker.listening && connection.source.pooler === "transaction") throw listenThroughTransactionPooler(connection.source.label);
-  if (connection.source.pooler !== undefined) run.logger.info({ database: connection.source.label, pooler: connection.source.pooler }, poolerDecision(connection.source.pooler));
-  run.held.push(parts.runByApp());
-  const database = await parts.open(run.logger, run.activity);
-  run.opened.push(parts);
-  refuseOnCluster(run, connection, scope);
-  if (broker.listening && !connection.canListen) throw listenNeedsOwnPool(connection.source.label);
-  const clock = await clockOf(run, connection, database);
-  run.brokerClocks.set(broker, clock);
-  const planned = await checkSchemas(run, parts, database, clock, broker.leaseMs, scope);
-  if (clock instanceof DatabaseClock) refuseSkew(clock, connection, planned, broker.leaseMs);
-  checkPoolBudget(connection, planned, broker.listening);
-  const dbSystem = dbSystemOf(connection.source.engine, connection.serverLabel);
-  run.unsubscribe.push(parts.bindPublisher(run.telemetry.publisher({ dbSystem }), clock));
-  if (run.telemetry.enabled) run.observed.databases.push(observedDatabase(database, dbSystem));
-  const watch = controlWatchOf(run, parts, database, planned);
-  startSubscriptions(run, parts, database, clock, dbSystem, planned, watch);
-  // Before the first claim: a route paused before this app started claims nothing.
-  await watch?.start();
-  if (broker.listening) await parts.listen(run.logger);
-}
-
-/** The time this broker's claims, leases and publishes read: the database's, measured through the app's clock (unless paused). */
-async function clockOf(run: Startup, connection: BrokerConnection, database: Database): Promise<Clock> {
-  if (run.leaseClock === undefined) return run.clock;
-  const place = { database: connection.source.label, server: connection.serverLabel };
-  return DatabaseClock.start({ base: run.clock, database, logger: run.logger, place, leaseClock: run.leaseClock, isClosed: () => connection.closed });
-}
-
-/** With `leaseClock: "host"`, a host clock further from the database's than a quarter of the shortest lease refuses the start. */
-function refuseSkew(clock: DatabaseClock, connection: BrokerConnection, planned: readonly PlannedSubscription[], brokerLeaseMs: number): void {
-  if (clock.corrects) return;
-  const shortest = planned.reduce<PlannedSubscription | undefined>((min, p) => (min === undefined || p.leaseMs < min.leaseMs ? p : min), undefined);
-  const leaseMs = shortest?.leaseMs ?? brokerLeaseMs;
-  const { offsetMs, hostAt, serverAt } = clock.offset;
-  if (Math.abs(offsetMs) <= tolerableSkewMs(leaseMs)) return;
-  const place = shortest === undefined ? {} : { subscription: shortest.sub.name, table: shortest.sub.queue.spec.description.table };
-  throw clockSkew({ hostAt, serverAt, skewMs: -offsetMs }, leaseMs, `${connection.serverLabel} at ${connection.source.label}`, place);
-}
-
-/** Every subscriber has a declared route on its own table, one subscriber per route and queue, on a form the engine has. */
-function checkRoutes(run: Startup, parts: BrokerParts, scope: BrokerScope, names: Set<string>): void {
-  for (const sub of scope.subscribers) {
-    const queueTable = sub.queue.spec.description.table;
-    const spec = parts.routes.route(sub.name);
-    if (spec === undefined) throw noRoute(sub.name, parts.routes.all, queueTable);
-    if (spec.description.table !== queueTable) throw routeOnOtherTable(sub.name, spec.description.table, queueTable);
-    if (names.has(sub.name)) throw routeSubscribedTwice(sub.name);
-    names.add(sub.name);
-    refuseUnsupportedForm(parts.connection.source.engine, sub.name, spec.description);
-    if (parts.connection.source.pooler === "transaction" && holdsSessionAcrossTransactions(spec.description.form))
-      throw formThroughTransactionPooler(spec.description.form, { subscription: sub.name, table: spec.description.table });
-    claimQueue(parts, sub, run.held);
-  }
-}
-
-/** Checks each subscribed table against the database (once per table) and builds its claim strategy. */
-async function checkSchemas(
-  run: Startup,
-  { connection, routes }: BrokerParts,
-  database: Database,
-  clock: Clock,
-  brokerLeaseMs: number,
-  scope: BrokerScope,
-): Promise<PlannedSubscription[]> {
-  const planned: PlannedSubscription[] = [];
-  for (const sub of scope.subscribers) {
-    const spec = sub.queue.spec.description;
-    const table = await routes.table(spec);
-    const leaseMs = sub.queue.options.lease ?? brokerLeaseMs;
-    const subLogger = calmLogger(childLogger(run.logger, { subscription: sub.name, table: spec.table }), clock);
-    run.unsubscribe.push(() => subLogger.close());
-    const setup: ClaimSetup = {
-      database,
-      spec,
-      subscription: sub.name,
-      leaseMs,
-      precision: table.precision,
-      clock,
-      logger: subLogger,
-      databaseLabel: connection.source.label,
-      isClosed: () => connection.closed,
-      transactional: sub.queue.options.transactional === true,
-      // A batch handler's rows share their claim's transaction in the row-lock form.
-      sharedTransaction: sub.queue.options.sharedTransaction === true || sub.kind === "batch",
-      deadLetter: await deadLetterChecked(routes, sub.queue.options.deadLetter),
-      parked: new ParkedRows(clock),
-      perKey: sub.queue.options.maxInWorkPerKey,
-    };
-    planned.push({ sub, strategy: await flowControlledStrategy(setup, sub.queue.options), leaseMs, logger: subLogger });
-  }
-  return planned;
-}
-
-/** A dead-letter table is checked against the database like a routed one: a missing column fails the start. */
-async function deadLetterChecked(routes: RouteTable, declaration: DeadLetterDeclaration | undefined): Promise<DeadLetterTarget | undefined> {
-  const target = declaration?.target;
-  if (target !== undefined && "table" in target) await routes.table(target.table);
-  return target;
-}
-
-function checkPoolBudget(state: BrokerConnection, planned: readonly PlannedSubscription[], listenNotify: boolean): void {
-  checkPool(
-    state,
-    planned.map(({ sub, strategy }) => ({
-      name: sub.name,
-      form: strategy.profile.form,
-      workers: deliveriesInWork(sub, strategy),
-      perDelivery: strategy.profile.connectionsPerDelivery,
-    })),
-    listenNotify,
-  );
-}
-
-/** Deliveries in work at most: a batch handler holds a whole batch per worker, in one hold where the form shares one (row lock). */
-function deliveriesInWork(sub: Subscriber, strategy: ClaimStrategy): number {
-  const { workers, batch } = sub.queue.options;
-  return sub.kind === "batch" && !strategy.profile.batchSharesHold ? workers * batch : workers;
-}
-
-/** Builds the subscriptions (they claim once the whole app started) and wires publishes to wake them. */
-function startSubscriptions(
-  run: Startup,
-  parts: BrokerParts,
-  database: Database,
-  clock: Clock,
-  dbSystem: string,
-  planned: readonly PlannedSubscription[],
-  watch: ControlWatch | undefined,
-): void {
-  const built: Subscription[] = [];
-  for (const { sub, strategy, leaseMs, logger } of planned) {
-    const spec = sub.queue.spec.description;
-    const place = subscriptionPlace(sub.name, spec, strategy.profile.form, dbSystem);
-    const subscription = new Subscription({
-      subscriber: sub,
-      spec,
-      options: sub.queue.options,
-      strategy,
-      clock,
-      logger,
-      outputs: { publish: async (route, payload) => void (await parts.publisher.publish(route, payload, undefined)) },
-      activity: run.activity,
-      decodeRetryMs: leaseMs,
-      observer: run.observer,
-      telemetry: run.telemetry.subscription(place),
-      control: watch?.checkFor(sub.name, spec.table),
-    });
-    if (run.telemetry.enabled) run.observed.subscriptions.push(observedSubscription(place, subscription, strategy, database, spec));
-    run.unsubscribe.push(parts.publisher.onPublish(subscription.table, (dueAt) => (dueAt === undefined ? subscription.wake() : subscription.wakeAt(dueAt))));
-    run.subscriptions.push(subscription);
-    built.push(subscription);
-  }
-  watch?.attach(built);
-}
-
-/**
- * The control table's watch for one broker's subscriptions in this app, reading once per the
- * shortest poll interval among them; a pause or cancel notification (listenNotify) reads at once.
- */
-function controlWatchOf(run: Startup, parts: BrokerParts, database: Database, planned: readonly PlannedSubscription[]): ControlWatch | undefined {
-  if (planned.length === 0) return undefined;
-  const watch = new ControlWatch({
-    database,
-    clock: run.clock,
-    logger: run.logger,
-    intervalMs: Math.min(...planned.map((p) => p.sub.queue.options.pollInterval)),
-    tableOf: (route) => parts.routes.route(route)?.description.table,
-  });
-  run.unsubscribe.push(() => watch.stop());
-  run.unsubscribe.push(parts.publisher.onPublish(database.dialect.control.table, () => watch.refresh()));
-  return watch;
-}
-
-/** The queues (table and route) subscribed on each broker by running apps: a second subscriber is `AlreadySubscribed`. */
-const subscribedQueues = new WeakMap<BrokerParts, Set<string>>();
-
-function claimQueue(parts: BrokerParts, sub: Subscriber, held: Array<() => void>): void {
-  const queues = subscribedQueues.get(parts) ?? new Set<string>();
-  subscribedQueues.set(parts, queues);
-  const queue = `${sub.queue.spec.description.table}\u0000${sub.name}`;
-  if (queues.has(queue)) {
-    throw queueSubscribedTwice({ subscription: sub.name, table: sub.queue.spec.description.table });
-  }
-  queues.add(queue);
-  held.push(() => queues.delete(queue));
-}
-
-/** On a multi-primary cluster (read at open) only the forms whose exclusivity is a committed write run; the log says so. */
-function refuseOnCluster(run: Startup, connection: BrokerConnection, scope: BrokerScope): void {
-  const cluster = connection.cluster;
-  if (cluster === undefined) return;
-  run.logger.info(
-    { database: connection.source.label, cluster: cluster.kind, nodes: cluster.nodes },
-    `a node of a ${cluster.kind} cluster (wsrep_on, ${cluster.nodes} nodes): lease tables run; row-lock and advisory tables are refused (their locks are the node's own)`,
-  );
-  for (const sub of scope.subscribers) {
-    const spec = sub.queue.spec.description;
-    if (exclusiveByLock(spec.form)) throw formOnMultiPrimaryCluster(spec.form, cluster, { subscription: sub.name, table: spec.table });
-  }
-}
-
-/** What a declared pooler means for this app, said once in the startup log. */
-function poolerDecision(pooler: PoolerMode): string {
-  return pooler === "transaction"
-    ? "through a pooler in transaction mode: lease and row-lock tables run; advisory tables and listenNotify() are refused (they keep a session across transactions)"
-    : "through a pooler in session mode: every form runs as on a direct connection";
-}
-
-/** A row-lock table on an engine without row locks (SQLite) is refused before anything connects. */
-function refuseUnsupportedForm(engine: Engine, subscription: string, spec: InboxDescription): void {
-  if (formUnsupported(spec.form, dialectFor(engine).capabilities)) {
-    throw rowLockTableUnsupported(engine, { subscription, table: spec.table });
-  }
-}
-
-/** Connections one subscription holds at most: one per delivery in work, plus one for handlers, publishes and settlements. */
-export interface PoolNeed {
-  readonly name: string;
-  readonly form: ClaimForm;
-  readonly workers: number;
-  readonly perDelivery: number;
-}
-
-/** Refuses to start when the pool cannot hold what the subscriptions need, showing the arithmetic. */
-export function checkPool(state: Pick<BrokerConnection, "poolMax" | "source">, needs: readonly PoolNeed[], listenNotify = false): void {
-  if (!Number.isFinite(state.poolMax) || dialectFor(state.source.engine).capabilities.singleWriter) return;
-  const shares = needs.map((n) => ({ ...n, total: n.workers * n.perDelivery + 1 }));
-  const total = shares.reduce((sum, p) => sum + p.total, 0) + (listenNotify ? 1 : 0);
-  if (total <= state.poolMax) return;
-  throw poolTooSmall(state.poolMax, shares, listenNotify, total);
 }

@@ -2,10 +2,13 @@ import type { Clock, Timer } from "./clock.js";
 import { childLogger, type LogFields, type Logger } from "./logger.js";
 
 /** A failure that keeps repeating is summarised at most this often. */
-export const REPEAT_SUMMARY_MS = 30_000;
+const REPEAT_SUMMARY_MS = 30_000;
 
 /** A repeating failure is over once it has not been seen for three of its usual gaps, and at least this long. */
 const QUIET_MIN_MS = 2_000;
+
+/** The rows a summary names at most (the first ones counted since the last line). */
+const SUMMARY_IDS = 100;
 
 /** One failure (level, message, error code and error message) and how often it was seen. */
 interface Repeating {
@@ -19,6 +22,8 @@ interface Repeating {
   total: number;
   /** Seen since the last line written about it. */
   unlogged: number;
+  /** The rows those records named (`id`), up to `SUMMARY_IDS`: a summary tells which rows failed, as each line would have. */
+  ids: unknown[];
 }
 
 interface Shared {
@@ -46,7 +51,9 @@ const secondsText = (ms: number): string => `${Math.max(1, Math.round(ms / 1000)
  * first time; the same failure again (same level, message, error code and error message) is
  * counted, and written as one summary line with the count at most every `summaryEveryMs`; once
  * it has not been seen for a while (three of its usual gaps, at least 2 s) an info line says it
- * stopped. A different failure is written at once. Records without an `err` pass through.
+ * stopped. A summary names the rows its records named (`ids`, the first 100): a settlement that failed
+ * the same way for rows of one claim (`LeaseLost`, with one deadline) still says which rows.
+ * A different failure is written at once. Records without an `err` pass through.
  *
  * @example
  * const logger = calmLogger(childLogger(appLogger, { subscription: "reports" }), systemClock);
@@ -70,12 +77,13 @@ function calmOver(logger: Logger, shared: Shared): CalmLogger {
       const seen = shared.repeating.get(key);
       if (seen === undefined) {
         logger[level](fields, message);
-        shared.repeating.set(key, { level, message, log: logger, fields, firstAt: now, lastAt: now, lastLineAt: now, total: 1, unlogged: 0 });
+        shared.repeating.set(key, { level, message, log: logger, fields, firstAt: now, lastAt: now, lastLineAt: now, total: 1, unlogged: 0, ids: [] });
         sweepLater(shared);
         return;
       }
       seen.total++;
       seen.unlogged++;
+      if (fields.id !== undefined && seen.ids.length < SUMMARY_IDS) seen.ids.push(fields.id);
       seen.lastAt = now;
       seen.fields = fields;
       if (now - seen.lastLineAt >= shared.summaryEveryMs) summarise(seen, now, "still failing");
@@ -98,11 +106,17 @@ function calmOver(logger: Logger, shared: Shared): CalmLogger {
 
 function summarise(seen: Repeating, now: number, state: string): void {
   seen.log[seen.level](
-    { ...seen.fields, repeats: seen.unlogged, total: seen.total },
+    { ...seen.fields, ...idsOf(seen), repeats: seen.unlogged, total: seen.total },
     `${seen.message} (${state}: ${seen.unlogged} more time(s) in ${secondsText(now - seen.lastLineAt)})`,
   );
   seen.unlogged = 0;
+  seen.ids = [];
   seen.lastLineAt = now;
+}
+
+/** The rows the records counted since the last line named, taken off `seen`: `{ ids }`, or nothing when none did. */
+function idsOf(seen: Repeating): { ids?: unknown[] } {
+  return seen.ids.length === 0 ? {} : { ids: seen.ids };
 }
 
 /** How long a failure must go unseen to count as stopped: three of its usual gaps, at least 2 s; one seen once is forgotten after a summary interval. */
@@ -122,7 +136,7 @@ function sweepLater(shared: Shared): void {
       shared.repeating.delete(key);
       if (seen.total < 2) continue;
       seen.log.info(
-        { ...seen.fields, repeats: seen.unlogged, total: seen.total, forMs: seen.lastAt - seen.firstAt },
+        { ...seen.fields, ...idsOf(seen), repeats: seen.unlogged, total: seen.total, forMs: seen.lastAt - seen.firstAt },
         `no longer failing: ${seen.message} (seen ${seen.total} times over ${secondsText(seen.lastAt - seen.firstAt)}; none for ${secondsText(now - seen.lastAt)})`,
       );
     }

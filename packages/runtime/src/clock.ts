@@ -53,3 +53,5 @@ export const systemClock: Clock = new SystemClock();
 /** Durations in milliseconds, for readable call sites: `lease(minutes(1))`. */
 export const seconds = (n: number): number => n * 1000;
 export const minutes = (n: number): number => n * 60_000;
+export const hours = (n: number): number => n * 3_600_000;
+export const days = (n: number): number => n * 86_400_000;

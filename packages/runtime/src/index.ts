@@ -1,5 +1,6 @@
 // What an application uses. What sibling packages and tests need lives in `./internal` (not covered by semver).
-export { App, type BrokerScope, type AppInfo, type RunningApp } from "./app.js";
+export { App, type AppInfo, type RunningApp } from "./app.js";
+export type { BrokerScope } from "./startup/broker-scope.js";
 export type { CronTick, CronOptions, CronPayload } from "./schedule/cron.js";
 export {
   SqlBroker,
@@ -11,6 +12,9 @@ export {
   type CancelResult,
   type RouteName,
 } from "./publish/sql-broker.js";
+export type { JobHandle, JobId, JobOptions, FinishedOptions, FinishedJob } from "./publish/job-handle.js";
+export type { JobState, JobStateName, JobColumns, LiveJobState, DoneJobState, DeadLetteredJobState, GoneJobState } from "./publish/job-state.js";
+export { JobEnded, type JobEndReason } from "./errors/job-errors.js";
 export type { PoolerMode } from "./publish/connection.js";
 export type { ListenSource, ListenableClient, ListenPool } from "./publish/listen-source.js";
 export type { MessageHeaderValues } from "./publish/publish-rows.js";
@@ -23,6 +27,8 @@ export {
   type DeadLetterDeclaration,
   type DeadLetterTarget,
   type RateLimit,
+  type Retention,
+  type RetainArg,
   type RateLimitArg,
   type MaxInWorkArg,
 } from "./declare/queue.js";
@@ -34,9 +40,9 @@ export type { ExtendTable, QueueStorage } from "@sqlinbox/kysely-dialects";
 export { HandlerOutcome, type DeadLetterOutcome } from "./declare/outcome.js";
 export type { StopReport } from "./stop-report.js";
 export { Ctx, keys, type ContextKey, type InboxContext } from "./declare/context.js";
-export { systemClock, seconds, minutes, type Clock, type Timer } from "./clock.js";
+export { systemClock, seconds, minutes, hours, days, type Clock, type Timer } from "./clock.js";
 export type { LeaseClock } from "./time/database-clock.js";
 export { consoleLogger, silentLogger, type Logger, type LogFields } from "./logger.js";
-export type { PoolOptions } from "./drivers/index.js";
+export type { PoolOptions } from "@sqlinbox/database";
 export { SqlInboxError, isSqlInboxError, type SqlInboxErrorCode } from "@sqlinbox/core";
 export { Timeout } from "./errors.js";

@@ -4,13 +4,13 @@
  * import from `@sqlinbox/runtime` (and `@sqlinbox/runtime/testing`).
  */
 export * from "./index.js";
-export type { EngineOfUrl } from "./drivers/engine-of-url.js";
+export type { EngineOfUrl } from "@sqlinbox/database";
 export type { RouteAllowed, ListenNotifyAllowed, PublishPayload, PublishOptionsFor, RouteSpecOf } from "./publish/sql-broker.js";
 export type { PayloadOfSpec } from "./declare/queue.js";
 export { backoffMs, DEFAULT_BACKOFF } from "./declare/failure-policy.js";
 export type { AckOutcome, RetryOutcome, DropOutcome, RetryAfterOutcome } from "./declare/outcome.js";
 export type { KeyAvailable } from "./declare/context.js";
 export { SystemClock } from "./clock.js";
-export { redactUrl } from "./logger.js";
+export { redactUrl } from "@sqlinbox/database";
 export type { ClaimStrategy, ClaimedDelivery } from "./claim/claim-strategy.js";
 export { rowsToClaim, type ClaimPace } from "./consume/claim-pacer.js";

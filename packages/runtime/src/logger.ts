@@ -66,20 +66,6 @@ function formatValue(v: unknown): string {
 /** A logger that drops everything. */
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
-/** A URL safe to log: the password (and any `password` parameter) replaced by `***`. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    for (const key of [...parsed.searchParams.keys()]) {
-      if (/pass|secret|token|key/i.test(key)) parsed.searchParams.set(key, "***");
-    }
-    return parsed.toString();
-  } catch {
-    return url.replace(/\/\/([^:@/]*):[^@/]*@/, "//$1:***@");
-  }
-}
-
 /** Serializes an error for a log record (pino's `err` convention). */
 export function errorFields(error: unknown): LogFields {
   if (error instanceof Error) {

@@ -1,12 +1,25 @@
 import type { ClaimForm, ErrorPlace, InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow, SlotPlace } from "@sqlinbox/kysely-dialects";
+import { deliveredAttempt as attemptOfCounted } from "@sqlinbox/kysely-dialects/internal";
 import type { Clock } from "../clock.js";
 import type { AnyTransaction, Database } from "../drivers/database.js";
 import type { Logger } from "../logger.js";
-import type { HandlerOutcome } from "../declare/outcome.js";
-import type { ParkedRows } from "../consume/parked-rows.js";
+import type { ParkedRows } from "./parked-rows.js";
 import type { DeadLetterTarget } from "../declare/queue.js";
 import { FORM_FACTS, type StopFate } from "./form-facts.js";
+import type { KeyRegistry } from "./held/key-registry.js";
+import type { Settlement } from "./settlement.js";
+
+/**
+ * Told once a settlement was written (`ok`), or why not; called from the write's end, it must not throw.
+ * An object rather than a callback: a delivery's run is told itself, with no closure made per delivery.
+ */
+/** Acks written by one statement at most: 2 parameters each, far below every engine's limit (SQLite 3.32+: 32,766). */
+export const MAX_ACKS_PER_STATEMENT = 512;
+
+export interface SettleDone {
+  settled(ok: boolean, error?: unknown): void;
+}
 
 /** One claimed row, held by its claim form until it is settled. */
 export interface ClaimedDelivery {
@@ -20,13 +33,12 @@ export interface ClaimedDelivery {
   leaseDeadline(): Date | undefined;
   /** Its place among its subscription's deliveries in work (a `SlotSet`), -1 otherwise: set by that set only. */
   slot: number;
-  /** Settles while the row is still held; throws `LeaseLost` (nothing changed) or `Closed`. */
-  settle(outcome: HandlerOutcome): Promise<void>;
   /**
-   * `settle` reporting to a callback instead of a promise (`ok`, or the error `settle` would
-   * reject with), where a form can settle without one: the lease form's batched acks.
+   * Writes `settlement` while the row is still held, then tells `done` once: `ok`, or why not
+   * (`LeaseLost`: the hold was lost and nothing changed; `Closed`; the statement's error). Never
+   * throws. No promise: the lease form's batched acks settle with none made.
    */
-  settleThen?(outcome: HandlerOutcome, done: (ok: boolean, error?: unknown) => void): void;
+  settle(settlement: Settlement, done: SettleDone): void;
   /**
    * Gives the delivery up unsettled (the shutdown grace is over): aborts its signal, lets its hold lapse.
    * `started: false`: claimed ahead and never started (a stop with rows still buffered).
@@ -56,7 +68,7 @@ export interface ClaimedDelivery {
  * `ahead` (rows wait at no cost: claim batches ahead), `oneRow` (one row per claim's transaction),
  * `shared` (one transaction per claim, its rows buffered), `perWorker` (a claimed row holds a connection at once).
  */
-export type FormPace = "ahead" | "oneRow" | "shared" | "perWorker";
+type FormPace = "ahead" | "oneRow" | "shared" | "perWorker";
 
 /**
  * Every question the rest of the runtime asks of a claim form, answered once by its strategy:
@@ -115,9 +127,10 @@ export interface ClaimStrategy {
   claim(limit: number): Promise<ClaimedDelivery[]>;
   /**
    * Gives back rows that were claimed ahead but never started (a stop with rows still buffered),
-   * at once and without spending their attempt.
+   * at once and without spending their attempt. `routine`: a give-back a cap makes as it runs (rows
+   * claimed past it), which happens again and again under a cap, so it is logged at debug level.
    */
-  releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void>;
+  releaseUnstarted(deliveries: readonly ClaimedDelivery[], routine?: boolean): Promise<void>;
   /**
    * Transactions that claimed rows and are still open, one connection each (shared row-lock claims:
    * the pacer keeps them within `workers`, what the pool budget counts); 0 where claims hold none.
@@ -153,8 +166,8 @@ export interface ClaimSetup {
   readonly precision: number;
   readonly clock: Clock;
   readonly logger: Logger;
-  /** Which database this is (a redacted URL): scopes the keys an advisory claim holds in this process. */
-  readonly databaseLabel?: string;
+  /** The advisory keys (and cap places) in work in this process on this database: the broker's, one per database. */
+  readonly keys: KeyRegistry;
   /** True once the broker closed: settlements fail with `Closed`. */
   readonly isClosed: () => boolean;
   /** Handlers write through a transaction of their own, committed with an ack (`.transactional()`). */
@@ -168,8 +181,9 @@ export interface ClaimSetup {
   /** Rows of one order key (or of the group) in work at once (`maxInWorkPerKey`); unset: the table's own rule. */
   readonly perKey?: number | undefined;
   /**
-   * A cap on rows in work held by the delivery's own hold (`maxInWork`): a row-lock claim locks one
-   * of `n` slot rows in its transaction; an advisory claim takes one of `n` slot locks on its session.
+   * A cap on rows in work held by the delivery's own hold (`maxInWork`, `claim/cap/`): a row-lock
+   * claim locks one of `n` slot rows in its transaction (`SlotRows`); an advisory claim takes one of
+   * `n` slot locks on its session (`SlotLocks`).
    */
   readonly capSlots?: CapSlots | undefined;
 }
@@ -181,14 +195,13 @@ export interface CapSlots {
 }
 
 /**
- * The attempt a delivery reads: the attempt column's value before this claim counted it, so a
- * table that starts the column at 1 (`DEFAULT 1`) delivers attempt 1 first and attempt 2
- * after a crash that spent one. `row` carries the counted value (`UPDATE … RETURNING`, or a row
- * that `asClaimed` stamped).
+ * The attempt a delivery of `row` reads (`undefined` without an attempt column): the dialects' rule
+ * (`deliveredAttempt` of `@sqlinbox/kysely-dialects/internal`, which the operator tools read too) on
+ * the counted value `row` carries (`UPDATE … RETURNING`, or a row that `asClaimed` stamped).
  */
 export function deliveredAttempt(spec: InboxDescription, row: RawRow): number | undefined {
   if (spec.attempt === undefined) return undefined;
-  return Number(row[spec.attempt.name]) - 1;
+  return attemptOfCounted(row[spec.attempt.name]);
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { DeadLetterOutcome, HandlerOutcome } from "../declare/outcome.js";
+import { HandlerOutcome, type DeadLetterOutcome } from "../declare/outcome.js";
 
 /**
  * What an outcome does to a held row, whatever holds it. Every form writes these three steps,
@@ -14,15 +14,15 @@ import type { DeadLetterOutcome, HandlerOutcome } from "../declare/outcome.js";
  */
 export type SettlementStep = FinishStep | ReleaseStep | DeadLetterStep;
 
-export interface FinishStep {
+interface FinishStep {
   readonly step: "finish";
   readonly how: "ack" | "drop";
 }
-export interface ReleaseStep {
+interface ReleaseStep {
   readonly step: "release";
   readonly delayMs: number | null;
 }
-export interface DeadLetterStep {
+interface DeadLetterStep {
   readonly step: "deadLetter";
   readonly reason: string | undefined;
 }
@@ -52,6 +52,66 @@ export function stepOf(outcome: HandlerOutcome): SettlementStep {
 }
 
 /**
+ * A delivery's settlement, decided once (`decideSettlement`, by its `DeliveryRun`) and handed to the
+ * form that writes it: the outcome as written, its step, and what the decision changed of the
+ * outcome it was given, for the log lines that say so. Nothing on the way down computes a step again.
+ */
+export interface Settlement {
+  /** The outcome written (what telemetry, the logs and a test's call records name). */
+  readonly outcome: HandlerOutcome;
+  readonly step: SettlementStep;
+  /** `maxAttempts` overrode this outcome, which would have released the row once more: the row goes to the dead letter. */
+  readonly capped?: HandlerOutcome;
+  /** A dead letter on a queue with no destination: the row is kept instead, hidden for the rules' `keepMs`. */
+  readonly noDestination?: true;
+  /** A delay the table stores in no column: the row is released now and parked in this process for the delay. */
+  readonly parked?: true;
+}
+
+/** What a subscription's settlements are decided by, besides each delivery's outcome and attempt. */
+export interface SettlementRules {
+  /** The queue's `maxAttempts` (declared with its dead letter). */
+  readonly maxAttempts: number | undefined;
+  /** A dead-letter destination is declared. */
+  readonly deadLetter: boolean;
+  /** How long a row whose dead letter has no destination is kept out of claims. */
+  readonly keepMs: number;
+  /** The table stores a delay (a retryAfter column, or the lease column). */
+  readonly storesDelay: boolean;
+}
+
+/** Every ack settles alike, whatever the rules: one value, not one per delivery (a handler that returns nothing settles as this). */
+export const ACKED: Settlement = Object.freeze({ outcome: HandlerOutcome.ack(), step: FINISH_ACK });
+
+/**
+ * The settlement of `outcome` for a delivery at `attempt`, its step computed here, once:
+ *
+ * - `maxAttempts` is a cap: a delivery whose attempt reached it is never released for another
+ *   attempt. An outcome that would release the row (`retry`, `retryAfter`), whoever chose it (the
+ *   handler or a policy), becomes a move to the dead letter with `reason` (built only then); every
+ *   other outcome stands, so a policy can still dead-letter earlier. No cap without an attempt.
+ * - A dead letter needs a destination: without one the row is kept, released for `keepMs`.
+ * - A delay the table cannot store is served by parking the row in this process (`parked`).
+ */
+export function decideSettlement(outcome: HandlerOutcome, attempt: number | undefined, rules: SettlementRules, reason: () => string): Settlement {
+  let step = stepOf(outcome);
+  if (step === FINISH_ACK) return ACKED;
+  let settlement: Settlement = { outcome, step };
+  const { maxAttempts } = rules;
+  if (step.step === "release" && maxAttempts !== undefined && attempt !== undefined && attempt >= maxAttempts) {
+    const moved: DeadLetterOutcome = Object.freeze({ kind: "deadLetter", reason: reason() });
+    step = { step: "deadLetter", reason: moved.reason };
+    settlement = { outcome: moved, step, capped: outcome };
+  }
+  if (step.step === "deadLetter" && !rules.deadLetter) {
+    step = { step: "release", delayMs: rules.keepMs };
+    settlement = { ...settlement, outcome: Object.freeze({ kind: "retryAfter", ms: rules.keepMs }), step, noDestination: true };
+  }
+  if (step.step === "release" && step.delayMs !== null && !rules.storesDelay) settlement = { ...settlement, parked: true };
+  return Object.freeze(settlement);
+}
+
+/**
  * How one form writes each step for one delivery (`D`, with what the form passes along, `X`).
  * A form implements all three, once (not per delivery), and `writeStep` picks one.
  */
@@ -61,9 +121,9 @@ export interface StepWriter<D, X, R> {
   deadLetter(reason: string | undefined, delivery: D, extra: X): R;
 }
 
-/** Writes `outcome`'s step through `writer`: the one dispatch every form's settlement goes through. */
-export function writeStep<D, X, R>(outcome: HandlerOutcome, writer: StepWriter<D, X, R>, delivery: D, extra: X): R {
-  const step = stepOf(outcome);
+/** Writes `settlement`'s step through `writer`: the one dispatch every form's settlement goes through. */
+export function writeStep<D, X, R>(settlement: Settlement, writer: StepWriter<D, X, R>, delivery: D, extra: X): R {
+  const { step } = settlement;
   switch (step.step) {
     case "finish":
       return writer.finish(step.how, delivery, extra);
@@ -80,66 +140,42 @@ function unknownStep(step: never): never {
   throw new Error(`no settlement for step ${JSON.stringify(step)}`);
 }
 
-/** `ack` or `drop` when the outcome finishes the row (the lease and shared row-lock forms batch these), else `undefined`. */
-export function finishOf(outcome: HandlerOutcome): "ack" | "drop" | undefined {
-  const step = stepOf(outcome);
+/** `ack` or `drop` when the settlement finishes the row (the shared row-lock form batches these), else `undefined`. */
+export function finishOf(settlement: Settlement): "ack" | "drop" | undefined {
+  const { step } = settlement;
   return step.step === "finish" ? step.how : undefined;
 }
 
-/** A transactional handler's writes commit with the settlement only on an ack; any other outcome rolls them back. */
-export function commitsHandlerWrites(outcome: HandlerOutcome): boolean {
-  return finishOf(outcome) === "ack";
+/** A transactional handler's writes commit with the settlement only on an ack; any other settlement rolls them back. */
+export function commitsHandlerWrites(settlement: Settlement): boolean {
+  return finishOf(settlement) === "ack";
 }
 
-/** The delay an outcome asks for, in ms, when it releases the row for later. */
-export function delayOf(outcome: HandlerOutcome): number | undefined {
-  const step = stepOf(outcome);
+/** The delay a settlement releases its row for, in ms, when it releases it for later. */
+export function delayOf(settlement: Settlement): number | undefined {
+  const { step } = settlement;
   return step.step === "release" && step.delayMs !== null ? step.delayMs : undefined;
 }
 
-/** The outcome moves the row to the dead letter. */
-export function movesToDeadLetter(outcome: HandlerOutcome): boolean {
-  return stepOf(outcome).step === "deadLetter";
-}
-
-/** The outcome drops the row: finished without success, logged as a warning. */
-export function dropsRow(outcome: HandlerOutcome): boolean {
-  return finishOf(outcome) === "drop";
-}
-
-/** What `capOf` decided: the outcome that is written, and the released one it overrode (when it did). */
-export interface CapDecision {
-  readonly outcome: HandlerOutcome;
-  readonly overrode: HandlerOutcome | undefined;
-}
-
-/**
- * `maxAttempts` is a cap: a delivery whose attempt reached it is never released for another
- * attempt. An outcome that would release the row (`retry`, `retryAfter`), whoever chose it (the
- * handler or a policy), becomes a move to the dead letter with `reason`; every other outcome stands,
- * so a policy can still dead-letter earlier. No cap without an attempt or without `maxAttempts`.
- * `reason` (the dead letter's last error) is built only when the cap applies.
- */
-export function capOf(outcome: HandlerOutcome, attempt: number | undefined, maxAttempts: number | undefined, reason: () => string): CapDecision {
-  if (attempt === undefined || maxAttempts === undefined || attempt < maxAttempts || stepOf(outcome).step !== "release") return { outcome, overrode: undefined };
-  const moved: DeadLetterOutcome = Object.freeze({ kind: "deadLetter", reason: reason() });
-  return { outcome: moved, overrode: outcome };
+/** The settlement drops the row: finished without success, logged as a warning. */
+export function dropsRow(settlement: Settlement): boolean {
+  return finishOf(settlement) === "drop";
 }
 
 /** An outcome as a log line names it: `retry()`, `retryAfter(250)`. */
 export function outcomeLabel(outcome: HandlerOutcome): string {
-  const delay = delayOf(outcome);
-  return delay === undefined ? `${outcome.kind}()` : `${outcome.kind}(${delay})`;
+  const step = stepOf(outcome);
+  return step.step === "release" && step.delayMs !== null ? `${outcome.kind}(${step.delayMs})` : `${outcome.kind}()`;
 }
 
 /** What a failure's log line says became of the row. */
-export function failureFate(outcome: HandlerOutcome): string {
-  return movesToDeadLetter(outcome) ? "the row goes to the dead letter" : "the row is released for another attempt";
+export function failureFate(settlement: Settlement): string {
+  return settlement.step.step === "deadLetter" ? "the row goes to the dead letter" : "the row is released for another attempt";
 }
 
 /** The log line of an undecodable payload, by what the onDecodeError policy made of it. */
-export function undecodableMessage(outcome: HandlerOutcome): string {
-  const step = stepOf(outcome);
+export function undecodableMessage(settlement: Settlement): string {
+  const { step } = settlement;
   switch (step.step) {
     case "deadLetter":
       return "payload cannot be decoded: row moved to the dead letter";

@@ -7,7 +7,8 @@ import { errorFields, type Logger } from "../logger.js";
 import { type HandlerOutcome, toOutcome } from "../declare/outcome.js";
 import { decodePayload } from "../declare/payload.js";
 import type { BatchSubscriber } from "../declare/subscriber.js";
-import type { DeliveryRun } from "./delivery-run.js";
+import type { DeliveryRun, HandlerEnd } from "./delivery-run.js";
+import type { Settlement } from "../claim/settlement.js";
 import type { DeliveryObserver, SubscriptionSetup } from "./setup.js";
 import type { HandlerTimeout } from "../declare/queue.js";
 import { callWithin } from "./handler-timeout.js";
@@ -24,14 +25,14 @@ export interface BatchRun {
   readonly timeout?: HandlerTimeout | undefined;
   /** Aborts when the shutdown grace is over: pending timeouts are dropped with their deliveries. */
   readonly timeoutsGivenUp: AbortSignal;
-  /** Writes one row's outcome; never rejects. */
-  settle(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown): Promise<void>;
+  /** Writes one row's settlement (`handler`: how the batch handler ended); never rejects. */
+  settle(delivery: ClaimedDelivery, settlement: Settlement, payload: unknown, handler: HandlerEnd): Promise<void>;
   /** Keeps a row whose payload cannot be decoded (the subscription's policy); never rejects. */
   park(delivery: ClaimedDelivery, error: unknown): Promise<void>;
   /** What a handler's throw becomes for one row (the subscription's onError policy). */
-  onError(delivery: ClaimedDelivery, error: unknown): HandlerOutcome;
-  /** Reads one row's outcome as the handler returned it (a delay the table cannot store is logged). */
-  returned(delivery: ClaimedDelivery, outcome: HandlerOutcome): HandlerOutcome;
+  onError(delivery: ClaimedDelivery, error: unknown): Settlement;
+  /** The settlement of one row's outcome as the handler returned it (a delay the table cannot store is logged). */
+  returned(delivery: ClaimedDelivery, outcome: HandlerOutcome): Settlement;
 }
 
 /** What a batch handler's deliveries need, from its subscription's setup and delivery run. */
@@ -47,10 +48,10 @@ export function batchRunOf(setup: SubscriptionSetup, run: DeliveryRun): BatchRun
     observer: setup.observer,
     timeout: setup.options.timeout,
     timeoutsGivenUp: run.timeoutsGivenUp,
-    settle: (d, outcome, payload) => run.settle(d, outcome, payload, undefined),
-    park: (d, error) => run.parkUndecodable(d, error, undefined),
+    settle: (d, settlement, payload, handler) => run.settleRow(d, settlement, payload, handler),
+    park: (d, error) => run.parkUndecodable(d, error),
     onError: (d, error) => run.onError(d, error),
-    returned: (d, outcome) => run.storable(outcome, "the batch handler", d),
+    returned: (d, outcome) => run.decided(d, outcome, "the batch handler"),
   };
 }
 
@@ -83,23 +84,26 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
       parked.push(run.park(delivery, error));
     }
   }
-  let outcomes: HandlerOutcome[] = [];
+  let settlements: Settlement[] = [];
+  let handler: HandlerEnd = "returned";
   if (ready.length > 0) {
     for (const [i, d] of ready.entries()) observer?.delivered({ subscription: place.subscription, id: d.id, attempt: d.attempt, payload: payloads[i] });
     try {
       const ctx = batchContext<readonly RoleMarker[]>(place, ready, run.clock);
       const called = run.subscriber.invoke(payloads as never, ctx as never);
       const timedOut = run.timeout === undefined ? undefined : await batchWithin(run, run.timeout, ready, Promise.resolve(called));
-      outcomes = timedOut ?? batchOutcomes(await called, ready.length, place).map((o, i) => run.returned(ready[i] as ClaimedDelivery, o));
+      if (timedOut !== undefined) handler = "threw";
+      settlements = timedOut ?? batchOutcomes(await called, ready.length, place).map((o, i) => run.returned(ready[i] as ClaimedDelivery, o));
     } catch (error) {
-      outcomes = ready.map((d) => run.onError(d, error));
+      handler = "threw";
+      settlements = ready.map((d) => run.onError(d, error));
       logger.error(
-        { ...errorFields(error), ...place, ids: ready.map((d) => d.id), outcomes: outcomes.map((o) => o.kind) },
+        { ...errorFields(error), ...place, ids: ready.map((d) => d.id), outcomes: settlements.map((s) => s.outcome.kind) },
         "batch handler failed; its rows settle by the onError policy",
       );
     }
   }
-  await Promise.all([...parked, ...ready.map((d, i) => run.settle(d, outcomes[i] as HandlerOutcome, payloads[i]))]);
+  await Promise.all([...parked, ...ready.map((d, i) => run.settle(d, settlements[i] as Settlement, payloads[i], handler))]);
 }
 
 /**
@@ -108,7 +112,7 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
  * of it, when the handler ends within the grace or at the grace's end without it (what it returns
  * later is discarded and logged). `undefined` when the call ended in time (it is then awaited as usual).
  */
-async function batchWithin(run: BatchRun, limit: HandlerTimeout, ready: readonly ClaimedDelivery[], called: PromiseLike<unknown>): Promise<HandlerOutcome[] | undefined> {
+async function batchWithin(run: BatchRun, limit: HandlerTimeout, ready: readonly ClaimedDelivery[], called: PromiseLike<unknown>): Promise<Settlement[] | undefined> {
   const { place, logger } = run;
   // Made when the timeout passes, one per row (each names its row).
   let timeouts: Timeout[] | undefined;
@@ -133,12 +137,12 @@ async function batchWithin(run: BatchRun, limit: HandlerTimeout, ready: readonly
   );
   if (call.ended !== "timedOut") return undefined;
   const reasons = timeoutsOf();
-  const outcomes = ready.map((d, i) => run.onError(d, reasons[i]));
+  const settlements = ready.map((d, i) => run.onError(d, reasons[i]));
   logger.error(
-    { ...errorFields(reasons[0]), ...place, ids, outcomes: outcomes.map((o) => o.kind), timeoutMs: limit.ms, graceMs: limit.graceMs },
+    { ...errorFields(reasons[0]), ...place, ids, outcomes: settlements.map((s) => s.outcome.kind), timeoutMs: limit.ms, graceMs: limit.graceMs },
     call.stillRunning
       ? "batch handler ignored its timeout's signal past the grace; its rows settle by the onError policy without waiting for it"
       : "batch handler timed out; its rows settle by the onError policy",
   );
-  return outcomes;
+  return settlements;
 }

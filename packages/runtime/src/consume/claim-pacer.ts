@@ -1,3 +1,10 @@
+/**
+ * Claims ahead of the workers: how many rows to claim now (`rowsToClaim`, sized from measured claim
+ * latency by `claimsToCover`), and the rows so claimed, waiting in claim order for a free worker
+ * (`DeliveryBuffer`, whose size the pacer reads).
+ */
+import type { ClaimedDelivery } from "../claim/claim-strategy.js";
+
 /** Claims in flight at least, where rows wait at no cost: the next batch is claimed while the last one runs. */
 export const MIN_CLAIMS_AHEAD = 2;
 /**
@@ -10,7 +17,7 @@ export const MAX_CLAIMS_AHEAD = 4;
  * Rows claims in flight may bring at most, beyond the minimum: past it, more claims side by side
  * cost more (a larger buffer, longer statements) than the latency they hide.
  */
-export const MAX_ROWS_AHEAD = 512;
+const MAX_ROWS_AHEAD = 512;
 /** Below this a handler is taken to cost this much (a no-op handler still decodes its payload). */
 const MIN_HANDLER_MS = 0.002;
 
@@ -48,7 +55,7 @@ export interface ClaimPace {
   claims: number;
   /** Rows the running claims may still bring (their limits). */
   claiming: number;
-  /** Settlements being written. */
+  /** Settlements being written (the subscription's `DeliveryRun` counts them). */
   settling: number;
   /** The last claim came back short: one claim at a time until one comes back full (a wake needs one statement, not one per worker). */
   drained: boolean;
@@ -64,7 +71,7 @@ export interface ClaimPace {
  * - `perWorker`: a claimed row holds a connection at once: never more rows than free workers (the advisory form);
  * - `wholeBatches`: a batch handler, whatever the form: each claim is one handler call; `workers` and `inFlight` count batches.
  */
-export type PaceMode = "ahead" | "oneRow" | "shared" | "perWorker" | "wholeBatches";
+type PaceMode = "ahead" | "oneRow" | "shared" | "perWorker" | "wholeBatches";
 
 /** The shape a subscription paces by. */
 export interface PaceShape {
@@ -201,4 +208,63 @@ export function claimMeasured(pace: ClaimPace, claimMs: number, handlerMs: numbe
 /** An exponential moving average (weight 1/5 on the new sample); the first sample stands alone. */
 export function movingAverage(average: number, sample: number): number {
   return average === 0 ? sample : average + (sample - average) / 5;
+}
+
+/**
+ * Rows claimed ahead of the workers, in claim order, until a worker takes them. Kept as an array
+ * and a read index, so taking one allocates nothing; the array is dropped once read through.
+ */
+export class DeliveryBuffer {
+  /** A worker is free to take a row now. */
+  readonly #free: () => boolean;
+  /** Starts a row on a free worker. */
+  readonly #start: (delivery: ClaimedDelivery) => void;
+  #rows: ClaimedDelivery[] = [];
+  #at = 0;
+  /** `pump` is handing rows out (a synchronous handler's end pumps again: the running loop takes it). */
+  #pumping = false;
+
+  constructor(free: () => boolean, start: (delivery: ClaimedDelivery) => void) {
+    this.#free = free;
+    this.#start = start;
+  }
+
+  /** Rows waiting for a worker. */
+  get size(): number {
+    return this.#rows.length - this.#at;
+  }
+
+  /** Adds a claim's rows behind those waiting. */
+  add(claimed: ClaimedDelivery[]): void {
+    if (this.size === 0) {
+      this.#rows = claimed;
+      this.#at = 0;
+    } else {
+      for (const delivery of claimed) this.#rows.push(delivery);
+    }
+  }
+
+  /** Hands waiting rows to free workers. */
+  pump(): void {
+    // A handler that returns without a promise finishes inside `start`, which pumps again: the loop below goes on instead.
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      while (this.#at < this.#rows.length && this.#free()) this.#start(this.#rows[this.#at++] as ClaimedDelivery);
+      if (this.#at === this.#rows.length && this.#at > 0) {
+        this.#rows = [];
+        this.#at = 0;
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  /** Empties the buffer, returning the rows that never started (a stop). */
+  takeAll(): ClaimedDelivery[] {
+    const left = this.#rows.slice(this.#at);
+    this.#rows = [];
+    this.#at = 0;
+    return left;
+  }
 }

@@ -1,32 +1,70 @@
 import { isSqlInboxError, isStandardSchema, type RoleMarker } from "@sqlinbox/core/internal";
-import type { ClaimedDelivery } from "../claim/claim-strategy.js";
+import type { ClaimedDelivery, SettleDone } from "../claim/claim-strategy.js";
 import { deliveryContext, type ContextPlace } from "../declare/context.js";
 import type { AnyTransaction } from "../drivers/database.js";
-import { afterTimeoutGrace, delayWithoutColumn, noDeadLetter, Timeout } from "../errors.js";
-import { defaultOnDecodeError, defaultOnError, reasonOf, type FailureContext, type FailurePolicy } from "../declare/failure-policy.js";
+import { afterTimeoutGrace } from "../errors.js";
 import { errorFields } from "../logger.js";
 import { HandlerOutcome, toOutcome } from "../declare/outcome.js";
-import { capOf, delayOf, dropsRow, failureFate, movesToDeadLetter, outcomeLabel, undecodableMessage } from "../claim/settlement.js";
+import { ACKED, delayOf, dropsRow, failureFate, type Settlement, undecodableMessage } from "../claim/settlement.js";
 import { decodePayload, decodePayloadNow } from "../declare/payload.js";
 import type { SubscriptionSetup } from "./setup.js";
 import { movingAverage } from "./claim-pacer.js";
 import type { DeliveryTrace } from "../telemetry/telemetry.js";
 import type { HandlerTimeout } from "../declare/queue.js";
-import { callWithin, fencedTransaction, type FencedTransaction } from "./handler-timeout.js";
+import { deliveryWithin, fencedTransaction, type FencedTransaction } from "./handler-timeout.js";
+import { SettlementPolicy } from "./settlement-policy.js";
 
-/** What a run tells its subscription. Functions, not methods: `settled` is passed on as a callback, unbound. */
-export interface RunHooks {
-  /** A settlement began, apart from its worker. */
-  readonly settling: () => void;
-  /** That settlement ended (written or failed): the subscription may claim again, or be idle. */
-  readonly settled: () => void;
-  /** A settlement was written: a stop under way counts it in its report. */
-  readonly finished: () => void;
-  /**
-   * A settlement released its row for `ms` (written): the subscription wakes when it comes due.
-   * `from` is the clock's time when the settlement began, before the write.
-   */
-  readonly delayed: (ms: number, from: number) => void;
+/** How a delivery's handler ended: it returned, threw (a timeout and a cancel included), or never ran (an undecodable payload, a transaction that would not open). */
+export type HandlerEnd = "returned" | "threw" | "undecodable" | "notRun";
+
+/** How a delivery ended, told once to its subscription when its settlement was written or failed. */
+export interface DeliveryReport {
+  readonly delivery: ClaimedDelivery;
+  readonly handler: HandlerEnd;
+  /** The settlement decided for it, once. */
+  readonly settlement: Settlement;
+  /** The settlement was written; `error`: why not. */
+  readonly written: boolean;
+  readonly error: unknown;
+  /** The handler's time in ms where something measures it (telemetry, the claim pacer); else 0. */
+  readonly handlerMs: number;
+  /** Written, and its row released for later: `ms`, counted from `from` (the clock's time as the settlement began). */
+  readonly delay: { readonly ms: number; readonly from: number } | undefined;
+}
+
+/**
+ * One delivery from its handler's call to its report, which it then is. It is what its delivery
+ * tells when the settlement was written (`settled`): no closure is made per delivery.
+ */
+class RunningDelivery implements DeliveryReport, SettleDone {
+  /** Set once decided, before the settlement is written (`DeliveryRun.#settle`); nothing reads it before. */
+  settlement!: Settlement;
+  written = false;
+  error: unknown = undefined;
+  handlerMs = 0;
+  delay: { readonly ms: number; readonly from: number } | undefined = undefined;
+  /** The clock's time as the settlement began, where it delays its row. */
+  from = 0;
+  /** Where the worker waits for the settlement: told last. */
+  after: (() => void) | undefined = undefined;
+
+  constructor(
+    readonly end: (run: RunningDelivery) => void,
+    readonly delivery: ClaimedDelivery,
+    readonly payload: unknown,
+    readonly trace: DeliveryTrace | undefined,
+    /** `performance.now()` at the handler's call, where something measures it; else 0. */
+    readonly startedAt: number,
+    public handler: HandlerEnd,
+    /** Counted in the subscription's `settling` while its settlement is written (a batch's rows count as their batch). */
+    readonly counted = true,
+  ) {}
+
+  settled(ok: boolean, error?: unknown): void {
+    this.written = ok;
+    this.error = error;
+    this.end(this);
+  }
 }
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
@@ -34,16 +72,18 @@ const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
 
 /**
  * One subscription's deliveries, each from its claimed row to its settlement: decode the payload,
- * call the handler, turn what it returned (or threw) into an outcome by the failure policies,
- * and settle it. A handler that returns without a promise runs to its end here with no promise
- * made; where the form frees the worker at once (the lease form), the settlement goes on apart
- * and reports through `RunHooks`. The subscription decides when and on which worker (`Subscription`).
+ * call the handler, decide the settlement once from what it returned (or threw) — the failure
+ * policies, the `maxAttempts` cap, the missing dead-letter destination, a delay the table cannot
+ * store (`decideSettlement`) — and hand that value to the delivery, which writes it. A handler that
+ * returns without a promise runs to its end here with no promise made; where the form frees the
+ * worker at once (the lease form), the settlement goes on apart. Each delivery ends with one
+ * report to its subscription (`ended`), which decides when and on which worker (`Subscription`).
  */
 export class DeliveryRun {
   /** Handler time, a moving average in ms, where the subscription sizes its claims by it (`measures`). */
   handlerMs = 0;
   readonly #s: SubscriptionSetup;
-  readonly #hooks: RunHooks;
+  readonly #ended: (report: DeliveryReport) => void;
   readonly #name: string;
   readonly #place: { readonly subscription: string; readonly table: string };
   /** A delivery's place, for an error (built only then). */
@@ -52,21 +92,26 @@ export class DeliveryRun {
   readonly #contextPlace: ContextPlace;
   /** The payload has a Standard Schema, which may validate asynchronously. */
   readonly #decodesAsync: boolean;
-  /** What a throw and an undecodable payload become. */
-  readonly #onError: FailurePolicy;
-  readonly #onDecodeError: FailurePolicy;
-  /** The table stores a delay (a retryAfter column, or the lease column): else a `retryAfter` is parked in this process. */
-  readonly #storesDelay: boolean;
+  /** What each settlement is decided by: the failure policies and the rules. */
+  readonly #policy: SettlementPolicy;
+  /** What a running delivery tells once its settlement was written or failed (one function for all of them). */
+  readonly #end: (run: RunningDelivery) => void;
   readonly #measures: boolean;
+  /** The subscription's counter of settlements being written (a batch's counts once, while it runs), which its claims are paced by. */
+  readonly #counts: { settling: number };
   /** The worker waits for the settlement (a delivery that holds a connection of its own). */
   readonly #holdsWorker: boolean;
   /** Aborts when the shutdown grace is over: handler timeouts still pending are dropped with their deliveries. */
   readonly #timeoutsGivenUp = new AbortController();
+  /** Deliveries dropped because their handler stopped on a cancel: logged as that, not as a handler's drop. */
+  readonly #cancelDrops = new WeakSet<ClaimedDelivery>();
 
-  constructor(setup: SubscriptionSetup, hooks: RunHooks, options: { readonly measures: boolean }) {
+  /** `pace`: whether handler time is measured, and the counter this run keeps of the settlements being written. */
+  constructor(setup: SubscriptionSetup, ended: (report: DeliveryReport) => void, pace: { readonly measures: boolean; settling: number }) {
     this.#s = setup;
-    this.#hooks = hooks;
-    this.#measures = options.measures;
+    this.#ended = ended;
+    this.#measures = pace.measures;
+    this.#counts = pace;
     this.#holdsWorker = setup.strategy.profile.holdsWorker;
     this.#name = setup.subscriber.name;
     const place = Object.freeze({ subscription: this.#name, table: setup.spec.table });
@@ -74,9 +119,8 @@ export class DeliveryRun {
     this.#placeOf = (id) => ({ ...place, id });
     this.#contextPlace = Object.freeze({ ...place, headersColumn: setup.spec.headers?.name });
     this.#decodesAsync = isStandardSchema(setup.spec.payloadType);
-    this.#onError = setup.options.onError ?? defaultOnError();
-    this.#onDecodeError = setup.options.onDecodeError ?? defaultOnDecodeError;
-    this.#storesDelay = setup.strategy.profile.storesDelay;
+    this.#policy = new SettlementPolicy(setup, place);
+    this.#end = (run) => this.#written(run);
   }
 
   /** The shutdown grace is over and deliveries in work are abandoned: their timeouts' timers are cancelled. */
@@ -91,30 +135,14 @@ export class DeliveryRun {
 
   /** A delivery failed where nothing should: logged; its row returns when its hold ends. */
   unexpected(delivery: ClaimedDelivery, error: unknown): void {
-    this.#s.logger.error({ ...errorFields(error), ...this.#place, id: delivery.id }, "delivery failed unexpectedly; the row returns when its hold ends");
+    this.#s.logger.error({ ...errorFields(error), ...this.#place, id: delivery.id }, "delivery failed unexpectedly; its row returns when its hold ends");
   }
 
-  /** What a batch handler's throw makes of one of its rows, by the onError policy. */
-  onError(delivery: ClaimedDelivery, error: unknown): HandlerOutcome {
-    return this.#failed(this.#onError, "handler", delivery, error);
-  }
-
-  /** What a failure's log line carries: the error, where, which attempt, and what became of the row. */
-  #failureFields(delivery: ClaimedDelivery, error: unknown, outcome: HandlerOutcome) {
-    return {
-      ...errorFields(error),
-      ...this.#place,
-      id: delivery.id,
-      attempt: delivery.attempt,
-      outcome: outcome.kind,
-      ...retryIn(outcome),
-    };
-  }
-
-  /** Counts a settlement (or a batch's) until it is written, apart from the worker. */
-  apart(settlement: Promise<void>): Promise<void> {
-    this.#hooks.settling();
-    return settlement.finally(() => this.#hooks.settled());
+  /** Counts a batch's settlements as one until they are written, apart from the worker. */
+  apart(settlements: Promise<void>): Promise<void> {
+    const counts = this.#counts;
+    counts.settling++;
+    return settlements.finally(() => counts.settling--);
   }
 
   /** Decodes, runs the handler and settles; `undefined` when all of it ran now (nothing left that holds the worker). */
@@ -148,17 +176,13 @@ export class DeliveryRun {
         tx = await delivery.openHandlerTransaction();
       } catch (error) {
         logger.error({ ...errorFields(error), ...this.#place, id: delivery.id }, "could not open the handler's transaction; the row is released for another attempt");
-        await this.#settleApart(delivery, HandlerOutcome.retry(), payload, trace);
+        const run = new RunningDelivery(this.#end, delivery, payload, trace, 0, "notRun");
+        // No attempt given: the handler never ran, so the cap does not turn this release into a dead letter.
+        await this.#settle(run, this.#policy.runtime(HandlerOutcome.retry(), undefined));
         return;
       }
     }
     await this.#invoke(delivery, payload, tx, trace);
-  }
-
-  /** Parks an undecodable row; the worker waits for it only where the delivery holds a connection. */
-  #undecodable(delivery: ClaimedDelivery, error: unknown, trace: DeliveryTrace | undefined): Promise<void> | undefined {
-    const parked = this.apart(this.parkUndecodable(delivery, error, trace));
-    return this.#holdsWorker ? parked : undefined;
   }
 
   /** Calls the handler (the observer saw the delivery); a returned promise is awaited, anything else settles now. */
@@ -168,22 +192,22 @@ export class DeliveryRun {
     // A timed handler's `ctx.tx` can be closed when its row is settled without it (the grace is over).
     const fence = limit !== undefined && tx !== undefined ? fencedTransaction(tx, () => afterTimeoutGrace(this.#placeOf(delivery.id))) : undefined;
     const ctx = deliveryContext<readonly RoleMarker[]>(this.#contextPlace, delivery, clock, fence?.tx ?? tx);
-    const startedAt = trace === undefined && !this.#measures ? 0 : performance.now();
+    const run = new RunningDelivery(this.#end, delivery, payload, trace, trace === undefined && !this.#measures ? 0 : performance.now(), "returned");
     let result: unknown;
     try {
       if (subscriber.kind !== "row") throw new Error("a batch subscriber's rows go through deliverBatch");
       result =
         trace === undefined
-          ? subscriber.invoke(payload as never, this.#s.outputs, ctx as never)
-          : trace.run(subscriber.invoke, subscriber, payload as never, this.#s.outputs, ctx as never);
+          ? subscriber.invoke(payload as never, ctx as never, this.#s.outputs)
+          : trace.run(subscriber.invoke, undefined, payload as never, ctx as never, this.#s.outputs);
     } catch (error) {
-      return this.#handled(delivery, payload, trace, startedAt, undefined, true, error);
+      return this.#threw(run, error);
     }
-    if (!isPromiseLike(result)) return this.#handled(delivery, payload, trace, startedAt, result, false, undefined);
-    if (limit !== undefined) return this.#timed(delivery, payload, trace, startedAt, result, limit, fence);
+    if (!isPromiseLike(result)) return this.#returned(run, result);
+    if (limit !== undefined) return this.#timed(run, result, limit, fence);
     return Promise.resolve(result).then(
-      (value) => this.#handled(delivery, payload, trace, startedAt, value, false, undefined),
-      (error: unknown) => this.#handled(delivery, payload, trace, startedAt, undefined, true, error),
+      (value) => this.#returned(run, value),
+      (error: unknown) => this.#threw(run, error),
     );
   }
 
@@ -193,236 +217,133 @@ export class DeliveryRun {
    * when the handler ends within the grace, or at the grace's end without it (its `ctx.tx`
    * closed first), in which case what it returns later is discarded and logged.
    */
-  async #timed(
-    delivery: ClaimedDelivery,
-    payload: unknown,
-    trace: DeliveryTrace | undefined,
-    startedAt: number,
-    running: PromiseLike<unknown>,
-    limit: HandlerTimeout,
-    fence: FencedTransaction | undefined,
-  ): Promise<void> {
-    const { clock, logger } = this.#s;
-    // Made when the timeout passes: an error's stack costs more than the rest of a delivery's bookkeeping.
-    let timeout: Timeout | undefined;
-    const call = await callWithin(
-      running,
-      clock,
-      limit,
-      {
-        timedOut: () => {
-          timeout = new Timeout(limit.ms, this.#placeOf(delivery.id));
-          delivery.interrupt(timeout);
-        },
-        late: (ended, error) =>
-          logger.warn(
-            { ...(ended === "threw" ? errorFields(error) : {}), ...this.#place, id: delivery.id, attempt: delivery.attempt, timeoutMs: limit.ms, ended },
-            "handler ended after its timeout's grace: its result is discarded (the row was settled without it)",
-          ),
-      },
-      this.#timeoutsGivenUp.signal,
-    );
-    if (call.ended === "returned") return this.#handled(delivery, payload, trace, startedAt, call.value, false, undefined);
-    if (call.ended === "threw") return this.#handled(delivery, payload, trace, startedAt, undefined, true, call.error);
+  async #timed(run: RunningDelivery, running: PromiseLike<unknown>, limit: HandlerTimeout, fence: FencedTransaction | undefined): Promise<void> {
+    const { delivery } = run;
+    const timed = { place: this.#placeOf(delivery.id), attempt: delivery.attempt, interrupt: (reason: unknown) => delivery.interrupt(reason) };
+    const { call, timeout } = await deliveryWithin(running, this.#s.clock, limit, timed, this.#s.logger, this.#timeoutsGivenUp.signal);
+    if (call.ended === "returned") return this.#returned(run, call.value);
+    if (call.ended === "threw") return this.#threw(run, call.error);
     fence?.close();
-    timeout ??= new Timeout(limit.ms, this.#placeOf(delivery.id));
-    trace?.handled(startedAt, true, timeout);
-    const outcome = this.#failed(this.#onError, "handler", delivery, timeout);
-    const fields = { ...this.#failureFields(delivery, timeout, outcome), timeoutMs: limit.ms, graceMs: limit.graceMs };
-    if (call.stillRunning) logger.error(fields, `handler ignored its timeout's signal past the grace; ${failureFate(outcome)} without waiting for it`);
-    else logger.error(fields, `handler timed out; ${failureFate(outcome)}`);
-    return this.#settleApart(delivery, outcome, payload, trace);
+    this.#handlerEnded(run, "threw", timeout);
+    const settlement = this.#policy.failed("handler", delivery, timeout);
+    const fields = { ...this.#policy.failureFields(delivery, timeout, settlement), timeoutMs: limit.ms, graceMs: limit.graceMs };
+    const fate = failureFate(settlement);
+    this.#s.logger.error(fields, call.stillRunning ? `handler ignored its timeout's signal past the grace; ${fate} without waiting for it` : `handler timed out; ${fate}`);
+    return this.#settle(run, settlement);
   }
 
-  /** What the handler returned (or threw) becomes an outcome, which settles apart from the worker. */
-  #handled(
-    delivery: ClaimedDelivery,
-    payload: unknown,
-    trace: DeliveryTrace | undefined,
-    startedAt: number,
-    returned: unknown,
-    threw: boolean,
-    thrown: unknown,
-  ): Promise<void> | undefined {
-    let outcome: HandlerOutcome | undefined;
-    let error = thrown;
-    if (!threw) {
-      try {
-        outcome = this.storable(toOutcome(returned), "the handler", delivery);
-        trace?.handled(startedAt, false);
-        if (this.#measures) this.handlerMs = movingAverage(this.handlerMs, Math.max(1e-6, performance.now() - startedAt));
-      } catch (notAnOutcome) {
-        error = notAnOutcome;
-      }
+  /** The handler returned `value`: its outcome is settled (a value that is no outcome is a failure). */
+  #returned(run: RunningDelivery, value: unknown): Promise<void> | undefined {
+    let settlement: Settlement;
+    try {
+      // Nothing returned is an ack, which no rule changes: its settlement is the one every ack shares.
+      settlement = value === undefined ? ACKED : this.#policy.returned(run.delivery, toOutcome(value), "the handler");
+    } catch (notAnOutcome) {
+      return this.#threw(run, notAnOutcome);
     }
-    if (outcome === undefined && isSqlInboxError(delivery.signal.reason, "Cancelled")) {
+    this.#handlerEnded(run, "returned", undefined);
+    if (this.#measures) this.handlerMs = movingAverage(this.handlerMs, Math.max(1e-6, run.handlerMs));
+    return this.#settle(run, settlement);
+  }
+
+  /** The handler threw `error`: the onError policy decides, unless the delivery was cancelled (then it is dropped). */
+  #threw(run: RunningDelivery, error: unknown): Promise<void> | undefined {
+    const { delivery } = run;
+    this.#handlerEnded(run, "threw", error);
+    let settlement: Settlement;
+    if (isSqlInboxError(delivery.signal.reason, "Cancelled")) {
       // A cancelled delivery that stopped by throwing is dropped: it was asked to stop, so this is no failure to retry.
-      trace?.handled(startedAt, true, error);
-      outcome = HandlerOutcome.drop();
+      settlement = this.#policy.runtime(HandlerOutcome.drop(), delivery.attempt);
+      this.#cancelDrops.add(delivery);
       this.#s.logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery cancelled: its handler stopped; dropped");
+    } else {
+      settlement = this.#policy.failed("handler", delivery, error);
+      this.#s.logger.error(this.#policy.failureFields(delivery, error, settlement), `handler failed; ${failureFate(settlement)}`);
     }
-    if (outcome === undefined) {
-      trace?.handled(startedAt, true, error);
-      outcome = this.#failed(this.#onError, "handler", delivery, error);
-      this.#s.logger.error(this.#failureFields(delivery, error, outcome), `handler failed; ${failureFate(outcome)}`);
-    }
-    return this.#settleApart(delivery, outcome, payload, trace);
+    return this.#settle(run, settlement);
+  }
+
+  #handlerEnded(run: RunningDelivery, ended: HandlerEnd, error: unknown): void {
+    run.handler = ended;
+    if (run.startedAt > 0) run.handlerMs = performance.now() - run.startedAt;
+    run.trace?.handled(run.startedAt, ended !== "returned", error);
   }
 
   /**
-   * Counts a settlement until it is written, apart from the worker: `undefined` (the worker is free
-   * now), or, where the delivery holds a connection, a promise the worker waits for.
+   * The settlement is written, apart from the worker (`undefined`: the worker is free now) or, where
+   * the delivery holds a connection, with the worker waiting for it (the promise it waits for).
    */
-  #settleApart(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined): Promise<void> | undefined {
-    this.#hooks.settling();
-    const apart = this.#hooks.settled; // no closure per delivery
+  #settle(run: RunningDelivery, settlement: Settlement): Promise<void> | undefined {
+    run.settlement = settlement;
+    this.#counts.settling++;
     if (!this.#holdsWorker) {
-      this.#settleThen(delivery, outcome, payload, trace, apart);
+      this.#write(run, undefined);
       return undefined;
     }
-    return new Promise<void>((resolve) =>
-      this.#settleThen(delivery, outcome, payload, trace, () => {
-        apart();
-        resolve();
-      }),
-    );
+    return new Promise<void>((resolve) => this.#write(run, resolve));
   }
 
-  /**
-   * What a failure becomes under `policy`. A policy that throws, or returns no outcome, falls back
-   * to the default; a dead letter on a queue without one keeps the row (never loses it).
-   */
-  #failed(policy: FailurePolicy, what: "handler" | "decode", delivery: ClaimedDelivery, error: unknown): HandlerOutcome {
-    const { options, logger, decodeRetryMs } = this.#s;
-    const ctx: FailureContext = {
-      ...this.#place,
-      id: delivery.id,
-      deadLetter: options.deadLetter !== undefined,
-      maxAttempts: options.deadLetter?.maxAttempts,
-      keepMs: decodeRetryMs,
-    };
-    const fallback = what === "handler" ? defaultOnError() : defaultOnDecodeError;
-    // The defaults may park a row on a table with no column for a time; a policy of the app's own may not (it does not compile).
-    const own = policy === options.onError || policy === options.onDecodeError;
-    const source = what === "handler" ? "the onError policy" : "the onDecodeError policy";
+  /** A batch's row (`handler`: how its batch handler ended): its settlement is written; never rejects. */
+  settleRow(delivery: ClaimedDelivery, settlement: Settlement, payload: unknown, handler: HandlerEnd): Promise<void> {
+    const run = new RunningDelivery(this.#end, delivery, payload, undefined, 0, handler, false);
+    run.settlement = settlement;
+    return new Promise<void>((resolve) => this.#write(run, resolve));
+  }
+
+  /** Writes the run's settlement; its end (`#written`) reports, whatever happened, and calls `after` last. */
+  #write(run: RunningDelivery, after: (() => void) | undefined): void {
+    run.after = after;
+    if (delayOf(run.settlement) !== undefined) run.from = this.#s.clock.now().getTime();
+    run.delivery.settle(run.settlement, run);
+  }
+
+  /** A settlement's end, told by its delivery; never throws into it: a reader's failure is logged as unexpected. */
+  #written(run: RunningDelivery): void {
+    const delayMs = run.written ? delayOf(run.settlement) : undefined;
+    if (delayMs !== undefined) run.delay = { ms: delayMs, from: run.from };
     try {
-      const outcome = toOutcome(policy(error, delivery.attempt, ctx));
-      return own ? this.storable(outcome, source, delivery, error) : this.#capped(outcome, source, delivery, error);
-    } catch (policyError) {
-      logger.error({ ...errorFields(policyError), ...this.#place, id: delivery.id }, `the ${what === "handler" ? "onError" : "onDecodeError"} policy failed; the default decides`);
-      return this.#capped(fallback(error, delivery.attempt, ctx), source, delivery, error);
+      this.#told(run);
+    } catch (unexpected) {
+      this.unexpected(run.delivery, unexpected);
     }
-  }
-
-  /**
-   * `maxAttempts` is a cap (`capOf`): an outcome that would release a row whose attempt reached it
-   * moves the row to the dead letter instead, with a warning that names what it overrode.
-   */
-  #capped(outcome: HandlerOutcome, source: string, delivery: ClaimedDelivery, error: unknown): HandlerOutcome {
-    const maxAttempts = this.#s.options.deadLetter?.maxAttempts;
-    if (maxAttempts === undefined) return outcome;
-    const { attempt } = delivery;
-    const decided = capOf(outcome, attempt, maxAttempts, () => (error === undefined ? `attempt ${attempt} reached maxAttempts ${maxAttempts}` : reasonOf(error)));
-    if (decided.overrode !== undefined) {
-      const overridden = outcomeLabel(decided.overrode);
-      this.#s.logger.warn(
-        { ...this.#place, id: delivery.id, attempt, maxAttempts, overridden },
-        `attempt ${attempt} reached maxAttempts ${maxAttempts}: the row goes to the dead letter, not ${overridden} as ${source} returned`,
-      );
-    }
-    return decided.outcome;
-  }
-
-  /**
-   * What the app's own code chose (`source`: the handler or a policy; `error`: the failure a
-   * policy judged), as written: capped by `maxAttempts` first. A `retryAfter` from the app's own
-   * code on a table with no column for a time does not compile; one that arrives untyped is logged as a `Declaration` error naming the column to add, and
-   * served without holding anything: the row is released now and parked in this process.
-   */
-  storable(chosen: HandlerOutcome, source: string, delivery: ClaimedDelivery, error?: unknown): HandlerOutcome {
-    const outcome = this.#capped(chosen, source, delivery, error);
-    const delayMs = delayOf(outcome);
-    if (delayMs === undefined || this.#storesDelay) return outcome;
-    const place = this.#placeOf(delivery.id);
-    this.#s.logger.error(
-      { ...errorFields(delayWithoutColumn(delayMs, this.#s.strategy.profile.describedAs, source, place)), ...place },
-      "retryAfter on a table with no retryAfter column: row released and parked in this process",
-    );
-    return outcome;
-  }
-
-  /** When a settlement of `outcome` begins: the clock's time if it delays its row (0 otherwise: no clock read per ack). */
-  #delayFrom(outcome: HandlerOutcome): number {
-    return delayOf(outcome) === undefined ? 0 : this.#s.clock.now().getTime();
-  }
-
-  /** A written delay: the subscription wakes when its row comes due (`from`: when the settlement began). */
-  #delayed(outcome: HandlerOutcome, from: number): void {
-    const ms = delayOf(outcome);
-    if (ms !== undefined) this.#hooks.delayed(ms, from);
-  }
-
-  /** A dead letter needs a destination: without one the row is kept, hidden for the decode delay, and the mistake logged. */
-  #keepWithoutDeadLetter(delivery: ClaimedDelivery, outcome: HandlerOutcome): HandlerOutcome {
-    if (!movesToDeadLetter(outcome) || this.#s.options.deadLetter !== undefined) return outcome;
-    this.#s.logger.error({ ...errorFields(noDeadLetter(this.#placeOf(delivery.id))), ...this.#place, id: delivery.id }, "no dead-letter destination: row kept");
-    return HandlerOutcome.retryAfter(this.#s.decodeRetryMs);
-  }
-
-  /** Writes the outcome; never rejects (a failure is logged and shown to the observer). */
-  settle(delivery: ClaimedDelivery, chosen: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined): Promise<void> {
-    return new Promise<void>((resolve) => this.#settleThen(delivery, chosen, payload, trace, resolve));
-  }
-
-  /** Writes the outcome, then calls `after`, whatever happened (a failure is logged and shown to the observer). */
-  #settleThen(delivery: ClaimedDelivery, chosen: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined, after: () => void): void {
-    const outcome = this.#keepWithoutDeadLetter(delivery, chosen);
-    const from = this.#delayFrom(outcome);
-    const done = (ok: boolean, error?: unknown) => {
-      try {
-        this.#settled(delivery, outcome, payload, trace, ok, error, from);
-      } catch (unexpected) {
-        this.unexpected(delivery, unexpected);
-      } finally {
-        after();
-      }
-    };
-    if (delivery.settleThen !== undefined) {
-      delivery.settleThen(outcome, done);
-      return;
-    }
-    let settling: Promise<void>;
+    if (run.counted) this.#counts.settling--;
     try {
-      settling = delivery.settle(outcome);
-    } catch (error) {
-      done(false, error);
-      return;
+      this.#ended(run);
+    } catch (unexpected) {
+      this.unexpected(run.delivery, unexpected);
     }
-    settling.then(
-      () => done(true),
-      (error: unknown) => done(false, error),
-    );
+    run.after?.();
   }
 
-  /** A settlement's end: counted, logged, traced and shown to the observer. */
-  #settled(delivery: ClaimedDelivery, outcome: HandlerOutcome, payload: unknown, trace: DeliveryTrace | undefined, ok: boolean, settleError: unknown, from: number): void {
+  /** A settlement's end: logged, traced and shown to the observer. */
+  #told(run: RunningDelivery): void {
     const { logger, observer } = this.#s;
-    if (ok) {
-      this.#hooks.finished();
-      this.#delayed(outcome, from);
-      if (dropsRow(outcome)) logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery dropped by its handler");
-    } else {
-      const code = isSqlInboxError(settleError) ? settleError.code : undefined;
-      logger.error({ ...errorFields(settleError), ...this.#place, id: delivery.id, outcome: outcome.kind, code }, "settlement failed");
+    const { delivery, settlement, written, error, trace } = run;
+    if (run.handler === "undecodable") {
+      trace?.end("undecodable", written ? undefined : error, delivery.signal);
+      if (!written) {
+        logger.error(
+          { ...errorFields(error), ...this.#place, id: delivery.id, outcome: settlement.outcome.kind },
+          "could not settle an undecodable row; it returns when its hold ends",
+        );
+      }
+      return;
     }
-    trace?.end(outcome.kind, ok ? undefined : settleError, delivery.signal);
+    if (written) {
+      if (dropsRow(settlement) && !this.#cancelDrops.delete(delivery))
+        logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery dropped by its handler");
+    } else {
+      const code = isSqlInboxError(error) ? error.code : undefined;
+      logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, outcome: settlement.outcome.kind, code }, "settlement failed");
+    }
+    trace?.end(settlement.outcome.kind, written ? undefined : error, delivery.signal);
     observer?.settled({
       subscription: this.#name,
       id: delivery.id,
       attempt: delivery.attempt,
-      payload,
-      outcome,
-      ...(ok ? {} : { error: settleError }),
+      payload: run.payload,
+      outcome: settlement.outcome,
+      ...(written ? {} : { error }),
       signalAborted: delivery.signal.aborted,
     });
   }
@@ -430,26 +351,30 @@ export class DeliveryRun {
   /**
    * A payload that cannot be decoded never reaches the handler: the onDecodeError policy decides
    * (by default the row is kept, logged with subscription, table and id, and kept out of claims
-   * for `decodeRetryMs`; or moved to the dead letter where one is declared).
+   * for `decodeRetryMs`; or moved to the dead letter where one is declared). The worker waits for it
+   * only where the delivery holds a connection.
    */
-  async parkUndecodable(delivery: ClaimedDelivery, error: unknown, trace: DeliveryTrace | undefined): Promise<void> {
-    const { logger } = this.#s;
-    const outcome = this.#keepWithoutDeadLetter(delivery, this.#failed(this.#onDecodeError, "decode", delivery, error));
-    logger.error(this.#failureFields(delivery, error, outcome), undecodableMessage(outcome));
-    const from = this.#delayFrom(outcome);
-    try {
-      await delivery.settle(outcome);
-      this.#delayed(outcome, from);
-      trace?.end("undecodable", undefined, delivery.signal);
-    } catch (settleError) {
-      trace?.end("undecodable", settleError, delivery.signal);
-      logger.error({ ...errorFields(settleError), ...this.#place, id: delivery.id, outcome: outcome.kind }, "could not settle an undecodable row; it returns when its hold ends");
-    }
+  #undecodable(delivery: ClaimedDelivery, error: unknown, trace: DeliveryTrace | undefined): Promise<void> | undefined {
+    const run = new RunningDelivery(this.#end, delivery, undefined, trace, 0, "undecodable");
+    const settlement = this.#policy.failed("decode", delivery, error);
+    this.#s.logger.error(this.#policy.failureFields(delivery, error, settlement), undecodableMessage(settlement));
+    return this.#settle(run, settlement);
   }
-}
 
-/** A retry's delay for its log line. */
-function retryIn(outcome: HandlerOutcome): { retryInMs?: number } {
-  const ms = delayOf(outcome);
-  return ms === undefined ? {} : { retryInMs: ms };
+  /** A batch's row whose payload cannot be decoded: as `#undecodable`, counted with its batch; never rejects. */
+  parkUndecodable(delivery: ClaimedDelivery, error: unknown): Promise<void> {
+    const settlement = this.#policy.failed("decode", delivery, error);
+    this.#s.logger.error(this.#policy.failureFields(delivery, error, settlement), undecodableMessage(settlement));
+    return this.settleRow(delivery, settlement, undefined, "undecodable");
+  }
+
+  /** What a batch handler's throw makes of one of its rows, by the onError policy. */
+  onError(delivery: ClaimedDelivery, error: unknown): Settlement {
+    return this.#policy.failed("handler", delivery, error);
+  }
+
+  /** The settlement of what a batch handler returned for one of its rows. */
+  decided(delivery: ClaimedDelivery, outcome: HandlerOutcome, source: string): Settlement {
+    return this.#policy.returned(delivery, outcome, source);
+  }
 }

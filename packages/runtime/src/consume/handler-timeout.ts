@@ -2,6 +2,8 @@ import type { KyselyPlugin } from "kysely";
 import type { Clock, Timer } from "../clock.js";
 import type { HandlerTimeout } from "../declare/queue.js";
 import type { AnyTransaction } from "../drivers/database.js";
+import { Timeout } from "../errors.js";
+import { errorFields, type Logger } from "../logger.js";
 
 /** How a handler's call ended, measured against its queue's timeout. */
 export type TimedCall<T> =
@@ -65,6 +67,44 @@ export function callWithin<T>(running: PromiseLike<T>, clock: Clock, limit: Hand
       (error: unknown) => end("threw", undefined, error),
     );
   });
+}
+
+/** The delivery a timed handler runs for: where its log lines and its `Timeout` say it is, and how its signal aborts. */
+export interface TimedDelivery {
+  readonly place: { readonly subscription: string; readonly table: string; readonly id: unknown };
+  readonly attempt: number | undefined;
+  interrupt(reason: unknown): void;
+}
+
+/**
+ * `callWithin` for one delivery: when the timeout passes, its signal aborts with a `Timeout`; a
+ * handler that ends after the grace (its row settled without it) is logged. `timeout`: the
+ * `Timeout` the call timed out with (made only then: an error's stack costs more than the rest of
+ * a delivery's bookkeeping).
+ */
+export async function deliveryWithin<T>(
+  running: PromiseLike<T>,
+  clock: Clock,
+  limit: HandlerTimeout,
+  delivery: TimedDelivery,
+  logger: Logger,
+  givenUp: AbortSignal,
+): Promise<{ readonly call: TimedCall<T>; readonly timeout: Timeout | undefined }> {
+  const { place } = delivery;
+  let timeout: Timeout | undefined;
+  const hooks: TimeoutHooks = {
+    timedOut: () => {
+      timeout = new Timeout(limit.ms, place);
+      delivery.interrupt(timeout);
+    },
+    late: (ended, error) =>
+      logger.warn(
+        { ...(ended === "threw" ? errorFields(error) : {}), ...place, attempt: delivery.attempt, timeoutMs: limit.ms, ended },
+        "handler ended after its timeout's grace: its result is discarded (the row was settled without it)",
+      ),
+  };
+  const call = await callWithin(running, clock, limit, hooks, givenUp);
+  return { call, timeout: call.ended === "timedOut" ? (timeout ?? new Timeout(limit.ms, place)) : undefined };
 }
 
 /** A handler's `ctx.tx` that refuses statements once closed, and the closing. */

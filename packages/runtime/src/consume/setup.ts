@@ -16,6 +16,8 @@ export interface DeliveryObserver {
 
 /** The cancel requests an app read from the control table: a delivery they name starts with its signal aborted. */
 export interface CancelCheck {
+  /** Cancel requests the subscription serves now: `starting` needs asking only while there are any. */
+  readonly requested: number;
   starting(delivery: ClaimedDelivery): void;
 }
 

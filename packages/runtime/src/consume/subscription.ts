@@ -2,12 +2,10 @@ import type { ClaimedDelivery } from "../claim/claim-strategy.js";
 import { errorFields } from "../logger.js";
 import { within, type SubscriptionStop } from "../stop-report.js";
 import { type BatchRun, batchRunOf, deliverBatch } from "./batch-delivery.js";
-import { claimMeasured, claimPaceFor, type ClaimPace, rowsToClaim } from "./claim-pacer.js";
-import { DeliveryBuffer } from "./delivery-buffer.js";
-import { DeliveryRun } from "./delivery-run.js";
-import { eventLoopTurned } from "./event-loop-turn.js";
-import { SlotSet } from "./slot-set.js";
-import { PollGate } from "./poll-gate.js";
+import { claimMeasured, claimPaceFor, type ClaimPace, DeliveryBuffer, rowsToClaim } from "./claim-pacer.js";
+import { type DeliveryReport, DeliveryRun } from "./delivery-run.js";
+import { SlotSet } from "../claim/slot-set.js";
+import { eventLoopTurned, PollGate } from "./poll-gate.js";
 import type { SubscriptionSetup } from "./setup.js";
 
 export type { DeliveryObserver, SubscriptionSetup } from "./setup.js";
@@ -53,23 +51,7 @@ export class Subscription {
     const batchHandler = setup.subscriber.kind === "batch";
     this.#pace = claimPaceFor({ workers, batch, mode: batchHandler ? "wholeBatches" : profile.pace, sideBySide: profile.claimsSideBySide, contend: profile.claimsContend });
     this.#gate = new PollGate(setup.clock, pollInterval, () => this.wake());
-    this.#run = new DeliveryRun(
-      setup,
-      {
-        settling: () => void this.#pace.settling++,
-        settled: () => this.#settlementEnded(),
-        // Two times: the delay counted from before the write (on time where the row holds this clock's time) and
-        // from after it (never early, whichever clock wrote the row); where they differ the second costs one claim.
-        delayed: (ms, from) => {
-          this.wakeAt(from + ms);
-          this.wakeAt(setup.clock.now().getTime() + ms);
-        },
-        finished: () => {
-          if (this.#stop !== undefined) this.#stop.finished++;
-        },
-      },
-      { measures: this.#pace.measures },
-    );
+    this.#run = new DeliveryRun(setup, this.#ended.bind(this), this.#pace);
     this.#buffer = new DeliveryBuffer(
       () => !this.#gate.closed && !this.#gate.paused && this.#inFlight.size < workers,
       (delivery) => this.#start(delivery),
@@ -272,7 +254,9 @@ export class Subscription {
       return;
     }
     this.#inFlight.add(delivery);
-    this.#s.control?.starting(delivery);
+    const control = this.#s.control;
+    // A delivery a cancel request names starts with its signal aborted; none asked for: nothing to check.
+    if (control !== undefined && control.requested > 0) control.starting(delivery);
     this.#s.activity.touch();
     let running: Promise<void> | undefined;
     try {
@@ -321,12 +305,32 @@ export class Subscription {
       });
   }
 
-  /** A settlement counted apart from its worker ended: a claim may start, or the subscription be idle. */
-  #settlementEnded(): void {
-    this.#pace.settling--;
+  /**
+   * A delivery's settlement was written (or failed): a stop under way counts it; a row released for
+   * later wakes the subscription when it comes due. Ended apart from its worker (free already), a
+   * claim may start now, or the subscription be idle; still in work (its worker waited for the
+   * settlement, or its batch goes on), the end of that work does it.
+   */
+  #ended(report: DeliveryReport): void {
+    const { delay } = report;
+    if (report.written) {
+      if (this.#stop !== undefined && report.handler !== "undecodable") this.#stop.finished++;
+      // Two times: the delay counted from before the write (on time where the row holds this clock's time) and
+      // from after it (never early, whichever clock wrote the row); where they differ the second costs one claim.
+      if (delay !== undefined) {
+        this.wakeAt(delay.from + delay.ms);
+        this.wakeAt(this.#s.clock.now().getTime() + delay.ms);
+      }
+    }
+    if (this.#inFlight.has(report.delivery)) return;
     // A lease cap counts a row until its settlement lands: room is freed now, not when the worker was.
-    this.#roomFreed();
-    this.#claimMore();
+    const capped = this.#s.strategy.atCap !== undefined;
+    if (capped) this.#roomFreed();
+    // Claims again where a settlement's end can change what the pacer answers: the room under a cap, the settlements
+    // being written when they were at the most it allows, a shared claim's transaction (its last row ends it).
+    // Anything else a delivery holds (its worker) was given back when the worker was freed, which claimed then.
+    const pace = this.#pace;
+    if (capped || pace.settling + 1 >= pace.maxSettling || pace.mode === "shared") this.#claimMore();
     this.#checkIdle();
   }
 

@@ -1,3 +1,4 @@
+import { namesSubscription, ROUTE_RECORD_KEPT_MS } from "@sqlinbox/database";
 import type { ControlRow } from "@sqlinbox/kysely-dialects";
 import type { ClaimedDelivery } from "../claim/claim-strategy.js";
 import type { Clock, Timer } from "../clock.js";
@@ -8,7 +9,10 @@ import { cancelled } from "../errors.js";
 import { errorFields, type Logger } from "../logger.js";
 
 /** How long an app waits before it looks for a control table that was missing: a failed read every poll would fill the server's log. */
-export const MISSING_CONTROL_RECHECK_MS = 30_000;
+const MISSING_CONTROL_RECHECK_MS = 30_000;
+
+/** How often an app records the routes it serves in the control table, for `sqlinbox pause` to check a name against. */
+const ROUTE_RECORD_MS = 60 * 60 * 1000;
 
 /** What a watch needs to know of a route name: the table it goes to (a cancel names a route, the delivery knows its table). */
 export type TableOfRoute = (route: string) => string | undefined;
@@ -31,6 +35,10 @@ interface Served {
  *
  * Without a control table (an app that never pauses or cancels) nothing is paused; the watch looks
  * for the table again every `MISSING_CONTROL_RECHECK_MS`.
+ *
+ * At its first read and then once an hour, it records the routes it serves (one row per route and
+ * app, `kind = 'route'`) and prunes the records no app refreshed for a day: what `sqlinbox pause`
+ * checks a route name against.
  */
 export class ControlWatch {
   readonly #database: Database;
@@ -39,13 +47,20 @@ export class ControlWatch {
   readonly #intervalMs: number;
   readonly #tableOf: TableOfRoute;
   readonly #served = new Map<string, Served>();
+  /** Each subscription's check, by its name: told how many requests it serves (`requested`) whenever they are read. */
+  readonly #checks = new Map<string, { requested: number }>();
   #timer: Timer | undefined;
   #reading: Promise<void> | undefined;
   #again = false;
   #stopped = false;
   #missing = false;
+  /** The app's name, under which its routes are recorded. */
+  readonly #app: string;
+  /** When the routes were last recorded (ms on the watch's clock). */
+  #recordedAt: number | undefined;
 
-  constructor(options: { database: Database; clock: Clock; logger: Logger; intervalMs: number; tableOf: TableOfRoute }) {
+  constructor(options: { database: Database; clock: Clock; logger: Logger; intervalMs: number; tableOf: TableOfRoute; app: string }) {
+    this.#app = options.app;
     this.#database = options.database;
     this.#clock = options.clock;
     this.#logger = options.logger;
@@ -55,7 +70,8 @@ export class ControlWatch {
 
   /** What a subscription named `name` checks as a delivery starts: a row a cancel request names starts with its signal aborted. */
   checkFor(name: string, table: string): CancelCheck {
-    return {
+    const check = {
+      requested: 0,
       starting: (delivery: ClaimedDelivery) => {
         const served = this.#served.get(name);
         if (served === undefined || served.targets.size === 0) return;
@@ -65,6 +81,8 @@ export class ControlWatch {
         served.interrupted.set(target, served.targets.get(target) ?? name);
       },
     };
+    this.#checks.set(name, check);
+    return check;
   }
 
   /** The subscriptions it serves (built with `checkFor`). */
@@ -115,7 +133,8 @@ export class ControlWatch {
       // The app is stopping: its pool may close under this read.
       if (this.#stopped) return;
       const missing = database.dialect.missingTable((error as { cause?: unknown }).cause ?? error);
-      if (missing && !this.#missing) this.#logger.info({ table: database.dialect.control.table }, "no control table: pause and cancel are off for this app until it exists");
+      // Most apps never pause or cancel: a missing table is news only to one that does, and `pause` itself says it is missing.
+      if (missing && !this.#missing) this.#logger.debug({ table: database.dialect.control.table }, "no control table: pause and cancel are off for this app until it exists");
       else if (!missing) this.#logger.warn({ ...errorFields(error) }, "reading the control table failed; trying again after the poll interval");
       this.#missing = missing;
       return;
@@ -123,6 +142,24 @@ export class ControlWatch {
     if (this.#missing) this.#logger.info({ table: database.dialect.control.table }, "control table found: pause and cancel are on");
     this.#missing = false;
     if (!this.#stopped) await this.#apply(rows);
+    if (!this.#stopped) await this.#recordRoutes();
+  }
+
+  /** Records the routes served here (and prunes stale records), at the first read and then once per `ROUTE_RECORD_MS`. */
+  async #recordRoutes(): Promise<void> {
+    const now = this.#clock.now();
+    if (this.#recordedAt !== undefined && now.getTime() - this.#recordedAt < ROUTE_RECORD_MS) return;
+    this.#recordedAt = now.getTime();
+    const routes = [...this.#served.keys()];
+    if (routes.length === 0) return;
+    const { control } = this.#database.dialect;
+    try {
+      await this.#database.execute("control", control.recordRoutes(routes, this.#app, now));
+      await this.#database.execute("control", control.pruneRoutes(new Date(now.getTime() - ROUTE_RECORD_KEPT_MS)));
+    } catch (error) {
+      if (!this.#stopped)
+        this.#logger.warn({ ...errorFields(error) }, "recording the routes this app serves in the control table failed; sqlinbox pause may say no app serves them");
+    }
   }
 
   async #apply(rows: readonly ControlRow[]): Promise<void> {
@@ -142,6 +179,8 @@ export class ControlWatch {
       // A request names the row's route (or a route to the same table), or the table itself (the operator tools).
       const mine = cancels.filter((r) => r.route === subscription.name || r.route === subscription.table || this.#tableOf(r.route) === subscription.table);
       served.targets = new Map(mine.map((r) => [r.target, r.route]));
+      const check = this.#checks.get(subscription.name);
+      if (check !== undefined) check.requested = served.targets.size;
       const reason = (id: unknown) => cancelled({ subscription: subscription.name, table: subscription.table, id });
       const inWork = new Set(served.targets.size === 0 ? [] : subscription.interrupt(served.targets, reason));
       for (const target of inWork) if (!served.interrupted.has(target)) served.interrupted.set(target, served.targets.get(target) ?? subscription.name);
@@ -168,9 +207,4 @@ export class ControlWatch {
       void this.read().finally(() => this.#schedule(this.#missing ? MISSING_CONTROL_RECHECK_MS : this.#intervalMs));
     });
   }
-}
-
-/** A pause of `route` applies to a subscription of that name, or of a name its prefix (`"reports.*"`) takes. */
-export function namesSubscription(route: string, subscription: string): boolean {
-  return route === subscription || (route.endsWith("*") && subscription.startsWith(route.slice(0, -1)));
 }

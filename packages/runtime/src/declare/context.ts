@@ -73,7 +73,7 @@ export interface InboxContext<R extends readonly RoleMarker[] = readonly RoleMar
  * The context of a transactional queue's handler (`.transactional<DB>()`): `tx` is the
  * transaction its writes go through, committed with an ack, rolled back by any other outcome.
  */
-export interface TransactionalContext<R extends readonly RoleMarker[] = readonly RoleMarker[], DB = unknown> extends InboxContext<R> {
+interface TransactionalContext<R extends readonly RoleMarker[] = readonly RoleMarker[], DB = unknown> extends InboxContext<R> {
   readonly tx: Transaction<DB>;
 }
 
@@ -93,7 +93,7 @@ export interface BatchContext<R extends readonly RoleMarker[] = readonly RoleMar
 }
 
 /** `ctx.tx` outside a transactional queue: any use of it reads as the sentence. */
-export interface OutsideTransaction {
+interface OutsideTransaction {
   readonly tx: SpecError<"ctx.tx needs a transactional queue: add .transactional() to the queue (InboxQueue.of(…).transactional<DB>())">;
 }
 
@@ -112,15 +112,6 @@ export function Ctx<K extends ContextKey>(key: K): { from<R extends readonly Rol
   return Object.freeze({
     from: <R extends readonly RoleMarker[]>(ctx: InboxContext<R> & KeyAvailable<R, K>) => (ctx as InboxContext<R>).get(key as never) as ValueOfKey<K>,
   });
-}
-
-/** The values one delivery's context holds. */
-export interface ContextValues {
-  readonly subscription: string;
-  readonly table: string;
-  readonly id: unknown;
-  readonly attempt: number | undefined;
-  readonly leaseDeadline: () => Date | undefined;
 }
 
 interface ContextClock {
@@ -209,7 +200,7 @@ class DeliveryContext {
 }
 
 /** The headers column as the driver read it (JSONB object, JSON text, bytes), as string pairs; `{}` when empty. */
-export function headersOf(raw: unknown): Readonly<Record<string, string>> {
+function headersOf(raw: unknown): Readonly<Record<string, string>> {
   if (raw === null || raw === undefined) return {};
   const value: unknown = typeof raw === "string" ? JSON.parse(raw) : raw instanceof Uint8Array ? JSON.parse(Buffer.from(raw).toString("utf8")) : raw;
   if (value === null || typeof value !== "object") return {};
@@ -238,10 +229,4 @@ export function batchContext<R extends readonly RoleMarker[]>(place: ContextPlac
     now: () => clock.now(),
     sleep: (ms: number) => clock.sleep(ms, shared()),
   });
-}
-
-/** Builds a delivery's context from its values. */
-export function makeContext<R extends readonly RoleMarker[]>(values: ContextValues, signal: AbortSignal, clock: ContextClock): InboxContext<R> {
-  const source: ContextSource = { id: values.id, attempt: values.attempt, signal, leaseDeadline: values.leaseDeadline };
-  return deliveryContext<R>({ subscription: values.subscription, table: values.table }, source, clock);
 }

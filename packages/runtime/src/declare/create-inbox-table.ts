@@ -78,7 +78,8 @@ export interface CreateInboxTableOptions extends TableOptions {
 /**
  * Creates the control table (`sqlinbox_control`) unless it exists: where `broker.pause`, `resume`
  * and `cancel` (and `sqlinbox pause`, `resume`, `cancel`) leave what every app reads once per poll
- * interval. An app that never pauses or cancels does not need it. For a migration written by hand,
+ * interval, and where `app.cron` marks the ticks it publishes to a table whose ack deletes the row (so
+ * that a late process does not publish a handled tick again). An app that does neither does not need it. For a migration written by hand,
  * `controlTableSql(engine)` gives the statement.
  *
  * @example

@@ -1,17 +1,4 @@
-import type {
-  AnyInboxSpec,
-  ErrorPlace,
-  FormLabel,
-  HasLeaseColumn,
-  HasRole,
-  IsAdvisoryForm,
-  IsRowLockForm,
-  InboxDescription,
-  PayloadOf,
-  RolesOf,
-  RowOf,
-  SpecError,
-} from "@sqlinbox/core/internal";
+import { FORM_FACTS, type AnyInboxSpec, type IsRowLockForm, type RolesOf, type SpecError } from "@sqlinbox/core/internal";
 import type { Transaction } from "kysely";
 import {
   badFlowLimit,
@@ -26,97 +13,43 @@ import {
   sharedNeedsRowLock,
 } from "../errors.js";
 import type { FailurePolicy } from "./failure-policy.js";
-import type { HandlerOutcome, RetryAfterOutcome } from "./outcome.js";
-import { FORM_FACTS } from "../claim/form-facts.js";
+import {
+  checkRetention,
+  positiveInteger,
+  positiveWhole,
+  wholeSeconds,
+  defaultTimeoutGrace,
+  type DeadLetterDeclaration,
+  type DeadLetterTarget,
+  type HandlerTimeout,
+  type QueueOptions,
+  type Retention,
+} from "./queue-options.js";
+import type {
+  DeadLetterDestination,
+  DeadLetterOptions,
+  DelayChecked,
+  LeaseArgs,
+  MaxInWorkArg,
+  OutcomeFor,
+  PerKeyArgs,
+  RateLimitArg,
+  RetainArg,
+  SharedRows,
+} from "./queue-rules.js";
 
-/** Where a queue's dead letters go: another table (a new row there), or another group of the same table. */
-export type DeadLetterTarget = { readonly table: InboxDescription } | { readonly group: string };
-
-/** A queue's dead letter, declared with its `maxAttempts`. */
-export interface DeadLetterDeclaration {
-  readonly target: DeadLetterTarget;
-  readonly maxAttempts?: number;
-}
-
-/** A queue's handler timeout (`InboxQueue.timeout`): how long a delivery may run, and the grace after it. */
-export interface HandlerTimeout {
-  /** After this many ms in the handler, `ctx.signal` aborts with a `Timeout`. */
-  readonly ms: number;
-  /** After the abort, how long the handler has to end before its row is released without it. */
-  readonly graceMs: number;
-}
-
-/** The grace a timeout gets unless one is given: half the timeout, at most 30 s. */
-export function defaultTimeoutGrace(ms: number): number {
-  return Math.min(Math.ceil(ms / 2), 30_000);
-}
-
-/** The options one subscription runs with. */
-export interface QueueOptions {
-  /** The lease term in ms (whole seconds); unset: the broker's lease. */
-  readonly lease?: number;
-  readonly pollInterval: number;
-  readonly workers: number;
-  readonly batch: number;
-  /** Handlers write through `ctx.tx`, committed with an ack (`.transactional()`). */
-  readonly transactional?: boolean;
-  /** Row lock: the rows of one claim share one transaction (`.sharedTransaction()`). */
-  readonly sharedTransaction?: boolean;
-  /** Where dead letters go, and after how many attempts a throw goes there. */
-  readonly deadLetter?: DeadLetterDeclaration;
-  /** What a handler's throw becomes; unset: `defaultOnError()`. */
-  readonly onError?: FailurePolicy;
-  /** What an undecodable payload becomes; unset: `defaultOnDecodeError`. */
-  readonly onDecodeError?: FailurePolicy;
-  /** How long a delivery may run (`.timeout(ms)`); unset: as long as it takes. */
-  readonly timeout?: HandlerTimeout;
-  /** Rows of one order key (or of the group) in work at once, across every process (`.maxInWorkPerKey(n)`); unset: 1 with an order key. */
-  readonly maxInWorkPerKey?: number;
-  /** At most this many rows of the subscription in work at once, across every process (`.maxInWork(n)`). */
-  readonly maxInWork?: number;
-  /** At most `max` deliveries start in any window of `perMs`, across every process (`.rateLimit(…)`). */
-  readonly rateLimit?: RateLimit;
-}
-
-/** A rate limit: at most `max` deliveries start in any window of `perMs` milliseconds, across every process. */
-export interface RateLimit {
-  readonly max: number;
-  readonly perMs: number;
-}
-
-// A literal number the type system can judge: 0, a negative or (for a count) a fraction is refused with the sentence;
-// a plain `number` is checked when the queue is declared.
-type PositiveWhole<N extends number, Rule extends string> = number extends N ? N : `${N}` extends "0" | `-${string}` | `${string}.${string}` ? SpecError<Rule> : N;
-type PositiveAmount<N extends number, Rule extends string> = number extends N ? N : `${N}` extends "0" | `-${string}` ? SpecError<Rule> : N;
-
-type MaxInWorkRule = "maxInWork takes a whole number of rows above 0: at most that many rows of this subscription are in work at once, across every process";
-type RateMaxRule = "rateLimit's max is a whole number of starts above 0: at most that many deliveries start in any window of perMs";
-type RatePerMsRule = "rateLimit's perMs is a window above 0 ms: at most max deliveries start in any window that long";
-
-/**
- * `maxInWork`'s argument: a lease table counts its rows in work by their deadlines, so a delay needs
- * a retryAfter column of its own (a delay written into the lease column would count as work).
- */
-export type MaxInWorkArg<S extends AnyInboxSpec, N extends number> =
-  HasLeaseColumn<RolesOf<S>> extends true
-    ? HasRole<RolesOf<S>, "retryAfter"> extends true
-      ? PositiveWhole<N, MaxInWorkRule>
-      : SpecError<'maxInWork on a lease table needs a retryAfter column: the cap counts rows whose lease is ahead, and without one a delayed row waits in its lease column and counts as in work; describe one with field.retryAfter() or .retryAfter(column("retry_after"))'>
-    : PositiveWhole<N, MaxInWorkRule>;
-
-/** `rateLimit`'s argument: literal numbers are judged at compile time, others when the queue is declared. */
-export interface RateLimitArg<M extends number, P extends number> {
-  readonly max: PositiveWhole<M, RateMaxRule>;
-  readonly perMs: PositiveAmount<P, RatePerMsRule>;
-}
-
-/**
- * How a queue's handlers use transactions, at the type level: `never` (each delivery on its own),
- * `Transaction<DB>` (`.transactional<DB>()`: `ctx.tx`), or `SharedRows` (`.sharedTransaction()`).
- */
-export interface SharedRows {
-  readonly "~sharedRows": true;
-}
+// The queue's options and compile-time rules live beside it (`queue-options.ts`, `queue-rules.ts`); what the other
+// folders and the package's root name of them, they import from here, with the queue.
+export {
+  wholeSeconds,
+  type DeadLetterDeclaration,
+  type DeadLetterTarget,
+  type HandlerTimeout,
+  type QueueOptions,
+  type RateLimit,
+  type Retention,
+} from "./queue-options.js";
+export type { DeliveredOf, MaxInWorkArg, OutcomeFor, PayloadOfSpec, RateLimitArg, RetainArg } from "./queue-rules.js";
 
 // The queue itself where a mode is allowed, else the sentence: the rule sits on `this`, so the compiler's
 // first line reads "The 'this' context of type … is not assignable to method's 'this' of type 'SpecError<"…">'".
@@ -130,107 +63,6 @@ type SharedThis<S extends AnyInboxSpec, Tx> =
       ? InboxQueue<S, Tx>
       : SpecError<"transactional() and sharedTransaction() exclude each other: a handler's writes cannot roll back alone inside a transaction other rows share">
     : SpecError<"sharedTransaction() needs a row-lock table (no lease column, no advisory key): the lease and advisory forms settle each row on its own">;
-
-/** The delay rule's sentence for `S`'s table. */
-export type DelayRule<S extends AnyInboxSpec> =
-  `retryAfter needs a retryAfter column: this ${FormLabel<RolesOf<S>>} table has nowhere to store a time, and a delay is never served by holding the row; describe one with field.retryAfter() or .retryAfter(column("retry_after")), or return retry()`;
-
-/** Whether `S`'s table can store a delay: a retryAfter column, or a lease column (where a delay is written). */
-type StoresDelay<S extends AnyInboxSpec> = HasRole<RolesOf<S>, "retryAfter"> extends true ? true : HasLeaseColumn<RolesOf<S>>;
-
-/**
- * A delay on a table with nowhere to store a time (row lock or advisory without a retryAfter
- * column): the `retryAfter` outcome's place in `OutcomeFor`, branded with the sentence the
- * compiler shows, so a handler or policy that can return one does not compile.
- */
-export type DelayRefused<Rule extends string> = RetryAfterOutcome & SpecError<Rule>;
-
-/**
- * The outcomes of a table without a place for a delay. Named after its rule, so that the compiler's
- * first line says it: "Type 'RetryAfterOutcome' is not assignable to type 'OutcomeWithoutDelay<"retryAfter needs …">'".
- */
-export type OutcomeWithoutDelay<Rule extends string> = Exclude<HandlerOutcome, RetryAfterOutcome> | DelayRefused<Rule>;
-
-/**
- * The outcomes a table can store: a delay needs a retryAfter column or a lease column (where a
- * delay is written); elsewhere a handler or policy returning `retryAfter` does not compile.
- */
-export type OutcomeFor<S extends AnyInboxSpec> = StoresDelay<S> extends true ? HandlerOutcome : OutcomeWithoutDelay<DelayRule<S>>;
-
-/**
- * `T` on a table that cannot store a delay, named after the delay rule (`Rule`) so that the
- * compiler's first line says it: a handler that returns `retryAfter` there is "not assignable to
- * parameter of type 'WithoutDelay<"retryAfter needs a retryAfter column: …", …>'".
- */
-export type WithoutDelay<Rule extends string, T> = T & { readonly "~delayRule"?: Rule };
-
-/** `T` as it is where `S`'s table stores delays, and `WithoutDelay<…>` where it cannot. */
-export type DelayChecked<S extends AnyInboxSpec, T> = StoresDelay<S> extends true ? T : WithoutDelay<DelayRule<S>, T>;
-
-type SamePayload<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-
-/** The rule a dead-letter destination must follow: the same payload type, or a group of a table with a group column. */
-export type DeadLetterDestination<S extends AnyInboxSpec, D> = D extends AnyInboxSpec
-  ? SamePayload<PayloadOf<RolesOf<D>>, PayloadOf<RolesOf<S>>> extends true
-    ? D
-    : SpecError<"the dead-letter table's payload type differs from this queue's: describe its payload column with the same type">
-  : D extends { readonly group: string }
-    ? HasRole<RolesOf<S>, "group"> extends true
-      ? D
-      : SpecError<'a dead-letter group needs a group column: describe one with .group(column("grp")) or field.group(), or give a table'>
-    : SpecError<"a dead-letter destination is a table description or { group: name }">;
-
-/** `maxAttempts` only where the claim counts attempts. */
-export type DeadLetterOptions<S extends AnyInboxSpec> =
-  HasRole<RolesOf<S>, "attempt"> extends true
-    ? { readonly maxAttempts?: number }
-    : { readonly maxAttempts?: SpecError<'maxAttempts needs an attempt column: describe one with .attempt(column("attempt")) or field.attempt()'> };
-
-/**
- * What a publish to a spec's table writes: the payload, or in row mode (no payload column) some of
- * the row's columns, typed as described (generated ones are left to the database).
- */
-export type PayloadOfSpec<S extends AnyInboxSpec> = [PayloadOf<RolesOf<S>>] extends [never] ? Partial<RowOf<S>> : PayloadOf<RolesOf<S>>;
-
-/**
- * What a spec's handlers receive: the decoded payload, or in row mode the row itself, every
- * described column typed by its role or by what it holds (`RowOf`).
- */
-export type DeliveredOf<S extends AnyInboxSpec> = [PayloadOf<RolesOf<S>>] extends [never] ? RowOf<S> : PayloadOf<RolesOf<S>>;
-
-type LeaseArgs<S extends AnyInboxSpec> =
-  HasLeaseColumn<RolesOf<S>> extends true
-    ? [ms: number]
-    : [SpecError<'InboxQueue.lease needs a table with a lease column: describe one with .lease(column("locked_until")) or field.lease()'>];
-
-type PerKeyArgs<S extends AnyInboxSpec> =
-  IsAdvisoryForm<RolesOf<S>> extends true
-    ? [
-        SpecError<"maxInWorkPerKey needs a lease or row-lock table: an advisory key already runs the rows that share it one at a time, so drop maxInWorkPerKey or describe a lease column instead of the advisory key">,
-      ]
-    : HasRole<RolesOf<S>, "orderKey"> extends true
-      ? [n: number]
-      : HasRole<RolesOf<S>, "group"> extends true
-        ? [n: number]
-        : [
-            SpecError<"maxInWorkPerKey needs an order key or a group column: describe one with field.orderKey(…) or .orderKey(column(…)); without one there is no key to count rows by">,
-          ];
-
-/** Rounds a lease up to whole seconds (at least one). */
-export function wholeSeconds(ms: number): number {
-  if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`a lease is a positive duration in ms, got ${ms}`);
-  return Math.max(1, Math.ceil(ms / 1000)) * 1000;
-}
-
-function positiveWhole(what: string, n: number, place: ErrorPlace): number {
-  if (typeof n !== "number" || !Number.isInteger(n) || n < 1) throw badFlowLimit(what, "a whole number above 0", n, place);
-  return n;
-}
-
-function positiveInteger(what: string, n: number): number {
-  if (!Number.isInteger(n) || n < 1) throw new RangeError(`${what} must be a positive integer, got ${n}`);
-  return n;
-}
 
 /**
  * A subscription's queue: which table (`spec`), which route name, and how it is consumed.
@@ -285,7 +117,7 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
    * @example
    * InboxQueue.of(RenderReport, "reports").deadLetter(DeadReports, { maxAttempts: 5 })
    */
-  deadLetter<D>(destination: D & DeadLetterDestination<S, D>, options: DeadLetterOptions<S> = {}): InboxQueue<S, Tx> {
+  deadLetter<D>(destination: DeadLetterDestination<S, D> & D, options: DeadLetterOptions<S> = {}): InboxQueue<S, Tx> {
     const source = this.spec.description;
     const place = { subscription: this.name, table: source.table };
     const maxAttempts = (options as { maxAttempts?: unknown }).maxAttempts;
@@ -303,6 +135,7 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
       target = { group };
     }
     const deadLetter: DeadLetterDeclaration = Object.freeze({ target, ...(maxAttempts !== undefined ? { maxAttempts: maxAttempts as number } : {}) });
+    if (this.options.retain !== undefined) checkRetention(this.options.retain, source, deadLetter, place);
     return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, deadLetter });
   }
 
@@ -393,6 +226,24 @@ export class InboxQueue<S extends AnyInboxSpec = AnyInboxSpec, Tx = never> {
     const perMs = limit.perMs as number;
     if (typeof perMs !== "number" || !Number.isFinite(perMs) || perMs <= 0) throw badFlowLimit("rateLimit's perMs", "a window above 0 ms", perMs, place);
     return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, rateLimit: Object.freeze({ max, perMs }) });
+  }
+
+  /**
+   * How long handled rows and dead letters are kept: every app that runs this subscription deletes
+   * them once they are older than their window, judged on the database's time, in small batches,
+   * with no leader (two apps pruning together never delete a row twice nor wait on each other's
+   * claims). `done` counts from a row's processedAt (a table that keeps handled rows); `deadLettered`
+   * from the processedAt column of the dead-letter table, which the move stamps. On a group table
+   * only this subscription's group is pruned. A window left out keeps those rows for ever.
+   *
+   * @example
+   * InboxQueue.of(RenderReport, "reports").deadLetter(DeadReports, { maxAttempts: 5 }).retain({ done: hours(24), deadLettered: days(30) })
+   */
+  retain(windows: RetainArg<S>): InboxQueue<S, Tx> {
+    const place = { subscription: this.name, table: this.spec.description.table };
+    const retain: Retention = Object.freeze({ ...(windows as Retention) });
+    checkRetention(retain, this.spec.description, this.options.deadLetter, place);
+    return new InboxQueue<S, Tx>(this.spec, this.name, { ...this.options, retain });
   }
 
   /** Claim up to `n` rows per statement (default 1). */

@@ -3,7 +3,8 @@ import type { Transaction } from "kysely";
 import type { BatchContext, ContextOf, InboxContext } from "./context.js";
 import { transactionalBatchRefused } from "../errors.js";
 import type { HandlerOutcome } from "./outcome.js";
-import type { DelayChecked, DeliveredOf, InboxQueue, OutcomeFor, OutcomeWithoutDelay } from "./queue.js";
+import type { InboxQueue } from "./queue.js";
+import type { DelayChecked, DeliveredOf, OutcomeFor, OutcomeWithoutDelay } from "./queue-rules.js";
 
 /** What a handler can send on: publishes through the broker its subscription runs on. */
 export interface Outputs {
@@ -16,7 +17,7 @@ export interface Outputs {
 export type HandlerResult = HandlerOutcome | void | undefined;
 
 /** What a batch handler may return: one outcome per row (in the order of the payloads), or one for all. */
-export type BatchResult = HandlerResult | readonly HandlerResult[];
+type BatchResult = HandlerResult | readonly HandlerResult[];
 
 /**
  * What a handler of `S`'s table may return: an outcome the table can store (`OutcomeFor`: no
@@ -26,13 +27,13 @@ export type HandlerResultFor<S extends AnyInboxSpec> = OutcomeFor<S> extends Out
 
 /** What a handler of a table without a place for a delay may return, named after the delay rule (see `OutcomeWithoutDelay`). */
 // biome-ignore lint/suspicious/noConfusingVoidType: as in HandlerResult, Promise<void> means ack
-export type ResultWithoutDelay<Rule extends string> = OutcomeWithoutDelay<Rule> | void | undefined;
+type ResultWithoutDelay<Rule extends string> = OutcomeWithoutDelay<Rule> | void | undefined;
 
 /** What a batch handler of `S`'s table may return: one storable outcome per row, or one for all. */
-export type BatchResultFor<S extends AnyInboxSpec> = OutcomeFor<S> extends OutcomeWithoutDelay<infer Rule> ? BatchResultWithoutDelay<Rule> : BatchResult;
+type BatchResultFor<S extends AnyInboxSpec> = OutcomeFor<S> extends OutcomeWithoutDelay<infer Rule> ? BatchResultWithoutDelay<Rule> : BatchResult;
 
 /** What a batch handler of a table without a place for a delay may return, named after the delay rule (see `OutcomeWithoutDelay`). */
-export type BatchResultWithoutDelay<Rule extends string> = ResultWithoutDelay<Rule> | readonly ResultWithoutDelay<Rule>[];
+type BatchResultWithoutDelay<Rule extends string> = ResultWithoutDelay<Rule> | readonly ResultWithoutDelay<Rule>[];
 
 /**
  * The function form: `(payload, ctx) => HandlerOutcome.ack()`; in row mode `payload` is the row.
@@ -41,7 +42,7 @@ export type BatchResultWithoutDelay<Rule extends string> = ResultWithoutDelay<Ru
 export type HandlerFunction<S extends AnyInboxSpec, Tx = never> = (payload: DeliveredOf<S>, ctx: ContextOf<RolesOf<S>, Tx>) => HandlerResultFor<S> | Promise<HandlerResultFor<S>>;
 
 /** The batch form: every payload of a claim at once, with each row's context in `ctx.rows`. */
-export type BatchHandlerFunction<S extends AnyInboxSpec> = (payloads: readonly DeliveredOf<S>[], ctx: BatchContext<RolesOf<S>>) => BatchResultFor<S> | Promise<BatchResultFor<S>>;
+type BatchHandlerFunction<S extends AnyInboxSpec> = (payloads: readonly DeliveredOf<S>[], ctx: BatchContext<RolesOf<S>>) => BatchResultFor<S> | Promise<BatchResultFor<S>>;
 
 /**
  * The class form: a type that handles a table's payloads and extracts what it needs from the
@@ -63,9 +64,13 @@ interface SubscriberOf<S extends AnyInboxSpec> {
 }
 
 /** A handler of one row at a time. */
-export interface RowSubscriber<S extends AnyInboxSpec = AnyInboxSpec> extends SubscriberOf<S> {
+interface RowSubscriber<S extends AnyInboxSpec = AnyInboxSpec> extends SubscriberOf<S> {
   readonly kind: "row";
-  readonly invoke: (payload: DeliveredOf<S>, outs: Outputs, ctx: InboxContext<RolesOf<S>>) => HandlerResult | Promise<HandlerResult>;
+  /**
+   * Called per row as `invoke(payload, ctx, outs)`: a function handler is its own `invoke` (it reads
+   * `(payload, ctx)`); the class form's `handle(payload, outs, ctx)` is called through an adapter.
+   */
+  readonly invoke: (payload: DeliveredOf<S>, ctx: InboxContext<RolesOf<S>>, outs: Outputs) => HandlerResult | Promise<HandlerResult>;
 }
 
 /** A handler of every row of a claim at once (`subscriber.batch`). */
@@ -85,10 +90,9 @@ type BatchAllowed<Tx> = [Tx] extends [never]
     : unknown;
 
 function subscribeRows<S extends AnyInboxSpec, Tx = never>(queue: InboxQueue<S, Tx>, handler: DelayChecked<S, HandlerFunction<S, Tx> | Handler<S, Tx>>): Subscriber<S> {
+  // A function handler is called as it is, with no adapter in between (one call less per row).
   const invoke: RowSubscriber<S>["invoke"] =
-    typeof handler === "function"
-      ? (payload, _outs, ctx) => handler(payload, ctx as ContextOf<RolesOf<S>, Tx>)
-      : (payload, outs, ctx) => handler.handle(payload, outs, ctx as ContextOf<RolesOf<S>, Tx>);
+    typeof handler === "function" ? (handler as unknown as RowSubscriber<S>["invoke"]) : (payload, ctx, outs) => handler.handle(payload, outs, ctx as ContextOf<RolesOf<S>, Tx>);
   return Object.freeze({ kind: "row", queue, name: queue.name, invoke });
 }
 

@@ -1,19 +1,20 @@
 import type { EngineDialect } from "@sqlinbox/kysely-dialects";
 import { isRetryableConflict } from "@sqlinbox/kysely-dialects/internal";
-import type { CompiledQuery, Kysely, QueryResult, Transaction } from "kysely";
+import type { CompiledQuery, QueryResult, Transaction } from "kysely";
 import { isSqlInboxError, type ErrorPlace, type SqlInboxError } from "@sqlinbox/core/internal";
 import type { Activity } from "../activity.js";
-import { tableMissing } from "../errors.js";
+import { controlTableMissing, tableMissing } from "../errors.js";
 import type { Logger } from "../logger.js";
 
 /** What a statement is for: logged with failures, and what a test can make fail. */
-export type StatementKind = "claim" | "extend" | "settle" | "publish" | "schema" | "observe" | "clock" | "control";
+export type StatementKind = "claim" | "extend" | "settle" | "publish" | "schema" | "observe" | "clock" | "control" | "prune";
 
 /** A test's stand-in for an unreachable database: returns the error a statement of `kind` fails with. */
 export type StatementFault = (kind: StatementKind) => Error | undefined;
 
-// biome-ignore lint/suspicious/noExplicitAny: the runtime runs compiled queries on any database interface
-export type AnyKysely = Kysely<any>;
+import type { AnyKysely, ControlPlace } from "@sqlinbox/database";
+
+export type { AnyKysely };
 // biome-ignore lint/suspicious/noExplicitAny: the runtime runs compiled queries on any database interface
 export type AnyTransaction = Transaction<any>;
 
@@ -99,6 +100,11 @@ export class Database {
     return this.readsTimeAsDate ? this.dialect.time.truncate(date, precision) : this.dialect.time.encode(date, precision);
   }
 
+  /** Where pause, resume and cancel run (the control procedures of `@sqlinbox/database`): here; a missing control table is a `Schema` error. */
+  get controlPlace(): ControlPlace {
+    return { db: this.db, dialect: this.dialect, controlTableMissing };
+  }
+
   /** Deadlocks retried so far. */
   get deadlocks(): number {
     return this.#deadlocks;
@@ -118,6 +124,14 @@ export class Database {
   execute<R>(kind: StatementKind, query: CompiledQuery<R>, via?: AnyKysely | AnyTransaction | OwnStatementSession): Promise<QueryResult<R>> {
     const inTransaction = via !== undefined && "isTransaction" in via && via.isTransaction === true;
     return this.#run(kind, () => (via === undefined ? this.db : "getExecutor" in via ? ownStatementsOn(via) : via).executeQuery(query), !inTransaction);
+  }
+
+  /**
+   * `execute` of a statement built anew for each try: one whose parameters read the clock (a lease claim's
+   * `now` and deadline) is never run again, after a deadlock, with the times of a try that failed earlier.
+   */
+  executeBuilt<R>(kind: StatementKind, build: () => CompiledQuery<R>): Promise<QueryResult<R>> {
+    return this.#run(kind, () => this.db.executeQuery(build()));
   }
 
   /** A short transaction; MySQL/MariaDB claims open it READ COMMITTED. */

@@ -1,12 +1,12 @@
 import { Activity } from "../activity.js";
 import { systemClock, type Clock } from "../clock.js";
 import type { Database } from "../drivers/database.js";
-import type { Logger } from "../logger.js";
+import { consoleLogger, type Logger } from "../logger.js";
 import type { PublishTelemetry } from "../telemetry/telemetry.js";
 import { BrokerConnection, type BrokerSource } from "./connection.js";
-import { Publisher } from "./publisher.js";
+import { Publisher, type PublishObserver } from "./publisher.js";
 import { RouteTable } from "./route-table.js";
-import { DatabaseClock } from "../time/database-clock.js";
+import { DatabaseClock, type LeaseClock } from "../time/database-clock.js";
 
 /**
  * What every value of one `SqlBroker` shares: its connection, its route table, and the publisher
@@ -20,11 +20,12 @@ export class BrokerParts {
   readonly #plain: Publisher;
   readonly #producerLogger: Logger;
   #bound: Publisher | undefined;
-  #producerClock: Promise<DatabaseClock> | undefined;
+  /** The broker's one clock: the database's time, read by its claims, settlements, publishes, pauses and cancels. */
+  #clock: Promise<Clock> | undefined;
   #apps = 0;
 
-  /** `producerLogger`: what the connection logs to when a publish, not an app, opens it. */
-  constructor(source: BrokerSource, producerLogger: Logger) {
+  /** `producerLogger`: what the connection logs to when a publish, not an app, opens it (unset: warnings and errors, on the console). */
+  constructor(source: BrokerSource, producerLogger: Logger = consoleLogger({ level: "warn" })) {
     this.connection = new BrokerConnection(source);
     this.routes = new RouteTable(this.connection);
     this.#producerLogger = producerLogger;
@@ -32,27 +33,39 @@ export class BrokerParts {
       this.connection,
       this.routes,
       () => this.#openForPublish(),
-      () => this.#clockForPublish(),
+      () => this.clock(),
     );
   }
 
-  /** A publish with no app reads the database's time through the system clock, measured on first need. */
-  #clockForPublish(): Promise<Clock> {
-    this.#producerClock ??= this.#openForPublish().then((database) =>
-      DatabaseClock.start({
-        base: systemClock,
-        database,
-        logger: this.connection.logger ?? this.#producerLogger,
-        place: { database: this.connection.source.label, server: this.connection.serverLabel },
-        leaseClock: "database",
-        isClosed: () => this.connection.closed,
-      }),
-    );
-    // A failed measure is not kept: the next publish that needs the time measures again.
-    return this.#producerClock.catch((error: unknown) => {
-      this.#producerClock = undefined;
+  /**
+   * The broker's time: the clock the app that runs it started (`startClock`), else, with no app, the
+   * database's time read through the host's clock, measured on first need. A publish's `delay`, a
+   * pause's and a cancel's "now" (whether a row's lease is live) all read it, as the claims do.
+   */
+  clock(): Promise<Clock> {
+    this.#clock ??= this.#openForPublish().then((database) => this.#databaseClock(database, systemClock, "database", this.connection.logger ?? this.#producerLogger));
+    const clock = this.#clock;
+    // A failed measure is not kept: the next read measures again.
+    return clock.catch((error: unknown) => {
+      if (this.#clock === clock) this.#clock = undefined;
       throw error;
     });
+  }
+
+  /**
+   * An app's start: the broker's clock from now on is the database's, measured through the app's clock
+   * `base` (its `leaseClock` says whether the offset is applied), or `base` itself when `leaseClock` is
+   * `undefined` (a paused test clock: the only time there is). A failed measure fails the start.
+   */
+  async startClock(database: Database, base: Clock, leaseClock: LeaseClock | undefined, logger: Logger): Promise<Clock> {
+    const clock = leaseClock === undefined ? base : await this.#databaseClock(database, base, leaseClock, logger);
+    this.#clock = Promise.resolve(clock);
+    return clock;
+  }
+
+  #databaseClock(database: Database, base: Clock, leaseClock: LeaseClock, logger: Logger): Promise<DatabaseClock> {
+    const place = { database: this.connection.source.label, server: this.connection.serverLabel };
+    return DatabaseClock.start({ base, database, logger, place, leaseClock, isClosed: () => this.connection.closed });
   }
 
   /** A publish with no app: the open connection, else it opens now (a producer's first publish). */
@@ -91,9 +104,9 @@ export class BrokerParts {
     return this.#bound ?? this.#plain;
   }
 
-  /** Publishes record their spans with `telemetry` (none: `undefined`) and read time on the app's `clock` until the returned function is called. */
-  bindPublisher(telemetry: PublishTelemetry | undefined, clock: Clock): () => void {
-    const bound = this.#plain.boundTo(telemetry, clock);
+  /** Publishes record their spans with `telemetry` (none: `undefined`) and tell `observer` until the returned function is called. */
+  bindPublisher(telemetry: PublishTelemetry | undefined, observer?: PublishObserver): () => void {
+    const bound = this.#plain.boundTo(telemetry, observer);
     this.#bound = bound;
     return () => {
       if (this.#bound === bound) this.#bound = undefined;
@@ -113,6 +126,17 @@ export class BrokerParts {
     // The control table's channel too (first: the tables' LISTENs stay the session's last statements): a pause or a
     // cancel in another process is read at once.
     const control = this.connection.require().dialect.control.table;
-    return this.connection.listen([control, ...this.routes.tables], (table) => this.#plain.wake(table), logger);
+    return this.connection.listen([control, ...this.routes.tables], (table, group) => this.#plain.wake(table, group), logger);
+  }
+
+  /**
+   * On a database file that processes share (SQLite): another process's commit wakes every routed
+   * table's subscriptions here, and the control table's watch (a pause or a cancel), at once.
+   */
+  watchFile(logger: Logger): Promise<void> {
+    const tables = [this.connection.require().dialect.control.table, ...this.routes.tables].map((t) => (typeof t === "string" ? t : t.table));
+    return this.connection.watchFile(() => {
+      for (const table of tables) this.#plain.wake(table);
+    }, logger);
   }
 }

@@ -2,17 +2,21 @@ import type { AnyInboxSpec, SqlInboxError } from "@sqlinbox/core/internal";
 import { type ClusterVariable, clusterOf, dialectFor, type Engine, type MultiPrimaryCluster, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { Activity } from "../activity.js";
 import { Database } from "../drivers/database.js";
-import type { OpenedDatabase } from "../drivers/index.js";
-import type { ListenClient } from "../drivers/types.js";
+import type { ListenClient, OpenedDatabase } from "@sqlinbox/database";
+import { KeyRegistry } from "../claim/held/key-registry.js";
 import { brokerNotStarted, brokerStopped, connectFailed, listenNeedsOwnPool } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { type ChannelTable, PgListener } from "./listen.js";
+import type { ChannelTable } from "@sqlinbox/kysely-dialects/internal";
+import { databaseFile, FileWatch } from "./file-watch.js";
+import { PgListener } from "./listen.js";
 
 /** Where a broker's database is and how to open it. */
 export interface BrokerSource {
   readonly engine: Engine;
   /** What the logs may show of where the database is: never a password. */
   readonly label: string;
+  /** What a message may show of a driver's error: the URL's secrets hidden where the driver repeats one. */
+  readonly redact?: (text: string) => string;
   readonly open: () => Promise<OpenedDatabase & { readonly owned: boolean }>;
   /** The connection pooler the user declared between the app and the database, if any. */
   readonly pooler?: PoolerMode | undefined;
@@ -31,6 +35,8 @@ export type PoolerMode = "session" | "transaction";
  */
 export class BrokerConnection {
   readonly source: BrokerSource;
+  /** The advisory keys and cap places in work in this process on this database: what every claim on it shares. */
+  readonly keys = new KeyRegistry();
   #database: Database | undefined;
   #opening: Promise<Database> | undefined;
   #closing: Promise<number> | undefined;
@@ -43,6 +49,7 @@ export class BrokerConnection {
   #listen: (() => Promise<ListenClient>) | undefined;
   #connections: (() => number) | undefined;
   #listener: PgListener | undefined;
+  #fileWatch: FileWatch | undefined;
 
   constructor(source: BrokerSource) {
     this.source = source;
@@ -76,6 +83,9 @@ export class BrokerConnection {
   get closed(): boolean {
     return this.#closed;
   }
+
+  /** `closed` as a function of its own, which a claim setup holds as it is (each settlement asks it). */
+  readonly isClosed = (): boolean => this.#closed;
 
   /**
    * Opens the pool (loading the driver now) and checks the server's version. `routes` are what
@@ -130,7 +140,7 @@ export class BrokerConnection {
     const routes = [...served.keys()];
     const tables = new Set([...served.values()].map((spec) => spec.description.table));
     const place = tables.size === 1 ? { ...(routes.length === 1 ? { route: routes[0] } : {}), table: [...tables][0] } : {};
-    return connectFailed(this.source.label, routes, cause, place);
+    return connectFailed(this.source.label, routes, cause, place, this.source.redact);
   }
 
   /** The open database, or `Closed` (naming the route when given). */
@@ -155,7 +165,7 @@ export class BrokerConnection {
    * `listenNotify()`: one pool connection listens on the channel of each of `tables`, and `wake`
    * is called with a table's name on its notification. Held until `close()`.
    */
-  async listen(tables: readonly ChannelTable[], wake: (table: string) => void, logger: Logger): Promise<void> {
+  async listen(tables: readonly ChannelTable[], wake: (table: string, group?: string) => void, logger: Logger): Promise<void> {
     if (this.#listener !== undefined) return;
     const acquire = this.#listen;
     if (acquire === undefined) {
@@ -164,6 +174,20 @@ export class BrokerConnection {
     const listener = new PgListener(acquire, tables, wake, logger);
     await listener.start();
     this.#listener = listener;
+  }
+
+  /**
+   * Where processes share the database as a file (SQLite, `capabilities.fileWakes`): a watch of the file
+   * calls `wake` when another process commits to it. Nothing for an in-memory database. Held until `close()`.
+   */
+  async watchFile(wake: () => void, logger: Logger): Promise<void> {
+    const database = this.require();
+    if (this.#fileWatch !== undefined || !database.dialect.capabilities.fileWakes) return;
+    const file = await databaseFile(database);
+    if (file === undefined) return;
+    const fileWatch = new FileWatch(database, file, wake, logger);
+    this.#fileWatch = fileWatch;
+    await fileWatch.start();
   }
 
   /** Closes the pool (when the broker opened it); resolves with the connections it held then (0 to a second caller). */
@@ -177,6 +201,7 @@ export class BrokerConnection {
   async #close(): Promise<number> {
     await this.#opening?.catch(() => {});
     await this.#listener?.stop();
+    this.#fileWatch?.stop();
     if (this.#database) await this.#database.idle();
     const connections = this.#owned ? (this.#connections?.() ?? 0) : 0;
     if (this.#database && this.#owned) await this.#database.db.destroy();

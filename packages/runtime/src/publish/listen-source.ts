@@ -1,4 +1,4 @@
-import type { ListenClient } from "../drivers/types.js";
+import type { ListenClient } from "@sqlinbox/database";
 
 // Typed by what a caller can see of a `pg` client or pool: pg's own `on` is one generic signature,
 // which no overloads of ours accept, so the events are read through `ListenClient` inside.

@@ -1,36 +1,22 @@
-import { createHash } from "node:crypto";
-import type { InboxDescription } from "@sqlinbox/core/internal";
+import type { ListenClient } from "@sqlinbox/database";
 import { postgresDialect } from "@sqlinbox/kysely-dialects";
-import type { ListenClient } from "../drivers/types.js";
+import { channelOf, type ChannelTable } from "@sqlinbox/kysely-dialects/internal";
 import { errorFields, type Logger } from "../logger.js";
-
-/** A table as a channel names it: its name, and its schema when the description names one. */
-export type ChannelTable = string | Pick<InboxDescription, "table" | "schema">;
-
-/**
- * The Postgres channel of a table: `sqlinbox_<table>` (`sqlinbox_<schema>.<table>` for a table in a
- * named schema), or `sqlinbox_` and a SHA-256 prefix of that name when it would pass the 63 bytes of an identifier.
- */
-export function channelOf(of: ChannelTable): string {
-  const table = typeof of === "string" ? of : of.schema === undefined ? of.table : `${of.schema}.${of.table}`;
-  const plain = `sqlinbox_${table}`;
-  if (Buffer.byteLength(plain, "utf8") <= 63) return plain;
-  return `sqlinbox_${createHash("sha256").update(table, "utf8").digest("hex").slice(0, 40)}`;
-}
 
 const FIRST_RETRY_MS = 250;
 const MAX_RETRY_MS = 30_000;
 
 /**
  * `LISTEN`s on one channel per routed table on a connection held for the app's life; a
- * notification wakes that table's subscriptions. A dropped connection is logged as a warning and
+ * notification wakes that table's subscriptions: those of the group its payload names, or every one
+ * when the payload is empty. A dropped connection is logged as a warning and
  * taken again with a backoff (250 ms doubling up to 30 s); once it is back every table is woken,
  * since notifications sent meanwhile were lost (polling guaranteed progress in between).
  */
 export class PgListener {
   readonly #acquire: () => Promise<ListenClient>;
   readonly #channels: ReadonlyMap<string, string>;
-  readonly #wake: (table: string) => void;
+  readonly #wake: (table: string, group?: string) => void;
   readonly #logger: Logger;
   #client: ListenClient | undefined;
   #detach: (() => void) | undefined;
@@ -38,8 +24,11 @@ export class PgListener {
   #retryMs = FIRST_RETRY_MS;
   #stopped = false;
 
-  /** `tables`: each routed table; `wake` is called with its bare name (subscriptions register wakes by table name). */
-  constructor(acquire: () => Promise<ListenClient>, tables: Iterable<ChannelTable>, wake: (table: string) => void, logger: Logger) {
+  /**
+   * `tables`: each routed table; `wake` is called with its bare name (subscriptions register wakes by table name)
+   * and the notification's payload, the group, when it names one.
+   */
+  constructor(acquire: () => Promise<ListenClient>, tables: Iterable<ChannelTable>, wake: (table: string, group?: string) => void, logger: Logger) {
     this.#acquire = acquire;
     this.#channels = new Map([...tables].map((t) => [channelOf(t), typeof t === "string" ? t : t.table]));
     this.#wake = wake;
@@ -55,9 +44,9 @@ export class PgListener {
   async #connect(): Promise<void> {
     const client = await this.#acquire();
     let lost = false;
-    const onNotification = (message: { channel: string }): void => {
+    const onNotification = (message: { channel: string; payload?: string }): void => {
       const table = this.#channels.get(message.channel);
-      if (table !== undefined) this.#wake(table);
+      if (table !== undefined) this.#wake(table, message.payload === undefined || message.payload === "" ? undefined : message.payload);
     };
     const onLost = (error?: unknown): void => {
       if (lost || this.#client !== client) return;

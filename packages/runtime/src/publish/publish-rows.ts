@@ -43,6 +43,9 @@ export function publishedRows(spec: InboxDescription, name: string, payloads: re
   if (keys?.some((k) => k !== undefined) && spec.key === undefined) throw refuse("a publish with a key needs a dedup key column: describe one with field.key() or .key(column(…))");
   if (replace === true && (spec.key === undefined || spec.lease === undefined || spec.retryAfter === undefined))
     throw refuse("replace needs a dedup key column, a lease column (it tells a row in work) and a retryAfter column (it holds the run-at)");
+  // Without a key there is no row to debounce: each publish would insert while the caller believes it replaces.
+  if (replace === true && !keys?.some((k) => k !== undefined))
+    throw refuse("replace: true debounces the row that holds the publish's key: give the publish a key (key: …; keys on publishMany)");
   if (keys !== undefined && keys.length !== payloads.length) throw refuse(`publishMany got ${keys.length} keys for ${payloads.length} payloads: give one key per payload`);
   const headersText = headers === undefined ? undefined : JSON.stringify(headers);
   return payloads.map((payload, index) => {

@@ -1,21 +1,35 @@
-import type { InboxDescription } from "@sqlinbox/core/internal";
+import { isSqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { QueryResult, Transaction } from "kysely";
 import type { Clock } from "../clock.js";
 import { isDuplicateKey, type AnyKysely, type Database } from "../drivers/database.js";
-import { closedBeforePublish, noRoute, publishOptionWithoutColumn } from "../errors.js";
+import { closedBeforePublish, noRoute, publishOptionWithoutColumn, publishOutcomeUnknown } from "../errors.js";
 import { errorFields } from "../logger.js";
 import type { PublishTelemetry } from "../telemetry/telemetry.js";
 import type { BrokerConnection } from "./connection.js";
-import { channelOf } from "./listen.js";
+import { channelOf } from "@sqlinbox/kysely-dialects/internal";
 import { chunkRows, publishedRows, type RowOptions } from "./publish-rows.js";
 import type { RouteTable } from "./route-table.js";
 import { type Wake, Wakes } from "./wakes.js";
 
+/** What a publish that went through tells an observer (`TestApp`'s log): the call, and each row's outcome. */
+export interface PublishEvent {
+  readonly route: string;
+  readonly payloads: readonly unknown[];
+  readonly options: RowOptions;
+  readonly published: readonly Published[];
+  /** The caller's transaction or Kysely instance (`{ via }`), whose commit makes the rows real. */
+  readonly via: AnyKysely | undefined;
+}
+
+/** Told of every publish that went through (an app started by `TestApp` passes one). */
+export type PublishObserver = (event: PublishEvent) => void;
+
 /**
- * Publishes to one broker's routes: the insert, the `NOTIFY` while its connection listens, and the
+ * Publishes to one broker's routes: the insert, the `NOTIFY` (asked for by `listenNotify()`), and the
  * wake of this process's subscriptions. Its telemetry is fixed when it is built: `boundTo`
- * gives a publisher of the same broker (same routes, same wakes) that records publish spans.
+ * gives a publisher of the same broker (same routes, same wakes) that records publish spans
+ * (and tells the app's publish observer, when it has one).
  */
 export class Publisher {
   readonly #connection: BrokerConnection;
@@ -24,13 +38,23 @@ export class Publisher {
   readonly #telemetry: PublishTelemetry | undefined;
   readonly #open: () => Promise<Database>;
   readonly #clock: () => Promise<Clock>;
+  readonly #observer: PublishObserver | undefined;
 
   /**
    * `open`: the broker's database, opened on a first publish when no app opened it. `clock`: the
    * database's time, read for a `delay` and for `replace` (whether a row's lease runs past now).
    */
-  constructor(connection: BrokerConnection, routes: RouteTable, open: () => Promise<Database>, clock: () => Promise<Clock>, telemetry?: PublishTelemetry, wakes = new Wakes()) {
+  constructor(
+    connection: BrokerConnection,
+    routes: RouteTable,
+    open: () => Promise<Database>,
+    clock: () => Promise<Clock>,
+    telemetry?: PublishTelemetry,
+    wakes = new Wakes(),
+    observer?: PublishObserver,
+  ) {
     this.#connection = connection;
+    this.#observer = observer;
     this.#routes = routes;
     this.#open = open;
     this.#clock = clock;
@@ -38,24 +62,24 @@ export class Publisher {
     this.#wakes = wakes;
   }
 
-  /** This broker's publisher recording publish spans with `telemetry` (none: `undefined`) and reading time on `clock` (an app's); both wake the same subscriptions. */
-  boundTo(telemetry: PublishTelemetry | undefined, clock: Clock): Publisher {
-    return new Publisher(this.#connection, this.#routes, this.#open, () => Promise.resolve(clock), telemetry, this.#wakes);
+  /** This broker's publisher recording publish spans with `telemetry` (none: `undefined`) and telling `observer`; both read the broker's clock and wake the same subscriptions. */
+  boundTo(telemetry: PublishTelemetry | undefined, observer?: PublishObserver): Publisher {
+    return new Publisher(this.#connection, this.#routes, this.#open, this.#clock, telemetry, this.#wakes, observer);
   }
 
-  /** Registers a subscription's wake-up for publishes to `table` (with a due time for a run-at). */
-  onPublish(table: string, wake: Wake): () => void {
-    return this.#wakes.add(table, wake);
+  /** Registers a subscription's wake-up for publishes to `table` (to `group` alone, for a group's subscription; with a due time for a run-at). */
+  onPublish(table: string, wake: Wake, group?: string): () => void {
+    return this.#wakes.add(table, wake, group);
   }
 
-  /** Wakes this process's subscriptions of `table` (a notification from another process). */
-  wake(table: string): void {
-    this.#wakes.wake(table);
+  /** Wakes this process's subscriptions of `table` (of `group` alone, when given): a notification from another process. */
+  wake(table: string, group?: string): void {
+    this.#wakes.wake(table, undefined, group);
   }
 
   /** One row: `publishMany` with one payload. */
-  async publish(name: string, payload: unknown, via: AnyKysely | Transaction<unknown> | undefined, options: RowOptions = {}): Promise<Published> {
-    const [published] = await this.publishMany(name, [payload], via, options);
+  async publish(name: string, payload: unknown, via: AnyKysely | Transaction<unknown> | undefined, options: RowOptions = {}, notify = false): Promise<Published> {
+    const [published] = await this.publishMany(name, [payload], via, options, notify);
     return published as Published;
   }
 
@@ -65,9 +89,41 @@ export class Publisher {
    * transaction of their own when there is more than one chunk), then one NOTIFY and one wake.
    * Resolves to one `{ id, created }` per payload, in order: the new id where the engine can tell it
    * (RETURNING, or MySQL's consecutive insertId); a row whose dedup key a row already holds is not
-   * inserted and gets that row's id with `created: false`.
+   * inserted and gets that row's id with `created: false`. `notify`: the broker value published on
+   * has `listenNotify()`, so the publish notifies even when no app of this process listens (a producer).
+   *
+   * A failure after a statement may have reached the server (the connection lost during an insert or
+   * the commit, or after an earlier statement of this publish committed) is `OutcomeUnknown`; any
+   * other failure wrote nothing (inside the caller's `via` transaction, its commit decides). A publish
+   * whose every row has a key, outside a transaction, on a table that keeps handled rows (processedAt),
+   * runs once more on a fresh connection when its outcome is unknown: the keys make that safe, and a
+   * row the lost attempt wrote answers `created: false`.
    */
-  async publishMany(name: string, payloads: readonly unknown[], via: AnyKysely | Transaction<unknown> | undefined, options: RowOptions = {}): Promise<Published[]> {
+  async publishMany(name: string, payloads: readonly unknown[], via: AnyKysely | Transaction<unknown> | undefined, options: RowOptions = {}, notify = false): Promise<Published[]> {
+    try {
+      return await this.#publishMany(name, payloads, via, options, notify);
+    } catch (error) {
+      if (!isSqlInboxError(error, "OutcomeUnknown") || !this.#retriesItself(name, payloads, via, options)) throw error;
+      // Once: a second unknown outcome (or a refusal now) leaves the first one unknown.
+      const published = await this.#publishMany(name, payloads, via, options, notify).catch(() => {
+        throw error;
+      });
+      // Rows the lost attempt wrote answer created: false now, and nothing woke for them yet.
+      const description = this.#routes.route(name)?.description;
+      if (description !== undefined && !published.some((p) => p.created)) await this.#announce(name, description, via as AnyKysely | undefined, notify, undefined);
+      return published;
+    }
+  }
+
+  /** Whether a publish whose outcome is unknown may run again by itself: every row keyed, no transaction, handled rows kept. */
+  #retriesItself(name: string, payloads: readonly unknown[], via: AnyKysely | Transaction<unknown> | undefined, options: RowOptions): boolean {
+    const description = this.#routes.route(name)?.description;
+    const keys = options.keys ?? [];
+    const inTransaction = via !== undefined && (via as { isTransaction?: boolean }).isTransaction === true;
+    return description?.processedAt !== undefined && !inTransaction && keys.length === payloads.length && keys.every((k) => k !== undefined);
+  }
+
+  async #publishMany(name: string, payloads: readonly unknown[], via: AnyKysely | Transaction<unknown> | undefined, options: RowOptions, notify: boolean): Promise<Published[]> {
     const spec = this.#routes.route(name);
     if (spec === undefined) throw noRoute(name, this.#routes.all);
     const description = spec.description;
@@ -80,14 +136,24 @@ export class Publisher {
     const rows = publishedRows(description, name, payloads, table.storage, { ...options, runAt });
     if (rows.length === 0) return [];
     const keyed = description.key !== undefined && options.keys?.some((k) => k !== undefined) === true;
-    const insertAll = async (target: AnyKysely | undefined): Promise<Published[]> => {
+    // What may be in the table if this fails: a statement outside a transaction that completed committed.
+    const attempt = { committed: false, committing: false };
+    const tracked: PublishDatabase = {
+      dialect: database.dialect,
+      execute: async (kind, query, target) => {
+        const result = await database.execute(kind, query, target);
+        if (target === undefined || (target as { isTransaction?: boolean }).isTransaction !== true) attempt.committed = true;
+        return result;
+      },
+    };
+    const insertAll = async (target: AnyKysely | undefined): Promise<Inserted[]> => {
       if (keyed) {
-        const outcome = await insertKeyed(database, description, name, rows, target);
-        return options.replace === true && now !== undefined ? replaceHeld(database, description, rows, outcome, target, now) : outcome;
+        const outcome = await insertKeyed(tracked, description, name, rows, target);
+        return options.replace === true && now !== undefined ? replaceHeld(tracked, description, rows, outcome, target, now) : outcome;
       }
-      const published: Published[] = [];
+      const published: Inserted[] = [];
       for (const chunk of chunks) {
-        const result = await database.execute("publish", database.dialect.publish.insert(description, chunk), target);
+        const result = await tracked.execute("publish", database.dialect.publish.insert(description, chunk), target);
         for (const id of insertedIds(description, chunk, result)) published.push({ id, created: true });
       }
       return published;
@@ -97,34 +163,52 @@ export class Publisher {
     const trace = this.#telemetry?.begin(name, description, first);
     if (trace !== undefined && description.headers !== undefined) for (const row of rows) row[description.headers.name] = first[description.headers.name];
     const chunks = chunkRows(rows, database.dialect.capabilities.maxParameters);
-    let published: Published[];
+    // More than one insert commits together, but keyed rows inserted one per statement (MySQL/MariaDB): each
+    // commits alone there, as a transaction holding some keys while it waits for others' could deadlock another publisher.
+    const onePerStatement = keyed && !database.dialect.capabilities.insertReturning;
+    const ownTransaction = on === undefined && chunks.length > 1 && !onePerStatement;
+    let published: Inserted[];
     try {
-      // More than one insert commits together, but keyed rows inserted one per statement (MySQL/MariaDB): each
-      // commits alone there, as a transaction holding some keys while it waits for others' could deadlock another publisher.
-      const onePerStatement = keyed && !database.dialect.capabilities.insertReturning;
-      const ownTransaction = on === undefined && chunks.length > 1 && !onePerStatement;
-      published = ownTransaction ? await database.db.transaction().execute((trx) => insertAll(trx)) : await insertAll(on);
+      published = ownTransaction
+        ? await database.db.transaction().execute(async (trx) => {
+            const inserted = await insertAll(trx);
+            attempt.committing = true;
+            return inserted;
+          })
+        : await insertAll(on);
       trace?.end(undefined, published.length === 1 ? published[0]?.id : undefined);
     } catch (error) {
       trace?.end(error, undefined);
+      const inTransaction = on !== undefined && (on as { isTransaction?: boolean }).isTransaction === true;
+      // Unknown: a statement of this publish committed already, or the last one (or the commit) may have reached the server.
+      const unknown = attempt.committed || (!inTransaction && !isSqlInboxError(error) && (!ownTransaction || attempt.committing) && !database.dialect.wroteNothing(error));
+      if (unknown) throw publishOutcomeUnknown(rows.length, keyed, error, { route: name, table: description.table });
       throw error;
     }
-    if (published.some((p) => p.created || p.replaced === true)) {
-      await this.#notify(name, description, on);
-      this.#wakes.wakeAfterCommit(description.table, on, runAt?.getTime());
-    }
-    return published;
+    if (published.some((p) => p.created || p.replaced === true)) await this.#announce(name, description, on, notify, runAt?.getTime());
+    const out = published.map((p) => ({ ...p, id: idText(p.id) }));
+    this.#observer?.({ route: name, payloads, options, published: out, via: on });
+    return out;
+  }
+
+  /**
+   * Rows were written: the NOTIFY (when asked for) and the wake of this process's subscriptions (at `dueAt`, when
+   * given); on a table with a group column both name the group, the published name, which only its subscriptions heed.
+   */
+  async #announce(name: string, description: InboxDescription, on: AnyKysely | undefined, notify: boolean, dueAt: number | undefined): Promise<void> {
+    const group = description.group === undefined ? undefined : name;
+    if (notify || this.#connection.listening) await this.#notify(name, description, on, group);
+    this.#wakes.wakeAfterCommit(description.table, on, dueAt, group);
   }
 
   /**
    * On the same connection or transaction as the insert: inside `{ via: trx }` the notification goes out at commit.
    * Without `via` the rows are already committed: a failed NOTIFY is only a warning (the next poll sees them).
    */
-  async #notify(name: string, description: InboxDescription, via: AnyKysely | undefined): Promise<void> {
-    if (!this.#connection.listening) return;
+  async #notify(name: string, description: InboxDescription, via: AnyKysely | undefined, group: string | undefined): Promise<void> {
     const database = this.#connection.require(name);
-    if (database.dialect.notify === null) return;
-    const notify = database.execute("publish", database.dialect.notify.notify(channelOf(description)), via);
+    if (!database.dialect.capabilities.listenNotify) return;
+    const notify = database.execute("publish", database.dialect.notify.notify(channelOf(description), group), via);
     if (via !== undefined) return void (await notify);
     await notify.catch((error: unknown) =>
       this.#connection.logger?.warn(
@@ -135,12 +219,33 @@ export class Publisher {
   }
 }
 
+/** The part of `Database` a publish's statements run through (tracked: a completed statement outside a transaction committed). */
+type PublishDatabase = Pick<Database, "execute" | "dialect">;
+
 /** What a publish resolves to for each payload: the row's id, and whether this publish inserted it (`false`: its dedup key was held). */
 export interface Published {
-  readonly id: unknown;
+  /**
+   * The row's id as text, on every engine: an integer id's decimal digits (a `BIGINT` passes 2^53, where a
+   * number loses digits), a text or uuid id as it is, a binary id in hex, a time id in ISO 8601. `broker.cancel`
+   * takes it as it is; a handler's `ctx.id` is the value the driver read (compare with `String(ctx.id)`).
+   */
+  readonly id: string;
   readonly created: boolean;
   /** With `replace`: whether the row holding the key took this publish's values (`false`: it was in work, left alone). */
   readonly replaced?: boolean;
+}
+
+/** A row's outcome as the statements give it: the id as the driver read it (`idText` makes it a `Published`). */
+interface Inserted extends Omit<Published, "id"> {
+  readonly id: unknown;
+}
+
+/** An id as `Published.id` gives it: text, whatever the column and the driver. */
+function idText(id: unknown): string {
+  if (typeof id === "string") return id;
+  if (id instanceof Uint8Array) return Buffer.from(id).toString("hex");
+  if (id instanceof Date) return id.toISOString();
+  return String(id);
 }
 
 /**
@@ -149,14 +254,14 @@ export interface Published {
  * the lease column: a claim stamping it meanwhile holds the row lock, and exactly one of the two wins.
  */
 async function replaceHeld(
-  database: Database,
+  database: PublishDatabase,
   spec: InboxDescription,
   rows: readonly RawRow[],
-  outcome: readonly Published[],
+  outcome: readonly Inserted[],
   target: AnyKysely | undefined,
   now: Date,
-): Promise<Published[]> {
-  const out: Published[] = [];
+): Promise<Inserted[]> {
+  const out: Inserted[] = [];
   for (const [i, published] of outcome.entries()) {
     if (published.created) {
       out.push(published);
@@ -179,10 +284,10 @@ const KEY_RETRIES = 5;
  * meaning the key is held, then a locking read of its id. A key whose row went away between the
  * two (acked meanwhile) is inserted again. No read before a write: the unique index decides.
  */
-async function insertKeyed(database: Database, spec: InboxDescription, route: string, rows: readonly RawRow[], target: AnyKysely | undefined): Promise<Published[]> {
+async function insertKeyed(database: PublishDatabase, spec: InboxDescription, route: string, rows: readonly RawRow[], target: AnyKysely | undefined): Promise<Inserted[]> {
   const keyColumn = (spec.key as NonNullable<InboxDescription["key"]>).name;
   const keyOf = (row: RawRow): string | undefined => row[keyColumn] as string | undefined;
-  const out: Array<Published | undefined> = rows.map(() => undefined);
+  const out: Array<Inserted | undefined> = rows.map(() => undefined);
   const order = rows.map((_, i) => i).sort((a, b) => compareKeys(keyOf(rows[a] as RawRow), keyOf(rows[b] as RawRow)));
   // The first row of each key in this call is the one that may insert it; later ones take its outcome.
   const firstOfKey = new Map<string, number>();
@@ -204,8 +309,7 @@ async function insertKeyed(database: Database, spec: InboxDescription, route: st
       )) {
         const chunk = pending.slice(start, start + part.length);
         start += part.length;
-        const query = publish.insertKeyed(spec, part) as NonNullable<ReturnType<typeof publish.insertKeyed>>;
-        const inserted = (await database.execute("publish", query, target)).rows;
+        const inserted = (await database.execute("publish", publish.insertKeyed(spec, part), target)).rows;
         const byKey = new Map<string, unknown>();
         const unkeyedIds: unknown[] = [];
         for (const r of inserted) {
@@ -246,7 +350,7 @@ async function insertKeyed(database: Database, spec: InboxDescription, route: st
   return rows.map((row, i) => {
     const key = keyOf(row);
     const first = key === undefined ? i : (firstOfKey.get(key) as number);
-    const outcome = out[first] as Published;
+    const outcome = out[first] as Inserted;
     return first === i ? outcome : { id: outcome.id, created: false };
   });
 }

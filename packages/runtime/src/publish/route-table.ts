@@ -1,5 +1,6 @@
 import type { AnyInboxSpec, InboxDescription } from "@sqlinbox/core/internal";
 import { checkSchema } from "@sqlinbox/kysely-dialects/internal";
+import type { CompiledQuery } from "kysely";
 import type { AnyKysely } from "../drivers/database.js";
 import { routeAlreadyDeclared, schemaUnsupported } from "../errors.js";
 import { payloadStorageOf, type PayloadStorage } from "../declare/payload.js";
@@ -63,9 +64,19 @@ export class RouteTable {
     const database = this.#connection.require();
     const capabilities = database.dialect.capabilities;
     if (spec.schema !== undefined && !capabilities.tableSchemas) throw schemaUnsupported(capabilities.engine, spec.schema, spec.table);
-    const rows = (await database.execute("schema", database.dialect.schema.describeTable(spec.table, spec.schema), via)).rows;
+    const schema = database.dialect.schema;
+    const rows = (await database.execute("schema", schema.describeTable(spec.table, spec.schema), via)).rows;
     const found = database.dialect.readFoundColumns(rows);
-    const precision = checkSchema(spec, found, database.dialect.capabilities.engine)?.precision ?? 0;
+    // What a generated id and a dedup key stand on, read only for a table that has them (and exists).
+    const names = async (query: CompiledQuery<{ name: string }>): Promise<string[]> => (await database.execute("schema", query, via)).rows.map((r) => String(r.name));
+    const keys =
+      found.length === 0
+        ? undefined
+        : {
+            filled: spec.id.generated ? await names(schema.filledColumns(spec.table, spec.schema)) : [],
+            unique: spec.key === undefined ? [] : await names(schema.uniqueColumns(spec.table, spec.schema)),
+          };
+    const precision = checkSchema(spec, found, database.dialect.capabilities.engine, keys)?.precision ?? 0;
     const payloadType = spec.payload === undefined ? undefined : found.find((c) => c.name === spec.payload?.name)?.dataType;
     return { precision, storage: payloadStorageOf(payloadType) };
   }

@@ -1,3 +1,4 @@
+import { cancelRow, parseDatabaseUrl, pauseRoute, redactSecrets, redactUrl, resumeRoute, type CancelResult, type EngineOfUrl, type PoolOptions } from "@sqlinbox/database";
 import type { AnyInboxSpec, DataOf, HasLeaseColumn, HasRole, IsRowLockForm, RoleMarker, RolesOf, SpecError } from "@sqlinbox/core/internal";
 import { dialectFor, type Engine, type EngineSupports } from "@sqlinbox/kysely-dialects";
 import type { Kysely, Transaction } from "kysely";
@@ -5,19 +6,17 @@ import { BrokerParts } from "./broker.js";
 import type { PoolerMode } from "./connection.js";
 import type { AnyKysely } from "../drivers/database.js";
 import { engineOfKysely } from "../drivers/engine-of-kysely.js";
-import { parseDatabaseUrl, type PoolOptions } from "../drivers/index.js";
-import type { EngineOfUrl } from "../drivers/engine-of-url.js";
 import { listenConnector, type ListenSource } from "./listen-source.js";
-import { consoleLogger, redactUrl, type Logger } from "../logger.js";
+import type { Logger } from "../logger.js";
 import type { MessageHeaderValues, RowOptions } from "./publish-rows.js";
 import type { Published } from "./publisher.js";
+import { JobHandle, recordCancel, type JobId, type JobOptions, type JobSpecOf } from "./job-handle.js";
 import { wholeSeconds, type PayloadOfSpec } from "../declare/queue.js";
-import { cancelRow, pauseRoute, resumeRoute, type CancelResult } from "../control/control-commands.js";
 import { noRoute } from "../errors.js";
 
-export type { EngineOfUrl } from "../drivers/engine-of-url.js";
+export type { EngineOfUrl } from "@sqlinbox/database";
 export type { Published } from "./publisher.js";
-export type { CancelResult } from "../control/control-commands.js";
+export type { CancelResult } from "@sqlinbox/database";
 
 /** Options of `SqlBroker.fromUrl`. */
 export interface BrokerOptions {
@@ -128,12 +127,37 @@ type KeyPart<R extends readonly RoleMarker[], Many extends boolean> = When<
   Many extends true ? { readonly keys?: readonly (string | undefined)[] } : { readonly key?: string },
   "a publish with a key needs a dedup key column: describe one with field.key() or .key(column(…))"
 >;
-type ReplacePart<R extends readonly RoleMarker[]> = When<
-  HasRole<R, "key"> extends true ? (HasLeaseColumn<R> extends true ? HasRole<R, "retryAfter"> : false) : false,
-  { readonly replace?: boolean },
-  "replace needs a dedup key column, a lease column (it tells a row in work) and a retryAfter column (it holds the run-at)"
->;
-type DataColumns<S> = { readonly [K in keyof DataOf<S>]?: DataOf<S>[K] };
+/**
+ * `replace: true` debounces the row that holds the publish's key, so it comes with the key: without one,
+ * each publish would insert a new row while the caller believes it debounces. A publish that sets
+ * `replace: true` and no key fails to compile: "Property 'key' is missing … but required in type 'KeyForReplace'".
+ */
+interface KeyForReplace {
+  readonly key: string;
+  readonly replace?: boolean;
+}
+/** `KeyForReplace` for `publishMany`: `replace: true` comes with the rows' `keys`. */
+interface KeysForReplace {
+  readonly keys: readonly (string | undefined)[];
+  readonly replace?: boolean;
+}
+type ReplaceWithKey<Many extends boolean> =
+  | (Many extends true ? KeysForReplace : KeyForReplace)
+  | ((Many extends true ? { readonly keys?: readonly (string | undefined)[] | undefined } : { readonly key?: string | undefined }) & {
+      readonly replace?: false | SpecError<"replace: true debounces the row that holds the publish's key: give the publish a key (key: …; keys on publishMany)">;
+    });
+type ReplacePart<R extends readonly RoleMarker[], Many extends boolean> =
+  HasRole<R, "key"> extends true
+    ? HasLeaseColumn<R> extends true
+      ? HasRole<R, "retryAfter"> extends true
+        ? ReplaceWithKey<Many>
+        : ReplaceRefused
+      : ReplaceRefused
+    : ReplaceRefused;
+type ReplaceRefused = {
+  readonly replace?: SpecError<"replace needs a dedup key column, a lease column (it tells a row in work) and a retryAfter column (it holds the run-at)">;
+};
+export type DataColumns<S> = { readonly [K in keyof DataOf<S>]?: DataOf<S>[K] };
 type ColumnsPart<S extends AnyInboxSpec, Many extends boolean> = [keyof DataOf<S>] extends [never]
   ? { readonly columns?: SpecError<"publish(…, { columns }) sets data columns: this table describes none (field.data() or .data(column(…)))"> }
   : { readonly columns?: DataColumns<S> | (Many extends true ? (payload: PayloadOfSpec<S>, index: number) => DataColumns<S> : never) };
@@ -142,7 +166,7 @@ type ColumnsPart<S extends AnyInboxSpec, Many extends boolean> = [keyof DataOf<S
 type SpecOptions<S, Many extends boolean> = [S] extends [never]
   ? Omit<Many extends true ? PublishManyOptions : PublishOptions, "via">
   : S extends AnyInboxSpec
-    ? HeadersPart<RolesOf<S>> & PriorityPart<RolesOf<S>> & RunAtPart<RolesOf<S>> & KeyPart<RolesOf<S>, Many> & ReplacePart<RolesOf<S>> & ColumnsPart<S, Many>
+    ? HeadersPart<RolesOf<S>> & PriorityPart<RolesOf<S>> & RunAtPart<RolesOf<S>> & KeyPart<RolesOf<S>, Many> & ReplacePart<RolesOf<S>, Many> & ColumnsPart<S, Many>
     : unknown;
 /** The options of a publish to route `N`: each only where its table has a column for it. */
 export type PublishOptionsFor<R extends Routes, N extends string, DB> = { readonly via?: Kysely<DB> | Transaction<DB> } & SpecOptions<RouteSpecOf<R, N>, false>;
@@ -186,7 +210,7 @@ export function brokerParts(broker: object): BrokerParts {
 export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine = Engine> {
   /** The default lease of this broker's subscriptions, in ms (whole seconds). */
   readonly leaseMs: number;
-  /** Whether an app started with this value listens for (and sends) Postgres notifications: `listenNotify()`. */
+  /** Whether publishes on this value send Postgres notifications, and an app started with it listens for them: `listenNotify()`. */
   readonly listening: boolean;
   /** @internal phantom: the engine the URL names, when the type system can read it. */
   declare readonly "~engine"?: E;
@@ -210,10 +234,11 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
         {
           engine: parsed.engine,
           label: redactUrl(url),
+          redact: (text: string) => redactSecrets(text, url),
           open: async () => ({ ...(await parsed.open(pool)), owned: true }),
           pooler: options.pooler,
         },
-        options.logger ?? producerLogger(),
+        options.logger,
       ),
       30_000,
     );
@@ -228,7 +253,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     const engine = engineOfKysely(anyDb);
     const listen = options.listen === undefined || !dialectFor(engine).capabilities.listenNotify ? {} : { listen: listenConnector(options.listen) };
     const source = { engine, label: `kysely (${engine})`, open: async () => ({ db: anyDb, engine, poolMax: Infinity, owned: false, ...listen }), pooler: options.pooler };
-    return new SqlBroker(new BrokerParts(source, options.logger ?? producerLogger()), 30_000);
+    return new SqlBroker(new BrokerParts(source, options.logger), 30_000);
   }
 
   /** The engine the URL or the Kysely instance names. */
@@ -244,8 +269,10 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   /**
    * Postgres only: wakes subscriptions in other processes too. An app started with this value takes
    * one pool connection for its life and `LISTEN`s on a channel per routed table (`sqlinbox_<table>`,
-   * hashed past 63 bytes); every publish also notifies that channel (the dialect's `notify` group) on the insert's
-   * connection or transaction (so `{ via: trx }` notifies at commit, and a rollback notifies nobody).
+   * hashed past 63 bytes). Every publish on this value notifies that channel (the dialect's `notify` group) on the
+   * insert's connection or transaction (so `{ via: trx }` notifies at commit, and a rollback notifies nobody),
+   * whether or not an app runs the broker: a process that only publishes sets it too, or workers elsewhere
+   * see its rows only at their next poll. While a listening app runs the broker, every value of it notifies.
    * A SQLite or MySQL/MariaDB URL does not compile; any other non-Postgres broker, or one built
    * with `fromKysely` without `{ listen }`, is refused when the app starts.
    */
@@ -279,7 +306,13 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
    */
   async publish<N extends string, DB = unknown>(name: N & KnownRoute<R, N>, payload: PublishPayload<R, N>, options?: PublishOptionsFor<R, N, DB>): Promise<Published> {
     const { via, ...rest } = (options ?? {}) as PublishOptions<DB>;
-    return brokerParts(this).publisher.publish(name, payload, via as unknown as AnyKysely | undefined, rowOptions(rest, rest.key === undefined ? undefined : [rest.key]));
+    return brokerParts(this).publisher.publish(
+      name,
+      payload,
+      via as unknown as AnyKysely | undefined,
+      rowOptions(rest, rest.key === undefined ? undefined : [rest.key]),
+      this.listening,
+    );
   }
 
   /**
@@ -295,7 +328,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     options?: PublishManyOptionsFor<R, N, DB>,
   ): Promise<Published[]> {
     const { via, keys, ...rest } = (options ?? {}) as PublishManyOptions<DB>;
-    return brokerParts(this).publisher.publishMany(name, payloads, via as unknown as AnyKysely | undefined, rowOptions(rest, keys));
+    return brokerParts(this).publisher.publishMany(name, payloads, via as unknown as AnyKysely | undefined, rowOptions(rest, keys), this.listening);
   }
 
   /**
@@ -307,14 +340,13 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
    * when no app has. Fails with `Schema` when the control table does not exist.
    */
   async pause(name: RouteName<R>): Promise<void> {
-    const database = await brokerParts(this).database();
-    await pauseRoute(database.dialect, database.db, name, new Date());
+    const parts = brokerParts(this);
+    await pauseRoute((await parts.database()).controlPlace, name, (await parts.clock()).now());
   }
 
   /** Ends the pause of route `name` everywhere; resolves `false` when it was not paused. */
   async resume(name: RouteName<R>): Promise<boolean> {
-    const database = await brokerParts(this).database();
-    return resumeRoute(database.dialect, database.db, name);
+    return resumeRoute((await brokerParts(this).database()).controlPlace, name);
   }
 
   /**
@@ -330,7 +362,15 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
     const spec = parts.routes.route(name);
     if (spec === undefined) throw noRoute(name, parts.routes.all);
     const database = await parts.database();
-    return cancelRow(database.dialect, database.db, spec.description, name, id, new Date());
+    // "In work" is a live lease on the database's clock, as the claims judge it: never the host's.
+    const result = await cancelRow(database.controlPlace, spec.description, name, id, (await parts.clock()).now());
+    recordCancel(parts, name, id, result);
+    return result;
+  }
+
+  /** Job `id` of route `name` (its id, or what `publish` resolved to): `state()`, `finished()`, `cancel()`; see `JobHandle`. */
+  job<N extends string, D = never>(name: N & KnownRoute<R, N>, id: JobId, options?: JobOptions<JobSpecOf<RouteSpecOf<R, N>>, D>): JobHandle<JobSpecOf<RouteSpecOf<R, N>>> {
+    return new JobHandle(brokerParts(this), name, id, options as object);
   }
 
   /**
@@ -345,12 +385,7 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
 }
 
 /** The run-time options of a publish (the publisher turns a `delay` into a `runAt` on the database's clock, which claims compare against). */
-function rowOptions(options: Omit<PublishManyOptions, "via" | "keys"> & { readonly key?: string }, keys: readonly (string | undefined)[] | undefined): RowOptions {
+export function rowOptions(options: Omit<PublishManyOptions, "via" | "keys"> & { readonly key?: string }, keys: readonly (string | undefined)[] | undefined): RowOptions {
   const { headers, priority, runAt, delay, columns, replace } = options;
   return { headers, priority, runAt, delay: runAt === undefined ? delay : undefined, columns: columns as RowOptions["columns"], keys, replace };
-}
-
-/** The default logger of a producer's connection: warnings and errors only. */
-function producerLogger(): Logger {
-  return consoleLogger({ level: "warn" });
 }

@@ -7,22 +7,33 @@ import { CommitWatch } from "./after-commit.js";
  */
 export type Wake = (dueAt?: number) => void;
 
-/** The wake-ups of subscriptions in this process, by the table they consume: a publish or a notification calls them. */
+/** A registered wake-up and the group its subscription claims (`undefined`: the whole table). */
+interface GroupWake {
+  readonly wake: Wake;
+  readonly group: string | undefined;
+}
+
+/**
+ * The wake-ups of subscriptions in this process, by the table they consume: a publish or a
+ * notification calls them. A wake that names a group (the rows went to that group of a table with a
+ * group column) reaches only that group's subscriptions; one without a group reaches them all.
+ */
 export class Wakes {
-  readonly #byTable = new Map<string, Set<Wake>>();
+  readonly #byTable = new Map<string, Set<GroupWake>>();
   readonly #commits = new CommitWatch();
 
-  /** Registers `wake` for `table`; returns its removal. */
-  add(table: string, wake: Wake): () => void {
+  /** Registers `wake` for `table` (for `group`'s rows alone, when given); returns its removal. */
+  add(table: string, wake: Wake, group?: string): () => void {
     const set = this.#byTable.get(table) ?? new Set();
-    set.add(wake);
+    const entry: GroupWake = { wake, group };
+    set.add(entry);
     this.#byTable.set(table, set);
-    return () => set.delete(wake);
+    return () => set.delete(entry);
   }
 
-  /** Wakes every subscription of `table`: now, or when a row comes due at `dueAt`. */
-  wake(table: string, dueAt?: number): void {
-    for (const wake of this.#byTable.get(table) ?? []) wake(dueAt);
+  /** Wakes the subscriptions of `table` (of `group` alone, when given): now, or when a row comes due at `dueAt`. */
+  wake(table: string, dueAt?: number, group?: string): void {
+    for (const entry of this.#byTable.get(table) ?? []) if (group === undefined || entry.group === undefined || entry.group === group) entry.wake(dueAt);
   }
 
   /**
@@ -31,9 +42,10 @@ export class Wakes {
    * to a claim until then); never when that transaction rolls back. With `dueAt` (a run-at) the
    * wake waits for that time too.
    */
-  wakeAfterCommit(table: string, via: AnyKysely | undefined, dueAt?: number): void {
-    // One wake per table and due time: a later publish in the same transaction keeps an earlier one's.
-    const state = this.#commits.afterCommit(via, dueAt === undefined ? table : `${table}\u0000${dueAt}`, () => this.wake(table, dueAt));
-    if (state === "none" || state === "committed") this.wake(table, dueAt);
+  wakeAfterCommit(table: string, via: AnyKysely | undefined, dueAt?: number, group?: string): void {
+    // One wake per table, group and due time: a later publish in the same transaction keeps an earlier one's.
+    const key = `${table}\u0000${group ?? ""}\u0000${dueAt ?? ""}`;
+    const state = this.#commits.afterCommit(via, key, () => this.wake(table, dueAt, group));
+    if (state === "none" || state === "committed") this.wake(table, dueAt, group);
   }
 }

@@ -1,11 +1,24 @@
 import type { Clock, Timer } from "../clock.js";
 import { errorFields, type Logger } from "../logger.js";
-import type { Published } from "../publish/publisher.js";
 import type { CronDeclaration, CronTick } from "./cron.js";
 import { cronKey, dueTicks } from "./cron-schedule.js";
 
+/** One tick to publish: its time, its key and payload, and the oldest tick any process may still publish (see `LATE_TICKS`). */
+export interface TickToPublish {
+  readonly at: Date;
+  readonly key: string;
+  readonly payload: unknown;
+  readonly oldestLive: Date;
+}
+
+/** What a tick's publish did: `created` when its row was made here (and its id). */
+export interface TickOutcome {
+  readonly created: boolean;
+  readonly id?: string;
+}
+
 /** Publishes one tick's payload with its key on the declaration's broker. */
-export type PublishTick = (declaration: CronDeclaration, payload: unknown, key: string) => Promise<Published>;
+export type PublishTick = (declaration: CronDeclaration, tick: TickToPublish) => Promise<TickOutcome>;
 
 /** A timer waits at most this long before it looks at the clock again (a host clock set forward or back is seen within it). */
 const MAX_WAIT_MS = 60_000;
@@ -46,7 +59,15 @@ export class CronRunner {
     this.#after = now;
     const next = this.#cron.schedule.next(now);
     this.#logger.info(
-      { route: this.#cron.route, pattern: this.#cron.schedule.pattern, timeZone: this.#cron.schedule.timeZone, catchUp: missed.length, next: next?.toISOString() },
+      {
+        route: this.#cron.route,
+        pattern: this.#cron.schedule.pattern,
+        timeZone: this.#cron.schedule.timeZone,
+        catchUp: missed.length,
+        next: next?.toISOString(),
+        // How long the route's handled rows must be kept for catch-up to hold (retain({ done }) at least this).
+        ...(this.#cron.catchUp > 0 ? { retainDoneAtLeastMs: this.#cron.schedule.catchUpWindow(this.#cron.catchUp, now) } : {}),
+      },
       "cron schedule started",
     );
     for (const tick of missed) this.#enqueue(tick);
@@ -98,7 +119,9 @@ export class CronRunner {
       if (this.#stopped.signal.aborted) return;
       try {
         const payload = typeof this.#cron.payload === "function" ? (this.#cron.payload as (tick: CronTick) => unknown)({ at, key }) : this.#cron.payload;
-        const { id, created } = await this.#publish(this.#cron, payload, key);
+        // A process publishes ticks at most this far back (late ones, or `catchUp` at its start); one tick more for the clocks' differences.
+        const oldestLive = this.#cron.schedule.missed(Math.max(LATE_TICKS, this.#cron.catchUp) + 2, at)[0] ?? at;
+        const { id, created } = await this.#publish(this.#cron, { at, key, payload, oldestLive });
         this.#logger.debug({ ...fields, id, created }, created ? "cron tick published" : "cron tick already published");
         return;
       } catch (error) {

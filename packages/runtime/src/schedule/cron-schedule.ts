@@ -1,5 +1,5 @@
 import { Cron } from "croner";
-import { cronNeverFires, cronPatternInvalid } from "../errors.js";
+import { cronNeverFires, cronPatternInvalid, cronTimeZoneInvalid } from "../errors.js";
 
 /**
  * The ticks of one cron pattern, in a time zone, parsed by croner (seconds optional, `L`, `W`,
@@ -26,9 +26,16 @@ export class CronSchedule {
   static parse(pattern: string, timeZone: string | undefined, route: string, now: Date): CronSchedule {
     let cron: Cron;
     let first: Date | null;
+    // The zone first, on its own: a zone croner cannot use only shows when a date is converted, as a pattern error would.
+    if (timeZone !== undefined) {
+      try {
+        new Intl.DateTimeFormat("en-US", { timeZone }).format(now);
+      } catch (error) {
+        throw cronTimeZoneInvalid(pattern, timeZone, error, route);
+      }
+    }
     try {
       cron = new Cron(pattern, timeZone === undefined ? {} : { timezone: timeZone });
-      // An unknown time zone is only found when a date is converted: convert one now.
       first = cron.nextRun(now);
     } catch (error) {
       throw cronPatternInvalid(pattern, timeZone, error, route);
@@ -40,6 +47,18 @@ export class CronSchedule {
   /** The first tick strictly after `after` (ticks are whole seconds); `undefined` when the pattern fires no more. */
   next(after: Date): Date | undefined {
     return this.#cron.nextRun(after) ?? undefined;
+  }
+
+  /**
+   * How long handled rows must be kept for a start at `now` to see every one of its `catchUp` missed
+   * ticks as handled: from the oldest of them to the next tick (a start just before it looks that far
+   * back). `0` without catch-up. A retention window shorter than this lets a start publish again a
+   * tick whose row was pruned.
+   */
+  catchUpWindow(catchUp: number, now: Date): number {
+    const oldest = this.missed(catchUp, now)[0];
+    if (oldest === undefined) return 0;
+    return (this.next(now) ?? now).getTime() - oldest.getTime();
   }
 
   /** The most recent `count` ticks at or before `now`, oldest first. */

@@ -1,7 +1,6 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { ClaimStrategy } from "../claim/claim-strategy.js";
 import type { Database } from "../drivers/database.js";
-import type { Subscription } from "../consume/subscription.js";
 import { headersColumnOf } from "./trace-headers.js";
 import type { ObservedDatabase, ObservedSubscription, SubscriptionPlace } from "./telemetry.js";
 
@@ -10,18 +9,12 @@ export function subscriptionPlace(route: string, spec: InboxDescription, form: s
   return { route, table: spec.table, form, dbSystem, headersColumn: headersColumnOf(spec) };
 }
 
-/** What the observable instruments read of one running subscription. */
-export function observedSubscription(
-  place: SubscriptionPlace,
-  subscription: Subscription,
-  strategy: ClaimStrategy,
-  database: Database,
-  spec: InboxDescription,
-): ObservedSubscription {
+/** What the observable instruments read of one running subscription (`inFlight`: its deliveries in work now). */
+export function observedSubscription(place: SubscriptionPlace, inFlight: () => number, strategy: ClaimStrategy, database: Database, spec: InboxDescription): ObservedSubscription {
   const depthQuery = database.dialect.observe.queueDepth(spec, spec.group === undefined ? {} : { group: place.route });
   return {
     ...place,
-    inFlight: () => subscription.inFlight,
+    inFlight,
     connectionsPerDelivery: strategy.profile.connectionsPerDelivery,
     countDepth: async () => Number((await database.execute("observe", depthQuery)).rows[0]?.depth ?? 0),
   };

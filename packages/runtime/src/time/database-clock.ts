@@ -1,7 +1,7 @@
+import { describeSkew, measureOffset, WARN_SKEW_MS, type ClockOffset } from "@sqlinbox/database";
 import type { Clock, Timer } from "../clock.js";
 import type { Database } from "../drivers/database.js";
 import { errorFields, type Logger } from "../logger.js";
-import { describeSkew, offsetOf, WARN_SKEW_MS, type ClockOffset, type ClockSample } from "./clock-offset.js";
 
 /**
  * Whose time lease deadlines and due times are judged on: `"database"` (the default) reads the
@@ -11,12 +11,10 @@ import { describeSkew, offsetOf, WARN_SKEW_MS, type ClockOffset, type ClockSampl
 export type LeaseClock = "database" | "host";
 
 /** How often a running clock measures its offset again (ms on its base clock). */
-export const REMEASURE_MS = 60_000;
-/** Readings per measure: the one with the shortest round trip counts. */
-const SAMPLES = 3;
+const REMEASURE_MS = 60_000;
 
 /** Where the clock's database is, for the warning: its redacted URL and its server (`PostgreSQL 16.4`). */
-export interface ClockPlace {
+interface ClockPlace {
   readonly database: string;
   readonly server: string;
 }
@@ -33,18 +31,13 @@ export interface DatabaseClockOptions {
   readonly isClosed: () => boolean;
 }
 
-/** Reads the database's clock `SAMPLES` times through `base`: the offset of the best reading. */
-export async function measureOffset(database: Database, base: Clock): Promise<ClockOffset> {
-  const samples: ClockSample[] = [];
-  for (let i = 0; i < SAMPLES; i++) {
-    const sentAt = base.now().getTime();
-    const row = (await database.execute("clock", database.dialect.schema.serverTime())).rows[0];
-    const receivedAt = base.now().getTime();
-    const serverAt = Number(row?.now_ms);
-    if (!Number.isFinite(serverAt)) throw new TypeError(`the server's clock read as ${String(row?.now_ms)}, not a time`);
-    samples.push({ sentAt, serverAt, receivedAt });
-  }
-  return offsetOf(samples);
+/** How far `base` is from the database's clock (`measureOffset`, the one measure the operator tools take too). */
+function measure(database: Database, base: Clock): Promise<ClockOffset> {
+  return measureOffset(
+    (query) => database.execute("clock", query),
+    database.dialect,
+    () => base.now().getTime(),
+  );
 }
 
 /**
@@ -69,7 +62,7 @@ export class DatabaseClock implements Clock {
 
   /** Measures the offset now (a failed read fails the start) and warns when it is over a second. */
   static async start(options: DatabaseClockOptions): Promise<DatabaseClock> {
-    const clock = new DatabaseClock(options, await measureOffset(options.database, options.base));
+    const clock = new DatabaseClock(options, await measure(options.database, options.base));
     clock.#report("at startup");
     return clock;
   }
@@ -104,7 +97,7 @@ export class DatabaseClock implements Clock {
     this.#nextMeasureAt = host + REMEASURE_MS;
     if (this.#measuring || this.#options.isClosed()) return;
     this.#measuring = true;
-    measureOffset(this.#options.database, this.#base).then(
+    measure(this.#options.database, this.#base).then(
       (measured) => {
         this.#measuring = false;
         this.#measured = measured;

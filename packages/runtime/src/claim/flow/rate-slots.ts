@@ -53,9 +53,8 @@ export class RateSlots {
     const { flow } = this.#database.dialect;
     const reserve = now + this.#perMs;
     const pick = { max: this.#max, take: Math.min(take, this.#max), freeBefore: now - this.#perMs };
-    const one = flow.takeRateSlots(this.#place, pick, reserve);
     let rows: readonly { slot: unknown }[];
-    if (one !== null) rows = (await this.#database.execute("claim", one)).rows;
+    if (this.#database.dialect.capabilities.updateReturning) rows = (await this.#database.execute("claim", flow.takeRateSlots(this.#place, pick, reserve))).rows;
     else {
       // MySQL/MariaDB: lock the free slots, then stamp them, in one short transaction.
       rows = await this.#database.transaction("claim", async (trx) => {

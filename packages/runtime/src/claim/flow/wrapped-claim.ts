@@ -18,8 +18,8 @@ export abstract class WrappedClaim implements ClaimStrategy {
     return this.inner.heldTransactions;
   }
 
-  releaseUnstarted(deliveries: readonly ClaimedDelivery[]): Promise<void> {
-    return this.inner.releaseUnstarted(deliveries);
+  releaseUnstarted(deliveries: readonly ClaimedDelivery[], routine?: boolean): Promise<void> {
+    return this.inner.releaseUnstarted(deliveries, routine);
   }
 
   invalidate(): void {

@@ -5,11 +5,10 @@ import type { CompiledQuery, ControlledTransaction } from "kysely";
 import type { AnyTransaction } from "../../drivers/database.js";
 import { alreadySettled, closedBeforeHeldSettlement, noDeadLetter, type HeldThing } from "../../errors.js";
 import type { Clock } from "../../clock.js";
-import type { HandlerOutcome } from "../../declare/outcome.js";
-import type { ParkedRows } from "../../consume/parked-rows.js";
+import type { ParkedRows } from "../parked-rows.js";
 import type { DeadLetterTarget } from "../../declare/queue.js";
-import type { ClaimedDelivery } from "../claim-strategy.js";
-import { delayOf, type StepWriter, writeStep } from "../settlement.js";
+import type { ClaimedDelivery, SettleDone } from "../claim-strategy.js";
+import { delayOf, type Settlement, type StepWriter, writeStep } from "../settlement.js";
 
 /**
  * What differs between the forms that hold a row for a delivery's whole run: how the hold is
@@ -18,7 +17,6 @@ import { delayOf, type StepWriter, writeStep } from "../settlement.js";
  */
 export interface HoldingForm<H> {
   readonly held: HeldThing;
-  readonly spec: InboxDescription;
   readonly clock: Clock;
   /** Rows kept out of this process's claims: where a delay goes on a table with no retryAfter column. */
   readonly parked?: ParkedRows | undefined;
@@ -27,8 +25,8 @@ export interface HoldingForm<H> {
   closedBeforeSettle(delivery: HeldDelivery<H>): Promise<void>;
   /** Gives the hold back at once, not waiting (the shutdown grace is over; `started: false`: never started); never rejects. */
   abandon(delivery: HeldDelivery<H>, started: boolean): void;
-  /** Writes the outcome on the hold and ends it (committing the handler's writes on an ack); throws when the hold was lost. */
-  settle(delivery: HeldDelivery<H>, outcome: HandlerOutcome): Promise<void>;
+  /** Writes the settlement on the hold and ends it (committing the handler's writes on an ack); throws when the hold was lost. */
+  settle(delivery: HeldDelivery<H>, settlement: Settlement): Promise<void>;
   /** Transactional mode: opens the handler's transaction on the hold (a savepoint, or a transaction on the lock's session). */
   openHandlerTransaction?(delivery: HeldDelivery<H>): Promise<HandlerTransaction>;
 }
@@ -97,7 +95,14 @@ export class HeldDelivery<H> implements ClaimedDelivery {
       .catch(() => undefined);
   }
 
-  async settle(outcome: HandlerOutcome): Promise<void> {
+  settle(settlement: Settlement, done: SettleDone): void {
+    this.#settle(settlement).then(
+      () => done.settled(true),
+      (error: unknown) => done.settled(false, error),
+    );
+  }
+
+  async #settle(settlement: Settlement): Promise<void> {
     const form = this.#form;
     if (this.#state === "abandoned" || form.isClosed()) {
       try {
@@ -106,16 +111,15 @@ export class HeldDelivery<H> implements ClaimedDelivery {
       } finally {
         this.#state = "done";
       }
-      throw closedBeforeHeldSettlement(outcome.kind, form.held, this.place);
+      throw closedBeforeHeldSettlement(settlement.outcome.kind, form.held, this.place);
     }
     if (this.#state !== "held") throw alreadySettled(this.place);
     this.#state = "settling";
     try {
       // No column to hide the row in: it is released now and this process leaves it out of its
       // claims meanwhile — parked before the release, so no claim can take it in between.
-      const delayMs = delayOf(outcome);
-      if (delayMs !== undefined && form.spec.retryAfter === undefined) form.parked?.park(this.id, delayMs);
-      await form.settle(this, outcome);
+      if (settlement.parked === true) form.parked?.park(this.id, delayOf(settlement) ?? 0);
+      await form.settle(this, settlement);
     } finally {
       this.#state = "done";
     }
@@ -146,7 +150,7 @@ export async function abandonUnstarted(deliveries: readonly ClaimedDelivery[]): 
 /** The settlement statements both held forms share the shape of. */
 interface HeldSettlements {
   settleAck(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
-  settleRetry(spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery | null;
+  settleRetry(spec: InboxDescription, id: unknown, retryAt: Date): CompiledQuery;
 }
 
 /** What a held settlement writes besides the outcome: the dead-letter destination and the attempt it records. */
@@ -158,7 +162,7 @@ export interface HeldSettlementContext {
 }
 
 /**
- * The statements that write `outcome` for a held row, in order, in the hold's transaction (none:
+ * The statements that write `settlement` for a held row, in order, in the hold's transaction (none:
  * nothing to write but the release). A delay goes into the retryAfter column; without one the
  * row is released at once (the caller parks it). A dead letter is the move: an insert into the
  * destination and the delete, or the group update.
@@ -167,11 +171,11 @@ export function heldSettlement(
   statements: HeldSettlements,
   spec: InboxDescription,
   id: unknown,
-  outcome: HandlerOutcome,
+  settlement: Settlement,
   now: Date,
   context: HeldSettlementContext,
 ): CompiledQuery[] {
-  return writeStep(outcome, HELD_STEPS, id, { statements, spec, now, context });
+  return writeStep(settlement, HELD_STEPS, id, { statements, spec, now, context });
 }
 
 /** What the held steps write with: the form's statements, the row's table, the time, the dead-letter context. */
@@ -185,14 +189,13 @@ interface HeldStepInput {
 /** Each step of a held row as statements in the hold's transaction. */
 const HELD_STEPS: StepWriter<unknown, HeldStepInput, CompiledQuery[]> = {
   finish: (_how, id, { statements, spec, now }) => [statements.settleAck(spec, id, now)],
-  release: (delayMs, id, { statements, spec, now }) => {
-    const retry = statements.settleRetry(spec, id, delayMs !== null && spec.retryAfter !== undefined ? new Date(now.getTime() + delayMs) : null);
-    return retry === null ? [] : [retry];
-  },
-  deadLetter: (reason, id, { spec, context }) => {
+  // A retry at once writes nothing: the hold's end gives the row back.
+  release: (delayMs, id, { statements, spec, now }) =>
+    delayMs !== null && spec.retryAfter !== undefined ? [statements.settleRetry(spec, id, new Date(now.getTime() + delayMs))] : [],
+  deadLetter: (reason, id, { spec, now, context }) => {
     const { deadLetters, target, attempt, place } = context;
     if (target === undefined) throw noDeadLetter(place);
-    const record = { lastError: reason ?? null, attempts: attempt ?? null };
+    const record = { lastError: reason ?? null, attempts: attempt ?? null, at: now };
     if ("group" in target) return [deadLetters.toGroup(spec, id, target.group, record)];
     return [deadLetters.toTable(spec, target.table, id, record), deadLetters.removeMoved(spec, id)];
   },

@@ -41,9 +41,9 @@ export class OrderKeyHold {
     return key === undefined ? undefined : new OrderKeyHold(statements, spec, options, key.name);
   }
 
-  /** What gives the locks back before the transaction ends, where its end does not (MySQL/MariaDB); `null` on Postgres. */
-  get release(): CompiledQuery | null {
-    return this.#statements.releaseOrderKeys;
+  /** Gives the locks back just before `trx` ends, where its end does not (MySQL/MariaDB session locks); on Postgres its end does. */
+  releaseBeforeEnd(trx: { releaseBeforeEnd(query: CompiledQuery): void }): void {
+    if (this.#statements.orderKeyLocksOutliveTransaction) trx.releaseBeforeEnd(this.#statements.releaseOrderKeys());
   }
 
   /** A fresh record of the slots one transaction holds, per key. */
@@ -93,7 +93,6 @@ export class OrderKeyHold {
           group.map((row) => row[id]),
           slots,
         );
-        if (query === null) throw new Error("an ordered key's rows have no key lock statement");
         const result = await run(query);
         const slotOf = new Map(result.rows.map((r) => [String(r[id]), r.order_slot]));
         for (const row of group) {

@@ -1,16 +1,15 @@
 import type { ErrorPlace } from "@sqlinbox/core/internal";
-import type { ClaimOptions, RawRow, RowLockStatements } from "@sqlinbox/kysely-dialects";
+import type { RawRow, RowLockStatements } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, QueryResult } from "kysely";
 import { isDeadlock, missingTableError } from "../../drivers/database.js";
 import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../../errors.js";
 import { errorFields } from "../../logger.js";
-import type { HandlerOutcome } from "../../declare/outcome.js";
 import {
-  asClaimed,
   deliveredAttempt,
   deliveryPlace,
   excludedBy,
   groupOf,
+  MAX_ACKS_PER_STATEMENT,
   perKeyOf,
   type ClaimedDelivery,
   type ClaimSetup,
@@ -20,10 +19,11 @@ import {
 } from "../claim-strategy.js";
 import { KyselyClaimTransaction, SessionTransaction, type ClaimTransaction } from "./claim-transaction.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
-import { MAX_ACKS_PER_STATEMENT } from "../lease/lease-acks.js";
 import { SharedTransaction } from "./shared-transaction.js";
-import { OrderKeyHold } from "./order-key-hold.js";
-import { commitsHandlerWrites, finishOf } from "../settlement.js";
+import { RowLockRows, type TransactionRun } from "./row-lock-rows.js";
+import { MaxInWork } from "../cap/max-in-work.js";
+import { SlotRows } from "../cap/slot-rows.js";
+import { commitsHandlerWrites, finishOf, type Settlement } from "../settlement.js";
 
 type HeldTransaction = ClaimTransaction;
 
@@ -32,9 +32,6 @@ interface RowHold {
   readonly trx: HeldTransaction;
   readonly shared: SharedTransaction | undefined;
 }
-
-/** How many times a claim runs again for rows whose keys another transaction holds (`#claimRows`). */
-const MAX_KEY_ROUNDS = 3;
 
 /** The savepoint a transactional handler's writes start at: a non-ack rolls back to it and still commits the attempt. */
 const HANDLER_SAVEPOINT = "sqlinbox_handler";
@@ -76,27 +73,36 @@ export class RowLockClaim implements ClaimStrategy {
   readonly #acksTogether: boolean;
   /** Shared claims' transactions still open (claimed, not yet committed or rolled back). */
   #heldShared = 0;
-  /** `maxInWork`: the last claim found fewer free slots than it wanted. */
-  #atCap = false;
-  /** Ordered keys: the claim's transaction also locks each claimed row's key (`OrderKeyHold`). */
-  readonly #keys: OrderKeyHold | undefined;
+  /** What a claim's transaction takes: the fifo group's lock, the rows, their order keys, their attempt. */
+  readonly #rows: RowLockRows;
+  /** `maxInWork`: one slot row per row, locked in the claim's transaction (`SlotRows`). */
+  readonly #cap: MaxInWork | undefined;
+  /** Claims of one row under way: their transactions are open and hold no slot yet. */
+  #claiming = 0;
 
   constructor(setup: ClaimSetup) {
-    const statements = setup.database.dialect.rowLock;
-    if (statements === null) {
-      throw noRowLocks(setup.database.dialect.capabilities.engine, { subscription: setup.subscription, table: setup.spec.table });
-    }
+    const { capabilities, rowLock: statements } = setup.database.dialect;
+    if (!capabilities.rowLock) throw noRowLocks(capabilities.engine, { subscription: setup.subscription, table: setup.spec.table });
     this.#setup = setup;
     this.#statements = statements;
+    this.#rows = new RowLockRows(setup, statements);
     this.#shared = setup.sharedTransaction === true;
     // One row per claim's transaction, unless the rows of a claim share one (their connection counted once, by the pacer).
     this.profile = profileOf(setup, { pace: this.#shared ? "shared" : "oneRow", claimsSideBySide: true, connectionsPerDelivery: 1 });
     this.#acksTogether = setup.database.dialect.capabilities.heldRowsAckTogether;
-    this.#keys = OrderKeyHold.of(statements, setup.spec, perKeyOf(setup));
-    if (setup.capSlots !== undefined) this.atCap = () => this.#atCap;
+    // A claim of one row may queue for a slot while this process holds less than half the cap: its transactions
+    // open, but the claims' own (a shared claim's transaction holds many rows and never queues).
+    const slots =
+      setup.capSlots === undefined
+        ? undefined
+        : new SlotRows(setup.capSlots.n, setup.capSlots.place, setup.database.dialect.flow, () => (this.#shared ? undefined : this.#open.size - this.#claiming));
+    const cap = slots === undefined ? undefined : new MaxInWork(slots);
+    this.#cap = cap;
+    if (cap !== undefined) this.atCap = () => cap.atCap();
+    // A wait for a slot that ran out was the poll: the next claim may queue again at once.
+    if (slots !== undefined) this.waitAfterShortMs = () => (slots.waitedInVain ? 0 : undefined);
     this.#holding = {
       held: "row",
-      spec: setup.spec,
       clock: setup.clock,
       parked: setup.parked,
       isClosed: setup.isClosed,
@@ -107,7 +113,7 @@ export class RowLockClaim implements ClaimStrategy {
         else if (d.hold.shared !== undefined) void d.hold.shared.leave(d.id);
         else void this.#giveBack(d.hold, "the app stopped before the delivery started");
       },
-      settle: (d, outcome) => (d.hold.shared === undefined ? this.#settle(d, outcome) : this.#settleShared(d, d.hold.shared, outcome)),
+      settle: (d, settlement) => (d.hold.shared === undefined ? this.#settle(d, settlement) : this.#settleShared(d, d.hold.shared, settlement)),
       openHandlerTransaction: (d) => {
         // A transactional queue's claims open Kysely's own transaction (`#begin`): the handler's `ctx.tx` is a savepoint in it.
         const trx = d.hold.trx.kysely;
@@ -159,27 +165,20 @@ export class RowLockClaim implements ClaimStrategy {
   }
 
   async #claimOne(): Promise<ClaimedDelivery | undefined> {
-    const { database, spec, clock } = this.#setup;
+    const { database } = this.#setup;
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
         // Capped (`maxInWork`): a slot first; uncapped claims run no statement and no await for it.
-        if (this.#setup.capSlots !== undefined && (await this.#lockCapSlots(trx, 1)) === 0) {
-          await trx.rollback();
-          this.#open.delete(trx);
-          return undefined;
-        }
-        const options = await this.#lockFifoGroup(trx, { limit: 1, now: clock.now(), ...groupOf(this.#setup), ...perKeyOf(this.#setup), ...excludedBy(this.#setup) });
-        const row = (await this.#claimRows(trx, options))[0];
+        const room = this.#cap === undefined ? 1 : await this.#cappedRoom(trx);
+        const row = room === 0 ? undefined : (await this.#rows.take(trx, this.#claimRun(trx), this.#options(1)))[0];
+        this.#cap?.ended({ wanted: 1, room, taken: row === undefined ? 0 : 1, kept: row === undefined ? 0 : 1 });
         if (row === undefined) {
-          this.#atCap = false;
           await trx.rollback();
           this.#open.delete(trx);
           return undefined;
         }
-        const count = this.#statements.countAttempts(spec, [row[spec.id.name]]);
-        if (count !== null) await this.#run(trx, "claim", count);
-        return this.#delivery({ trx, shared: undefined }, row, count !== null);
+        return this.#delivery({ trx, shared: undefined }, row);
       } catch (error) {
         await this.#rollback(trx);
         if (isDeadlock(error) && database.retryDeadlock("claim", retry)) continue;
@@ -190,24 +189,18 @@ export class RowLockClaim implements ClaimStrategy {
 
   /** Up to `limit` rows in one transaction, which commits once every one of them settled. */
   async #claimShared(limit: number): Promise<ClaimedDelivery[]> {
-    const { database, spec, clock } = this.#setup;
+    const { database, spec } = this.#setup;
     for (let retry = 1; ; retry++) {
       const trx = await this.#begin();
       try {
-        const slots = this.#setup.capSlots === undefined ? limit : await this.#lockCapSlots(trx, limit);
-        const options = await this.#lockFifoGroup(trx, { limit: slots, now: clock.now(), ...groupOf(this.#setup), ...perKeyOf(this.#setup), ...excludedBy(this.#setup) });
-        const rows = slots === 0 ? [] : await this.#claimRows(trx, options);
-        if (rows.length < slots) this.#atCap = false;
+        const room = this.#cap === undefined ? limit : await this.#room(trx, limit);
+        const rows = room === 0 ? [] : await this.#rows.take(trx, this.#claimRun(trx), this.#options(room));
+        this.#cap?.ended({ wanted: limit, room, taken: rows.length, kept: rows.length });
         if (rows.length === 0) {
           await trx.rollback();
           this.#open.delete(trx);
           return [];
         }
-        const count = this.#statements.countAttempts(
-          spec,
-          rows.map((row) => row[spec.id.name]),
-        );
-        if (count !== null) await this.#run(trx, "claim", count);
         this.#heldShared++;
         let held = true;
         const release = () => {
@@ -217,14 +210,11 @@ export class RowLockClaim implements ClaimStrategy {
         const shared = new SharedTransaction(rows.length, {
           commit: () => this.#commit(trx).then(release),
           rollback: () => this.#rollback(trx).finally(release),
-          uncount: (ids) => {
-            const uncount = this.#statements.uncountAttempts(spec, ids);
-            return uncount === null ? Promise.resolve() : this.#run(trx, "settle", uncount);
-          },
+          uncount: (ids) => (ids.length === 0 || spec.attempt === undefined ? Promise.resolve() : this.#run(trx, "settle", this.#statements.uncountAttempts(spec, ids))),
           ...(this.#acksTogether ? { ackMany: (ids: readonly unknown[]) => this.#ackMany(trx, ids) } : {}),
         });
         const hold: RowHold = { trx, shared };
-        return rows.map((row) => this.#delivery(hold, row, count !== null));
+        return rows.map((row) => this.#delivery(hold, row));
       } catch (error) {
         await this.#rollback(trx);
         if (isDeadlock(error) && database.retryDeadlock("claim", retry)) continue;
@@ -233,69 +223,35 @@ export class RowLockClaim implements ClaimStrategy {
     }
   }
 
-  /**
-   * Runs the claim in `trx`; with ordered keys, holds each claimed row's key too (`OrderKeyHold`).
-   * A row whose key is held elsewhere (it committed late, behind a row of its key in work) stays
-   * out: its attempt is taken back where the claim counted it, and the claim runs again without it
-   * (and without the rows already taken) for the places left, a few times at most. The refused row
-   * stays locked by this transaction until it ends, so the claims beside this one pass over it.
-   */
-  async #claimRows(trx: HeldTransaction, options: ClaimOptions): Promise<RawRow[]> {
-    const { spec } = this.#setup;
-    const rows = (await this.#run(trx, "claim", this.#statements.claim(spec, options))).rows;
-    const keys = this.#keys;
-    if (keys === undefined || rows.length === 0) return rows;
-    const release = keys.release;
-    if (release !== null) trx.releaseBeforeEnd(release);
-    const held = keys.slots();
-    const run = <R>(query: CompiledQuery<R>) => this.#run(trx, "claim", query);
-    let { kept, refused } = await keys.take(run, rows, held);
-    const left = [...(options.exclude ?? [])];
-    for (let round = 1; refused.length > 0; round++) {
-      // The claim counted the refused rows' attempts where it counts in the same statement (Postgres).
-      const uncount = this.#statements.countAttempts(spec, [refused[0]]) === null ? this.#statements.uncountAttempts(spec, refused) : null;
-      if (uncount !== null) await this.#run(trx, "claim", uncount);
-      left.push(...refused);
-      if (kept.length >= options.limit || round > MAX_KEY_ROUNDS) break;
-      const exclude = [...left, ...kept.map((row) => row[spec.id.name])];
-      const more = (await this.#run(trx, "claim", this.#statements.claim(spec, { ...options, limit: options.limit - kept.length, exclude }))).rows;
-      if (more.length === 0) break;
-      const next = await keys.take(run, more, held);
-      kept = [...kept, ...next.kept];
-      refused = next.refused;
-    }
-    return kept;
+  /** `maxInWork`: how many slot rows this claim's transaction locked, `want` at most (`SlotRows`). */
+  async #room(trx: HeldTransaction, want: number): Promise<number> {
+    return this.#cap === undefined ? want : (await this.#cap.take(this.#claimRun(trx), want)).length;
   }
 
-  /**
-   * `maxInWork(n)`: locks up to `want` of the cap's `n` slot rows in the claim's transaction, passing
-   * over those other transactions hold; the claim takes at most that many rows. The slots are held
-   * until the transaction ends (its settlement's commit, a rollback, or the session's end in a crash).
-   * Without a cap: `want`, and no statement.
-   */
-  async #lockCapSlots(trx: HeldTransaction, want: number): Promise<number> {
-    const cap = this.#setup.capSlots;
-    if (cap === undefined) return want;
-    const lock = this.#setup.database.dialect.flow.lockCapSlots(cap.place, cap.n, want);
-    if (lock === null) return want;
-    const slots = (await this.#run(trx, "claim", lock)).rows.length;
-    // Only a cut claim says so; a claim short of rows says otherwise where it finds none.
-    if (slots < want) this.#atCap = true;
-    return slots;
+  /** A claim of one row's slot, counted among the claims under way while it may queue for one. */
+  async #cappedRoom(trx: HeldTransaction): Promise<number> {
+    this.#claiming++;
+    try {
+      return await this.#room(trx, 1);
+    } finally {
+      this.#claiming--;
+    }
   }
 
   /** `maxInWork`: the last claim found the cap full; absent without a cap (nothing asked on a delivery's end). */
   readonly atCap?: () => boolean;
 
-  /**
-   * Fifo on MySQL/MariaDB: the claim's transaction first locks the group's rows, and the claim
-   * takes the head only if they are all the group's rows (none in work in another transaction).
-   * Postgres does both in the claim statement; other tables and engines skip this.
-   */
-  async #lockFifoGroup(trx: HeldTransaction, options: ClaimOptions): Promise<ClaimOptions> {
-    const lock = this.#statements.lockFifoGroup(this.#setup.spec, options);
-    if (lock === null) return options;
-    return { ...options, fifoLocked: (await this.#run(trx, "claim", lock)).rows.length };
+  /** `maxInWork`: 0 after a claim whose wait for a slot ran out, else the poll interval; absent without a cap. */
+  readonly waitAfterShortMs?: () => number | undefined;
+
+  /** A claim of up to `limit` rows, now. */
+  #options(limit: number) {
+    return { limit, now: this.#setup.clock.now(), ...groupOf(this.#setup), ...perKeyOf(this.#setup), ...excludedBy(this.#setup) };
+  }
+
+  /** Runs claim statements in `trx`. */
+  #claimRun(trx: HeldTransaction): TransactionRun {
+    return (query) => this.#run(trx, "claim", query);
   }
 
   async #commit(trx: HeldTransaction): Promise<void> {
@@ -340,34 +296,32 @@ export class RowLockClaim implements ClaimStrategy {
     }
   }
 
-  #delivery(hold: RowHold, row: RawRow, countedAfterSelect: boolean): ClaimedDelivery {
+  #delivery(hold: RowHold, row: RawRow): ClaimedDelivery {
     const { spec } = this.#setup;
     const id = row[spec.id.name];
-    // Postgres returns the counted attempt; MySQL/MariaDB read the row before `countAttempts`.
-    if (countedAfterSelect) asClaimed(spec, row);
     const attempt = deliveredAttempt(spec, row);
     return new HeldDelivery(this.#holding, row, id, attempt, deliveryPlace(this.#setup, id), hold);
   }
 
-  async #settle(delivery: HeldDelivery<RowHold>, outcome: HandlerOutcome): Promise<void> {
+  async #settle(delivery: HeldDelivery<RowHold>, settlement: Settlement): Promise<void> {
     const { trx } = delivery.hold;
     const { id, place, attempt } = delivery;
     const handlerTx = delivery.handlerTransaction;
     try {
       if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
       // Any outcome but an ack undoes the handler's writes; the settlement still commits the attempt.
-      if (handlerTx !== undefined && !commitsHandlerWrites(outcome)) await handlerTx.rollbackToSavepoint(HANDLER_SAVEPOINT).execute();
-      await this.#runAll(trx, this.#settlement(id, outcome, place, attempt));
+      if (handlerTx !== undefined && !commitsHandlerWrites(settlement)) await handlerTx.rollbackToSavepoint(HANDLER_SAVEPOINT).execute();
+      await this.#runAll(trx, this.#settlement(id, settlement, place, attempt));
       await this.#setup.database.activity.track(() => trx.commit());
       this.#open.delete(trx);
     } catch (error) {
       await this.#rollback(trx);
       // An ack with the handler's writes cannot be written again without them: the row comes back instead.
-      if (isDeadlock(error) && !(handlerTx !== undefined && commitsHandlerWrites(outcome))) {
-        await this.#settleAfterDeadlock(id, outcome, place, attempt);
+      if (isDeadlock(error) && !(handlerTx !== undefined && commitsHandlerWrites(settlement))) {
+        await this.#settleAfterDeadlock(id, settlement, place, attempt);
         return;
       }
-      throw missingTableError(this.#setup.database.dialect, error, place) ?? transactionLost(outcome.kind, attempt, error, place);
+      throw missingTableError(this.#setup.database.dialect, error, place) ?? transactionLost(settlement.outcome.kind, attempt, error, place);
     }
   }
 
@@ -375,13 +329,13 @@ export class RowLockClaim implements ClaimStrategy {
    * Writes one row's settlement into the transaction its claim shares; the last row commits for all.
    * An ack (or a drop) joins the one statement that acks the claim's rows before the commit.
    */
-  #settleShared(delivery: HeldDelivery<RowHold>, shared: SharedTransaction, outcome: HandlerOutcome): Promise<void> {
+  #settleShared(delivery: HeldDelivery<RowHold>, shared: SharedTransaction, settlement: Settlement): Promise<void> {
     const { trx } = delivery.hold;
-    const finish = this.#acksTogether ? finishOf(outcome) : undefined;
+    const finish = this.#acksTogether ? finishOf(settlement) : undefined;
     if (finish !== undefined) return shared.ack(delivery.id, finish, delivery.place);
-    return shared.settle(outcome.kind, delivery.place, () => {
+    return shared.settle(settlement.outcome.kind, delivery.place, () => {
       if (trx.isRolledBack) return Promise.reject(new Error("the transaction was rolled back at shutdown"));
-      const queries = this.#settlement(delivery.id, outcome, delivery.place, delivery.attempt);
+      const queries = this.#settlement(delivery.id, settlement, delivery.place, delivery.attempt);
       // An ack is one statement: no loop, no extra promise per row.
       if (queries.length === 1) return this.#run(trx, "settle", queries[0] as CompiledQuery);
       return this.#runAll(trx, queries);
@@ -394,9 +348,7 @@ export class RowLockClaim implements ClaimStrategy {
     const now = this.#setup.clock.now();
     for (let i = 0; i < ids.length; i += MAX_ACKS_PER_STATEMENT) {
       const chunk = ids.length <= MAX_ACKS_PER_STATEMENT ? ids : ids.slice(i, i + MAX_ACKS_PER_STATEMENT);
-      const query = this.#statements.settleAckMany(this.#setup.spec, chunk, now);
-      if (query === null) throw new Error("this engine acks held rows one by one");
-      await this.#run(trx, "settle", query);
+      await this.#run(trx, "settle", this.#statements.settleAckMany(this.#setup.spec, chunk, now));
     }
   }
 
@@ -405,9 +357,9 @@ export class RowLockClaim implements ClaimStrategy {
     for (const query of queries) await this.#run(trx, "settle", query);
   }
 
-  #settlement(id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): CompiledQuery[] {
+  #settlement(id: unknown, settlement: Settlement, place: ErrorPlace, attempt: number | undefined): CompiledQuery[] {
     const { spec, clock, database, deadLetter } = this.#setup;
-    return heldSettlement(this.#statements, spec, id, outcome, clock.now(), { deadLetters: database.dialect.deadLetter, target: deadLetter, attempt, place });
+    return heldSettlement(this.#statements, spec, id, settlement, clock.now(), { deadLetters: database.dialect.deadLetter, target: deadLetter, attempt, place });
   }
 
   /**
@@ -416,17 +368,16 @@ export class RowLockClaim implements ClaimStrategy {
    * `FOR UPDATE` (waiting, not skipping) makes it wait for a claimer that took the row in
    * between; if that claimer finished the row, nothing is left to write.
    */
-  async #settleAfterDeadlock(id: unknown, outcome: HandlerOutcome, place: ErrorPlace, attempt: number | undefined): Promise<void> {
-    const { database, spec, logger } = this.#setup;
+  async #settleAfterDeadlock(id: unknown, settlement: Settlement, place: ErrorPlace, attempt: number | undefined): Promise<void> {
+    const { database, logger } = this.#setup;
     for (let retry = 1; ; retry++) {
       if (!database.retryDeadlock("settle", retry)) {
-        throw settlementDeadlockedTooOften(outcome.kind, place);
+        throw settlementDeadlockedTooOften(settlement.outcome.kind, place);
       }
       const trx = await this.#begin();
       try {
-        const count = this.#statements.countAttempts(spec, [id]);
-        if (count !== null) await this.#run(trx, "settle", count);
-        await this.#runAll(trx, this.#settlement(id, outcome, place, attempt));
+        await this.#rows.countAgain((query) => this.#run(trx, "settle", query), [id]);
+        await this.#runAll(trx, this.#settlement(id, settlement, place, attempt));
         await database.activity.track(() => trx.commit());
         this.#open.delete(trx);
         return;

@@ -4,7 +4,7 @@ import type { Clock, Timer } from "../../clock.js";
 import type { Database } from "../../drivers/database.js";
 import { leaseLost } from "../../errors.js";
 import { errorFields, type Logger } from "../../logger.js";
-import { SlotSet } from "../../consume/slot-set.js";
+import { SlotSet } from "../slot-set.js";
 
 /**
  * A lease in work: its current token and how to tell its delivery it was lost. The abort
@@ -17,6 +17,8 @@ export class KeptLease {
   held: Date;
   /** Set while a settlement runs (or waits in a batch): the keeper leaves it alone. */
   settling = false;
+  /** Claimed late, with less than half its term left: `lapsed` reads the clock for it before its delivery starts. */
+  checkBeforeStart = false;
   /** Its place among its keeper's leases (a `SlotSet`) while held; -1 once released. */
   slot = -1;
   #controller: AbortController | undefined;
@@ -232,11 +234,12 @@ export class LeaseKeeper {
    * A lease claimed ahead, about to start: false while it holds. Lost already, or its deadline
    * passed (on the clock leases are written by) while it waited — its extensions hung or failed —
    * the row may be another claim's by now, so it must not start: the lease is lost (warned, its
-   * signal aborted) and this says true. The clock is read only while extensions are in doubt.
+   * signal aborted) and this says true. The clock is read only while extensions are in doubt, or
+   * for a lease its claim handed out late (`checkBeforeStart`).
    */
   lapsed(lease: KeptLease): boolean {
     if (lease.aborted) return true;
-    if (!this.#unsure || lease.held.getTime() > this.#clock.now().getTime()) return false;
+    if ((!this.#unsure && !lease.checkBeforeStart) || lease.held.getTime() > this.#clock.now().getTime()) return false;
     this.#lose(lease, "it ran out before its delivery started");
     return true;
   }

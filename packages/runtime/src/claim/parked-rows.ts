@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.js";
 
 /** Ids parked at most: past it the soonest-due one is let go first (a NOT IN list stays short). */
-export const MAX_PARKED = 1000;
+const MAX_PARKED = 1000;
 
 /**
  * Rows this process keeps out of its own claims until a time: how a delay is served on a table

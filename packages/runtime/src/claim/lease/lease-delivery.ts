@@ -1,12 +1,94 @@
 import { isSqlInboxError } from "@sqlinbox/core/internal";
-import type { HeldLease } from "@sqlinbox/kysely-dialects";
+import type { HeldLease, RawRow } from "@sqlinbox/kysely-dialects";
 import { batchedAckShort, closedBeforeLeaseSettlement, leaseNotHeld } from "../../errors.js";
+import type { AnyTransaction } from "../../drivers/database.js";
 import { keyOf, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease, type LeaseKeeper } from "./lease-keeper.js";
 import { errorFields } from "../../logger.js";
-import { deliveryPlace, type ClaimSetup } from "../claim-strategy.js";
+import { finishOf, type Settlement } from "../settlement.js";
+import { deliveryPlace, MAX_ACKS_PER_STATEMENT, type ClaimedDelivery, type ClaimSetup, type SettleDone } from "../claim-strategy.js";
+import type { HandlerTransaction } from "../held/held-delivery.js";
 
-/** Acks written by one statement at most: 2 parameters each, far below every engine's limit (SQLite 3.32+: 32,766). */
-export const MAX_ACKS_PER_STATEMENT = 512;
+/**
+ * A lease delivery and the way most of them settle: one claimed row (`LeaseDelivery`), whose plain
+ * ack joins its subscription's next batched ack statement (`LeaseAcks`) with no promise made. Every
+ * other settlement — a release, a dead-letter move, a transactional handler's ack — runs on its
+ * own through `LeaseSettlements` (`LeaseWrites`, `lease-writes.ts`), each carrying the lease's token.
+ */
+
+/** What a lease delivery hands any settlement but a plain ack to, and the acks it joins. */
+export interface LeaseSettlements {
+  readonly keeper: LeaseKeeper;
+  readonly acks: LeaseAcks;
+  /** Any settlement but a plain ack: the handler's transaction ends first (committed with an ack, else rolled back). */
+  settle(delivery: LeaseDelivery, settlement: Settlement): Promise<void>;
+  openHandlerTransaction(delivery: LeaseDelivery): Promise<AnyTransaction>;
+  /** The delivery is given up unsettled: its handler's writes roll back, its lease is no longer kept, its signal aborts. */
+  abandon(delivery: LeaseDelivery, reason: unknown): void;
+}
+
+/**
+ * One claimed row of the lease form; its signal exists once something asks for it. Its settlement
+ * goes straight to what writes it: an ack (or a drop) joins the subscription's next batched ack
+ * statement (`LeaseAcks`, below), with no promise made; a release, a dead-letter move and a
+ * transactional handler's ack run on their own (`LeaseSettlements`), each carrying the lease's token.
+ */
+export class LeaseDelivery implements ClaimedDelivery {
+  readonly #writes: LeaseSettlements;
+  readonly id: unknown;
+  readonly row: RawRow;
+  readonly attempt: number | undefined;
+  readonly lease: KeptLease;
+  /** Transactional mode: the handler's transaction, until the settlement ends it. */
+  handlerTransaction: HandlerTransaction | undefined;
+  slot = -1;
+  /** Given up at the end of the shutdown grace: a later settlement fails with `Closed`. */
+  abandoned = false;
+
+  constructor(writes: LeaseSettlements, id: unknown, row: RawRow, attempt: number | undefined, lease: KeptLease) {
+    this.#writes = writes;
+    this.id = id;
+    this.row = row;
+    this.attempt = attempt;
+    this.lease = lease;
+  }
+
+  get signal(): AbortSignal {
+    return this.lease.signal;
+  }
+
+  leaseDeadline(): Date {
+    return this.lease.held;
+  }
+
+  settle(settlement: Settlement, done: SettleDone): void {
+    const finish = finishOf(settlement);
+    // The hot path: a plain ack joins the next batched statement (which refuses it once the broker closed).
+    if (finish !== undefined && this.handlerTransaction === undefined && !this.abandoned) this.#writes.acks.ackThen(this.lease, finish, done);
+    else
+      this.#writes.settle(this, settlement).then(
+        () => done.settled(true),
+        (error: unknown) => done.settled(false, error),
+      );
+  }
+
+  openHandlerTransaction(): Promise<AnyTransaction> {
+    return this.#writes.openHandlerTransaction(this);
+  }
+
+  interrupt(reason: unknown): void {
+    this.lease.interrupt(reason);
+  }
+
+  lapsedBeforeStart(): boolean {
+    return this.#writes.keeper.lapsed(this.lease);
+  }
+
+  abandon(reason: unknown): void {
+    this.abandoned = true;
+    this.#writes.abandon(this, reason);
+  }
+}
+
 /** Every ack of a statement took. */
 const ALL = Symbol("all acked");
 /**
@@ -18,13 +100,10 @@ const ALL = Symbol("all acked");
  */
 const ACK_STATEMENTS_IN_FLIGHT = 1;
 
-/** Told once an ack is written (`ok`), or why not. Called synchronously from the statement's end: it must not throw. */
-export type AckDone = (ok: boolean, error?: unknown) => void;
-
 interface PendingAck {
   readonly lease: KeptLease;
   readonly kind: "ack" | "drop";
-  readonly done: AckDone;
+  readonly done: SettleDone;
 }
 
 /**
@@ -53,16 +132,11 @@ export class LeaseAcks {
     this.#keeper = keeper;
   }
 
-  /** Queues the ack of `lease`; resolves once written, rejects with `LeaseLost` or the statement's error. */
-  ack(lease: KeptLease, kind: "ack" | "drop"): Promise<void> {
-    return new Promise<void>((resolve, reject) => this.ackThen(lease, kind, (ok, error) => (ok ? resolve() : reject(error))));
-  }
-
   /**
-   * `ack` without a promise: `done` is called once the statement settled it. A delivery's hot
-   * path settles through this, so an ack costs one queued entry, not a chain of promises.
+   * Queues the ack of `lease`; `done` is told once the statement wrote it, or why not (`LeaseLost`,
+   * `Closed`, the statement's error). No promise: an ack costs one queued entry.
    */
-  ackThen(lease: KeptLease, kind: "ack" | "drop", done: AckDone): void {
+  ackThen(lease: KeptLease, kind: "ack" | "drop", done: SettleDone): void {
     lease.settling = true; // no new extension of a lease about to be acked (one running now is awaited before the write)
     this.#pending.push({ lease, kind, done });
     this.#setup.database.activity.touch();
@@ -72,7 +146,7 @@ export class LeaseAcks {
   /** Tells one ack's owner; a callback that throws is a bug in the caller, logged, never a reason to leave the others untold. */
   #tell(a: PendingAck, ok: boolean, error?: unknown): void {
     try {
-      a.done(ok, error);
+      a.done.settled(ok, error);
     } catch (thrown) {
       this.#setup.logger.error({ ...errorFields(thrown), id: a.lease.id }, "an ack's completion callback threw");
     }

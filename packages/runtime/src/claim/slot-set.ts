@@ -28,6 +28,11 @@ export class SlotSet<T extends Slotted> {
     this.#size++;
   }
 
+  /** Whether `item` is here. */
+  has(item: T): boolean {
+    return item.slot >= 0 && this.#slots[item.slot] === item;
+  }
+
   /** Removes `item`; false when it was not here. */
   delete(item: T): boolean {
     const slot = item.slot;

@@ -1,0 +1,161 @@
+import { isSqlInboxError, type ErrorPlace } from "@sqlinbox/core/internal";
+import { closedBeforeLeaseSettlement, leaseNotHeld, noDeadLetter } from "../../errors.js";
+import { ownStatementsOn, type AnyTransaction } from "../../drivers/database.js";
+import { leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease, type LeaseKeeper } from "./lease-keeper.js";
+import { errorFields } from "../../logger.js";
+import { commitsHandlerWrites, type Settlement, type StepWriter, writeStep } from "../settlement.js";
+import { deliveryPlace, type ClaimSetup } from "../claim-strategy.js";
+import type { HandlerTransaction } from "../held/held-delivery.js";
+import { LeaseAcks, type LeaseDelivery, type LeaseSettlements } from "./lease-delivery.js";
+
+/**
+ * The lease form's settlements of one subscription, other than the batched acks: a release and a
+ * dead-letter move, each carrying the lease's token (zero rows: the lease was lost, `LeaseLost`),
+ * and a transactional handler's ack, written in its own transaction, which commits only if it took.
+ */
+export class LeaseWrites implements LeaseSettlements {
+  readonly #setup: ClaimSetup;
+  readonly keeper: LeaseKeeper;
+  readonly acks: LeaseAcks;
+
+  constructor(setup: ClaimSetup, keeper: LeaseKeeper) {
+    this.#setup = setup;
+    this.keeper = keeper;
+    this.acks = new LeaseAcks(setup, keeper);
+  }
+
+  /** Any settlement but a plain ack: the handler's transaction ends first (committed with an ack, else rolled back). */
+  settle(delivery: LeaseDelivery, settlement: Settlement): Promise<void> {
+    const { lease } = delivery;
+    const tx = delivery.handlerTransaction;
+    if (tx !== undefined) {
+      delivery.handlerTransaction = undefined;
+      if (commitsHandlerWrites(settlement) && !delivery.abandoned && !this.#setup.isClosed()) return this.#ackWithin(tx, lease, deliveryPlace(this.#setup, delivery.id));
+      // Any other settlement: the handler's writes roll back, then the row settles as usual.
+      return rollbackQuietly(tx).then(() => this.settle(delivery, settlement));
+    }
+    if (this.#setup.isClosed() || delivery.abandoned) {
+      this.keeper.release(lease);
+      return Promise.reject(closedBeforeLeaseSettlement(deliveryPlace(this.#setup, delivery.id)));
+    }
+    return writeStep(settlement, this.#steps, delivery, settlement);
+  }
+
+  /** Each step on a lease: an ack joins the next batched statement; a release or a dead-letter move runs on its own, carrying the token. */
+  readonly #steps: StepWriter<LeaseDelivery, Settlement, Promise<void>> = {
+    finish: (how, delivery) => new Promise<void>((resolve, reject) => this.acks.ackThen(delivery.lease, how, { settled: (ok, error) => (ok ? resolve() : reject(error)) })),
+    release: (delayMs, delivery, settlement) => this.#release(delivery.lease, delayMs, settlement.outcome.kind),
+    deadLetter: (reason, delivery, settlement) => this.#deadLetter(delivery.lease, reason, settlement.outcome.kind, delivery.attempt),
+  };
+
+  /** Transactional mode: a transaction of the handler's own, on a connection it holds until the settlement. */
+  async openHandlerTransaction(delivery: LeaseDelivery): Promise<AnyTransaction> {
+    const { database } = this.#setup;
+    delivery.handlerTransaction = await database.activity.track(() => database.appDb.startTransaction().execute());
+    return delivery.handlerTransaction;
+  }
+
+  /** The delivery is given up unsettled: its handler's writes roll back, its lease is no longer kept, its signal aborts. */
+  abandon(delivery: LeaseDelivery, reason: unknown): void {
+    const tx = delivery.handlerTransaction;
+    delivery.handlerTransaction = undefined;
+    if (tx !== undefined) void rollbackQuietly(tx);
+    this.keeper.release(delivery.lease);
+    delivery.lease.abort(reason);
+  }
+
+  /**
+   * The ack of a transactional handler: the settlement runs in the handler's transaction, still
+   * carrying the lease token, and the transaction commits only if it took.
+   */
+  async #ackWithin(tx: HandlerTransaction, lease: KeptLease, place: ErrorPlace): Promise<void> {
+    const { database, spec, clock, precision } = this.#setup;
+    const { lease: statements, capabilities } = database.dialect;
+    try {
+      // A single writer (SQLite) has one connection, which this transaction holds: a running extension waits
+      // for it, so waiting for the extension would never end (and no extension can run until this commits).
+      if (capabilities.singleWriter) lease.settling = true;
+      else await this.keeper.beginSettle(lease);
+      const query = statements.settleAckMany(spec, [{ id: lease.id, held: lease.held }], clock.now(), precision);
+      // Not `database.execute`: a deadlock retried statement by statement would ack without the handler's writes.
+      const result = await database.activity.track(() => ownStatementsOn(tx).executeQuery(query));
+      const written = capabilities.updateReturning ? result.rows.length : Number(result.numAffectedRows ?? 0n);
+      if (written === 0) throw leaseNotHeld("ack", lease.held, place);
+      await database.activity.track(() => tx.commit().execute());
+    } catch (error) {
+      await rollbackQuietly(tx);
+      throw error;
+    } finally {
+      this.keeper.release(lease);
+    }
+  }
+
+  async #deadLetter(lease: KeptLease, reason: string | undefined, kind: string, attempt: number | undefined): Promise<void> {
+    await this.keeper.beginSettle(lease);
+    try {
+      await moveHeld(this.#setup, lease, reason, kind, attempt);
+    } finally {
+      this.keeper.release(lease);
+    }
+  }
+
+  async #release(lease: KeptLease, delayMs: number | null, kind: string): Promise<void> {
+    const { database, spec, clock, precision, isClosed } = this.#setup;
+    await this.keeper.beginSettle(lease);
+    try {
+      for (;;) {
+        const now = clock.now();
+        const retryAt = delayMs === null ? null : new Date(now.getTime() + delayMs);
+        let result: { numAffectedRows?: bigint };
+        try {
+          result = await database.execute("settle", database.dialect.lease.settleRetry(spec, { id: lease.id, held: lease.held }, retryAt, precision));
+        } catch (error) {
+          // A lost connection: the lease still holds for a while, so the settlement goes again on a fresh one.
+          if (isSqlInboxError(error) || isClosed() || !leaseHoldsFor(lease, clock.now())) throw error;
+          this.#setup.logger.warn({ ...errorFields(error), id: lease.id }, "settlement failed; retrying on a fresh connection while the lease holds");
+          await new Promise((resolve) => setTimeout(resolve, SETTLE_RETRY_MS));
+          continue;
+        }
+        if (Number(result.numAffectedRows ?? 0n) === 0) {
+          throw leaseNotHeld(kind, lease.held, deliveryPlace(this.#setup, lease.id));
+        }
+        return;
+      }
+    } finally {
+      this.keeper.release(lease);
+    }
+  }
+}
+
+/**
+ * The dead-letter move while the lease is held, in one transaction: the insert from a select
+ * of the row holding the token, then the delete with the same token (or the group update alone).
+ * Zero rows from either: the lease was lost; the transaction rolls back, nothing is inserted.
+ */
+async function moveHeld(setup: ClaimSetup, lease: KeptLease, reason: string | undefined, kind: string, attempt: number | undefined): Promise<void> {
+  const { database, spec, precision, deadLetter } = setup;
+  const place = deliveryPlace(setup, lease.id);
+  if (deadLetter === undefined) throw noDeadLetter(place);
+  const statements = database.dialect.deadLetter;
+  const token = { id: lease.id, held: lease.held };
+  const record = { lastError: reason ?? null, attempts: attempt ?? null, at: setup.clock.now() };
+  const queries =
+    "group" in deadLetter
+      ? [statements.toGroup(spec, lease.id, deadLetter.group, record, token, precision)]
+      : [statements.toTable(spec, deadLetter.table, lease.id, record, token, precision), statements.removeMoved(spec, lease.id, token, precision)];
+  await database.transaction("settle", async (trx) => {
+    for (const query of queries) {
+      const result = await database.execute("settle", query, trx);
+      if (Number(result.numAffectedRows ?? 0n) === 0) throw leaseNotHeld(kind, lease.held, place);
+    }
+  });
+}
+
+/** Rolls a handler's transaction back; a dead connection already did. */
+async function rollbackQuietly(tx: HandlerTransaction): Promise<void> {
+  if (tx.isCommitted || tx.isRolledBack) return;
+  await tx
+    .rollback()
+    .execute()
+    .catch(() => undefined);
+}

@@ -1,0 +1,50 @@
+import { SqlInboxError, type ErrorPlace } from "@sqlinbox/core/internal";
+
+/**
+ * Why `job.finished()` gave up on a job: it was dead-lettered, cancelled, the wait timed out or
+ * was aborted, or no row was ever found under its id.
+ */
+export type JobEndReason = "deadLettered" | "cancelled" | "timeout" | "aborted" | "notFound";
+
+const SAYS: Readonly<Record<JobEndReason, (detail: string) => string>> = {
+  deadLettered: (detail) => `the job was dead-lettered${detail}`,
+  cancelled: () => "the job was cancelled",
+  timeout: (detail) => `the job did not finish within ${detail}`,
+  aborted: () => "the wait for the job was aborted by its signal; the job itself goes on",
+  notFound: () =>
+    "no row has this id, and none was seen under it: it was never published, or it was handled and deleted (or cancelled) before the first look; a table without a processedAt column cannot tell these apart",
+};
+
+/**
+ * `job.finished()` rejected: `reason` says why, `last` is the job's state as last read (`undefined`
+ * when none was read). Code `JobEnded`.
+ *
+ * @example
+ * try { await job.finished({ timeoutMs: 60_000 }) }
+ * catch (error) { if (error instanceof JobEnded && error.reason === "deadLettered") showFailure(error.lastError) }
+ */
+export class JobEnded<State = unknown> extends SqlInboxError {
+  readonly reason: JobEndReason;
+  /** The state last read before the wait ended. */
+  readonly last: State | undefined;
+  /** A dead letter's last error, where its table records one. */
+  readonly lastError: string | null;
+
+  /** `detail`: a dead letter's last error (`: …`), or the timeout's length. */
+  constructor(reason: JobEndReason, place: ErrorPlace, options: { readonly last?: State; readonly lastError?: string | null; readonly timeoutMs?: number } = {}) {
+    const detail = reason === "timeout" ? `${options.timeoutMs ?? 0} ms` : options.lastError ? `: ${options.lastError}` : "";
+    super("JobEnded", SAYS[reason](detail), place);
+    this.reason = reason;
+    this.last = options.last;
+    this.lastError = options.lastError ?? null;
+  }
+}
+
+/** `broker.job(…, { deadLetter })` names a table that generates its own ids: its rows cannot be found by the job's id. */
+export function deadLetterIdGenerated(route: string, table: string): SqlInboxError {
+  return new SqlInboxError(
+    "Declaration",
+    `broker.job(…, { deadLetter }): the dead-letter table "${table}" generates its own ids, so a dead letter keeps no trace of the job's id; describe its id column without .generated() to follow jobs into it`,
+    { route },
+  );
+}
