@@ -6,15 +6,15 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { sql } from "kysely";
 import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, SqlInboxError, subscriber } from "../src/index.js";
-import { redactUrl } from "../src/logger.js";
-import { parseDatabaseUrl } from "../src/drivers/index.js";
+import { redactUrl } from "@sqlinbox/database";
+import { parseDatabaseUrl } from "@sqlinbox/database";
 import { MemoryLogger, TestApp } from "../src/testing/index.js";
 import type { AnyKysely } from "../src/drivers/database.js";
-import { engines, readRows, unique } from "./engines.js";
-import { jobsApp, jobsSpec, type Job } from "./fixtures.js";
+import { engineNamed, readRows, selects, unique } from "./support/engines.js";
+import { jobsApp, jobsSpec, type Job } from "./support/fixtures.js";
 
-const sqlite = engines.find((e) => e.name === "sqlite")!;
-const postgres = engines.find((e) => e.name === "postgres")!;
+const sqlite = engineNamed("sqlite");
+const postgres = engineNamed("postgres");
 
 describe("startup", () => {
   test("nothing connects before start; a failed connection is an error at start, its URL's password never logged", async () => {
@@ -29,6 +29,22 @@ describe("startup", () => {
     await expect(app.start()).rejects.toThrow();
     expect(JSON.stringify(logger.records)).not.toContain("s3cret-pw");
     expect(redactUrl(url)).toBe("postgres://app:***@127.0.0.1:1/nowhere");
+  });
+
+  test("a failed connection shows no secret of its URL: not a ?password=, not the sslkey file the driver could not read", async () => {
+    const url = "postgres://app@127.0.0.1:1/nowhere?password=s3cret-pw&sslkey=s3cret-key.pem";
+    const logger = new MemoryLogger();
+    const spec = jobsSpec("jobs_nowhere");
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 2 } });
+    const app = new App({ name: "t", version: "0", logger }).withBroker(broker.route(spec, "jobs"), (b) =>
+      b.include(subscriber(InboxQueue.of(spec, "jobs"), async () => HandlerOutcome.ack())),
+    );
+    const failure = (await app.start().catch((e: unknown) => e)) as SqlInboxError;
+    expect(failure.code).toBe("Connect");
+    // pg reads the key file before it connects, and its message names the file.
+    expect(failure.message).toContain("cannot connect to postgres://app@127.0.0.1:1/nowhere?password=***&sslkey=***");
+    expect(failure.message).toContain("'***'");
+    expect(failure.message + JSON.stringify(logger.records)).not.toContain("s3cret");
   });
 
   test("URL schemes: postgres, postgresql, mysql, mariadb, sqlite; anything else is refused", () => {
@@ -129,7 +145,7 @@ describe("builders", () => {
   });
 });
 
-describe("SqlBroker.fromKysely on PostgreSQL", () => {
+describe.runIf(selects("postgres"))("SqlBroker.fromKysely on PostgreSQL", () => {
   let db: AnyKysely;
   const table = unique("rt_kysely");
   beforeAll(async () => {

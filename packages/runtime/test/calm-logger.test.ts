@@ -52,4 +52,36 @@ describe("a failure that repeats is written once, then summarised", () => {
     expect(memory.records.map((r) => r.message)).toEqual(["lease extension failed; trying again", "lease extension failed; trying again (until the stop: 3 more time(s) in 1 s)"]);
     expect(memory.records[1]!.fields).toMatchObject({ subscription: "jobs", repeats: 3, total: 4 });
   });
+
+  test("a summary names the rows it counted: rows of one claim whose settlements failed alike are each told", () => {
+    const clock = new PausedClock(new Date(T0));
+    const memory = new MemoryLogger();
+    const logger = calmLogger(memory, clock);
+    // Four rows of one lease claim share its deadline, so their LeaseLost errors read the same.
+    const lost = () =>
+      errorFields(Object.assign(new Error("the ack was not written: the row no longer holds this delivery's lease (2026-01-01T00:00:02.000Z)"), { code: "LeaseLost" }));
+    for (const id of [11, 12, 13, 14]) logger.error({ ...lost(), id }, "settlement failed");
+    expect(memory.records.map((r) => [r.message, r.fields.id])).toEqual([["settlement failed", 11]]);
+    clock.fireDue(T0 + 3_000);
+    expect(memory.find("no longer failing")[0]!.fields).toMatchObject({ ids: [12, 13, 14], repeats: 3 });
+
+    // Still failing: each summary names the rows counted since the last line, the first 100 of them.
+    for (let ms = 0; ms <= 31_000; ms += 100) {
+      clock.fireDue(T0 + 10_000 + ms);
+      logger.error({ ...lost(), id: 1000 + ms / 100 }, "settlement failed");
+    }
+    const summary = memory.find("still failing")[0]!;
+    expect(summary.fields).toMatchObject({ repeats: 300 });
+    expect(summary.fields["ids"]).toEqual(Array.from({ length: 100 }, (_, i) => 1001 + i));
+    logger.error({ ...lost(), id: 2000 }, "settlement failed");
+    logger.close();
+    expect(memory.records.at(-1)!.message).toMatch(/until the stop: 11 more time/);
+    expect(memory.records.at(-1)!.fields["ids"]).toEqual([...Array.from({ length: 10 }, (_, i) => 1301 + i), 2000]);
+
+    // A failure that names no row gives its summary no ids.
+    const plain = calmLogger(memory, clock);
+    for (let i = 0; i < 3; i++) plain.error(errorFields(new Error("boom")), "claim failed");
+    plain.close();
+    expect(memory.records.at(-1)!.fields["ids"]).toBeUndefined();
+  });
 });

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, test } from "vitest";
 
 const root = resolve(import.meta.dirname, "../../..");
 const scratch = join(import.meta.dirname, ".docs-ddl");
-const DOCS = ["docs/claim-forms.md", "packages/runtime/README.md"];
+const DOCS = ["docs/claim-forms.md", "docs/sql-enqueue.md", "packages/runtime/README.md"];
 const writing = process.env["SQLINBOX_WRITE_DOCS"] === "1";
 
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

@@ -3,17 +3,13 @@
  * database gives `Connect` with the redacted URL, the route and the table; a payload JSON cannot
  * hold (a BigInt, a cycle) gives `Encode` with the route and the table, and writes no row.
  */
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { isSqlInboxError } from "../src/index.js";
-import { engines } from "./engines.js";
-import { jobsApp } from "./fixtures.js";
-import { createJobsTable, readJobs } from "./claim-forms.js";
+import { engines } from "./support/engines.js";
+import { jobsApp } from "./support/fixtures.js";
+import { createJobsTable, readJobs } from "./support/claim-forms.js";
 import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
 import { App, InboxQueue, SqlBroker, subscriber, HandlerOutcome, silentLogger } from "../src/index.js";
-
-afterAll(() => {
-  for (const e of engines) e.cleanup();
-});
 
 describe("Connect", () => {
   test.each([

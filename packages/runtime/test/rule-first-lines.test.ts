@@ -30,11 +30,12 @@ const Leased = Counted.lease(column("locked_until"));
 const Advisory = defineInbox({ table: "keyed_jobs", columns: { id: field.id().generated(), payload: field.payload<Report>() }, advisoryLock: "report-{id}" });
 const DeadInvoices = InboxSpec.table("dead_invoices", column("id").generated()).payload(column("payload"), payloadOf<Invoice>());
 const DeadReports = InboxSpec.table("dead_reports", column("id").generated()).payload(column("payload"), payloadOf<Report>());
+const DeadInvoicesDeclared = defineInbox({ table: "dead_invoices", columns: { id: field.id().generated(), payload: field.payload<Invoice>(), lastError: field.lastError("last_error") } });
 const RowMode = defineInbox({ table: "exports", columns: { id: field.id<number>().generated(), customer_id: field.data<string>() } });
 const Bare = InboxSpec.table("bare_jobs", column("id").generated()).payload(column("payload"), payloadOf<Report>());
 const LeasedBare = InboxSpec.table("leased_jobs", column("id").generated()).lease(column("locked_until")).payload(column("payload"), payloadOf<Report>());
 const broker = SqlBroker.fromUrl("postgres://u@h/db").route(Bare, "bare").route(LeasedBare, "leased");
-void [busy, defineReportInbox, RowLock, Counted, Leased, Advisory, DeadInvoices, DeadReports, RowMode, broker, sql, App, Ctx, keys, SqlBroker, HandlerOutcome, subscriber];
+void [busy, defineReportInbox, RowLock, Counted, Leased, Advisory, DeadInvoices, DeadReports, DeadInvoicesDeclared, RowMode, broker, sql, App, Ctx, keys, SqlBroker, HandlerOutcome, subscriber];
 `;
 
 interface Rule {
@@ -99,6 +100,11 @@ const rules: readonly Rule[] = [
     name: "an attempt column that does not hold a number",
     sentence: 'the attempt column \\"attempt\\" of \\"wrong_types\\" does not hold a number: give the attempt role to an integer column',
     snippet: `defineReportInbox({ table: "wrong_types", columns: { id: field.id(), attempt: field.attempt() } });`,
+  },
+  {
+    name: ".type(…) on a role field (declarative): the role's sentence, not a rule of the description around it",
+    sentence: "the lease column's type is fixed by its role: drop .type(…) (only id, order key and data columns take a type)",
+    snippet: `defineInbox({ table: "t", columns: { id: field.id(), lockedUntil: field.lease("locked_until").type("timestamp") } });`,
   },
   // core, by hand
   {
@@ -225,6 +231,11 @@ const rules: readonly Rule[] = [
     name: "a dead-letter table with another payload type",
     sentence: "the dead-letter table's payload type differs from this queue's: describe its payload column with the same type",
     snippet: `InboxQueue.of(Leased, "reports").deadLetter(DeadInvoices, { maxAttempts: 5 });`,
+  },
+  {
+    name: "a declared dead-letter table with another payload type (its type is long: the sentence comes before it)",
+    sentence: "the dead-letter table's payload type differs from this queue's: describe its payload column with the same type",
+    snippet: `InboxQueue.of(Leased, "reports").deadLetter(DeadInvoicesDeclared, { maxAttempts: 5 });`,
   },
   {
     name: "maxAttempts without an attempt column",

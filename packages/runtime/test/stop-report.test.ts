@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { AnyKysely } from "../src/drivers/database.js";
 import { FORM_FACTS } from "../src/claim/form-facts.js";
 import { stopReportOf } from "../src/stop-report.js";
-import { unique } from "./engines.js";
-import { consumer, createJobsTable, insertJobs, matrix, readJobs, until } from "./claim-forms.js";
+import { unique } from "./support/engines.js";
+import { consumer, createJobsTable, insertJobs, matrix, readJobs, until } from "./support/claim-forms.js";
 
 describe("stopReportOf", () => {
   test("an abandoned delivery counts by its form", () => {

@@ -1,0 +1,103 @@
+import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
+import { App, InboxQueue, SqlBroker, subscriber, type AppInfo, type HandlerFunction, type InboxQueue as Queue } from "../../src/index.js";
+import { silentLogger } from "../../src/logger.js";
+import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
+import type { AnyKysely } from "../../src/drivers/database.js";
+import { unique, type TestEngine } from "./engines.js";
+
+export interface Job {
+  readonly n: number;
+  readonly title?: string;
+}
+
+/** The lease table of the runtime tests, described by hand. */
+export function jobsSpec(table: string) {
+  return InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).lease(column("locked_until")).payload(column("payload"), payloadOf<Job>());
+}
+export type JobsSpec = ReturnType<typeof jobsSpec>;
+
+/** An app with one subscriber on route "jobs" of `table`. */
+export function jobsApp(
+  url: string,
+  table: string,
+  handler: HandlerFunction<JobsSpec>,
+  configure: (q: Queue<JobsSpec>) => Queue<JobsSpec> = (q) => q,
+  app: Omit<AppInfo, "name" | "version"> = {},
+) {
+  const spec = jobsSpec(table);
+  const broker = SqlBroker.fromUrl(url, { pool: { max: 5 } }).route(spec, "jobs");
+  const sub = subscriber(configure(InboxQueue.of(spec, "jobs").lease(2000)), handler);
+  const built = new App({ name: "test", version: "0", logger: silentLogger, ...app }).withBroker(broker, (b) => b.include(sub));
+  return { app: built, broker, sub, spec };
+}
+
+export interface Deferred<T = void> {
+  readonly promise: Promise<T>;
+  resolve(value: T): void;
+}
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/**
+ * Registers the hooks a test file shares on one engine: a broker URL and a setup connection opened
+ * once before its tests (`onConnected` receives them), closed and the engine's files removed after.
+ */
+export function useEngineConnection(engine: TestEngine, onConnected: (connection: { readonly url: string; readonly db: AnyKysely }) => void): void {
+  let db: AnyKysely | undefined;
+  beforeAll(async () => {
+    const url = engine.url();
+    db = await engine.connect(url);
+    onConnected({ url, db });
+  });
+  afterAll(async () => {
+    await db?.destroy();
+    engine.cleanup();
+  });
+}
+
+/** What `useLeaseTable` gives each test: the broker URL, a setup connection and this test's fresh table. */
+export interface LeaseTableScope {
+  readonly url: string;
+  readonly db: AnyKysely;
+  readonly table: string;
+}
+
+/**
+ * Registers the hooks every lease test file shares on one engine: connect once, a fresh lease table
+ * before each test, and after it every tracked app stopped (last first) and the table dropped.
+ * `onScope` receives the scope before each test; the returned `track` registers an app to stop.
+ */
+export function useLeaseTable(engine: TestEngine, prefix: string, onScope: (scope: LeaseTableScope) => void): <T extends { stop(): Promise<unknown> }>(app: T) => T {
+  let url = "";
+  let db: AnyKysely | undefined;
+  let table = "";
+  const stops: Array<() => Promise<unknown>> = [];
+  useEngineConnection(engine, (connected) => {
+    ({ url, db } = connected);
+  });
+  beforeEach(async () => {
+    table = unique(`${prefix}_${engine.name}`);
+    await engine.createLeaseTable(db!, table);
+    onScope({ url, db: db!, table });
+  });
+  afterEach(async () => {
+    for (const stop of stops.splice(0).reverse()) await stop();
+    await engine.dropTable(db!, table);
+  });
+  return (app) => {
+    stops.push(() => app.stop());
+    return app;
+  };
+}
+
+/** A lease table with a dedup key column `job_key` (the generated DDL gives it its unique index). */
+export function keyedSpec(table: string) {
+  return InboxSpec.table(table, column("id").generated())
+    .attempt(column("attempt").generated())
+    .lease(column("locked_until"))
+    .key(column("job_key"))
+    .payload(column("payload"), payloadOf<Job>());
+}
