@@ -22,31 +22,37 @@ export interface LoadedModule {
   readonly deadLetters: readonly DeclaredDeadLetter[];
   /** The caps and rate limits of exported queues and subscribers. */
   readonly limits: readonly DeclaredLimits[];
+  /** The routes (subscription names) of exported queues and subscribers, sorted. */
+  readonly routes: readonly string[];
 }
 
-/**
- * The caps and rate limits of a queue (`InboxQueue`) or a subscriber (its `queue`), read
- * structurally like a description; `undefined` for anything else, or a queue with neither.
- */
-export function limitsOf(value: unknown): DeclaredLimits | undefined {
+/** A queue (`InboxQueue`) or a subscriber's (its `queue`), read structurally like a description; `undefined` for anything else. */
+function queueOf(value: unknown): { readonly table: string; readonly name: string; readonly options: object } | undefined {
   if (typeof value !== "object" || value === null) return undefined;
   const queue = "queue" in value && typeof (value as { queue: unknown }).queue === "object" ? (value as { queue: unknown }).queue : value;
   if (typeof queue !== "object" || queue === null || !("spec" in queue) || !("name" in queue) || !("options" in queue)) return undefined;
   const q = queue as { spec: unknown; name: unknown; options: unknown };
   const description = descriptionOf(q.spec);
   if (description === undefined || typeof q.name !== "string" || typeof q.options !== "object" || q.options === null) return undefined;
+  return { table: description.table, name: q.name, options: q.options };
+}
+
+/** The caps and rate limits of a queue or a subscriber; `undefined` for anything else, or a queue with neither. */
+function limitsOf(value: unknown): DeclaredLimits | undefined {
+  const q = queueOf(value);
+  if (q === undefined) return undefined;
   const { maxInWork, rateLimit } = q.options as { maxInWork?: unknown; rateLimit?: { max?: unknown; perMs?: unknown } };
   const cap = typeof maxInWork === "number" ? { maxInWork } : {};
   const rate = typeof rateLimit?.max === "number" && typeof rateLimit.perMs === "number" ? { rateLimit: { max: rateLimit.max, perMs: rateLimit.perMs } } : {};
   if (!("maxInWork" in cap) && !("rateLimit" in rate)) return undefined;
-  return { table: description.table, route: q.name, ...cap, ...rate };
+  return { table: q.table, route: q.name, ...cap, ...rate };
 }
 
 /**
  * A table description read structurally: a module may import its own copy of `@sqlinbox/core`,
  * so `instanceof InboxSpec` would miss it.
  */
-export function descriptionOf(value: unknown): InboxDescription | undefined {
+function descriptionOf(value: unknown): InboxDescription | undefined {
   if (typeof value !== "object" || value === null || !("description" in value)) return undefined;
   const d = (value as { description: unknown }).description;
   if (typeof d !== "object" || d === null) return undefined;
@@ -54,37 +60,91 @@ export function descriptionOf(value: unknown): InboxDescription | undefined {
   return typeof r.table === "string" && typeof r.form === "string" && typeof r.id === "object" && Array.isArray(r.columns) ? (d as InboxDescription) : undefined;
 }
 
+/** A module the command imported, and what its import opened and left running, counted by kind (`2 Timeout`). */
+export interface ImportedModule {
+  readonly path: string;
+  readonly startedOnImport: readonly string[];
+}
+const imported: ImportedModule[] = [];
+
+/**
+ * The modules this process imported (`--module`). A module that starts an app or opens a pool on
+ * import, where a module that only describes tables was meant, keeps the process alive after the
+ * command is done: `bin` reads this to end it, naming the module.
+ */
+export function importedModules(): readonly ImportedModule[] {
+  return imported;
+}
+
+/**
+ * What keeps the process alive now (`process.getActiveResourcesInfo()`), with the standard streams opened
+ * first so that they are part of every snapshot, never of a difference between two.
+ */
+export function activeResources(): string[] {
+  void process.stdout;
+  void process.stderr;
+  return process.getActiveResourcesInfo();
+}
+
+/** `after` less `before`, as counts by kind (`1 TCPServerWrap, 2 Timeout`): what was opened in between and is still open. */
+export function opened(before: readonly string[], after: readonly string[]): string[] {
+  const left = new Map<string, number>();
+  for (const kind of after) left.set(kind, (left.get(kind) ?? 0) + 1);
+  for (const kind of before) if ((left.get(kind) ?? 0) > 0) left.set(kind, (left.get(kind) ?? 0) - 1);
+  return [...left].filter(([, n]) => n > 0).map(([kind, n]) => `${n} ${kind}`);
+}
+
 /**
  * Imports the user's module (TypeScript through tsx, loaded only for `.ts`/`.mts`/`.cts`) and
  * collects every export that is a table description, and `deadLetters` when exported.
+ * An import that leaves connections or timers running is reported on stderr: the module does more
+ * than describe tables (it starts an app, opens a pool), and it keeps doing so while the command runs.
  */
 export async function loadModule(path: string): Promise<LoadedModule> {
   const url = pathToFileURL(resolve(path)).href;
   let exports: Record<string, unknown>;
+  let before: string[] = [];
   try {
     if (/\.[mc]?ts$/.test(path)) {
       const { tsImport } = await import("tsx/esm/api");
+      before = activeResources();
       exports = (await tsImport(url, import.meta.url)) as Record<string, unknown>;
     } else {
+      before = activeResources();
       exports = (await import(url)) as Record<string, unknown>;
     }
   } catch (error) {
+    // What it started before it threw may still run: `bin` ends the process all the same.
+    imported.push({ path, startedOnImport: opened(before, activeResources()) });
     throw new CliError(ExitCode.usage, `cannot load the module ${path}: ${(error as Error).message}`, { cause: error });
   }
+  const resources = opened(before, activeResources());
+  imported.push({ path, startedOnImport: resources });
+  const started =
+    resources.length === 0 ? "" : ` Importing it started something that is still running (${resources.join(", ")}): it looks like an app, not a module of table descriptions.`;
   const tables = new Map<string, InboxDescription>();
   const limits = new Map<string, DeclaredLimits>();
+  const routes = new Set<string>();
   for (const [name, value] of Object.entries(exports)) {
     if (name === "deadLetters") continue;
     const description = descriptionOf(value);
     if (description !== undefined) tables.set(name, description);
+    const queue = queueOf(value);
+    if (queue !== undefined) routes.add(queue.name);
     const declared = limitsOf(value);
     // A queue and its subscriber are the same subscription: one entry per table and route.
     if (declared !== undefined) limits.set(`${declared.table}\u0000${declared.route}`, declared);
   }
   if (tables.size === 0) {
-    throw new CliError(ExitCode.usage, `the module ${path} exports no table description (an InboxSpec or a defineInbox value)`);
+    throw new CliError(ExitCode.usage, `the module ${path} exports no table description (an InboxSpec or a defineInbox value).${started}`);
   }
-  return { tables, deadLetters: readDeadLetters(exports.deadLetters, path), limits: [...limits.values()] };
+  if (resources.length > 0) {
+    process.stderr.write(
+      `sqlinbox: warning: importing ${path} started something that is still running (${resources.join(", ")}): a connection, an app or a timer. ` +
+        "Give --module a module that only describes the tables (export them there and import them into the app), so that reading it starts nothing.\n",
+    );
+  }
+  return { tables, deadLetters: readDeadLetters(exports.deadLetters, path), limits: [...limits.values()], routes: [...routes].sort() };
 }
 
 function readDeadLetters(value: unknown, path: string): DeclaredDeadLetter[] {

@@ -1,4 +1,5 @@
-import type { CancelResult, DashboardSource, PeekedRow, StatusReport } from "@sqlinbox/dashboard";
+import type { CancelResult } from "@sqlinbox/database";
+import type { DashboardSource, PeekedRow, StatusReport } from "@sqlinbox/dashboard";
 import type { OpenedDatabase } from "./connect.js";
 import { CliError, ExitCode } from "./exit-codes.js";
 import { cancelRow, pauseRoute, pausedRoutes, resumeRoute } from "./inspect/control.js";
@@ -18,7 +19,8 @@ export class OperatorConsole implements DashboardSource {
     readonly expiringWithinMs = 60_000,
   ) {}
 
-  async status(now = new Date()): Promise<StatusReport> {
+  /** Every selected table's status at `now`, the database's time unless given. */
+  async status(now = this.opened.now()): Promise<StatusReport> {
     const tables = [];
     for (const table of this.tables) tables.push(await readTableStatus(this.opened, table, { now, expiringWithinMs: this.expiringWithinMs, expiringLimit: 20 }));
     return { at: now.toISOString(), engine: this.opened.engine, server: this.opened.server, tables, paused: await pausedRoutes(this.opened) };
@@ -38,7 +40,7 @@ export class OperatorConsole implements DashboardSource {
   }
 
   async deadLetters(table: string, limit: number): Promise<readonly PeekedRow[]> {
-    return peekRows(this.opened, this.table(table), { state: "dead", limit, now: new Date() });
+    return peekRows(this.opened, this.table(table), { state: "dead", limit, now: this.opened.now() });
   }
 
   async retryDeadLetters(table: string, ids: readonly string[] | "all", onProgress?: (moved: number, total: number) => void): Promise<{ moved: number }> {

@@ -2,10 +2,10 @@ import { fileURLToPath } from "node:url";
 import { inboxTableSql } from "@sqlinbox/kysely-dialects";
 import { describe, expect, test } from "vitest";
 import { ExitCode } from "../src/exit-codes.js";
-import { RenderReport, SendReceipt } from "./fixtures/ddl-inbox.js";
-import { sqlinbox } from "./run-bin.js";
+import { RenderReport, SendReceipt } from "./support/fixtures/ddl-inbox.js";
+import { sqlinbox } from "./support/run-bin.js";
 
-const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+const fixture = (name: string) => fileURLToPath(new URL(`./support/fixtures/${name}`, import.meta.url));
 
 describe("sqlinbox ddl", () => {
   test.each(["postgres", "mysql", "sqlite"] as const)("prints every described table's statements for %s, as inboxTableSql gives them", async (engine) => {
@@ -33,6 +33,7 @@ describe("sqlinbox ddl", () => {
       -- SendReceipt: receipts
       create table "receipts" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null, "queue" text not null, "processed_at" timestamptz, "job_key" text) with (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
       create index "receipts_claim" on "receipts" ("queue", "id") where "processed_at" is null;
+      create index "receipts_processed" on "receipts" ("queue", "processed_at") where "processed_at" is not null;
       create unique index "receipts_dedup_key" on "receipts" ("job_key");
       "
     `);
@@ -87,5 +88,29 @@ describe("sqlinbox ddl", () => {
     const wrong = await sqlinbox(["ddl", "--module", fixture("ddl-inbox.ts"), "--engine", "oracle"]);
     expect(wrong.code).toBe(ExitCode.usage);
     expect(wrong.stderr).toContain("Allowed choices are postgres, mysql, sqlite");
+  });
+
+  // A module that starts something on import (an app, a pool, a timer) would keep the command running
+  // for ever once its statements are printed: it says so, names the module, and exits.
+  test("a module whose import starts a server and a timer: the statements, a warning naming it, and an exit within seconds", async () => {
+    const started = Date.now();
+    const result = await sqlinbox(["ddl", "--module", fixture("starts-on-import.ts"), "--engine", "sqlite"], { timeoutMs: 30_000 });
+    expect(result.stdout).toMatch(/^-- Jobs: jobs\ncreate table "jobs"/);
+    expect(result.stderr).toContain("warning: importing");
+    expect(result.stderr).toContain("starts-on-import.ts started something that is still running (1 Timeout)");
+    expect(result.stderr).toMatch(/the command is done, but the process is still running 1000 ms later \(.*TCPServerWrap.*\), kept alive by what .*starts-on-import\.ts started/);
+    expect(result.stderr).toContain("Give --module a module that only describes the tables");
+    expect(result.code).toBe(ExitCode.usage);
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  test("an app's entry module (it exports no description and keeps running): the usage error says it looks like an app, and the command exits", async () => {
+    const result = await sqlinbox(["ddl", "--module", fixture("app-on-import.ts"), "--engine", "postgres"], { timeoutMs: 30_000 });
+    expect(result.code).toBe(ExitCode.usage);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toContain(
+      "exports no table description (an InboxSpec or a defineInbox value). Importing it started something that is still running (1 Timeout): it looks like an app",
+    );
+    expect(result.stderr).toContain("kept alive by what");
   });
 });

@@ -2,10 +2,10 @@ import { fileURLToPath } from "node:url";
 import type { PeekedRow, StatusReport } from "@sqlinbox/dashboard";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase } from "./databases.js";
-import { sqlinbox, sqlinboxJson } from "./run-bin.js";
+import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase } from "./support/databases.js";
+import { sqlinbox, sqlinboxJson } from "./support/run-bin.js";
 
-const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+const fixture = (name: string) => fileURLToPath(new URL(`./support/fixtures/${name}`, import.meta.url));
 
 describe.each(ENGINES)("sqlinbox dead letters on %s", (_name, open) => {
   let t: TestDatabase;
@@ -63,6 +63,32 @@ describe.each(ENGINES)("sqlinbox dead letters on %s", (_name, open) => {
     const again = await sqlinbox(["retry", "1", ...base]);
     expect(again.code).toBe(3);
     expect(again.stderr).toContain("no dead letter with id 1");
+  });
+
+  test("peek's default (--state all) shows a dead-letter table's rows after the table's own; a list cut by --limit says how many more", async () => {
+    const { destination, base } = await tablePair();
+    await insertRows(
+      t,
+      destination,
+      Array.from({ length: 5 }, (_, i) => ({ payload: `{"report":${i + 1}}`, grp: "reports", attempts: 5, last_error: `boom ${i + 1}` })),
+    );
+    // The source table is empty: its dead letters are what there is to see.
+    const all = await sqlinboxJson<PeekedRow[]>(["peek", ...base]);
+    expect(all.map((r) => [r.id, r.deadLetterTable, r.columns.last_error, r.payload])).toEqual(
+      Array.from({ length: 5 }, (_, i) => [String(i + 1), destination, `boom ${i + 1}`, { report: i + 1 }]),
+    );
+    const human = await sqlinbox(["peek", ...base]);
+    expect([human.code, human.stderr]).toEqual([0, ""]);
+    expect(human.stdout).toMatch(new RegExp(`^dead letters in ${destination}:\\nid\\s+attempts\\s+grp\\s+created_at\\s+last_error\\s+payload\\n`));
+    expect(human.stdout.trim().split("\n")).toHaveLength(3 + 5); // the line naming the table, the header and its rule, the rows
+
+    // Cut by --limit: said on stderr, with the number of dead letters not shown.
+    const cut = await sqlinbox(["peek", ...base, "--state", "dead", "--limit", "3"]);
+    expect([cut.code, cut.stderr]).toEqual([0, "sqlinbox: showing the first 3; 2 more dead letters (raise --limit to see them)\n"]);
+    expect(cut.stdout.trim().split("\n")).toHaveLength(2 + 3);
+    const cutAll = await sqlinbox(["peek", ...base, "--limit", "4"]);
+    expect([cutAll.code, cutAll.stderr]).toEqual([0, "sqlinbox: showing the first 4; more rows match (raise --limit to see them)\n"]);
+    expect((await sqlinbox(["peek", ...base, "--limit", "5"])).stderr).toBe("");
   });
 
   test("retry --all moves 2,500 dead letters in chunks of 1,000 with a progress bar, losing and duplicating none", async () => {
@@ -133,6 +159,12 @@ describe.each(ENGINES)("sqlinbox dead letters on %s", (_name, open) => {
     const scripted = await sqlinbox(["purge", "--state", "done", "--yes", "--json", ...base]);
     expect([scripted.code, JSON.parse(scripted.stdout)]).toEqual([0, { deleted: 1 }]);
     expect((await rows(table)).length).toBe(1);
-    expect((await sqlinbox(["purge", "--state", "done", "--yes", ...base])).code).toBe(3);
+    const none = await sqlinbox(["purge", "--state", "done", "--yes", ...base]);
+    expect([none.code, none.stdout, none.stderr]).toEqual([3, "", "sqlinbox: no rows matched: nothing deleted\n"]);
+
+    // One row: the prompt says "1 dead letter".
+    await insertRows(t, table, [{ payload: "{}", grp: "mail.dead" }]);
+    const one = await sqlinbox(["purge", "--state", "dead", ...base]);
+    expect(one.stderr).toContain(`Delete 1 dead letter from ${table}? [y/N]`);
   });
 });

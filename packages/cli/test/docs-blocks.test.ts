@@ -3,8 +3,8 @@ import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import ts from "typescript";
 import { afterAll, describe, expect, test } from "vitest";
-import { createQueue, dropTables, sqlite, type TestDatabase } from "./databases.js";
-import { sqlinbox } from "./run-bin.js";
+import { createQueue, dropTables, sqlite, type TestDatabase } from "./support/databases.js";
+import { sqlinbox } from "./support/run-bin.js";
 
 // Every TypeScript block of docs/operating.md and this package's README compiles, and the
 // module block is what the bin loads: `sqlinbox status --module <block>` runs on it.

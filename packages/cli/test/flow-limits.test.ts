@@ -2,10 +2,10 @@ import type { StatusReport } from "@sqlinbox/dashboard";
 import { dialectFor, type Engine } from "@sqlinbox/kysely-dialects";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase } from "./databases.js";
-import { sqlinbox, sqlinboxJson } from "./run-bin.js";
+import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase } from "./support/databases.js";
+import { sqlinbox, sqlinboxJson } from "./support/run-bin.js";
 
-const fixture = fileURLToPath(new URL("./fixtures/flow-limits.ts", import.meta.url));
+const fixture = fileURLToPath(new URL("./support/fixtures/flow-limits.ts", import.meta.url));
 const engineOf = { postgres: "postgres", mariadb: "mysql", sqlite: "sqlite" } as const satisfies Record<TestDatabase["name"], Engine>;
 
 describe.each(ENGINES)("sqlinbox status shows the caps and rate limits a module declares, on %s", (_name, open) => {

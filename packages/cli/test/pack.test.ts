@@ -17,8 +17,8 @@ function pack(dir: string): string {
 }
 
 describe("npm pack of @sqlinbox/cli and @sqlinbox/dashboard", () => {
-  test("the tarballs install together with core and kysely-dialects, and `sqlinbox` runs status and serves the dashboard", async () => {
-    const [core, dialects, dashboard, cli] = ["packages/core", "packages/kysely-dialects", "packages/dashboard", "packages/cli"].map(pack);
+  test("the tarballs install together with core, kysely-dialects and database, and `sqlinbox` runs status and serves the dashboard", async () => {
+    const [core, dialects, database, dashboard, cli] = ["packages/core", "packages/kysely-dialects", "packages/database", "packages/dashboard", "packages/cli"].map(pack);
     const dir = join(work, "ops");
     execFileSync("mkdir", ["-p", dir]);
     writeFileSync(
@@ -30,6 +30,7 @@ describe("npm pack of @sqlinbox/cli and @sqlinbox/dashboard", () => {
         dependencies: {
           "@sqlinbox/core": `file:${core}`,
           "@sqlinbox/kysely-dialects": `file:${dialects}`,
+          "@sqlinbox/database": `file:${database}`,
           "@sqlinbox/dashboard": `file:${dashboard}`,
           "@sqlinbox/cli": `file:${cli}`,
           kysely: "0.28.19",

@@ -1,8 +1,8 @@
 import type { PeekedRow } from "@sqlinbox/dashboard";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { dropTables, ENGINES, uniqueName, type TestDatabase } from "./databases.js";
-import { sqlinbox, sqlinboxJson } from "./run-bin.js";
+import { dropTables, ENGINES, uniqueName, type TestDatabase } from "./support/databases.js";
+import { sqlinbox, sqlinboxJson } from "./support/run-bin.js";
 
 // The payload column types the runtime writes JSON into, per engine.
 const PAYLOAD_TYPES = { postgres: ["bytea", "text", "jsonb"], mariadb: ["blob", "text", "json"], sqlite: ["blob", "text"] } as const;

@@ -3,8 +3,8 @@ import type { PeekedRow } from "@sqlinbox/dashboard";
 import { dialectFor } from "@sqlinbox/kysely-dialects";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase } from "./databases.js";
-import { sqlinbox, sqlinboxJson } from "./run-bin.js";
+import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase } from "./support/databases.js";
+import { sqlinbox, sqlinboxJson } from "./support/run-bin.js";
 
 /**
  * Locks the rows `lockSql` selects the way a row-lock claim holds them (READ COMMITTED, `FOR UPDATE

@@ -212,7 +212,7 @@ function deadLetterSection(t, rows) {
         {
           "data-testid": `retry-all-${t.table}`,
           disabled: !writes || rows.length === 0 ? true : undefined,
-          onclick: () => retry({ all: true }, `Move all ${t.totals.dead ?? rows.length} dead letters back into ${t.table}?`),
+          onclick: () => retry({ all: true }, `Move all ${t.totals.dead ?? rows.length} dead letter${(t.totals.dead ?? rows.length) === 1 ? "" : "s"} back into ${t.table}?`),
         },
         "Retry all",
       ),
@@ -265,6 +265,14 @@ function deadLetterSection(t, rows) {
             ),
           ),
         ),
+    // The list shows the oldest rows only: say how many more there are, and where to see them.
+    (t.totals.dead ?? 0) > rows.length
+      ? h(
+          "div",
+          { class: "empty", "data-testid": `dead-more-${t.table}` },
+          `and ${t.totals.dead - rows.length} more (the oldest ${rows.length} are shown; "Retry all" moves them all; sqlinbox peek --state dead --limit ${t.totals.dead} lists them)`,
+        )
+      : null,
   );
 }
 

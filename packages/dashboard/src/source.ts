@@ -94,6 +94,8 @@ export interface PeekedRow {
   readonly columns: Readonly<Record<string, unknown>>;
   /** The decoded payload (JSON from bytes, text or a JSON column), when the table has a payload column. */
   readonly payload?: unknown;
+  /** Where `peek --state all` found a dead letter: its dead-letter table (absent for a row of the table itself). */
+  readonly deadLetterTable?: string;
 }
 
 /** What a cancel did: the row will never start (`"removed"`), its handler's signal aborts (`"signalled"`), or there is no such row. */

@@ -1,7 +1,7 @@
 import { chromium, type Browser } from "playwright-core";
 
 /** Debian's Chromium, driven headless: browser downloads are not reachable, so nothing else is used. */
-export const CHROMIUM = process.env.SQLINBOX_CHROMIUM ?? "/usr/bin/chromium";
+const CHROMIUM = process.env.SQLINBOX_CHROMIUM ?? "/usr/bin/chromium";
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({

@@ -7,6 +7,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { launchChromium } from "./browser.js";
 import { startDashboardProcess } from "./dashboard-process.js";
+import { selects } from "../../../test/support/engine-selection.js";
 
 const MYSQL_URL = process.env.SQLINBOX_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test";
 const suffix = `${process.pid}_${Date.now() % 100_000}`;
@@ -20,7 +21,7 @@ describe("the dashboard's numbers on the other engines and forms", () => {
     await browser?.close();
   });
 
-  test("MariaDB, row lock: rows a worker's transaction holds show as in work, a dead group as dead letters", async () => {
+  test.runIf(selects("mariadb"))("MariaDB, row lock: rows a worker's transaction holds show as in work, a dead group as dead letters", async () => {
     const table = `dash_rowlock_${suffix}`;
     const admin = await mysql.createConnection(MYSQL_URL);
     const worker = await mysql.createConnection(MYSQL_URL);
@@ -54,7 +55,7 @@ describe("the dashboard's numbers on the other engines and forms", () => {
     }
   });
 
-  test("SQLite, lease with fifo groups: ready is each group's head, the due rows behind it are waiting", async () => {
+  test.runIf(selects("sqlite"))("SQLite, lease with fifo groups: ready is each group's head, the due rows behind it are waiting", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sqlinbox-dash-"));
     const file = join(dir, "app.db");
     const db = new Database(file);
@@ -90,7 +91,7 @@ describe("the dashboard's numbers on the other engines and forms", () => {
     }
   });
 
-  test("SQLite, lease without groups: the leases table has no Group column, and its times read UTC in a browser far from it", async () => {
+  test.runIf(selects("sqlite"))("SQLite, lease without groups: the leases table has no Group column, and its times read UTC in a browser far from it", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sqlinbox-dash-"));
     const file = join(dir, "app.db");
     const db = new Database(file);
@@ -114,7 +115,7 @@ describe("the dashboard's numbers on the other engines and forms", () => {
     }
   });
 
-  test("SQLite, advisory: in work is unknown from outside, and the page says so", async () => {
+  test.runIf(selects("sqlite"))("SQLite, advisory: in work is unknown from outside, and the page says so", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sqlinbox-dash-"));
     const file = join(dir, "app.db");
     const db = new Database(file);

@@ -37,14 +37,14 @@ export function ddlCommand(): Command {
 }
 
 /** The control table's statement, as the command prints it. */
-export function controlDdlText(engine: Engine): string {
+function controlDdlText(engine: Engine): string {
   return `-- the control table (pause, resume, cancel)\n${controlTableSql(engine)
     .map((s) => `${s};\n`)
     .join("")}`;
 }
 
 /** The statements of every table the module exports (or of `only`), as the command prints them; `queueStorage` as `inboxTableSql` takes it. */
-export async function ddlText(module: string, engine: Engine, only: readonly string[], options: InboxTableSqlOptions = {}): Promise<string> {
+async function ddlText(module: string, engine: Engine, only: readonly string[], options: InboxTableSqlOptions = {}): Promise<string> {
   const { tables } = await loadModule(module);
   const chosen = [...tables].filter(([, d]) => only.length === 0 || only.includes(d.table));
   const missing = only.filter((name) => !chosen.some(([, d]) => d.table === name));

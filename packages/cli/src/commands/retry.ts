@@ -25,9 +25,11 @@ export function retryCommand(): Command {
           onProgress: bar === undefined ? undefined : (done, total) => bar.update(done, total),
         }),
       );
+      // A result goes to stdout, a failure to stderr alone (JSON keeps its object on stdout for scripts).
+      const short = ids.length > 0 && moved < ids.length;
       if (options.json === true) printJson({ moved });
-      else process.stdout.write(`moved ${moved} dead letter${moved === 1 ? "" : "s"} back\n`);
+      else if (moved > 0 && !short) process.stdout.write(`moved ${moved} dead letter${moved === 1 ? "" : "s"} back\n`);
       if (moved === 0) throw new CliError(ExitCode.nothingMatched, ids.length > 0 ? `no dead letter with id ${ids.join(", ")}` : "there are no dead letters");
-      if (ids.length > 0 && moved < ids.length) throw new CliError(ExitCode.nothingMatched, `moved ${moved} of ${ids.length}: the others are not dead letters`);
+      if (short) throw new CliError(ExitCode.nothingMatched, `moved ${moved} of ${ids.length} back: the others are not dead letters`);
     });
 }

@@ -7,7 +7,7 @@ import type { QueueTable } from "../queue-tables.js";
 export type InWork = { readonly byGroup: ReadonlyMap<string, number> } | { readonly unknown: string };
 
 /** The advisory candidates read at most: keys past them are not looked up. */
-export const ADVISORY_CANDIDATES_MAX = 10_000;
+const ADVISORY_CANDIDATES_MAX = 10_000;
 
 export const groupKey = (group: unknown): string => (group === null || group === undefined ? "" : String(group));
 
@@ -23,11 +23,12 @@ export async function countInWork(opened: OpenedDatabase, table: QueueTable, cla
   const ops = operatorFor(opened.engine);
   const { spec } = table;
   if (spec.form === "lease") return null;
+  const { capabilities } = dialectFor(opened.engine);
   if (spec.form === "rowLock") {
+    if (!capabilities.rowLock) return { unknown: "in work: SQLite has no row locks" };
     const probe = ops.lockableProbe(spec, now);
-    if (probe === null) return { unknown: "in work: SQLite has no row locks" };
     // The isolation a claim opens with: under MySQL's REPEATABLE READ the probe would also take gap locks.
-    const isolation = dialectFor(opened.engine).capabilities.claimIsolation;
+    const isolation = capabilities.claimIsolation;
     const trx = await (isolation === undefined ? opened.db.startTransaction() : opened.db.startTransaction().setIsolationLevel(isolation)).execute();
     let lockable: readonly { grp?: unknown }[];
     try {
@@ -39,7 +40,7 @@ export async function countInWork(opened: OpenedDatabase, table: QueueTable, cla
     for (const row of lockable) free.set(groupKey(row.grp), (free.get(groupKey(row.grp)) ?? 0) + 1);
     return { byGroup: new Map([...claimable].map(([g, n]) => [g, Math.max(0, n - (free.get(g) ?? 0))])) };
   }
-  if (dialectFor(opened.engine).capabilities.advisoryLocks === "process") {
+  if (capabilities.advisoryLocks === "process") {
     return { unknown: "in work: unknown from outside (advisory keys on SQLite live in the application's process)" };
   }
   const candidates = (await opened.db.executeQuery(ops.advisoryCandidates(spec, now, ADVISORY_CANDIDATES_MAX))).rows;
@@ -48,8 +49,7 @@ export async function countInWork(opened: OpenedDatabase, table: QueueTable, cla
   const held = new Set<string>();
   const keys = [...keyGroup.keys()];
   for (let i = 0; i < keys.length; i += 500) {
-    const query = ops.heldAdvisoryKeys(keys.slice(i, i + 500), opened.database);
-    if (query !== null) for (const row of (await opened.db.executeQuery(query)).rows) held.add(row.key);
+    for (const row of (await opened.db.executeQuery(ops.heldAdvisoryKeys(keys.slice(i, i + 500), opened.database))).rows) held.add(row.key);
   }
   const byGroup = new Map<string, number>();
   for (const key of held) byGroup.set(keyGroup.get(key) ?? "", (byGroup.get(keyGroup.get(key) ?? "") ?? 0) + 1);

@@ -10,6 +10,8 @@ export interface PurgeRequest {
   readonly group?: string | undefined;
   readonly ids?: readonly string[] | undefined;
   readonly now: Date;
+  /** Only rows handled before this time (`--older-than`, done rows). */
+  readonly processedBefore?: Date;
 }
 
 const STATE_COLUMN = { ready: "claimable", delayed: "delayed", leased: "leased", done: "done", all: "total" } as const;
@@ -18,6 +20,11 @@ const STATE_COLUMN = { ready: "claimable", delayed: "delayed", leased: "leased",
 export async function countPurge(opened: OpenedDatabase, table: QueueTable, request: PurgeRequest): Promise<number> {
   if (request.ids !== undefined) return request.ids.length;
   if (request.state === "dead") return countDeadLetters(opened, table, request.group);
+  if (request.processedBefore !== undefined) {
+    const { state, group, processedBefore, now } = request;
+    const rows = (await opened.db.executeQuery(operatorFor(opened.engine).countRows({ spec: table.spec }, { state, group, processedBefore, now }))).rows;
+    return Number(rows[0]?.rows ?? 0);
+  }
   const rows = (await opened.db.executeQuery(operatorFor(opened.engine).countByState({ spec: table.spec }, request.now))).rows;
   const { state } = request;
   // The statement counts the due rows and their heads; the waiting rows are the difference.

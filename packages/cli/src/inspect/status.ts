@@ -1,4 +1,5 @@
 import { dialectFor } from "@sqlinbox/kysely-dialects";
+import { deliveredAttempt } from "@sqlinbox/kysely-dialects/internal";
 import { hasHeads, operatorFor, waitingOf } from "@sqlinbox/kysely-dialects/operator";
 import type { AttemptBucket, DeadLetterTarget, ExpiringLease, GroupStatus, TableStatus } from "@sqlinbox/dashboard";
 import type { OpenedDatabase } from "../connect.js";
@@ -47,15 +48,14 @@ export async function readTableStatus(opened: OpenedDatabase, table: QueueTable,
   if (table.deadLetters.length === 0) notes.push("dead letters: none declared (--module deadLetters, --dead-letter-table or --dead-letter-group)");
 
   const histogram = new Map<string, AttemptBucket[]>();
-  const histogramQuery = ops.attemptHistogram(spec);
-  if (histogramQuery !== null) {
-    for (const row of await exec(histogramQuery)) {
+  if (spec.attempt !== undefined) {
+    for (const row of await exec(ops.attemptHistogram(spec))) {
       const g = groupKey(row.grp);
       if (deadGroups.has(g)) continue;
-      // Attempts made: a claim counts the column up as it takes a row, and a delivery reads one less
-      // (deliveredAttempt), so a row never delivered holds 1 and has made 0. A row-lock delivery in
-      // work counts once it commits: its claim's increment is not visible outside its transaction.
-      histogram.set(g, [...(histogram.get(g) ?? []), { attempt: n(row.attempt) - 1, rows: n(row.rows) }]);
+      // Attempts made: what a delivery of the row reads (deliveredAttempt: a row never claimed holds 1
+      // and has made 0). A row-lock delivery in work counts once it commits: its claim's increment is
+      // not visible outside its transaction.
+      histogram.set(g, [...(histogram.get(g) ?? []), { attempt: deliveredAttempt(row.attempt), rows: n(row.rows) }]);
     }
   }
 
@@ -80,19 +80,16 @@ export async function readTableStatus(opened: OpenedDatabase, table: QueueTable,
   });
 
   const expiring: ExpiringLease[] = [];
-  const expiringQuery = ops.expiringLeases(spec, now, new Date(now.getTime() + options.expiringWithinMs), options.expiringLimit);
-  if (expiringQuery !== null) {
-    for (const row of await exec(expiringQuery)) {
+  if (spec.lease !== undefined) {
+    for (const row of await exec(ops.expiringLeases(spec, now, new Date(now.getTime() + options.expiringWithinMs), options.expiringLimit))) {
       const until = time.decode(row.locked_until) ?? now;
       expiring.push({
         id: String(row.id),
         group: row.grp === null || row.grp === undefined ? null : String(row.grp),
         lockedUntil: until.toISOString(),
         expiresInMs: until.getTime() - now.getTime(),
-        // The attempt the holder is delivering, as its handler reads it: a claim counts the column
-        // up when it takes the row, so a live lease's column is one past it (the runtime's
-        // deliveredAttempt): a first delivery from a column that starts at 1 holds 2 and reads 1.
-        attempt: row.attempt === null || row.attempt === undefined ? null : n(row.attempt) - 1,
+        // The attempt the holder is delivering, as its handler reads it (deliveredAttempt).
+        attempt: row.attempt === null || row.attempt === undefined ? null : deliveredAttempt(row.attempt),
       });
     }
   }

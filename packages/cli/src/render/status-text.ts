@@ -7,12 +7,12 @@ const FORM_LABEL = { lease: "lease", rowLock: "row lock", advisory: "advisory" }
  * The database as an operator names it: `mariadb` for a MariaDB server (the `mysql` dialect runs
  * both), else the dialect's name. The dashboard's page names it the same way.
  */
-export function engineLabel(report: Pick<StatusReport, "engine" | "server">): string {
+function engineLabel(report: Pick<StatusReport, "engine" | "server">): string {
   return /^MariaDB\b/i.test(report.server ?? "") ? "mariadb" : report.engine;
 }
 
 /** `1:40 2:3 5:1`: rows per attempt count. */
-export function attemptsText(buckets: readonly AttemptBucket[]): string {
+function attemptsText(buckets: readonly AttemptBucket[]): string {
   return buckets.length === 0 ? "—" : buckets.map((b) => `${b.attempt}:${b.rows}`).join(" ");
 }
 

@@ -13,12 +13,13 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { launchChromium } from "./browser.js";
 import { startDashboardProcess, type DashboardProcess } from "./dashboard-process.js";
+import { selects } from "../../../test/support/engine-selection.js";
 
 const PG_URL = process.env.SQLINBOX_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-const MODULE = fileURLToPath(new URL("../../cli/test/fixtures/flow-limits.ts", import.meta.url));
+const MODULE = fileURLToPath(new URL("../../cli/test/support/fixtures/flow-limits.ts", import.meta.url));
 const TABLE = `dash_limits_${process.pid}_${Date.now() % 100_000}`;
 
-describe("caps and rate limits on the dashboard, in a real headless Chromium, against PostgreSQL", () => {
+describe.runIf(selects("postgres"))("caps and rate limits on the dashboard, in a real headless Chromium, against PostgreSQL", () => {
   let client: pg.Client;
   let browser: Browser;
   let withModule: DashboardProcess;

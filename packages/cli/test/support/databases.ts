@@ -6,13 +6,14 @@ import Database from "better-sqlite3";
 import { createPool } from "mysql2";
 import pg from "pg";
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, sql } from "kysely";
+import { leftOutError, selects } from "../../../../test/support/engine-selection.js";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 // biome-ignore lint/suspicious/noExplicitAny: test tables are created at run time
-export type Db = Kysely<any>;
+type Db = Kysely<any>;
 
-export const PG_URL = process.env.SQLINBOX_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-export const MYSQL_URL = process.env.SQLINBOX_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test";
+const PG_URL = process.env.SQLINBOX_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const MYSQL_URL = process.env.SQLINBOX_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test";
 
 /** A real database the test drives directly (to make tables and hold locks) and hands the bin by URL. */
 export interface TestDatabase {
@@ -35,7 +36,8 @@ async function reach(db: Db, what: string): Promise<void> {
   }
 }
 
-export async function postgres(): Promise<TestDatabase> {
+async function postgres(): Promise<TestDatabase> {
+  if (!selects("postgres")) throw leftOutError("postgres", "PostgreSQL");
   const db: Db = new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: PG_URL, max: 6 }) }) });
   await reach(db, `PostgreSQL at ${PG_URL}`);
   return {
@@ -47,7 +49,8 @@ export async function postgres(): Promise<TestDatabase> {
   };
 }
 
-export async function mariadb(): Promise<TestDatabase> {
+async function mariadb(): Promise<TestDatabase> {
+  if (!selects("mariadb")) throw leftOutError("mariadb", "MariaDB");
   const db: Db = new Kysely({ dialect: new MysqlDialect({ pool: createPool({ uri: MYSQL_URL, timezone: "Z", dateStrings: true, connectionLimit: 6 }) }) });
   await reach(db, `MariaDB at ${MYSQL_URL}`);
   return {
@@ -78,11 +81,14 @@ export async function sqlite(): Promise<TestDatabase> {
   };
 }
 
-export const ENGINES = [
-  ["postgres", postgres],
-  ["mariadb", mariadb],
-  ["sqlite", sqlite],
-] as const;
+/** The engines every command is tested on, as `SQLINBOX_ENGINES` selects them (all when unset). */
+export const ENGINES = (
+  [
+    ["postgres", postgres],
+    ["mariadb", mariadb],
+    ["sqlite", sqlite],
+  ] as const
+).filter(([name]) => selects(name));
 
 /** A table name no parallel test uses. */
 export const uniqueName = (prefix: string): string => `${prefix}_${process.pid}_${randomBytes(3).toString("hex")}`;

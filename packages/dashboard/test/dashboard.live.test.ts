@@ -7,6 +7,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { launchChromium } from "./browser.js";
 import { startDashboardProcess, type DashboardProcess } from "./dashboard-process.js";
+import { selects } from "../../../test/support/engine-selection.js";
 
 const PG_URL = process.env.SQLINBOX_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const TOKEN = "s3cret-operator-token";
@@ -26,7 +27,7 @@ async function counted(client: pg.Client) {
 
 const testId = (page: Page, id: string) => page.getByTestId(id);
 
-describe("the dashboard in a real headless Chromium, against PostgreSQL", () => {
+describe.runIf(selects("postgres"))("the dashboard in a real headless Chromium, against PostgreSQL", () => {
   let client: pg.Client;
   let browser: Browser;
   let writable: DashboardProcess;
