@@ -10,6 +10,7 @@
  */
 import { InboxSpec, column } from "@sqlinbox/core";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
+import { fifoRuleApplies } from "@sqlinbox/kysely-dialects/internal";
 import { sql, type CompiledQuery } from "kysely";
 import { fillTable, median, openServers, type Server } from "./fifo-servers.js";
 
@@ -43,12 +44,10 @@ async function claimOnce(server: Server, fifo: boolean): Promise<number> {
   const trx = await begin.execute();
   const run = async (query: CompiledQuery) => (await trx.executeQuery(query)).rows as RawRow[];
   const started = performance.now();
-  const one = lease.claim(description, options);
   let claimed: RawRow[];
-  if (one !== null) claimed = await run(one);
+  if (lease.claimsInOneStatement) claimed = await run(lease.claim(description, options));
   else {
-    const lock = lease.lockFifoGroup(description, options);
-    const fifoLocked = lock === null ? undefined : (await run(lock)).length;
+    const fifoLocked = fifoRuleApplies(description, {}) ? (await run(lease.lockFifoGroup(description, options))).length : undefined;
     claimed = await run(lease.selectClaimable(description, { ...options, fifoLocked }));
     await run(
       lease.stampClaimed(

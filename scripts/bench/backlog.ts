@@ -25,7 +25,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { column, InboxSpec, type InboxDescription } from "@sqlinbox/core/internal";
-import { advisoryKeyOf, type EngineDialect, type RawRow } from "@sqlinbox/kysely-dialects/internal";
+import { advisoryKeyOf, fifoRuleApplies, type EngineDialect, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import { CompiledQuery, sql, type QueryResult } from "kysely";
 import { connect, LEASE_PRECISION, type AnyDb, type FormName } from "./db.js";
 import { loadDialect } from "./systems/dialects.js";
@@ -165,12 +165,10 @@ function stepper(engine: EngineName, form: FormName, shape: Shape, size: number,
       const options = { limit: 1, now, until, precision, ...groupOf(i) };
       const t0 = performance.now();
       let rows: readonly RawRow[];
-      const one = L.claim(spec, options);
-      if (one !== null) rows = (await run(one)).rows;
+      if (L.claimsInOneStatement) rows = (await run(L.claim(spec, options))).rows;
       else {
         for (const q of tx.begin) await run(q);
-        const lock = L.lockFifoGroup(spec, options);
-        const fifoLocked = lock === null ? undefined : (await run(lock)).rows.length;
+        const fifoLocked = fifoRuleApplies(spec, {}) ? (await run(L.lockFifoGroup(spec, options))).rows.length : undefined;
         rows = (await run(L.selectClaimable(spec, { ...options, fifoLocked }))).rows;
         if (rows.length > 0)
           await run(
@@ -208,18 +206,19 @@ function stepper(engine: EngineName, form: FormName, shape: Shape, size: number,
       const options = { limit: 1, now, ...groupOf(i) };
       const t0 = performance.now();
       for (const q of tx.begin) await run(q);
-      const lock = R.lockFifoGroup(spec, options);
-      const fifoLocked = lock === null ? undefined : (await run(lock)).rows.length;
+      const fifoLocked = fifoRuleApplies(spec, {}) && !R.claimLocksFifoGroup ? (await run(R.lockFifoGroup(spec, options))).rows.length : undefined;
       const rows = (await run(R.claim(spec, { ...options, fifoLocked }))).rows;
       if (rows.length === 0) {
         await run(tx.rollback);
         return null;
       }
-      const count = R.countAttempts(
-        spec,
-        rows.map((r) => r.id),
-      );
-      if (count) await run(count);
+      if (spec.attempt !== undefined && !R.countsInClaim)
+        await run(
+          R.countAttempts(
+            spec,
+            rows.map((r) => r.id),
+          ),
+        );
       const claim = us(t0);
       const t1 = performance.now();
       await run(R.settleAck(spec, rows[0]!.id, new Date()));
@@ -235,21 +234,19 @@ function stepper(engine: EngineName, form: FormName, shape: Shape, size: number,
     const [row] = (await run(A.selectCandidates(spec, { limit: 1, now, ...groupOf(i) }))).rows;
     if (row === undefined) return null;
     const key = advisoryKeyOf(spec, row);
-    const lock = A.tryLock(key, database);
-    if (lock) {
-      if (!Number((await run(lock)).rows[0]?.locked)) throw new Error(`${engine} ${shape} advisory: the key of ${row.id} is held`);
+    const sessionLocks = dialect.capabilities.advisoryLocks === "session";
+    if (sessionLocks) {
+      if (!Number((await run(A.tryLock(key, database))).rows[0]?.locked)) throw new Error(`${engine} ${shape} advisory: the key of ${row.id} is held`);
     } else heldKeys.add(key);
     // The take returns the row it counted (RETURNING), or the engine reads it back on the key's session, as the runtime does.
     const taken = await run(A.take(spec, row.id, now));
-    const readBack = A.readTaken(spec, row.id);
-    const matched = readBack === null ? taken.rows.length : Number(taken.numAffectedRows ?? 0n);
+    const matched = A.takeReturnsRow ? taken.rows.length : Number(taken.numAffectedRows ?? 0n);
     if (matched !== 1) throw new Error(`${engine} ${shape} advisory: take matched ${matched} rows`);
-    if (readBack !== null && (await run(readBack)).rows.length !== 1) throw new Error(`${engine} ${shape} advisory: the taken row ${row.id} did not read back`);
+    if (!A.takeReturnsRow && (await run(A.readTaken(spec, row.id))).rows.length !== 1) throw new Error(`${engine} ${shape} advisory: the taken row ${row.id} did not read back`);
     const claim = us(t0);
     const t1 = performance.now();
     await run(A.settleAck(spec, row.id, new Date()));
-    const unlock = A.unlock(key, database);
-    if (unlock) await run(unlock);
+    if (sessionLocks) await run(A.unlock(key, database));
     else heldKeys.delete(key);
     return { claim, settle: us(t1) };
   };
@@ -265,9 +262,13 @@ async function explain(engine: EngineName, shape: Shape, dialect: EngineDialect,
   const precision = LEASE_PRECISION[engine];
   const options = { limit: 1, now, until: dialect.time.truncate(new Date(now.getTime() + LEASE_MS), precision), precision, ...(shape === "fifo" ? { group: "g1" } : {}) };
   // MySQL/MariaDB: the select after lockFifoGroup, given the number of rows that lock would take (the group's rows).
-  const lock = dialect.lease.lockFifoGroup(spec, options);
-  const fifoLocked = lock === null ? undefined : (await conn.executeQuery(lock)).rows.length;
-  const q = dialect.lease.claim(spec, options) ?? dialect.lease.selectClaimable(spec, { ...options, fifoLocked });
+  const L = dialect.lease;
+  if (L.claimsInOneStatement) return explainQuery(engine, L.claim(spec, options), conn);
+  const fifoLocked = fifoRuleApplies(spec, {}) ? (await conn.executeQuery(L.lockFifoGroup(spec, options))).rows.length : undefined;
+  return explainQuery(engine, L.selectClaimable(spec, { ...options, fifoLocked }), conn);
+}
+
+async function explainQuery(engine: EngineName, q: CompiledQuery, conn: Session): Promise<string> {
   if (engine === "postgres") {
     await conn.executeQuery(CompiledQuery.raw("begin"));
     try {
@@ -335,7 +336,7 @@ for (const engine of engines) {
             const claims = Math.max(10, Math.min(maxClaims, Math.floor(due / 4) - warm));
             let buildMs = 0;
             for (const form of forms) {
-              if (form === "rowLock" && dialect.rowLock === null) continue;
+              if (form === "rowLock" && !dialect.capabilities.rowLock) continue;
               if (form === "advisory" && (shape === "fifo" || shape === "ordered")) continue; // neither fifo nor an order key is an advisory table's shape
               // A fresh backlog per form up to 10⁵ rows (a form takes up to a quarter of the due rows); above, one build serves
               // every form, whose claims take under 1% of it.

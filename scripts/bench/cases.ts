@@ -1,4 +1,5 @@
 import type { FormName } from "./db.js";
+import { bullmqDrainCase } from "./systems/bullmq.js";
 import { GRAPHILE_DEFAULT, graphileBatched, graphileDrainCase } from "./systems/graphile-worker.js";
 import { pgBossDrainCase } from "./systems/pg-boss.js";
 import { rawDrainCase } from "./systems/raw-sql.js";
@@ -21,17 +22,28 @@ const GRAPHILE_SIZED = { batch: 500, workers: 8 } as const;
 /**
  * The peers' configurations, swept so that each is reported at its best in the same run: graphile-worker's defaults, and
  * its batched mode (`localQueue` on, completions batched with no delay) at three local queue sizes × three concurrencies;
- * pg-boss at three batch sizes × 1 and 4 workers (`work()` calls).
+ * pg-boss at three batch sizes × 1 and 4 workers (`work()` calls); BullMQ at three concurrencies per backend.
  */
 export const GRAPHILE_SWEEP = { localQueueSizes: [100, 500, 1000], concurrencies: [10, 32, 64] } as const;
 export const PGBOSS_SWEEP = { batchSizes: [100, 1000, 5000], workers: [1, 4] } as const;
+/** BullMQ: one worker's `concurrency` (its only throughput knob besides the backend), on Redis and on PostgreSQL. */
+export const BULLMQ_SWEEP = { redis: [16, 64, 256], postgres: [8, 32, 64] } as const;
 
 export function peerCases(sweep = true): DrainCase[] {
   // The smoke checks each adapter's code paths (defaults, batched, one and several pg-boss workers), not the sweep.
-  if (!sweep) return [graphileDrainCase(GRAPHILE_DEFAULT, 1), graphileDrainCase(graphileBatched(500), 10), pgBossDrainCase(100, 1), pgBossDrainCase(1000, 4)];
+  if (!sweep)
+    return [
+      graphileDrainCase(GRAPHILE_DEFAULT, 1),
+      graphileDrainCase(graphileBatched(500), 10),
+      pgBossDrainCase(100, 1),
+      pgBossDrainCase(1000, 4),
+      bullmqDrainCase("redis", 16),
+      bullmqDrainCase("postgres", 8),
+    ];
   const cases: DrainCase[] = [graphileDrainCase(GRAPHILE_DEFAULT, 1)];
   for (const size of GRAPHILE_SWEEP.localQueueSizes) for (const c of GRAPHILE_SWEEP.concurrencies) cases.push(graphileDrainCase(graphileBatched(size), c));
   for (const b of PGBOSS_SWEEP.batchSizes) for (const w of PGBOSS_SWEEP.workers) cases.push(pgBossDrainCase(b, w));
+  for (const backend of ["redis", "postgres"] as const) for (const c of BULLMQ_SWEEP[backend]) cases.push(bullmqDrainCase(backend, c));
   return cases;
 }
 

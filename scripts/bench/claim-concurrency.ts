@@ -43,7 +43,6 @@ async function round(loops: number) {
         const now = new Date();
         const until = dialect.time.truncate(new Date(now.getTime() + LEASE_MS), precision);
         const claim = dialect.lease.claim(spec, { limit: batch, now, until, precision });
-        if (claim === null) throw new Error("the Postgres lease claim is one statement");
         const rows = (await client.query<RawRow>({ text: claim.sql, values: [...claim.parameters], ...(named ? { name: "claim" } : {}) })).rows;
         if (rows.length === 0) {
           if (done >= n) return;

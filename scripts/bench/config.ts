@@ -6,6 +6,8 @@ import type { FormName } from "./db.js";
 /** Where the peers run: the same local servers the tests use. */
 export const PG_URL = process.env.SQLINBOX_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 export const MYSQL_URL = process.env.SQLINBOX_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test";
+/** BullMQ's Redis: the local server; the bench uses its own key prefix and removes its queues after a case. */
+export const REDIS_URL = process.env.SQLINBOX_REDIS_URL ?? "redis://127.0.0.1:6379";
 
 let sqliteDir: string | undefined;
 /** One SQLite file per run, in a fresh temp directory. */

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { sql } from "kysely";
 import type { AnyDb } from "./db.js";
-import type { EngineName } from "./types.js";
+import type { EngineName, StoreName } from "./types.js";
 
 /**
  * What the database side did during a drain: CPU of its processes (from /proc), commits and fsyncs from its own
@@ -42,7 +42,7 @@ function ticksPerSecond(): number {
 }
 
 /** The database server's processes by command name: Postgres runs one per connection under its postmaster. */
-const SERVER_PROCESSES: Record<EngineName, readonly string[]> = { postgres: ["postgres"], mariadb: ["mariadbd", "mysqld"], sqlite: [] };
+const SERVER_PROCESSES: Record<StoreName, readonly string[]> = { postgres: ["postgres"], mariadb: ["mariadbd", "mysqld"], sqlite: [], redis: ["redis-server"] };
 
 /** A process's CPU ticks: its own (utime + stime) and its ended, waited-for children's (cutime + cstime), and its parent. */
 function procTicks(pid: number): { own: number; children: number; ppid: number } | undefined {
@@ -67,7 +67,7 @@ export function cpuTicksOf(pid: number): number | undefined {
  * around a drain need no sampling in between. It counts whatever else the server ran meanwhile. `undefined` for
  * SQLite (its CPU is the client's) or where /proc shows no server.
  */
-export function serverCpuMicros(engine: EngineName): number | undefined {
+export function serverCpuMicros(engine: StoreName): number | undefined {
   const names = SERVER_PROCESSES[engine];
   if (names.length === 0) return undefined;
   const pids = new Set(pidsNamed(names));

@@ -10,6 +10,9 @@ export function decodeIndex(payload: unknown): number {
 
 export const payloadOf = (i: number) => ({ i });
 
+/** Wall-clock ms with sub-ms resolution, comparable across processes on one machine. */
+export const wallNow = () => performance.timeOrigin + performance.now();
+
 /** Counts handled jobs, detects duplicates, and resolves when all `n` were seen. */
 export class JobTracker {
   readonly #seen: Uint8Array;

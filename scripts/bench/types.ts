@@ -1,6 +1,8 @@
 /** The engines a case runs on. */
 export type EngineName = "postgres" | "mariadb" | "sqlite";
-export type SystemName = "sqlinbox" | "raw-sql" | "graphile-worker" | "pg-boss";
+/** Where a case keeps its jobs: an SQL engine, or Redis (BullMQ's default backend). */
+export type StoreName = EngineName | "redis";
+export type SystemName = "sqlinbox" | "raw-sql" | "graphile-worker" | "pg-boss" | "bullmq";
 
 /** What one W1 drain measured. */
 export interface DrainRun {
@@ -18,7 +20,7 @@ export interface DrainCase {
   /** Unique and stable: `system/engine/form/bB-wW`. */
   readonly id: string;
   readonly system: SystemName;
-  readonly engine: EngineName;
+  readonly engine: StoreName;
   /** Claim form for sqlinbox and the raw loop; the configuration name for peers. */
   readonly variant: string;
   readonly settings: Readonly<Record<string, unknown>>;

@@ -46,13 +46,13 @@ export async function graphileReset(pool: pg.Pool): Promise<void> {
   await pool.query(`TRUNCATE ${SCHEMA}._private_jobs, ${SCHEMA}._private_job_queues CASCADE`);
 }
 
-export async function graphilePending(pool: pg.Pool): Promise<number> {
+async function graphilePending(pool: pg.Pool): Promise<number> {
   const r = await pool.query(`SELECT count(*)::int AS n FROM ${SCHEMA}._private_jobs`);
   return r.rows[0].n as number;
 }
 
 /** The tables graphile-worker's claim (`get_job`) reads, with fresh statistics, as autovacuum would leave them. */
-export async function graphileAnalyze(pool: pg.Pool): Promise<void> {
+async function graphileAnalyze(pool: pg.Pool): Promise<void> {
   await pool.query(`VACUUM ANALYZE ${SCHEMA}._private_jobs, ${SCHEMA}._private_job_queues, ${SCHEMA}._private_tasks`);
 }
 

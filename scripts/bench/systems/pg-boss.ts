@@ -13,7 +13,7 @@ const QUEUE = "bench-noop";
  * `teamSize` (removed in 10.0): concurrency is one `work()` call per worker, as its docs say ("each call to work() will
  * add a new worker").
  */
-export const PGBOSS_SETTINGS = { version: "10.4", pollingIntervalSeconds: 0.5 } as const;
+const PGBOSS_SETTINGS = { version: "10.4", pollingIntervalSeconds: 0.5 } as const;
 
 export function pgBossDrainCase(batchSize: number, workers: number): DrainCase {
   let boss: PgBoss | undefined;

@@ -71,9 +71,8 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
       const now = new Date();
       const until = dialect!.time.truncate(new Date(now.getTime() + LEASE_MS), precision);
       const options = { limit: batch, now, until, precision };
-      const claim = L.claim(spec!, options);
-      const rows: readonly RawRow[] = claim
-        ? (await exec(claim)).rows
+      const rows: readonly RawRow[] = L.claimsInOneStatement
+        ? (await exec(L.claim(spec!, options))).rows
         : await transaction(async (trx) => {
             const selected = (await exec(L.selectClaimable(spec!, options), trx)).rows;
             if (selected.length > 0)
@@ -140,11 +139,10 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
         const rows = (await exec(R.claim(spec!, { limit: shared ? batch : 1, now: new Date() }), trx)).rows;
         if (rows.length === 0) return 0;
         const ids = rows.map((r) => r.id);
-        const count = R.countAttempts(spec!, ids);
-        if (count) await exec(count, trx);
-        // Null where the engine acks held rows one by one (the dialect's own capability check).
-        const ackMany = shared ? R.settleAckMany(spec!, ids, new Date()) : null;
-        if (ackMany !== null) {
+        if (spec!.attempt !== undefined && !R.countsInClaim) await exec(R.countAttempts(spec!, ids), trx);
+        // One statement acks them all where the engine can (the dialect's own capability); elsewhere one by one.
+        if (shared && dialect!.capabilities.heldRowsAckTogether) {
+          const ackMany = R.settleAckMany(spec!, ids, new Date());
           // The runtime's shared transaction: every row handled, then one statement acks them all before the commit.
           for (const row of rows) tracker.handle(row.payload);
           const acked = await exec(ackMany, trx);
@@ -168,9 +166,9 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
       let took = 0;
       for (const row of candidates) {
         const key = advisoryKeyOf(spec!, row);
-        const lock = A.tryLock(key, database);
-        if (lock) {
-          const r = await exec(lock, conn);
+        const sessionLocks = dialect!.capabilities.advisoryLocks === "session";
+        if (sessionLocks) {
+          const r = await exec(A.tryLock(key, database), conn);
           if (!Number(r.rows[0]?.locked)) continue;
         } else {
           if (heldKeys.has(key)) continue;
@@ -179,16 +177,14 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
         try {
           // The take returns the row it counted (RETURNING), or the engine reads it back on the key's session, as the runtime does.
           const taken = await exec(A.take(spec!, row.id, new Date()), conn);
-          const readBack = A.readTaken(spec!, row.id);
-          let counted = readBack === null ? taken.rows[0] : undefined;
-          if (readBack !== null && Number(taken.numAffectedRows ?? 0n) === 1) counted = (await exec(readBack, conn)).rows[0];
+          let counted = A.takeReturnsRow ? taken.rows[0] : undefined;
+          if (!A.takeReturnsRow && Number(taken.numAffectedRows ?? 0n) === 1) counted = (await exec(A.readTaken(spec!, row.id), conn)).rows[0];
           if (counted === undefined) continue; // another worker finished it meanwhile
           tracker.handle(counted.payload);
           one(await exec(A.settleAck(spec!, row.id, new Date()), conn), "advisory ack");
           took++;
         } finally {
-          const unlock = A.unlock(key, database);
-          if (unlock) await exec(unlock, conn);
+          if (sessionLocks) await exec(A.unlock(key, database), conn);
           else heldKeys.delete(key);
         }
       }

@@ -8,7 +8,7 @@
 import { sqlinboxDrainCase } from "./sqlinbox.js";
 import type { DrainCase, EngineName } from "../types.js";
 
-export type OtelMode = "absent" | "installed" | "sdk";
+type OtelMode = "absent" | "installed" | "sdk";
 const MODES: readonly OtelMode[] = ["absent", "installed", "sdk"];
 const ENGINES: readonly EngineName[] = ["postgres", "sqlite"];
 

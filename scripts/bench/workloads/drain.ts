@@ -1,14 +1,14 @@
-import type { BenchSettings } from "../config.js";
+import { REDIS_URL, type BenchSettings } from "../config.js";
 import { JobTracker, withTimeout } from "../jobs.js";
 import { summarize, type Summary } from "../stats.js";
-import type { DrainCase, EngineName, SystemName } from "../types.js";
+import type { DrainCase, StoreName, SystemName } from "../types.js";
 import { isLocalUrl, serverCpuMicros } from "../db-sampler.js";
 import { urlOf } from "../db.js";
 
 export interface DrainResult {
   readonly id: string;
   readonly system: SystemName;
-  readonly engine: EngineName;
+  readonly engine: StoreName;
   readonly variant: string;
   readonly settings: Readonly<Record<string, unknown>>;
   /** Set when the case could not run: nothing was measured. */
@@ -38,7 +38,7 @@ async function runRound(c: DrainCase, n: number): Promise<{ jobsPerSec: number; 
   await c.analyze();
   const tracker = new JobTracker(n);
   // A server on another host: its processes are not this machine's.
-  const serverCpu = () => (c.engine !== "sqlite" && isLocalUrl(urlOf(c.engine)) ? serverCpuMicros(c.engine) : undefined);
+  const serverCpu = () => (c.engine !== "sqlite" && isLocalUrl(c.engine === "redis" ? REDIS_URL : urlOf(c.engine)) ? serverCpuMicros(c.engine) : undefined);
   const server = serverCpu();
   const cpu = process.cpuUsage();
   const started = performance.now();

@@ -9,7 +9,7 @@ import { ENGINES } from "../cases.js";
 import type { EngineName } from "../types.js";
 
 /** The delay every sample waits out, and a poll interval far beyond it: only the due wake starts a row in time. */
-export const DUE_DELAY_MS = 500;
+const DUE_DELAY_MS = 500;
 const POLL_MS = 10_000;
 
 export interface DueResult {

@@ -11,14 +11,15 @@ import { graphileReset, graphileSetup, GRAPHILE_SCHEMA, GRAPHILE_TASK, silentLog
 import { loadDialect } from "../systems/dialects.js";
 import { benchSpec } from "../systems/raw-sql.js";
 import { buildApp, loadRuntime, startApp, type RunningApp, type Runtime } from "../systems/sqlinbox.js";
-import type { EngineName, SystemName } from "../types.js";
+import type { EngineName, StoreName, SystemName } from "../types.js";
+import { type BullBackend, bullPending, bullQueue } from "../systems/bullmq.js";
 import { ENGINES } from "../cases.js";
 
 /** One system's way to publish on one engine. */
 interface EnqueueCase {
   readonly id: string;
   readonly system: SystemName;
-  readonly engine: EngineName;
+  readonly engine: StoreName;
   check(): Promise<string | null>;
   setup(): Promise<void>;
   reset(): Promise<void>;
@@ -33,7 +34,7 @@ interface EnqueueCase {
 export interface EnqueueResult {
   readonly id: string;
   readonly system: SystemName;
-  readonly engine: EngineName;
+  readonly engine: StoreName;
   readonly notAvailable?: string;
   readonly error?: string;
   readonly n?: number;
@@ -171,6 +172,31 @@ function pgBossCase(): EnqueueCase {
   };
 }
 
+/** BullMQ: `add()` one job, `addBulk()` of 100, on Redis or PostgreSQL (a pool of 17 there: the 16 concurrent publishers and one). */
+function bullmqCase(backend: BullBackend): EnqueueCase {
+  let queue: ReturnType<typeof bullQueue> | undefined;
+  return {
+    id: `bullmq/${backend}/add`,
+    system: "bullmq",
+    engine: backend,
+    check: async () => null,
+    async setup() {
+      queue = bullQueue(backend, 17);
+      await queue.waitUntilReady();
+    },
+    async reset() {
+      await queue!.obliterate({ force: true });
+    },
+    one: (i) => queue!.add("noop", payloadOf(i)),
+    many: (from, count) => queue!.addBulk(Array.from({ length: count }, (_, k) => ({ name: "noop", data: payloadOf(from + k) }))),
+    count: () => bullPending(queue!),
+    async teardown() {
+      await queue?.obliterate({ force: true });
+      await queue?.close();
+    },
+  };
+}
+
 async function timed(n: number, work: () => Promise<void>): Promise<number> {
   const t = performance.now();
   await work();
@@ -179,7 +205,7 @@ async function timed(n: number, work: () => Promise<void>): Promise<number> {
 
 /** W2: publishes per second, per engine and peer, rounds interleaved; every publish checked to have landed. */
 export async function runEnqueue(s: BenchSettings, select: <T extends { id: string }>(c: T[]) => T[]): Promise<EnqueueResult[]> {
-  const cases = select([...ENGINES.flatMap((e) => [sqlinboxCase(e), rawCase(e)]), graphileCase(), pgBossCase()]);
+  const cases = select([...ENGINES.flatMap((e) => [sqlinboxCase(e), rawCase(e)]), graphileCase(), pgBossCase(), bullmqCase("redis"), bullmqCase("postgres")]);
   const n = s.enqueueN;
   const out = new Map<string, { seq: number[]; conc: number[]; bulk: number[] } | EnqueueResult>();
   const live: EnqueueCase[] = [];

@@ -8,23 +8,21 @@ import { connect, LEASE_PRECISION, recreateTable, tableOf, type AnyDb } from "..
 import { benchSpec, LEASE_MS } from "../systems/raw-sql.js";
 import { loadDialect } from "../systems/dialects.js";
 import type { EngineDialect, RawRow } from "@sqlinbox/kysely-dialects/internal";
-import { sleep, withTimeout } from "../jobs.js";
+import { sleep, wallNow, withTimeout } from "../jobs.js";
 import { report } from "../report-helpers.js";
 import { short, table } from "../report.js";
 import { fmt, percentiles, type Percentiles } from "../stats.js";
 import { GRAPHILE_DEFAULT, graphileOptions, graphileReset, graphileSetup, GRAPHILE_SCHEMA, GRAPHILE_TASK, silentLogger } from "../systems/graphile-worker.js";
 import { buildApp, loadRuntime, startApp, type RunningApp, type Runtime } from "../systems/sqlinbox.js";
-import type { EngineName, SystemName } from "../types.js";
+import type { EngineName, StoreName, SystemName } from "../types.js";
+import { bullmqLatency } from "../systems/bullmq.js";
 import { ENGINES } from "../cases.js";
 
-/** Wall-clock ms with sub-ms resolution, comparable across processes on one machine. */
-export const wallNow = () => performance.timeOrigin + performance.now();
-
 /** One consumer under test: `publish(t)` writes a job stamped `t`; `arrivals` reports each handler start. */
-interface LatencyCase {
+export interface LatencyCase {
   readonly id: string;
   readonly system: SystemName;
-  readonly engine: EngineName;
+  readonly engine: StoreName;
   readonly how: string;
   check(): Promise<string | null>;
   /** Starts the consumer; `onArrival(seq, ms)` is called at each handler start. */
@@ -36,7 +34,7 @@ interface LatencyCase {
 export interface LatencyResult {
   readonly id: string;
   readonly system: SystemName;
-  readonly engine: EngineName;
+  readonly engine: StoreName;
   readonly how: string;
   readonly notAvailable?: string;
   readonly error?: string;
@@ -181,9 +179,8 @@ function rawInsertThenClaim(engine: EngineName): LatencyCase {
         .execute();
       const now = new Date();
       const options = { limit: 8, now, until: dialect!.time.truncate(new Date(now.getTime() + LEASE_MS), precision), precision };
-      const claim = dialect!.lease.claim(spec, options);
       let rows: readonly RawRow[];
-      if (claim !== null) rows = (await db!.executeQuery(claim)).rows;
+      if (dialect!.lease.claimsInOneStatement) rows = (await db!.executeQuery(dialect!.lease.claim(spec, options))).rows;
       else
         rows = await db!.transaction().execute(async (trx) => {
           const selected = (await trx.executeQuery(dialect!.lease.selectClaimable(spec, options))).rows;
@@ -342,6 +339,8 @@ export async function runLatency(s: BenchSettings, select: <T extends { id: stri
     ...ENGINES.flatMap((e) => [sqlinboxInProcess(e), sqlinboxInProcessTrx(e), rawInsertThenClaim(e)]),
     ...ENGINES.map(sqlinboxSecondProcess),
     graphileLatency(),
+    bullmqLatency("redis"),
+    bullmqLatency("postgres"),
   ]);
   const results: LatencyResult[] = [];
   for (const c of cases) {

@@ -22,10 +22,10 @@ const CHILD = fileURLToPath(new URL("./scale-child.ts", import.meta.url));
 const wallNow = () => Date.now();
 
 /** The engines scale-out runs on: one server shared by every worker process (SQLite is one file per process). */
-export const SCALE_ENGINES: readonly EngineName[] = ["postgres", "mariadb"];
+const SCALE_ENGINES: readonly EngineName[] = ["postgres", "mariadb"];
 
 /** One process count's drain: throughput, exactly-once, and what the database did meanwhile. */
-export interface ScaleRun {
+interface ScaleRun {
   readonly processes: number;
   readonly n: number;
   /** Jobs per second from the first handler call (any process) to the table observed empty, one per round. */
@@ -228,7 +228,7 @@ export async function runScaleOut(s: BenchSettings, select: <T extends { id: str
 }
 
 /** The database's waits as one cell: the largest shares of active-session samples, then the lock counters. */
-export function waitsCell(engine: EngineName, db: DbSample): string {
+function waitsCell(engine: EngineName, db: DbSample): string {
   const total = Math.max(1, db.activeSessionSamples);
   const top = Object.entries(db.waits)
     .filter(([k]) => k.includes(":") && !k.startsWith("state:"))
@@ -247,11 +247,11 @@ export function waitsCell(engine: EngineName, db: DbSample): string {
  * fsyncs per second over the drain: Postgres `pg_stat_wal.wal_sync`; MySQL/MariaDB `Innodb_os_log_fsyncs` where
  * the server has it, else `Innodb_data_fsyncs` (MariaDB 10.11 has no log counter; there this one follows its redo log writes).
  */
-export const fsyncsPerSec = (engine: EngineName, db: DbSample): number =>
+const fsyncsPerSec = (engine: EngineName, db: DbSample): number =>
   (engine === "postgres" ? (db.counters.wal_sync ?? 0) : (db.counters.Innodb_os_log_fsyncs ?? db.counters.Innodb_data_fsyncs ?? 0)) / Math.max(db.seconds, 1e-3);
 
 /** Commits per second over the drain: Postgres `pg_stat_database.xact_commit` of the bench database; MySQL/MariaDB `Com_commit` (server-wide). */
-export const commitsPerSec = (engine: EngineName, db: DbSample): number =>
+const commitsPerSec = (engine: EngineName, db: DbSample): number =>
   (engine === "postgres" ? (db.counters.xact_commit ?? 0) : (db.counters.Com_commit ?? 0)) / Math.max(db.seconds, 1e-3);
 
 /** One table per engine × form: a row per process count, with the speed-up over the first (one process). */
