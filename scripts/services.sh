@@ -83,3 +83,15 @@ if ! mariadb -h 127.0.0.1 -P 3306 -uroot -e "select 1" >/dev/null 2>&1; then
 fi
 mariadb -h 127.0.0.1 -P 3306 -uroot -e "CREATE DATABASE IF NOT EXISTS \`$MY_DB\`"
 log "MariaDB ready: $(mariadb -h 127.0.0.1 -P 3306 -uroot -N -e 'select version()')"
+
+# --- Redis (BullMQ's backend in the benchmark) --------------------------------
+if ! command -v redis-server >/dev/null 2>&1; then
+  apt_install redis-server
+fi
+if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+  log "starting Redis"
+  mkdir -p /var/lib/redis /var/log/redis
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log
+fi
+wait_for Redis redis-cli -h 127.0.0.1 -p 6379 ping
+log "Redis ready: $(redis-cli -h 127.0.0.1 -p 6379 info server | sed -n 's/^redis_version:\(.*\)\r$/\1/p')"

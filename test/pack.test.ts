@@ -1,19 +1,30 @@
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { afterAll, describe, expect, test } from "vitest";
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { readmeBlock, readmeInstallLines } from "./readme.js";
 
-// `npm pack` of each package must give a tarball that installs and imports on its own,
-// from `dist/` (built by `npm test` before vitest runs), in a project that is not this one.
+// `npm run pack`'s tarballs (scripts/pack.mjs, from `dist/`, built by `npm test` before vitest runs) install
+// and work in projects that are not this one: each package on its own, all six together as the README's
+// install line puts them, and the README's quick start compiled there with TypeScript 5.9 and 7 under a
+// strict tsconfig with `skipLibCheck` off, then run on SQLite. Packed once, for every case.
 const root = resolve(import.meta.dirname, "..");
 const work = mkdtempSync(join(tmpdir(), "sqlinbox-pack-"));
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+const packs = join(work, "packs");
+afterAll(() => rmSync(work, { recursive: true, force: true }), 120_000);
 
+beforeAll(() => {
+  execFileSync(process.execPath, [join(root, "scripts/pack.mjs"), "--out", packs], { cwd: root, stdio: "pipe" });
+}, 120_000);
+
+/** The tarball `npm run pack` wrote for `packages/<name>`. */
 function pack(dir: string): string {
-  const out = execFileSync("npm", ["pack", "--silent", "--pack-destination", work], { cwd: join(root, dir), encoding: "utf8" });
-  const name = out.trim().split("\n").pop() ?? "";
-  return join(work, name);
+  const name = `sqlinbox-${dir.replace(/^packages\//, "")}-`;
+  const file = readdirSync(packs).find((f) => f.startsWith(name) && /^\d/.test(f.slice(name.length)));
+  if (file === undefined) throw new Error(`no tarball for ${dir} in ${packs}: ${readdirSync(packs).join(", ")}`);
+  return join(packs, file);
 }
 
 function consumer(name: string, deps: Record<string, string>): string {
@@ -46,12 +57,13 @@ describe("npm pack", () => {
 });
 
 describe("npm pack of the whole set", () => {
-  test("core + kysely-dialects + runtime tarballs install together outside the monorepo and run an app on SQLite", () => {
-    const tarballs = ["packages/core", "packages/kysely-dialects", "packages/runtime"].map(pack);
-    const [core, dialects, runtime] = tarballs;
+  test("core + kysely-dialects + database + runtime tarballs install together outside the monorepo and run an app on SQLite", () => {
+    const tarballs = ["packages/core", "packages/kysely-dialects", "packages/database", "packages/runtime"].map(pack);
+    const [core, dialects, database, runtime] = tarballs;
     const dir = consumer("uses-runtime", {
       "@sqlinbox/core": `file:${core}`,
       "@sqlinbox/kysely-dialects": `file:${dialects}`,
+      "@sqlinbox/database": `file:${database}`,
       "@sqlinbox/runtime": `file:${runtime}`,
       kysely: "0.28.19",
       // The native driver this machine already built, linked rather than rebuilt.
@@ -84,7 +96,7 @@ describe("npm pack of the whole set", () => {
 
     // Source maps resolve: every map's sources are files the tarball ships (src/ beside dist/), and a stack
     // trace under --enable-source-maps names .ts files that exist in node_modules.
-    for (const name of ["core", "kysely-dialects", "runtime"]) {
+    for (const name of ["core", "kysely-dialects", "database", "runtime"]) {
       const dist = join(dir, "node_modules/@sqlinbox", name, "dist");
       const maps = readdirSync(dist, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".map"));
       expect(maps.length, name).toBeGreaterThan(5);
@@ -120,10 +132,11 @@ describe("npm pack of the whole set", () => {
 
 describe("npm pack of the operator tools", () => {
   test("the cli and dashboard tarballs install outside the monorepo: ddl loads a TypeScript module, status reads a table, the dashboard serves its page and status", async () => {
-    const [core, dialects, dashboard, cli] = ["packages/core", "packages/kysely-dialects", "packages/dashboard", "packages/cli"].map(pack);
+    const [core, dialects, database, dashboard, cli] = ["packages/core", "packages/kysely-dialects", "packages/database", "packages/dashboard", "packages/cli"].map(pack);
     const dir = consumer("uses-cli", {
       "@sqlinbox/core": `file:${core}`,
       "@sqlinbox/kysely-dialects": `file:${dialects}`,
+      "@sqlinbox/database": `file:${database}`,
       "@sqlinbox/dashboard": `file:${dashboard}`,
       "@sqlinbox/cli": `file:${cli}`,
       kysely: "0.28.19",
@@ -188,4 +201,160 @@ db.close();
       await exited;
     }
   }, 240_000);
+});
+
+// The README's install, done as a user does it in an app of their own: the tarballs and what the install line
+// names, then the type-checking line; its quick start's files, verbatim; a tsconfig as `tsc --init` (5.9)
+// writes it, with `"types": ["node"]` and `skipLibCheck` off, so that every shipped declaration the app
+// reaches is checked. Two swaps only: the folder of tarballs is this run's, and better-sqlite3 is the build
+// this machine already made (linked, not compiled again). TypeScript itself is installed once per version
+// into node_modules/.cache and reused by later runs.
+describe("the README's install and quick start, in a fresh app outside the workspace", () => {
+  const app = join(work, "app");
+  const TYPESCRIPT = ["5.9.3", "7.0.2"] as const;
+  const tsc: Record<string, string> = {};
+
+  /** `npm install …` as the README writes it, with the two swaps; returns the arguments after `install`. */
+  function installArgs(line: string): string[] {
+    const words = line.split(/\s+/).slice(2);
+    const tarballs = readdirSync(packs)
+      .filter((f) => f.endsWith(".tgz"))
+      .map((f) => join(packs, f));
+    return words.flatMap((word) => {
+      if (word.endsWith("packs/*.tgz")) return tarballs;
+      if (word.startsWith("better-sqlite3@")) return [`file:${join(root, "node_modules/better-sqlite3")}`];
+      return [word];
+    });
+  }
+
+  /** Installs `typescript@version` into a cache folder of its own, unless a previous run did; its tsc binary. */
+  function typescript(version: string): string {
+    const dir = join(root, "node_modules/.cache/sqlinbox-typescript", version);
+    const manifest = join(dir, "node_modules/typescript/package.json");
+    if (!existsSync(manifest) || (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version !== version) {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, "package.json"), JSON.stringify({ private: true }));
+      execFileSync("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--ignore-scripts", `typescript@${version}`], { cwd: dir, stdio: "pipe" });
+    }
+    return join(dir, "node_modules/.bin/tsc");
+  }
+
+  beforeAll(() => {
+    const lines = readmeInstallLines();
+    const sqlite = lines.find((line) => line.includes("packs/*.tgz") && line.includes("better-sqlite3@"));
+    const types = lines.find((line) => line.startsWith("npm install --save-dev typescript "));
+    expect(sqlite, `README install lines: ${lines.join(" | ")}`).toBeDefined();
+    expect(types, `README install lines: ${lines.join(" | ")}`).toBeDefined();
+    // The line has what the quick start's run line uses, and the registry line is there for later.
+    expect(sqlite).toMatch(/\bkysely\b.*\btsx\b/);
+    expect(lines.some((line) => line.startsWith("npm install @sqlinbox/core @sqlinbox/runtime kysely"))).toBe(true);
+
+    mkdirSync(app, { recursive: true });
+    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "signup", private: true, type: "module" }));
+    const npm = (args: string[]) => execFileSync("npm", [...args, "--no-audit", "--no-fund", "--prefer-offline", "--ignore-scripts"], { cwd: app, stdio: "pipe" });
+    npm(["install", ...installArgs(sqlite ?? "")]);
+    // The type-checking line less typescript, which each case brings in the version it checks with.
+    npm(["install", ...installArgs(types ?? "").filter((word) => word !== "typescript")]);
+    for (const version of TYPESCRIPT) tsc[version] = typescript(version);
+
+    writeFileSync(join(app, "inbox.ts"), readmeBlock("ts inbox.ts"));
+    writeFileSync(join(app, "db.ts"), readmeBlock("ts db.ts (sqlite)"));
+    writeFileSync(join(app, "app.ts"), readmeBlock("ts app.ts"));
+    // Every public entry point, so that the declarations the quick start does not reach are checked too.
+    writeFileSync(
+      join(app, "entries.ts"),
+      ["@sqlinbox/core", "@sqlinbox/runtime", "@sqlinbox/runtime/testing", "@sqlinbox/kysely-dialects", "@sqlinbox/cli", "@sqlinbox/dashboard"]
+        .map((name, i) => `import * as entry${i} from "${name}";\nexport { entry${i} };\n`)
+        .join(""),
+    );
+    writeFileSync(
+      join(app, "tsconfig.json"),
+      JSON.stringify(
+        {
+          compilerOptions: {
+            module: "nodenext",
+            target: "esnext",
+            types: ["node"],
+            noEmit: true,
+            noUncheckedIndexedAccess: true,
+            exactOptionalPropertyTypes: true,
+            strict: true,
+            jsx: "react-jsx",
+            verbatimModuleSyntax: true,
+            isolatedModules: true,
+            noUncheckedSideEffectImports: true,
+            moduleDetection: "force",
+            skipLibCheck: false,
+          },
+        },
+        null,
+        2,
+      ),
+    );
+  }, 600_000);
+
+  test.each(TYPESCRIPT)(
+    "TypeScript %s compiles the quick start and every entry point with skipLibCheck off",
+    (version) => {
+      const run = () => execFileSync(tsc[version] ?? "", ["-p", ".", "--listFiles"], { cwd: app, encoding: "utf8", stdio: "pipe" });
+      let listed = "";
+      try {
+        listed = run();
+      } catch (error) {
+        const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+        expect.fail(`tsc ${version} failed:\n${stdout ?? ""}${stderr ?? ""}`);
+      }
+      expect(execFileSync(tsc[version] ?? "", ["--version"], { encoding: "utf8" })).toContain(version);
+      // The shipped declarations were part of the program, so skipLibCheck off did check them.
+      const files = listed.split("\n");
+      for (const shipped of ["@sqlinbox/core/dist/spec.d.ts", "@sqlinbox/runtime/dist/index.d.ts", "@sqlinbox/cli/dist/index.d.ts"]) {
+        expect(
+          files.some((file) => file.endsWith(`node_modules/${shipped}`)),
+          shipped,
+        ).toBe(true);
+      }
+      for (const own of ["app.ts", "inbox.ts", "db.ts"]) expect(files.some((file) => file.endsWith(`/app/${own}`))).toBe(true);
+    },
+    180_000,
+  );
+
+  test("sqlinbox ddl --module ./inbox.ts prints the table, starting nothing", () => {
+    const out = execFileSync(join(app, "node_modules/.bin/sqlinbox"), ["ddl", "--module", "./inbox.ts", "--engine", "sqlite"], { cwd: app, encoding: "utf8", stdio: "pipe" });
+    expect(out).toMatch(/^-- EmailJobs: email_jobs\ncreate table "email_jobs"/);
+  }, 60_000);
+
+  test("npx tsx app.ts runs it on SQLite: the table made, the email sent once, SIGTERM ends it", async () => {
+    rmSync(join(app, "app.db"), { force: true });
+    const child = spawn(join(app, "node_modules/.bin/tsx"), ["app.ts"], { cwd: app, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+    try {
+      await new Promise<void>((done, fail) => {
+        const timer = setTimeout(() => fail(new Error(`no welcome email after 60 s:\n${output}`)), 60_000);
+        child.stdout.on("data", () => {
+          if (output.includes("sending the welcome email to ada@example.com")) {
+            clearTimeout(timer);
+            done();
+          }
+        });
+        child.once("exit", (code) => {
+          clearTimeout(timer);
+          fail(new Error(`the app exited (${code}) first:\n${output}`));
+        });
+      });
+      child.kill("SIGTERM");
+      expect(await exited, output).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    }
+    expect(output.split("sending the welcome email").length - 1).toBe(1);
+    const db = new Database(join(app, "app.db"), { readonly: true });
+    try {
+      expect(db.prepare("select count(*) as n from email_jobs").get()).toEqual({ n: 0 });
+    } finally {
+      db.close();
+    }
+  }, 120_000);
 });

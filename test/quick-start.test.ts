@@ -1,34 +1,28 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import { createConnection } from "mysql2/promise";
 import pg from "pg";
 import { describe, expect, test } from "vitest";
+import { readmeBlock as block, root } from "./readme.js";
+import { selects } from "./support/engine-selection.js";
 
-// The README's quick start, followed as written on each engine: its table's DDL, its `db.ts` for the
-// engine and its `app.ts`, copied out of README.md into a folder of their own and run in a fresh
-// process. The test waits for the handler's line, stops the app with SIGTERM as a user would with
-// Ctrl-C, and expects a clean exit and the row gone.
-const root = resolve(import.meta.dirname, "..");
-const readme = readFileSync(join(root, "README.md"), "utf8");
+// The README's quick start, followed as written on each engine: its `inbox.ts`, its `db.ts` for the
+// engine and its `app.ts`, copied out of README.md into a folder of their own and run in a fresh process
+// on a database without the table (the app creates it). The test waits for the handler's line, stops the
+// app with SIGTERM as a user would with Ctrl-C, and expects a clean exit and the row gone. `sqlinbox ddl
+// --module ./inbox.ts` reads the same `inbox.ts`, starting nothing, and prints statements the engine runs.
 const PG_URL = process.env["SQLINBOX_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
 const MYSQL_URL = process.env["SQLINBOX_MYSQL_URL"] ?? "mysql://root@127.0.0.1:3306/test";
-
-/** The body of the README's fenced block whose info string is exactly `info`. */
-function block(info: string): string {
-  const lines = readme.split("\n");
-  const start = lines.indexOf(`\`\`\`${info}`);
-  if (start < 0) throw new Error(`README.md has no \`\`\`${info} block`);
-  const end = lines.findIndex((line, i) => i > start && line === "```");
-  return `${lines.slice(start + 1, end).join("\n")}\n`;
-}
+const BIN = join(root, "packages/cli/dist/bin.js");
 
 interface Engine {
   readonly name: "postgres" | "mysql" | "sqlite";
   readonly url: string | undefined;
-  /** Drops the quick start's table and runs the README's DDL as written. */
-  readonly createTable: (dir: string, ddl: string) => Promise<void>;
+  /** Drops the quick start's table, then runs `ddl` (statements a line each) when given. */
+  readonly resetTable: (dir: string, ddl?: string) => Promise<void>;
   readonly rowsLeft: (dir: string) => Promise<number>;
 }
 
@@ -36,12 +30,12 @@ const engines: Engine[] = [
   {
     name: "postgres",
     url: PG_URL,
-    createTable: async (_dir, ddl) => {
+    resetTable: async (_dir, ddl) => {
       const client = new pg.Client({ connectionString: PG_URL });
       await client.connect();
       try {
         await client.query("DROP TABLE IF EXISTS email_jobs");
-        await client.query(ddl);
+        for (const statement of statements(ddl)) await client.query(statement);
       } finally {
         await client.end();
       }
@@ -59,11 +53,11 @@ const engines: Engine[] = [
   {
     name: "mysql",
     url: MYSQL_URL,
-    createTable: async (_dir, ddl) => {
+    resetTable: async (_dir, ddl) => {
       const connection = await createConnection(MYSQL_URL.replace(/^mariadb:/, "mysql:"));
       try {
         await connection.query("DROP TABLE IF EXISTS email_jobs");
-        await connection.query(ddl);
+        for (const statement of statements(ddl)) await connection.query(statement);
       } finally {
         await connection.end();
       }
@@ -81,9 +75,10 @@ const engines: Engine[] = [
   {
     name: "sqlite",
     url: undefined,
-    createTable: async (dir, ddl) => {
+    resetTable: async (dir, ddl) => {
       const db = new Database(join(dir, "app.db"));
-      db.exec(ddl);
+      db.exec("DROP TABLE IF EXISTS email_jobs");
+      for (const statement of statements(ddl)) db.exec(statement);
       db.close();
     },
     rowsLeft: async (dir) => {
@@ -96,6 +91,27 @@ const engines: Engine[] = [
     },
   },
 ];
+
+/** The engines `SQLINBOX_ENGINES` selects (MySQL's scheme runs on the MariaDB server). */
+const selected = engines.filter((engine) => selects(engine.name === "mysql" ? "mariadb" : engine.name));
+
+/** `sqlinbox ddl` output as statements: one a line, comments and blank lines left out. */
+const statements = (ddl: string | undefined): string[] =>
+  (ddl ?? "")
+    .split("\n")
+    .filter((line) => line.trim() !== "" && !line.startsWith("--"))
+    .map((line) => line.replace(/;$/, ""));
+
+/** The README's three files for `engine`, in a fresh folder of the repository (so `@sqlinbox/*` resolve to the workspace). */
+function quickStartFolder(engine: Engine["name"]): string {
+  const dir = join(root, "test/.quick-start", engine);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "inbox.ts"), block("ts inbox.ts"));
+  writeFileSync(join(dir, "db.ts"), block(`ts db.ts (${engine})`));
+  writeFileSync(join(dir, "app.ts"), block("ts app.ts"));
+  return dir;
+}
 
 /** Resolves with the child's output once `line` appears in it; rejects when it exits first. */
 function waitForLine(child: ChildProcess, line: string, output: { text: string }, timeoutMs: number): Promise<void> {
@@ -117,21 +133,32 @@ function waitForLine(child: ChildProcess, line: string, output: { text: string }
 
 describe("the README's quick start, as written", () => {
   test("its blocks are in the README", () => {
-    for (const info of ["sql postgres", "sql mysql", "sql sqlite", "ts db.ts (postgres)", "ts db.ts (mysql)", "ts db.ts (sqlite)", "ts app.ts"]) {
+    for (const info of ["ts inbox.ts", "ts db.ts (postgres)", "ts db.ts (mysql)", "ts db.ts (sqlite)", "ts app.ts"]) {
       expect(block(info).length).toBeGreaterThan(50);
     }
+    // The app creates its table (guarded: it skips a table that exists) and takes the description from inbox.ts.
+    expect(block("ts app.ts")).toContain("await createInboxTable(db, EmailJobs);");
+    expect(block("ts app.ts")).toContain('import { EmailJobs } from "./inbox.js";');
   });
 
-  test.each(engines)(
-    "on $name: the handler runs once, SIGTERM stops the app cleanly, the row is gone",
+  test.each(selected)(
+    "on $name: sqlinbox ddl --module ./inbox.ts prints the table's statements, starting nothing, and the engine runs them",
     async (engine) => {
-      const dir = join(root, "test/.quick-start", engine.name);
-      rmSync(dir, { recursive: true, force: true });
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, "db.ts"), block(`ts db.ts (${engine.name})`));
-      writeFileSync(join(dir, "app.ts"), block("ts app.ts"));
-      await engine.createTable(dir, block(`sql ${engine.name}`));
+      const dir = quickStartFolder(engine.name);
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, "ddl", "--module", "./inbox.ts", "--engine", engine.name], { cwd: dir, timeout: 60_000 });
+      expect(stderr).toBe("");
+      expect(stdout).toMatch(/^-- EmailJobs: email_jobs\ncreate table [`"]email_jobs[`"]/);
+      await engine.resetTable(dir, stdout);
+      expect(await engine.rowsLeft(dir)).toBe(0);
+    },
+    90_000,
+  );
 
+  test.each(selected)(
+    "on $name, with no table yet: the app creates it, the handler runs once, SIGTERM stops the app cleanly, the row is gone",
+    async (engine) => {
+      const dir = quickStartFolder(engine.name);
+      await engine.resetTable(dir);
       const env = { ...process.env, ...(engine.url === undefined ? {} : { DATABASE_URL: engine.url }) };
       const child = spawn(join(root, "node_modules/.bin/tsx"), ["--conditions=@sqlinbox/source", "app.ts"], { cwd: dir, env, stdio: "pipe" });
       const output = { text: "" };

@@ -8,22 +8,12 @@ import { createReportJobs } from "./create-table.js";
 import { resolved, type ReportsOptions } from "./options.js";
 import { draw, logRenderAgain, type RenderPace, type Report } from "./report.js";
 
-export const RenderReportSpec: InboxSpec<[Attempt, Lease<Date>, Payload<Report>], "id" | "attempt" | "locked_until" | "payload"> = InboxSpec.table(
-  "report_jobs",
-  column("id").generated(),
-)
+const RenderReportSpec: InboxSpec<[Attempt, Lease<Date>, Payload<Report>], "id" | "attempt" | "locked_until" | "payload"> = InboxSpec.table("report_jobs", column("id").generated())
   .attempt(column("attempt").generated())
   .lease(column("locked_until"))
   .payload(column("payload"), payloadOf<Report>());
 
-/** The row accessors of the by-hand form. */
-export const RenderReportRow = {
-  id: (row: Readonly<Record<string, unknown>>): number => Number(row["id"]),
-  attempt: (row: Readonly<Record<string, unknown>>): number => Number(row["attempt"]),
-  payload: (row: Readonly<Record<string, unknown>>): Report => JSON.parse(Buffer.from(row["payload"] as Uint8Array).toString("utf8")) as Report,
-};
-
-export class RenderHandler implements Handler<typeof RenderReportSpec> {
+class RenderHandler implements Handler<typeof RenderReportSpec> {
   constructor(
     private readonly log: Logger,
     private readonly pace: RenderPace,

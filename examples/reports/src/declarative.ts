@@ -7,7 +7,7 @@ import { createReportJobs } from "./create-table.js";
 import { resolved, type ReportsOptions } from "./options.js";
 import { draw, logRenderAgain, type Report } from "./report.js";
 
-export const RenderReport = defineInbox({
+const RenderReport = defineInbox({
   table: "report_jobs",
   columns: {
     id: field.id().generated(),

@@ -17,7 +17,7 @@ export interface ReportsOptions {
 
 export const LEASE = minutes(1);
 /** A report takes five minutes: ten steps of thirty seconds. */
-export const FIVE_MINUTES: RenderPace = { steps: 10, stepMs: 30_000 };
+const FIVE_MINUTES: RenderPace = { steps: 10, stepMs: 30_000 };
 
 export function resolved(options: ReportsOptions) {
   return {
