@@ -26,3 +26,4 @@ export {
   type UpdateResult,
   type ControlPlace,
 } from "./control/control-procedures.js";
+export type { ProcessKeys } from "./control/remove-unless-in-work.js";
