@@ -15,6 +15,7 @@ export { describeSkew, offsetOf, tolerableSkewMs, WARN_SKEW_MS, type ClockOffset
 export { databaseTime, measureOffset, type DatabaseTime, type RunStatement } from "./clock/database-time.js";
 export {
   cancelRow,
+  updateRow,
   pauseRoute,
   resumeRoute,
   servedRoutes,
@@ -22,5 +23,7 @@ export {
   CANCEL_REQUEST_TTL_MS,
   ROUTE_RECORD_KEPT_MS,
   type CancelResult,
+  type UpdateResult,
   type ControlPlace,
 } from "./control/control-procedures.js";
+export type { ProcessKeys } from "./control/remove-unless-in-work.js";

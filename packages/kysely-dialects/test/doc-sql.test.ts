@@ -26,6 +26,8 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "sqlite:lease.claim(reports)": () => sqliteDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
   "postgres:lease.settleAck(reports)": () => postgresDialect.lease.settleAck(seedByHand, held, now, 3),
   "mysql:lease.settleRetry(reports, later)": () => mysqlDialect.lease.settleRetry(seedByHand, held, until, 3),
+  "mysql:lease.settleSnooze(reports, later)": () => mysqlDialect.lease.settleSnooze(seedByHand, held, until, 3),
+  "postgres:rowLock.settleSnooze(reports, later)": () => postgresDialect.rowLock.settleSnooze(seedByHand, 7, until),
   "postgres:lease.settleAckMany(two tokens)": () => postgresDialect.lease.settleAckMany(seedByHand, [held, { id: 8, held: held.held }, { id: 9, held: otherHeld }], now, 3),
   "postgres:rowLock.lockOrderKeys(ordered)": () => postgresDialect.rowLock.lockOrderKeys(orderedRichRowLock(), {}, [7], [0]),
   "mysql:rowLock.lockOrderKeys(ordered)": () => mysqlDialect.rowLock.lockOrderKeys(orderedRichRowLock(), {}, [7], [0]),

@@ -8,7 +8,7 @@ export type { EngineOfUrl } from "@sqlinbox/database";
 export type { RouteAllowed, ListenNotifyAllowed, PublishPayload, PublishOptionsFor, RouteSpecOf } from "./publish/sql-broker.js";
 export type { PayloadOfSpec } from "./declare/queue.js";
 export { backoffMs, DEFAULT_BACKOFF } from "./declare/failure-policy.js";
-export type { AckOutcome, RetryOutcome, DropOutcome, RetryAfterOutcome } from "./declare/outcome.js";
+export type { AckOutcome, RetryOutcome, DropOutcome, RetryAfterOutcome, SnoozeOutcome } from "./declare/outcome.js";
 export type { KeyAvailable } from "./declare/context.js";
 export { SystemClock } from "./clock.js";
 export { redactUrl } from "@sqlinbox/database";

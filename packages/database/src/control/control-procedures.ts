@@ -2,7 +2,7 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import { channelOf, type EngineDialect } from "@sqlinbox/kysely-dialects/internal";
 import type { CompiledQuery, QueryResult } from "kysely";
 import type { AnyKysely } from "../drivers/types.js";
-import { removeUnlessInWork } from "./remove-unless-in-work.js";
+import { removeUnlessInWork, writeUnlessInWork, type ProcessKeys } from "./remove-unless-in-work.js";
 
 /** What `cancel` did: the row will never start, its handler was told to stop, or there is no such row (or it is done). */
 export type CancelResult = "removed" | "signalled" | "not found";
@@ -102,4 +102,29 @@ export async function cancelRow(place: ControlPlace, spec: InboxDescription, rou
   }
   await notifyControl(place, db);
   return "signalled";
+}
+
+/** What `update` did: the row took the changes, it is in work (left alone), or there is no such row (or it is done). */
+export type UpdateResult = "updated" | "running" | "gone";
+
+/**
+ * Writes `values` (by column name) into row `id` of `spec`'s table unless it is in work, in one
+ * statement fenced as a cancel's removal is (`writeUnlessInWork`): a live lease at `now` (the
+ * database's time) in the statement's own condition, a claim's row lock passed by with `SKIP
+ * LOCKED`, an advisory key tried without waiting (or held in `processKeys`, where keys live in the
+ * process). `"gone"`: no row, or it is done.
+ */
+export async function updateRow(
+  db: AnyKysely,
+  dialect: EngineDialect,
+  spec: InboxDescription,
+  id: unknown,
+  values: Readonly<Record<string, unknown>>,
+  now: Date,
+  processKeys?: ProcessKeys,
+): Promise<UpdateResult> {
+  const found = async () => (await db.executeQuery(dialect.control.findRow(spec, id))).rows.length > 0;
+  if (!(await found())) return "gone";
+  if (await writeUnlessInWork(db, dialect, spec, id, dialect.control.updateQueued(spec, id, values, now), processKeys)) return "updated";
+  return (await found()) ? "running" : "gone";
 }

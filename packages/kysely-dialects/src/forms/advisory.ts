@@ -5,7 +5,7 @@ import { notOnEngine } from "../shared/no-statement.js";
 import { takeQuery, takenRowQuery } from "../statements/advisory-take.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
 import { compiled } from "../statements/query-db.js";
-import { ackQuery, lockedRetryQuery } from "../statements/settle.js";
+import { ackQuery, lockedRetryQuery, lockedSnoozeQuery } from "../statements/settle.js";
 import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes } from "../statements/shapes.js";
 import type { EngineTraits } from "./engine-traits.js";
 
@@ -37,6 +37,11 @@ export interface AdvisoryStatements {
   settleAck(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
   /** Retry at a later time: the row hidden until `retryAt` in the retryAfter column. A retry at once writes nothing: the unlock gives the row back. */
   settleRetry(spec: InboxDescription, id: unknown, retryAt: Date): CompiledQuery;
+  /**
+   * Snooze, on the session holding the key: `retryAt` in the retryAfter column (where it has one)
+   * and the attempt the take counted given back (`attempt - 1`), before the unlock gives the row back.
+   */
+  settleSnooze(spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery;
 }
 
 /**
@@ -66,5 +71,6 @@ export function advisoryStatements(engine: EngineTraits): AdvisoryStatements {
       : (spec: InboxDescription, id: unknown) => shapes.fill(spec, "taken", { id }, (c, v) => takenRowQuery(c, spec, v.id)),
     settleAck: (spec: InboxDescription, id: unknown, now: Date) => shapes.fill(spec, "ack", { id, now }, (c, v) => ackQuery(c, spec, v.id, v.now)),
     settleRetry: (spec: InboxDescription, id: unknown, retryAt: Date) => shapes.fill(spec, "retry", { id, retryAt }, (c, v) => lockedRetryQuery(c, spec, v.id, v.retryAt)),
+    settleSnooze: (spec: InboxDescription, id: unknown, retryAt: Date | null) => lockedSnoozeQuery(ctx, spec, id, retryAt),
   });
 }

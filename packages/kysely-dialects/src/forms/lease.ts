@@ -9,7 +9,7 @@ import { ackManyQuery, heldShape, releaseUnstartedQuery, selectHeldQuery } from 
 import { extendQuery, readLeasesQuery } from "../statements/lease-extend.js";
 import { selectCrowdedQuery } from "../statements/order-key-head.js";
 import { compiled } from "../statements/query-db.js";
-import { ackQuery, leaseRetryQuery } from "../statements/settle.js";
+import { ackQuery, leaseRetryQuery, leaseSnoozeQuery } from "../statements/settle.js";
 import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes } from "../statements/shapes.js";
 import type { EngineTraits } from "./engine-traits.js";
 
@@ -45,6 +45,8 @@ export interface LeaseStatements {
   settleAck(spec: InboxDescription, lease: HeldLease, now: Date, precision: number): CompiledQuery;
   /** Release while held: `locked_until = NULL` (or `retryAt` in the retryAfter column / the lease column), attempt not counted again. */
   settleRetry(spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number): CompiledQuery;
+  /** Snooze while held: `settleRetry`'s release and, in the same statement, the claim's attempt given back (`attempt - 1`). */
+  settleSnooze(spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number): CompiledQuery;
   /**
    * Ack of many leases in one statement, each row only while it still holds its token: a delete
    * (or a processedAt update) whose condition has one arm per distinct token with its list of ids.
@@ -99,6 +101,7 @@ export function leaseStatements(engine: EngineTraits): LeaseStatements {
     readLeases: (spec: InboxDescription, ids: readonly unknown[]) => readLeasesQuery(ctx, spec, ids),
     settleAck: (spec: InboxDescription, lease: HeldLease, now: Date, precision: number) => ackQuery(ctx, spec, lease.id, now, { lease, precision }),
     settleRetry: (spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number) => leaseRetryQuery(ctx, spec, lease, retryAt, precision),
+    settleSnooze: (spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number) => leaseSnoozeQuery(ctx, spec, lease, retryAt, precision),
     settleAckMany: (spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number) =>
       heldShape(shapes, ctx, spec, `ack|${precision}`, leases, { now }, (c, groups, at) => ackManyQuery(c, spec, groups, at as Date, precision)),
     selectHeld: (spec: InboxDescription, leases: readonly HeldLease[], precision: number) =>

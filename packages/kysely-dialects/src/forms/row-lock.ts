@@ -8,7 +8,7 @@ import { lockFifoGroupQuery } from "../statements/fifo-head.js";
 import { fifoRuleApplies, orderedKey } from "../statements/order-key-head.js";
 import { compiled } from "../statements/query-db.js";
 import { lockOrderKeysQuery } from "../statements/order-key-lock.js";
-import { ackQuery, lockedAckManyQuery, lockedRetryQuery } from "../statements/settle.js";
+import { ackQuery, lockedAckManyQuery, lockedRetryQuery, lockedSnoozeQuery } from "../statements/settle.js";
 import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes, Whole } from "../statements/shapes.js";
 import type { EngineTraits } from "./engine-traits.js";
 
@@ -78,6 +78,12 @@ export interface RowLockStatements {
    * retryAfter column. A retry at once writes nothing: the transaction's end gives the row back.
    */
   settleRetry(spec: InboxDescription, id: unknown, retryAt: Date): CompiledQuery;
+  /**
+   * Snooze, in the claim's transaction: `retryAt` in the retryAfter column (where it has one) and the
+   * attempt the claim counted given back (`attempt - 1`), which commits with the settlement. A table
+   * with neither column has nothing to write: the caller writes nothing.
+   */
+  settleSnooze(spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery;
 }
 
 /**
@@ -142,6 +148,7 @@ export function rowLockStatements(engine: EngineTraits): RowLockStatements {
       return shapes.fill(spec, whole ? "ackMany" : `ackMany|${ids.length}`, { ids: whole ? new Whole(ids) : ids, now }, (c, v) => lockedAckManyQuery(c, spec, v.ids, v.now));
     },
     settleRetry: (spec: InboxDescription, id: unknown, retryAt: Date) => shapes.fill(spec, "retry", { id, retryAt }, (c, v) => lockedRetryQuery(c, spec, v.id, v.retryAt)),
+    settleSnooze: (spec: InboxDescription, id: unknown, retryAt: Date | null) => lockedSnoozeQuery(ctx, spec, id, retryAt),
   });
 }
 
@@ -162,5 +169,6 @@ function refusedRowLock(engine: EngineTraits): RowLockStatements {
     settleAck: refuse("settleAck"),
     settleAckMany: refuse("settleAckMany"),
     settleRetry: refuse("settleRetry"),
+    settleSnooze: refuse("settleSnooze"),
   });
 }

@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core/internal";
+import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import { sql, type CompiledQuery, type Expression, type SqlBool } from "kysely";
 import { notOnEngine } from "../shared/no-statement.js";
 import type { RawRow } from "../types.js";
@@ -62,6 +62,12 @@ export interface ControlStatements {
   findRow(spec: InboxDescription, id: unknown): CompiledQuery<RawRow>;
   /** Deletes the row (or marks it processed) unless it is done or a live lease holds it. */
   removeQueued(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
+  /**
+   * Writes `values` (by column name, already encoded but for a `Date` in the retryAfter or lease
+   * column, a time to run at) into the row unless it is done or a live lease holds it, judged at
+   * `now` (the database's time): `removeQueued`'s condition. Affects 0 or 1 rows.
+   */
+  updateQueued(spec: InboxDescription, id: unknown, values: RawRow, now: Date): CompiledQuery;
 }
 
 /**
@@ -142,12 +148,7 @@ export function controlStatements(ctx: StatementContext, types: TableTypes): Con
       return compiled(query);
     },
     removeQueued: (spec: InboxDescription, id: unknown, now: Date): CompiledQuery => {
-      const notInWork = (eb: Eb): Expression<SqlBool> => {
-        const terms: Expression<SqlBool>[] = [eb(spec.id.name, "=", id)];
-        if (spec.processedAt !== undefined) terms.push(eb(spec.processedAt.name, "is", null));
-        if (spec.lease !== undefined) terms.push(eb.or([eb(spec.lease.name, "is", null), eb(spec.lease.name, "<=", at(now))]));
-        return eb.and(terms);
-      };
+      const notInWork = queuedRow(spec, id, at(now));
       if (spec.processedAt !== undefined) {
         return compiled(
           db
@@ -158,5 +159,35 @@ export function controlStatements(ctx: StatementContext, types: TableTypes): Con
       }
       return compiled(db.deleteFrom(tableRef(spec)).where(notInWork));
     },
+    updateQueued: (spec: InboxDescription, id: unknown, values: RawRow, now: Date): CompiledQuery => {
+      const set: Record<string, unknown> = {};
+      for (const [name, value] of Object.entries(values)) {
+        const column = spec.columns.find((c) => c.name === name);
+        if (column === undefined || column.generated)
+          throw new SqlInboxError("Declaration", `an update names "${name}", which is not a writable described column`, { table: spec.table, id });
+        set[name] = value instanceof Date && (column.role === "retryAfter" || column.role === "lease") ? at(value) : value;
+      }
+      if (Object.keys(set).length === 0) throw new SqlInboxError("Declaration", "an update with nothing to change", { table: spec.table, id });
+      return compiled(
+        db
+          .updateTable(tableRef(spec))
+          .set(set)
+          .where(queuedRow(spec, id, at(now))),
+      );
+    },
   });
+}
+
+/**
+ * Row `id` unless it is done (processedAt set) or in work by its lease (a deadline ahead of `now`,
+ * encoded): what cancel and update may change. Row locks and advisory keys are judged outside the
+ * statement (a `SKIP LOCKED` lock, a tried key) by the caller.
+ */
+function queuedRow(spec: InboxDescription, id: unknown, now: unknown) {
+  return (eb: Eb): Expression<SqlBool> => {
+    const terms: Expression<SqlBool>[] = [eb(spec.id.name, "=", id)];
+    if (spec.processedAt !== undefined) terms.push(eb(spec.processedAt.name, "is", null));
+    if (spec.lease !== undefined) terms.push(eb.or([eb(spec.lease.name, "is", null), eb(spec.lease.name, "<=", now)]));
+    return eb.and(terms);
+  };
 }

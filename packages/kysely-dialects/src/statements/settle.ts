@@ -114,3 +114,61 @@ export function leaseRetryQuery(ctx: StatementContext, spec: InboxDescription, l
   const update = ctx.db.updateTable(tableRef(spec)).set(values).where(spec.id.name, "=", lease.id);
   return compiled(heldWhere(ctx, spec, { lease, precision })(update));
 }
+
+/** The attempt column's value less one: the count a claim made, given back (a snooze). */
+function refundAttempt(spec: InboxDescription): Record<string, (eb: Eb) => unknown> {
+  const attempt = spec.attempt;
+  return attempt === undefined ? {} : { [attempt.name]: (eb: Eb) => eb(attempt.name, "-", eb.lit(1)) };
+}
+
+/**
+ * Snooze in a form that holds the row by a lock (row lock, advisory), in the hold's transaction or
+ * session: the row is hidden until `retryAt` in the retryAfter column (where it has one and a time
+ * is given) and the attempt the claim counted is given back (`attempt = attempt - 1`), so a snooze
+ * spends no attempt. A table with neither column has nothing to write: refused.
+ *
+ * @example
+ * ```sql postgres:rowLock.settleSnooze(reports, later)
+ * update "report_jobs" set "attempt" = "attempt" - 1 where "id" = $1
+ * ```
+ */
+export function lockedSnoozeQuery(ctx: StatementContext, spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery {
+  const values: Record<string, unknown> = {};
+  if (retryAt !== null && spec.retryAfter !== undefined) values[spec.retryAfter.name] = ctx.time.encode(retryAt, COMPARE_PRECISION);
+  const refund = refundAttempt(spec);
+  if (Object.keys(values).length === 0 && Object.keys(refund).length === 0) {
+    throw new SqlInboxError("Declaration", "a snooze writes a retryAfter column or gives back an attempt: this table has neither", { table: spec.table, id });
+  }
+  return compiled(
+    ctx.db
+      .updateTable(tableRef(spec))
+      .set((eb: Eb) => ({ ...values, ...Object.fromEntries(Object.entries(refund).map(([name, value]) => [name, value(eb)])) }))
+      .where(spec.id.name, "=", id),
+  );
+}
+
+/**
+ * Snooze on a lease, while held: the release `leaseRetryQuery` writes (the deadline cleared, `retryAt`
+ * in the retryAfter column, else in the lease column), and in the same fenced statement the attempt
+ * the claim counted given back (`attempt = attempt - 1`, where the table counts attempts). Zero rows:
+ * the lease was lost, and nothing is given back.
+ *
+ * @example
+ * ```sql mysql:lease.settleSnooze(reports, later)
+ * update `report_jobs` set `locked_until` = ?, `attempt` = `attempt` - 1 where `id` = ? and `locked_until` = ?
+ * ```
+ */
+export function leaseSnoozeQuery(ctx: StatementContext, spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number): CompiledQuery {
+  const leaseColumn = spec.lease ?? fail(spec, "the table has no lease column");
+  const values: Record<string, unknown> = { [leaseColumn.name]: null };
+  if (retryAt !== null) {
+    if (spec.retryAfter !== undefined) values[spec.retryAfter.name] = ctx.time.encode(retryAt, COMPARE_PRECISION);
+    else values[leaseColumn.name] = ctx.time.encode(retryAt, precision);
+  }
+  const refund = refundAttempt(spec);
+  const update = ctx.db
+    .updateTable(tableRef(spec))
+    .set((eb: Eb) => ({ ...values, ...Object.fromEntries(Object.entries(refund).map(([name, value]) => [name, value(eb)])) }))
+    .where(spec.id.name, "=", lease.id);
+  return compiled(heldWhere(ctx, spec, { lease, precision })(update));
+}

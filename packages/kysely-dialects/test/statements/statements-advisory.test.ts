@@ -229,4 +229,32 @@ describe("advisory (SQLite: keys in the process, tryLock/unlock NOT_SUPPORTED)",
     expect(mysqlLockName("test", "x".repeat(59))).toHaveLength(64);
     expect(mysqlLockName("test", "x".repeat(60))).toMatch(/^[0-9a-f]{64}$/);
   });
+
+  test("settleSnooze: the retryAfter column and the take's attempt given back, in one statement on the key's session", () => {
+    expect(perEngine((d) => d.advisory.settleSnooze(richAdvisory(), 7, new Date("2024-05-01T12:10:00.000Z")))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "2024-05-01 12:10:00.000",
+            7,
+          ],
+          "sql": "update \`jobs\` set \`retry_after\` = ?, \`attempt\` = \`attempt\` - 1 where \`id\` = ?",
+        },
+        "postgres": {
+          "parameters": [
+            2024-05-01T12:10:00.000Z,
+            7,
+          ],
+          "sql": "update "jobs" set "retry_after" = $1, "attempt" = "attempt" - 1 where "id" = $2",
+        },
+        "sqlite": {
+          "parameters": [
+            "2024-05-01T12:10:00.000Z",
+            7,
+          ],
+          "sql": "update "jobs" set "retry_after" = ?, "attempt" = "attempt" - 1 where "id" = ?",
+        },
+      }
+    `);
+  });
 });

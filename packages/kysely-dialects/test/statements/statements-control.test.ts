@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { controlTableSql } from "../../src/index.js";
 import { perEngine } from "../support/render.js";
-import { richLease, seedByHand } from "../support/specs.js";
+import { richLease, richRowLock, seedByHand } from "../support/specs.js";
 
 const now = new Date("2024-05-01T12:00:00.123Z");
 
@@ -254,5 +254,70 @@ describe("control", () => {
         "sqlite": "NOT_SUPPORTED",
       }
     `);
+  });
+
+  test("updateQueued: the changes, under removeQueued's condition (not done, no live lease at now); a run-at encoded as time", () => {
+    const runAt = new Date("2024-05-01T13:00:00.000Z");
+    expect({
+      lease: perEngine((d) => d.control.updateQueued(seedByHand, 7, { payload: "{}", locked_until: runAt }, now)),
+      rowLock: perEngine((d) => d.control.updateQueued(richRowLock(), 7, { retry_after: runAt }, now)),
+    }).toMatchInlineSnapshot(`
+      {
+        "lease": {
+          "mysql": {
+            "parameters": [
+              "{}",
+              "2024-05-01 13:00:00.000",
+              7,
+              "2024-05-01 12:00:00.123",
+            ],
+            "sql": "update \`report_jobs\` set \`payload\` = ?, \`locked_until\` = ? where (\`id\` = ? and (\`locked_until\` is null or \`locked_until\` <= ?))",
+          },
+          "postgres": {
+            "parameters": [
+              "{}",
+              2024-05-01T13:00:00.000Z,
+              7,
+              2024-05-01T12:00:00.123Z,
+            ],
+            "sql": "update "report_jobs" set "payload" = $1, "locked_until" = $2 where ("id" = $3 and ("locked_until" is null or "locked_until" <= $4))",
+          },
+          "sqlite": {
+            "parameters": [
+              "{}",
+              "2024-05-01T13:00:00.000Z",
+              7,
+              "2024-05-01T12:00:00.123Z",
+            ],
+            "sql": "update "report_jobs" set "payload" = ?, "locked_until" = ? where ("id" = ? and ("locked_until" is null or "locked_until" <= ?))",
+          },
+        },
+        "rowLock": {
+          "mysql": {
+            "parameters": [
+              "2024-05-01 13:00:00.000",
+              7,
+            ],
+            "sql": "update \`jobs\` set \`retry_after\` = ? where (\`id\` = ? and \`processed_at\` is null)",
+          },
+          "postgres": {
+            "parameters": [
+              2024-05-01T13:00:00.000Z,
+              7,
+            ],
+            "sql": "update "jobs" set "retry_after" = $1 where ("id" = $2 and "processed_at" is null)",
+          },
+          "sqlite": {
+            "parameters": [
+              "2024-05-01T13:00:00.000Z",
+              7,
+            ],
+            "sql": "update "jobs" set "retry_after" = ? where ("id" = ? and "processed_at" is null)",
+          },
+        },
+      }
+    `);
+    expect(() => perEngine((d) => d.control.updateQueued(seedByHand, 7, { id: 8 }, now))).toThrow(/not a writable described column/);
+    expect(() => perEngine((d) => d.control.updateQueued(seedByHand, 7, {}, now))).toThrow(/nothing to change/);
   });
 });

@@ -762,4 +762,70 @@ describe("lease", () => {
       }
     `);
   });
+
+  test("settleSnooze: settleRetry's release and the claim's attempt given back, in the one statement the token fences", () => {
+    const retryAt = new Date("2024-05-01T12:10:00.000Z");
+    expect({
+      laterWithRetryAfter: perEngine((d) => d.lease.settleSnooze(richLease(), held, retryAt, 3)),
+      laterInLeaseColumn: perEngine((d) => d.lease.settleSnooze(seedByHand, held, retryAt, 0)),
+    }).toMatchInlineSnapshot(`
+      {
+        "laterInLeaseColumn": {
+          "mysql": {
+            "parameters": [
+              "2024-05-01 12:10:00",
+              7,
+              "2024-05-01 12:00:30",
+            ],
+            "sql": "update \`report_jobs\` set \`locked_until\` = ?, \`attempt\` = \`attempt\` - 1 where \`id\` = ? and \`locked_until\` = ?",
+          },
+          "postgres": {
+            "parameters": [
+              2024-05-01T12:10:00.000Z,
+              7,
+              2024-05-01T12:00:30.000Z,
+            ],
+            "sql": "update "report_jobs" set "locked_until" = $1, "attempt" = "attempt" - 1 where "id" = $2 and "locked_until" = $3",
+          },
+          "sqlite": {
+            "parameters": [
+              "2024-05-01T12:10:00.000Z",
+              7,
+              "2024-05-01T12:00:30.000Z",
+            ],
+            "sql": "update "report_jobs" set "locked_until" = ?, "attempt" = "attempt" - 1 where "id" = ? and "locked_until" = ?",
+          },
+        },
+        "laterWithRetryAfter": {
+          "mysql": {
+            "parameters": [
+              null,
+              "2024-05-01 12:10:00.000",
+              7,
+              "2024-05-01 12:00:30.789",
+            ],
+            "sql": "update \`jobs\` set \`locked_until\` = ?, \`retry_after\` = ?, \`attempt\` = \`attempt\` - 1 where \`id\` = ? and \`locked_until\` = ?",
+          },
+          "postgres": {
+            "parameters": [
+              null,
+              2024-05-01T12:10:00.000Z,
+              7,
+              2024-05-01T12:00:30.789Z,
+            ],
+            "sql": "update "jobs" set "locked_until" = $1, "retry_after" = $2, "attempt" = "attempt" - 1 where "id" = $3 and "locked_until" = $4",
+          },
+          "sqlite": {
+            "parameters": [
+              null,
+              "2024-05-01T12:10:00.000Z",
+              7,
+              "2024-05-01T12:00:30.789Z",
+            ],
+            "sql": "update "jobs" set "locked_until" = ?, "retry_after" = ?, "attempt" = "attempt" - 1 where "id" = ? and "locked_until" = ?",
+          },
+        },
+      }
+    `);
+  });
 });

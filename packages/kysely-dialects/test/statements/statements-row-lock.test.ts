@@ -293,6 +293,48 @@ describe("row lock (SQLite: NOT_SUPPORTED)", () => {
   test("a retry at a later time without a retryAfter column is refused", () => {
     expect(() => perEngine((d) => d.rowLock.settleRetry(simpleRowLock(), 7, retryAt))).toThrow(/retryAfter column/);
   });
+
+  test("settleSnooze: hidden until retryAt where a retryAfter column holds it, and the claim's attempt given back in the same statement", () => {
+    expect({
+      later: perEngine((d) => d.rowLock.settleSnooze(richRowLock(), 7, retryAt)),
+      refundOnly: perEngine((d) => d.rowLock.settleSnooze(richRowLock(), 7, null)),
+    }).toMatchInlineSnapshot(`
+      {
+        "later": {
+          "mysql": {
+            "parameters": [
+              "2024-05-01 12:05:00.456",
+              7,
+            ],
+            "sql": "update \`jobs\` set \`retry_after\` = ?, \`attempt\` = \`attempt\` - 1 where \`id\` = ?",
+          },
+          "postgres": {
+            "parameters": [
+              2024-05-01T12:05:00.456Z,
+              7,
+            ],
+            "sql": "update "jobs" set "retry_after" = $1, "attempt" = "attempt" - 1 where "id" = $2",
+          },
+          "sqlite": "NOT_SUPPORTED",
+        },
+        "refundOnly": {
+          "mysql": {
+            "parameters": [
+              7,
+            ],
+            "sql": "update \`jobs\` set \`attempt\` = \`attempt\` - 1 where \`id\` = ?",
+          },
+          "postgres": {
+            "parameters": [
+              7,
+            ],
+            "sql": "update "jobs" set "attempt" = "attempt" - 1 where "id" = $1",
+          },
+          "sqlite": "NOT_SUPPORTED",
+        },
+      }
+    `);
+  });
 });
 
 describe("transactions on a held connection", () => {

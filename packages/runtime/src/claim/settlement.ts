@@ -6,7 +6,8 @@ import { HandlerOutcome, type DeadLetterOutcome } from "../declare/outcome.js";
  *
  * - `finish`: the row is done (`ack`) or given up (`drop`): deleted, or marked processed;
  * - `release`: back in the queue, at once (`delayMs: null`) or after `delayMs`, stored in a column
- *   where the table has one, else parked in this process;
+ *   where the table has one, else parked in this process; a snooze's release (`refund`) gives back
+ *   the attempt the claim counted, in the same statement;
  * - `deadLetter`: moved to the queue's dead-letter destination.
  *
  * This module is the only place that reads an outcome's `kind`: a new kind is a compile error
@@ -21,6 +22,8 @@ interface FinishStep {
 interface ReleaseStep {
   readonly step: "release";
   readonly delayMs: number | null;
+  /** A snooze: the attempt the claim counted is given back as the row is released (not a failure: never capped). */
+  readonly refund: boolean;
 }
 interface DeadLetterStep {
   readonly step: "deadLetter";
@@ -32,14 +35,15 @@ export type StepTable<O extends { readonly kind: string }> = { readonly [K in O[
 
 const FINISH_ACK: FinishStep = Object.freeze({ step: "finish", how: "ack" });
 const FINISH_DROP: FinishStep = Object.freeze({ step: "finish", how: "drop" });
-const RELEASE_NOW: ReleaseStep = Object.freeze({ step: "release", delayMs: null });
+const RELEASE_NOW: ReleaseStep = Object.freeze({ step: "release", delayMs: null, refund: false });
 
 /** The one mapping from an outcome to its step. */
 export const OUTCOME_STEPS: StepTable<HandlerOutcome> = Object.freeze({
   ack: () => FINISH_ACK,
   drop: () => FINISH_DROP,
   retry: () => RELEASE_NOW,
-  retryAfter: (outcome) => ({ step: "release", delayMs: outcome.ms }),
+  retryAfter: (outcome) => ({ step: "release", delayMs: outcome.ms, refund: false }),
+  snooze: (outcome) => ({ step: "release", delayMs: outcome.ms, refund: true }),
   deadLetter: (outcome) => ({ step: "deadLetter", reason: outcome.reason }),
 });
 
@@ -87,7 +91,7 @@ export const ACKED: Settlement = Object.freeze({ outcome: HandlerOutcome.ack(), 
  * The settlement of `outcome` for a delivery at `attempt`, its step computed here, once:
  *
  * - `maxAttempts` is a cap: a delivery whose attempt reached it is never released for another
- *   attempt. An outcome that would release the row (`retry`, `retryAfter`), whoever chose it (the
+ *   attempt (a snooze gives its attempt back, so it is not capped). An outcome that would release the row (`retry`, `retryAfter`), whoever chose it (the
  *   handler or a policy), becomes a move to the dead letter with `reason` (built only then); every
  *   other outcome stands, so a policy can still dead-letter earlier. No cap without an attempt.
  * - A dead letter needs a destination: without one the row is kept, released for `keepMs`.
@@ -98,13 +102,14 @@ export function decideSettlement(outcome: HandlerOutcome, attempt: number | unde
   if (step === FINISH_ACK) return ACKED;
   let settlement: Settlement = { outcome, step };
   const { maxAttempts } = rules;
-  if (step.step === "release" && maxAttempts !== undefined && attempt !== undefined && attempt >= maxAttempts) {
+  // A snooze spends no attempt, so the cap does not apply to it.
+  if (step.step === "release" && !step.refund && maxAttempts !== undefined && attempt !== undefined && attempt >= maxAttempts) {
     const moved: DeadLetterOutcome = Object.freeze({ kind: "deadLetter", reason: reason() });
     step = { step: "deadLetter", reason: moved.reason };
     settlement = { outcome: moved, step, capped: outcome };
   }
   if (step.step === "deadLetter" && !rules.deadLetter) {
-    step = { step: "release", delayMs: rules.keepMs };
+    step = { step: "release", delayMs: rules.keepMs, refund: false };
     settlement = { ...settlement, outcome: Object.freeze({ kind: "retryAfter", ms: rules.keepMs }), step, noDestination: true };
   }
   if (step.step === "release" && step.delayMs !== null && !rules.storesDelay) settlement = { ...settlement, parked: true };
@@ -117,7 +122,8 @@ export function decideSettlement(outcome: HandlerOutcome, attempt: number | unde
  */
 export interface StepWriter<D, X, R> {
   finish(how: "ack" | "drop", delivery: D, extra: X): R;
-  release(delayMs: number | null, delivery: D, extra: X): R;
+  /** `refund`: a snooze, whose statement also gives back the attempt the claim counted. */
+  release(delayMs: number | null, refund: boolean, delivery: D, extra: X): R;
   deadLetter(reason: string | undefined, delivery: D, extra: X): R;
 }
 
@@ -128,7 +134,7 @@ export function writeStep<D, X, R>(settlement: Settlement, writer: StepWriter<D,
     case "finish":
       return writer.finish(step.how, delivery, extra);
     case "release":
-      return writer.release(step.delayMs, delivery, extra);
+      return writer.release(step.delayMs, step.refund, delivery, extra);
     case "deadLetter":
       return writer.deadLetter(step.reason, delivery, extra);
     default:
@@ -155,6 +161,12 @@ export function commitsHandlerWrites(settlement: Settlement): boolean {
 export function delayOf(settlement: Settlement): number | undefined {
   const { step } = settlement;
   return step.step === "release" && step.delayMs !== null ? step.delayMs : undefined;
+}
+
+/** The delay of a snooze (a release that gives its attempt back), in ms; `undefined` for any other settlement. */
+export function snoozedFor(settlement: Settlement): number | undefined {
+  const { step } = settlement;
+  return step.step === "release" && step.refund ? (step.delayMs ?? 0) : undefined;
 }
 
 /** The settlement drops the row: finished without success, logged as a warning. */

@@ -1,5 +1,5 @@
 import type { ClaimedDelivery } from "../claim/claim-strategy.js";
-import { decideSettlement, delayOf, outcomeLabel, type Settlement, type SettlementRules } from "../claim/settlement.js";
+import { decideSettlement, delayOf, outcomeLabel, snoozedFor, type Settlement, type SettlementRules } from "../claim/settlement.js";
 import { defaultOnDecodeError, defaultOnError, reasonOf, type FailureContext, type FailurePolicy } from "../declare/failure-policy.js";
 import { type HandlerOutcome, toOutcome } from "../declare/outcome.js";
 import { delayWithoutColumn, noDeadLetter } from "../errors.js";
@@ -82,6 +82,8 @@ export class SettlementPolicy {
     const { maxAttempts } = this.#rules;
     const { attempt } = delivery;
     const settlement = decideSettlement(outcome, attempt, this.#rules, () => (error === undefined ? `attempt ${attempt} reached maxAttempts ${maxAttempts}` : reasonOf(error)));
+    const snoozeMs = snoozedFor(settlement);
+    if (snoozeMs !== undefined) logger.debug({ ...this.#place, id: delivery.id, attempt, snoozeMs }, "snoozed: the row comes back later with its attempt not spent");
     if (settlement.capped === undefined && settlement.noDestination === undefined && settlement.parked === undefined) return settlement;
     const place = { ...this.#place, id: delivery.id };
     if (settlement.capped !== undefined) {

@@ -15,6 +15,14 @@ export interface RetryAfterOutcome {
   readonly kind: "retryAfter";
   readonly ms: number;
 }
+/**
+ * Back in the queue after `ms` with its attempt not spent: the count the claim made is given back in
+ * the same statement that releases the row. Not a failure: `maxAttempts` never caps it.
+ */
+export interface SnoozeOutcome {
+  readonly kind: "snooze";
+  readonly ms: number;
+}
 /** Moved to the queue's dead-letter destination, with `reason` as its last error. */
 export interface DeadLetterOutcome {
   readonly kind: "deadLetter";
@@ -22,7 +30,7 @@ export interface DeadLetterOutcome {
 }
 
 /** What a handler (or a failure policy) decided about its delivery. */
-export type HandlerOutcome = AckOutcome | RetryOutcome | DropOutcome | RetryAfterOutcome | DeadLetterOutcome;
+export type HandlerOutcome = AckOutcome | RetryOutcome | DropOutcome | RetryAfterOutcome | SnoozeOutcome | DeadLetterOutcome;
 
 const ack: AckOutcome = Object.freeze({ kind: "ack" });
 const retry: RetryOutcome = Object.freeze({ kind: "retry" });
@@ -38,6 +46,9 @@ const deadLetter: DeadLetterOutcome = Object.freeze({ kind: "deadLetter" });
  * - `retry()`: back in the queue at once; the attempt is counted at the next claim.
  * - `retryAfter(ms)`: back in the queue after `ms`, written to the retryAfter column, or the lease column in the
  *   lease form; on a row-lock or advisory table without a retryAfter column it does not compile (nowhere to store a time).
+ * - `snooze(ms)`: back in the queue after `ms`, stored like `retryAfter`'s delay, with the attempt not spent (the
+ *   claim's count is given back in the same fenced statement), so `maxAttempts` never caps it: for a handler that
+ *   waits for something outside (a payment to settle, a file to appear). Refused at compile time where `retryAfter` is.
  * - `deadLetter(reason?)`: moved to the queue's dead-letter destination (`InboxQueue.deadLetter`).
  */
 export const HandlerOutcome = Object.freeze({
@@ -48,14 +59,18 @@ export const HandlerOutcome = Object.freeze({
     if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`retryAfter needs a duration in ms >= 0, got ${ms}`);
     return Object.freeze({ kind: "retryAfter", ms });
   },
+  snooze: (ms: number): SnoozeOutcome => {
+    if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`snooze needs a duration in ms >= 0, got ${ms}`);
+    return Object.freeze({ kind: "snooze", ms });
+  },
   deadLetter: (reason?: string): DeadLetterOutcome => (reason === undefined ? deadLetter : Object.freeze({ kind: "deadLetter", reason: String(reason) })),
 });
 
-const KINDS: ReadonlySet<unknown> = new Set(["ack", "retry", "drop", "retryAfter", "deadLetter"]);
+const KINDS: ReadonlySet<unknown> = new Set(["ack", "retry", "drop", "retryAfter", "snooze", "deadLetter"]);
 
 /** Reads what a handler returned: `undefined` is an ack. */
 export function toOutcome(value: unknown): HandlerOutcome {
   if (value === undefined || value === null) return ack;
   if (typeof value === "object" && "kind" in value && KINDS.has((value as { kind: unknown }).kind)) return value as HandlerOutcome;
-  throw new TypeError(`a handler returned ${JSON.stringify(value)}: return a HandlerOutcome (ack, retry, drop, retryAfter, deadLetter) or nothing`);
+  throw new TypeError(`a handler returned ${JSON.stringify(value)}: return a HandlerOutcome (ack, retry, drop, retryAfter, snooze, deadLetter) or nothing`);
 }

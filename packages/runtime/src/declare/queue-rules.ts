@@ -1,5 +1,5 @@
 import type { AnyInboxSpec, FormLabel, HasLeaseColumn, HasRole, IsAdvisoryForm, PayloadOf, RolesOf, RowOf, SpecError } from "@sqlinbox/core/internal";
-import type { HandlerOutcome, RetryAfterOutcome } from "./outcome.js";
+import type { HandlerOutcome, RetryAfterOutcome, SnoozeOutcome } from "./outcome.js";
 
 // The compile-time rules of a queue's declaration: what each setter accepts for a table of spec `S`,
 // each refusal a sentence (`SpecError`) the compiler shows; and what its handlers receive and return.
@@ -56,10 +56,11 @@ type StoresDelay<S extends AnyInboxSpec> = HasRole<RolesOf<S>, "retryAfter"> ext
 type DelayRefused<Rule extends string> = RetryAfterOutcome & SpecError<Rule>;
 
 /**
- * The outcomes of a table without a place for a delay. Named after its rule, so that the compiler's
+ * The outcomes of a table without a place for a delay (neither `retryAfter` nor `snooze`, which
+ * stores its delay the same way). Named after its rule, so that the compiler's
  * first line says it: "Type 'RetryAfterOutcome' is not assignable to type 'OutcomeWithoutDelay<"retryAfter needs …">'".
  */
-export type OutcomeWithoutDelay<Rule extends string> = Exclude<HandlerOutcome, RetryAfterOutcome> | DelayRefused<Rule>;
+export type OutcomeWithoutDelay<Rule extends string> = Exclude<HandlerOutcome, RetryAfterOutcome | SnoozeOutcome> | DelayRefused<Rule>;
 
 /**
  * The outcomes a table can store: a delay needs a retryAfter column or a lease column (where a

@@ -87,3 +87,15 @@ export function chunkRows(rows: readonly RawRow[], maxParameters: number): RawRo
   for (let i = 0; i < rows.length; i += size) chunks.push(rows.slice(i, i + size));
   return chunks;
 }
+
+/** A publish's options as `SqlBroker.publish` and `publishMany` receive them, but `via` and `keys`. */
+interface PublishedOptions extends Omit<RowOptions, "columns" | "keys"> {
+  readonly columns?: unknown;
+  readonly key?: string;
+}
+
+/** The run-time options of a publish (the publisher turns a `delay` into a `runAt` on the database's clock, which claims compare against). */
+export function rowOptions(options: PublishedOptions, keys: readonly (string | undefined)[] | undefined): RowOptions {
+  const { headers, priority, runAt, delay, columns, replace } = options;
+  return { headers, priority, runAt, delay: runAt === undefined ? delay : undefined, columns: columns as RowOptions["columns"], keys, replace };
+}

@@ -8,9 +8,10 @@ import type { AnyKysely } from "../drivers/database.js";
 import { engineOfKysely } from "../drivers/engine-of-kysely.js";
 import { listenConnector, type ListenSource } from "./listen-source.js";
 import type { Logger } from "../logger.js";
-import type { MessageHeaderValues, RowOptions } from "./publish-rows.js";
+import { rowOptions, type MessageHeaderValues } from "./publish-rows.js";
 import type { Published } from "./publisher.js";
 import { JobHandle, recordCancel, type JobId, type JobOptions, type JobSpecOf } from "./job-handle.js";
+import { retryJobNow, updateJob, type JobChanges, type JobChangesFor, type UpdateResult } from "./job-update.js";
 import { wholeSeconds, type PayloadOfSpec } from "../declare/queue.js";
 import { noRoute } from "../errors.js";
 
@@ -374,6 +375,19 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   }
 
   /**
+   * Changes row `id` of route `name` (its `payload`, `runAt`, `priority`, data `columns`, each typed by the table) unless it
+   * is in work, in one statement fenced as a cancel is, on the database's clock: `"updated"`, `"running"` (left alone) or `"gone"` (no row, or done).
+   */
+  update<N extends string>(name: N & KnownRoute<R, N>, id: JobId, changes: JobChangesFor<RouteSpecOf<R, N>>): Promise<UpdateResult> {
+    return updateJob(brokerParts(this), name, id, changes as JobChanges);
+  }
+
+  /** Makes row `id` of route `name` due now (its run-at set to the database's now) unless it is in work: answers as `update`. */
+  retryNow<N extends string>(name: N & KnownRoute<R, N>, id: JobId): Promise<UpdateResult> {
+    return retryJobNow(brokerParts(this), name, id);
+  }
+
+  /**
    * Ends the pool of a broker that only publishes (opened by its first publish), after the
    * statements in flight; later publishes fail with `Closed`. Every value of the broker shares it.
    * On a broker an app runs it does nothing and resolves `false`: the app's `stop()` ends the pool.
@@ -382,10 +396,4 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   close(): Promise<boolean> {
     return brokerParts(this).close();
   }
-}
-
-/** The run-time options of a publish (the publisher turns a `delay` into a `runAt` on the database's clock, which claims compare against). */
-export function rowOptions(options: Omit<PublishManyOptions, "via" | "keys"> & { readonly key?: string }, keys: readonly (string | undefined)[] | undefined): RowOptions {
-  const { headers, priority, runAt, delay, columns, replace } = options;
-  return { headers, priority, runAt, delay: runAt === undefined ? delay : undefined, columns: columns as RowOptions["columns"], keys, replace };
 }

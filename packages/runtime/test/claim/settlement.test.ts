@@ -6,6 +6,7 @@ import {
   finishOf,
   outcomeLabel,
   type SettlementRules,
+  snoozedFor,
   stepOf,
   undecodableMessage,
   writeStep,
@@ -15,7 +16,7 @@ import { HandlerOutcome } from "../../src/declare/outcome.js";
 
 const writer: StepWriter<string, number, string> = {
   finish: (how, d, x) => `finish ${how} ${d} ${x}`,
-  release: (delayMs, d, x) => `release ${delayMs} ${d} ${x}`,
+  release: (delayMs, refund, d, x) => `release ${delayMs}${refund ? " refund" : ""} ${d} ${x}`,
   deadLetter: (reason, d, x) => `deadLetter ${reason} ${d} ${x}`,
 };
 
@@ -27,9 +28,10 @@ describe("settlement steps", () => {
   test.each([
     [HandlerOutcome.ack(), { step: "finish", how: "ack" }, "finish ack row 7"],
     [HandlerOutcome.drop(), { step: "finish", how: "drop" }, "finish drop row 7"],
-    [HandlerOutcome.retry(), { step: "release", delayMs: null }, "release null row 7"],
-    [HandlerOutcome.retryAfter(250), { step: "release", delayMs: 250 }, "release 250 row 7"],
-    [HandlerOutcome.retryAfter(0), { step: "release", delayMs: 0 }, "release 0 row 7"],
+    [HandlerOutcome.retry(), { step: "release", delayMs: null, refund: false }, "release null row 7"],
+    [HandlerOutcome.retryAfter(250), { step: "release", delayMs: 250, refund: false }, "release 250 row 7"],
+    [HandlerOutcome.retryAfter(0), { step: "release", delayMs: 0, refund: false }, "release 0 row 7"],
+    [HandlerOutcome.snooze(250), { step: "release", delayMs: 250, refund: true }, "release 250 refund row 7"],
     [HandlerOutcome.deadLetter("bad"), { step: "deadLetter", reason: "bad" }, "deadLetter bad row 7"],
     [HandlerOutcome.deadLetter(), { step: "deadLetter", reason: undefined }, "deadLetter undefined row 7"],
   ])("%o is %o, decided once and written by its writer", (outcome, step, written) => {
@@ -44,6 +46,15 @@ describe("settlement steps", () => {
     expect([HandlerOutcome.ack(), HandlerOutcome.drop(), HandlerOutcome.deadLetter()].map((o) => commitsHandlerWrites(settled(o)))).toEqual([true, false, false]);
     expect([HandlerOutcome.retryAfter(5), HandlerOutcome.retry(), HandlerOutcome.ack()].map((o) => delayOf(settled(o)))).toEqual([5, undefined, undefined]);
     expect(undecodableMessage(settled(HandlerOutcome.drop()))).toBe("payload cannot be decoded: row finished (drop) by the onDecodeError policy");
+  });
+
+  test("a snooze: named as a log line writes it, its delay read as a release's, and refused below 0 ms", () => {
+    expect(outcomeLabel(HandlerOutcome.snooze(30))).toBe("snooze(30)");
+    expect(delayOf(settled(HandlerOutcome.snooze(30)))).toBe(30);
+    expect(snoozedFor(settled(HandlerOutcome.snooze(30)))).toBe(30);
+    expect(snoozedFor(settled(HandlerOutcome.retryAfter(30)))).toBeUndefined();
+    expect(settled(HandlerOutcome.snooze(30), { ...asIs, storesDelay: false }).parked).toBe(true);
+    expect(() => HandlerOutcome.snooze(-1)).toThrow(RangeError);
   });
 
   test("an outcome from outside the union is refused, never written as a retry", () => {
@@ -62,6 +73,8 @@ describe("maxAttempts is a cap", () => {
     ["retry at the cap", HandlerOutcome.retry(), 3, 3, moved, HandlerOutcome.retry()],
     ["retryAfter past the cap", HandlerOutcome.retryAfter(250), 4, 3, moved, HandlerOutcome.retryAfter(250)],
     ["retry below the cap", HandlerOutcome.retry(), 2, 3, HandlerOutcome.retry(), undefined],
+    ["a snooze at the cap stands: it spends no attempt", HandlerOutcome.snooze(250), 3, 3, HandlerOutcome.snooze(250), undefined],
+    ["a snooze past the cap stands", HandlerOutcome.snooze(0), 9, 3, HandlerOutcome.snooze(0), undefined],
     ["an earlier dead letter stands", HandlerOutcome.deadLetter("early"), 1, 3, HandlerOutcome.deadLetter("early"), undefined],
     ["an ack at the cap stands", HandlerOutcome.ack(), 3, 3, HandlerOutcome.ack(), undefined],
     ["a drop at the cap stands", HandlerOutcome.drop(), 3, 3, HandlerOutcome.drop(), undefined],
@@ -86,7 +99,7 @@ describe("maxAttempts is a cap", () => {
 describe("what else the decision settles", () => {
   test("a dead letter with no destination keeps the row, hidden for keepMs", () => {
     const settlement = settled(HandlerOutcome.deadLetter("bad"), { ...asIs, deadLetter: false });
-    expect(settlement).toEqual({ outcome: HandlerOutcome.retryAfter(60_000), step: { step: "release", delayMs: 60_000 }, noDestination: true });
+    expect(settlement).toEqual({ outcome: HandlerOutcome.retryAfter(60_000), step: { step: "release", delayMs: 60_000, refund: false }, noDestination: true });
   });
 
   test("a delay the table stores in no column parks the row; a release at once or a table that stores it does not", () => {

@@ -151,6 +151,7 @@ export async function abandonUnstarted(deliveries: readonly ClaimedDelivery[]): 
 interface HeldSettlements {
   settleAck(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
   settleRetry(spec: InboxDescription, id: unknown, retryAt: Date): CompiledQuery;
+  settleSnooze(spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery;
 }
 
 /** What a held settlement writes besides the outcome: the dead-letter destination and the attempt it records. */
@@ -190,8 +191,12 @@ interface HeldStepInput {
 const HELD_STEPS: StepWriter<unknown, HeldStepInput, CompiledQuery[]> = {
   finish: (_how, id, { statements, spec, now }) => [statements.settleAck(spec, id, now)],
   // A retry at once writes nothing: the hold's end gives the row back.
-  release: (delayMs, id, { statements, spec, now }) =>
-    delayMs !== null && spec.retryAfter !== undefined ? [statements.settleRetry(spec, id, new Date(now.getTime() + delayMs))] : [],
+  // A snooze also gives back the attempt the claim counted, in the same statement (it commits with the hold's end).
+  release: (delayMs, refund, id, { statements, spec, now }) => {
+    const retryAt = delayMs !== null && spec.retryAfter !== undefined ? new Date(now.getTime() + delayMs) : null;
+    if (refund && (retryAt !== null || spec.attempt !== undefined)) return [statements.settleSnooze(spec, id, retryAt)];
+    return retryAt !== null ? [statements.settleRetry(spec, id, retryAt)] : [];
+  },
   deadLetter: (reason, id, { spec, now, context }) => {
     const { deadLetters, target, attempt, place } = context;
     if (target === undefined) throw noDeadLetter(place);

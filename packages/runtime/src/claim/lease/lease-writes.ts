@@ -44,7 +44,7 @@ export class LeaseWrites implements LeaseSettlements {
   /** Each step on a lease: an ack joins the next batched statement; a release or a dead-letter move runs on its own, carrying the token. */
   readonly #steps: StepWriter<LeaseDelivery, Settlement, Promise<void>> = {
     finish: (how, delivery) => new Promise<void>((resolve, reject) => this.acks.ackThen(delivery.lease, how, { settled: (ok, error) => (ok ? resolve() : reject(error)) })),
-    release: (delayMs, delivery, settlement) => this.#release(delivery.lease, delayMs, settlement.outcome.kind),
+    release: (delayMs, refund, delivery, settlement) => this.#release(delivery.lease, delayMs, refund, settlement.outcome.kind),
     deadLetter: (reason, delivery, settlement) => this.#deadLetter(delivery.lease, reason, settlement.outcome.kind, delivery.attempt),
   };
 
@@ -99,7 +99,8 @@ export class LeaseWrites implements LeaseSettlements {
     }
   }
 
-  async #release(lease: KeptLease, delayMs: number | null, kind: string): Promise<void> {
+  /** A release carrying the token; a snooze's (`refund`) gives the claim's attempt back in the same statement. */
+  async #release(lease: KeptLease, delayMs: number | null, refund: boolean, kind: string): Promise<void> {
     const { database, spec, clock, precision, isClosed } = this.#setup;
     await this.keeper.beginSettle(lease);
     try {
@@ -108,7 +109,10 @@ export class LeaseWrites implements LeaseSettlements {
         const retryAt = delayMs === null ? null : new Date(now.getTime() + delayMs);
         let result: { numAffectedRows?: bigint };
         try {
-          result = await database.execute("settle", database.dialect.lease.settleRetry(spec, { id: lease.id, held: lease.held }, retryAt, precision));
+          const statements = database.dialect.lease;
+          const token = { id: lease.id, held: lease.held };
+          const query = refund ? statements.settleSnooze(spec, token, retryAt, precision) : statements.settleRetry(spec, token, retryAt, precision);
+          result = await database.execute("settle", query);
         } catch (error) {
           // A lost connection: the lease still holds for a while, so the settlement goes again on a fresh one.
           if (isSqlInboxError(error) || isClosed() || !leaseHoldsFor(lease, clock.now())) throw error;
