@@ -123,6 +123,11 @@ export class AdvisoryClaim implements ClaimStrategy {
         );
       },
       settle: (d, settlement) => this.#settle(d, settlement),
+      // On the key's session, where no handler's transaction holds it (its writes would show only at its commit): a lost session fails the write.
+      writeProgress: async (d, progress) => {
+        const query = this.#statements.writeProgress(this.#setup.spec, d.id, progress);
+        await this.#setup.database.execute("settle", query, d.handlerTransaction === undefined ? d.hold.connection : undefined);
+      },
       // Where there are no session locks (SQLite) the pool's one connection carries it.
       openHandlerTransaction: (d) => {
         const connection = d.hold.connection;
