@@ -159,6 +159,67 @@ describe.each(matrix)("results and progress on $engine.name × $form", ({ engine
     });
   }
 
+  test("a batch handler gives one result per row, each written with its own ack", async () => {
+    const table = unique(`resb_${form}`).toLowerCase();
+    tables.push(table);
+    const spec = specOf(table, form);
+    await createInboxTable(db, spec);
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 6 } }).route(spec, "jobs");
+    closers.push(() => broker.close());
+    const published = await broker.publishMany(
+      "jobs",
+      [1, 2, 3, 4].map((n) => ({ n })),
+      { columns: { k: "x" } },
+    );
+    const batch = InboxQueue.of(spec as ReturnType<typeof specOf>, "jobs")
+      .batch(4)
+      .pollInterval(50);
+    const sub = subscriber.batch(batch, async (jobs, ctx) =>
+      jobs.map((job, i) => (job.n === 4 ? undefined : (ctx.rows[i] as unknown as { ack(r: Report): never }).ack({ url: `/b/${job.n}`, pages: job.n }))),
+    );
+    const app = await new App({ name: "results-batch", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
+    closers.push(() => app.stop());
+    const ends = await Promise.all(published.map((p) => broker.job("jobs", p).finished({ pollMs: 30, timeoutMs: 10_000 })));
+    expect(ends.map((e) => (e.state === "done" ? e.result : "not done"))).toEqual([{ url: "/b/1", pages: 1 }, { url: "/b/2", pages: 2 }, { url: "/b/3", pages: 3 }, null]);
+  });
+
+  if (form === "lease") {
+    test("progress is fenced by the lease: once another claim holds the row, ctx.progress rejects and writes nothing", async () => {
+      const table = unique("resp_lease").toLowerCase();
+      tables.push(table);
+      const spec = specOf(table, form);
+      await createInboxTable(db, spec);
+      const broker = SqlBroker.fromUrl(url, { pool: { max: 6 } }).route(spec, "jobs");
+      closers.push(() => broker.close());
+      const gates = new Gates();
+      const outcomes: unknown[] = [];
+      const sub = subscriber(InboxQueue.of(spec as ReturnType<typeof specOf>, "jobs").pollInterval(50), async (job, ctx) => {
+        const progress = (ctx as unknown as { progress(v: Step): Promise<void> }).progress;
+        await progress.call(ctx, { done: 1, of: 2 });
+        await gates.wait(job.n, ctx.signal);
+        outcomes.push(
+          await progress.call(ctx, { done: 2, of: 2 }).then(
+            () => "written",
+            (error: unknown) => (error as { code?: string }).code,
+          ),
+        );
+        return ctx.ack({ url: "/never", pages: 0 } as never);
+      });
+      const app = await new App({ name: "results-progress", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
+      closers.push(() => app.stop());
+      const published = await broker.publish("jobs", { n: 9 }, { columns: { k: "p" } });
+      await until(() => gates.started.has(9), 10_000, "the handler to start");
+      await sql`UPDATE ${sql.id(table)} SET locked_until = ${stolenLease(engine)} WHERE id = ${Number(published.id)}`.execute(db);
+      gates.open(9);
+      await until(() => outcomes.length === 1, 10_000, "the handler's second progress");
+      expect(outcomes).toEqual(["LeaseLost"]);
+      const row = await rowOf(table, published.id);
+      const progress = row["progress"];
+      expect(typeof progress === "string" ? JSON.parse(progress) : progress).toEqual({ done: 1, of: 2 });
+      expect(row["result"]).toBeNull();
+    });
+  }
+
   if (form !== "rowLock") {
     test("progress shows through a handle on another pool while the row is in work", async () => {
       const { broker, observer, gates } = await setup({ progress: true });
