@@ -160,6 +160,11 @@ const rules: readonly Rule[] = [
     snippet: `RowLock.result(column("result"));`,
   },
   {
+    name: "a result field on a table whose ack deletes the row (declarative)",
+    sentence: "a result column needs a processedAt column: this table's ack deletes the row, and the result with it; describe one with field.processedAt()",
+    snippet: `defineInbox({ table: "t", columns: { id: field.id(), result: field.result() } });`,
+  },
+  {
     name: "ctx.ack(result) on a table without a result column",
     sentence:
       'ctx.ack(result) needs a result column: describe one with .result(column(\\"result\\"), resultOf<T>()) after .processedAt(…), or return HandlerOutcome.ack() without a result',

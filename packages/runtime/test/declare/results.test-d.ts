@@ -6,7 +6,7 @@
  * A job's state carries `result` and `progress`, typed, where the table has those columns.
  */
 import { describe, expectTypeOf, test } from "vitest";
-import { InboxSpec, column, payloadOf, progressOf, resultOf } from "@sqlinbox/core";
+import { InboxSpec, column, defineInbox, field, payloadOf, progressOf, resultOf } from "@sqlinbox/core";
 import { HandlerOutcome, InboxQueue, SqlBroker, subscriber, type JobState } from "../../src/index.js";
 
 interface Job {
@@ -33,6 +33,33 @@ describe("a result column", () => {
   test("a result column is described once", () => {
     // @ts-expect-error the result role is already played by a column
     RowLockResults.result(column("other"));
+  });
+});
+
+describe("the declarative form", () => {
+  test("field.result<T>() and field.progress<T>() type the same as the builder", () => {
+    const Declared = defineInbox({
+      table: "jobs",
+      columns: {
+        id: field.id().generated(),
+        lockedUntil: field.lease("locked_until"),
+        payload: field.payload<Job>(),
+        processedAt: field.processedAt("processed_at"),
+        result: field.result<Report>(),
+        progress: field.progress<number>(),
+      },
+    });
+    subscriber(InboxQueue.of(Declared, "d"), async (_job, ctx) => {
+      await ctx.progress(1);
+      return ctx.ack({ url: "/r" });
+    });
+    // @ts-expect-error the result column holds a Report
+    subscriber(InboxQueue.of(Declared, "d"), async (_job, ctx) => ctx.ack(1));
+  });
+
+  test("a result field without processedAt does not compile", () => {
+    // @ts-expect-error a result column needs a processedAt column: describe one with field.processedAt()
+    defineInbox({ table: "jobs", columns: { id: field.id().generated(), payload: field.payload<Job>(), result: field.result<Report>() } });
   });
 });
 
