@@ -183,6 +183,31 @@ describe.each(matrix)("results and progress on $engine.name × $form", ({ engine
     expect(ends.map((e) => (e.state === "done" ? e.result : "not done"))).toEqual([{ url: "/b/1", pages: 1 }, { url: "/b/2", pages: 2 }, { url: "/b/3", pages: 3 }, null]);
   });
 
+  test("a transactional handler's result commits with its writes and the ack", async () => {
+    const table = unique(`rest_${form}`).toLowerCase();
+    const side = `${table}_side`;
+    tables.push(table, side);
+    const spec = specOf(table, form);
+    await createInboxTable(db, spec);
+    await sql`CREATE TABLE ${sql.id(side)} (n INTEGER NOT NULL)`.execute(db);
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 6 } }).route(spec, "jobs");
+    closers.push(() => broker.close());
+    const queue = InboxQueue.of(spec as ReturnType<typeof specOf>, "jobs")
+      .pollInterval(50)
+      .transactional();
+    const sub = subscriber(queue, async (job, ctx) => {
+      await sql`INSERT INTO ${sql.id(side)} (n) VALUES (${job.n})`.execute(ctx.tx);
+      return (ctx as unknown as { ack(r: Report): never }).ack({ url: `/t/${job.n}`, pages: 1 });
+    });
+    const app = await new App({ name: "results-tx", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
+    closers.push(() => app.stop());
+    const published = await broker.publish("jobs", { n: 11 }, { columns: { k: "t" } });
+    const end = await broker.job("jobs", published).finished({ pollMs: 30, timeoutMs: 10_000 });
+    expect(end).toMatchObject({ state: "done", result: { url: "/t/11", pages: 1 } });
+    const { rows } = await sql<{ n: number }>`SELECT n FROM ${sql.id(side)}`.execute(db);
+    expect(rows.map((r) => Number(r.n))).toEqual([11]);
+  });
+
   if (form === "lease") {
     test("progress is fenced by the lease: once another claim holds the row, ctx.progress rejects and writes nothing", async () => {
       const table = unique("resp_lease").toLowerCase();
