@@ -23,7 +23,7 @@ export interface LeaseSettlements {
   settle(delivery: LeaseDelivery, settlement: Settlement): Promise<void>;
   openHandlerTransaction(delivery: LeaseDelivery): Promise<AnyTransaction>;
   /** Writes progress while the lease is held, fenced by its token; rejects with `LeaseLost` when it is not. */
-  writeProgress(lease: KeptLease, progress: string): Promise<void>;
+  writeProgress(lease: KeptLease, progress: string, handlerTransaction: HandlerTransaction | undefined): Promise<void>;
   /** The delivery is given up unsettled: its handler's writes roll back, its lease is no longer kept, its signal aborts. */
   abandon(delivery: LeaseDelivery, reason: unknown): void;
 }
@@ -78,7 +78,7 @@ export class LeaseDelivery implements ClaimedDelivery {
   }
 
   writeProgress(progress: string): Promise<void> {
-    return this.#writes.writeProgress(this.lease, progress);
+    return this.#writes.writeProgress(this.lease, progress, this.handlerTransaction);
   }
 
   interrupt(reason: unknown): void {

@@ -117,12 +117,16 @@ export class LeaseWrites implements LeaseSettlements {
     }
   }
 
-  /** Writes progress while the lease is held, fenced by its token like an extension: zero rows, the lease was lost. */
-  async writeProgress(lease: KeptLease, progress: string): Promise<void> {
+  /**
+   * Writes progress while the lease is held, fenced by its token like an extension: zero rows, the lease
+   * was lost. A single writer's one connection is the handler's transaction's, if it has one: the value shows when it commits.
+   */
+  async writeProgress(lease: KeptLease, progress: string, handlerTransaction: HandlerTransaction | undefined): Promise<void> {
     const { database, spec, precision } = this.#setup;
+    const via = database.dialect.capabilities.singleWriter ? handlerTransaction : undefined;
     for (;;) {
       const held = lease.held;
-      const written = await database.execute("settle", database.dialect.lease.writeProgress(spec, { id: lease.id, held }, progress, precision));
+      const written = await database.execute("settle", database.dialect.lease.writeProgress(spec, { id: lease.id, held }, progress, precision), via);
       if (Number(written.numAffectedRows ?? 0n) > 0) return;
       // An extension moved the token while this ran: write again with the new one.
       if (lease.held.getTime() === held.getTime() || !leaseHoldsFor(lease, this.#setup.clock.now())) throw leaseNotHeld("progress", held, deliveryPlace(this.#setup, lease.id));
