@@ -20,6 +20,8 @@ const COLUMN_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>([
   "lastError",
   "failedAttempts",
   "key",
+  "result",
+  "progress",
   "data",
 ]);
 /** The roles whose column type a description may give: every other role's type is fixed by the role. */
@@ -27,6 +29,8 @@ const TYPED_ROLES: ReadonlySet<ColumnRole> = new Set<ColumnRole>(["id", "orderKe
 
 /** Refusals shared with the type-level rules (`spec.ts`, `define.ts`): the same sentence at compile time and at run time. */
 const ORDER_KEY_WITH_GROUP = "an order key and a group exclude each other: keep the order key, or the group (and fifo), not both";
+const RESULT_NEEDS_PROCESSED_AT =
+  "a result column needs a processedAt column: this table's ack deletes the row, and the result with it; describe .processedAt(column(…)) before .result(…)";
 const ORDER_KEY_WITH_ADVISORY = "an order key and an advisory key exclude each other: name its column in the key template and drop the order key";
 
 /** What both ways of describing a table hand over, before the rules are checked. */
@@ -94,6 +98,9 @@ export function buildDescription(parts: DescriptionParts): InboxDescription {
   if (fifo && advisoryKey !== undefined) {
     fail(`fifo and an advisory key ("${advisoryKey.template}") exclude each other: an advisory key already keeps rows that share it apart, so drop one of them`);
   }
+
+  const result = byRole.get("result");
+  if (result !== undefined && byRole.get("processedAt") === undefined) fail(RESULT_NEEDS_PROCESSED_AT, result.name);
 
   const orderKey = byRole.get("orderKey");
   if (orderKey !== undefined && group !== undefined) fail(ORDER_KEY_WITH_GROUP, orderKey.name);

@@ -15,6 +15,8 @@ import type {
   Payload,
   Priority,
   ProcessedAt,
+  Progress,
+  Result,
   RetryAfter,
   RowValue,
   TemplatePlaceholders,
@@ -114,6 +116,10 @@ export const field = Object.freeze({
   failedAttempts: <const N extends string | undefined = undefined>(name?: N): Field<"failedAttempts", NoInfer<N>, number> => makeField("failedAttempts", name as N),
   /** A dedup key (text): the table gets a unique index on it, so at most one row holds a key. */
   key: <const N extends string | undefined = undefined>(name?: N): Field<"key", NoInfer<N>, string> => makeField("key", name as N),
+  /** The result an ack writes (`ctx.ack(result)`), as JSON: `field.result<ExportFile>()`. Needs a processedAt column. */
+  result: <T = unknown, const N extends string | undefined = undefined>(name?: N): Field<"result", NoInfer<N>, T> => makeField("result", name as N),
+  /** The progress a handler reports (`ctx.progress(value)`), as JSON: `field.progress<{ done: number }>()`. Lease and advisory forms. */
+  progress: <T = unknown, const N extends string | undefined = undefined>(name?: N): Field<"progress", NoInfer<N>, T> => makeField("progress", name as N),
   /** `field.data<string>()` types what a row-mode handler reads (default `unknown`). */
   data: <T = unknown, const N extends string | undefined = undefined>(name?: N): Field<"data", NoInfer<N>, T> => makeField("data", name as N),
 });
@@ -151,7 +157,16 @@ type AdvisoryOf<D extends InboxDefinition> = D extends { readonly advisoryLock: 
 type FifoOf<D extends InboxDefinition> = D extends { readonly fifo: true } ? true : false;
 
 /** The first broken rule of a definition, as a readable error; `unknown` when it is valid. */
-export type CheckDefinition<D extends InboxDefinition> = CheckRoles<D> extends SpecError<string> ? CheckRoles<D> : CheckOrderKey<D>;
+export type CheckDefinition<D extends InboxDefinition> =
+  CheckRoles<D> extends SpecError<string> ? CheckRoles<D> : CheckOrderKey<D> extends SpecError<string> ? CheckOrderKey<D> : CheckResult<D>;
+
+/** A result column needs processedAt: an ack that deletes the row would delete its result. */
+type CheckResult<D extends InboxDefinition> =
+  Has<D, "result"> extends true
+    ? Has<D, "processedAt"> extends true
+      ? unknown
+      : SpecError<"a result column needs a processedAt column: this table's ack deletes the row, and the result with it; describe one with field.processedAt()">
+    : unknown;
 
 /** An order key excludes a group (and so fifo) and an advisory key. */
 type CheckOrderKey<D extends InboxDefinition> =
@@ -197,7 +212,9 @@ export type DefinitionErrorAt<D extends InboxDefinition> =
   CheckDefinition<D> extends infer E extends SpecError<string>
     ? CheckRoles<D> extends SpecError<string>
       ? RolesErrorAt<D, E>
-      : OnColumns<KeysWithRole<D, "orderKey">, E>
+      : CheckOrderKey<D> extends SpecError<string>
+        ? OnColumns<KeysWithRole<D, "orderKey">, E>
+        : OnColumns<KeysWithRole<D, "result">, E>
     : unknown;
 
 type RolesErrorAt<D extends InboxDefinition, E> =
@@ -232,6 +249,8 @@ export type RolesOfDefinition<D extends InboxDefinition> = [
   ...Opt<D, "lastError", LastError>,
   ...Opt<D, "failedAttempts", FailedAttempts>,
   ...Opt<D, "key", DedupKey>,
+  ...Opt<D, "result", Result<ValueOf<D, "result">>>,
+  ...Opt<D, "progress", Progress<ValueOf<D, "progress">>>,
 ];
 
 /** The row a row-mode handler receives: each column under its property key. */

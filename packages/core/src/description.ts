@@ -48,6 +48,10 @@ export interface InboxDescription {
   readonly failedAttempts?: ColumnDescription;
   /** The dedup key: a unique index holds one row per key. */
   readonly key?: ColumnDescription;
+  /** Where an ack writes the handler's result (JSON); only with processedAt. */
+  readonly result?: ColumnDescription;
+  /** Where `ctx.progress(value)` writes (JSON). */
+  readonly progress?: ColumnDescription;
   /** Every column in the order it was described, the role columns included. */
   readonly columns: readonly ColumnDescription[];
   readonly advisoryKey?: AdvisoryKey;

@@ -15,10 +15,12 @@ export type {
   LastError,
   FailedAttempts,
   DedupKey,
+  Result,
+  Progress,
 } from "./roles.js";
 export { column } from "./column.js";
 export { InboxSpec, type RolesOf, type RowOf, type DataOf } from "./spec.js";
 export { field } from "./define.js";
 export { defineInbox } from "./define-inbox.js";
-export { payloadOf } from "./payload-type.js";
+export { payloadOf, resultOf, progressOf, type ValueTypeMarker } from "./payload-type.js";
 export { PORTABLE_TYPES, type PortableType } from "./portable-type.js";

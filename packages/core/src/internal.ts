@@ -19,6 +19,8 @@ export type {
   FormLabel,
   HasLeaseColumn,
   PayloadOf,
+  ResultOf,
+  ProgressOf,
   RoleColumnValue,
   RowValue,
   TemplatePlaceholders,

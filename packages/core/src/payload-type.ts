@@ -36,3 +36,18 @@ export function payloadOf<T>(): PayloadTypeMarker<T> {
 export function isStandardSchema(value: unknown): value is StandardSchemaLike {
   return typeof value === "object" && value !== null && "~standard" in value;
 }
+
+/** Names a result or progress column's type (no check at run time): `resultOf<Report>()`, `progressOf<number>()`. */
+export interface ValueTypeMarker<T> {
+  readonly "~sqlinboxValue": T | undefined;
+}
+
+/** Names the type a result column holds: `.result(column("result"), resultOf<ReportLink>())`. */
+export function resultOf<T>(): ValueTypeMarker<T> {
+  return Object.freeze({ "~sqlinboxValue": undefined });
+}
+
+/** Names the type a progress column holds: `.progress(column("progress"), progressOf<{ done: number }>())`. */
+export function progressOf<T>(): ValueTypeMarker<T> {
+  return Object.freeze({ "~sqlinboxValue": undefined });
+}

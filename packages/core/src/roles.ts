@@ -32,6 +32,19 @@ export interface LastError {
 export interface FailedAttempts {
   readonly role: "failedAttempts";
 }
+/**
+ * A result column: an ack writes the handler's result (`ctx.ack(result)`) into it, as JSON, in
+ * the ack's own statement. `T` is the result's type. Only on a table that keeps handled rows.
+ */
+export interface Result<T = unknown> {
+  readonly role: "result";
+  readonly result?: T;
+}
+/** A progress column: `ctx.progress(value)` writes `T` into it, as JSON, while the row is in work. */
+export interface Progress<T = unknown> {
+  readonly role: "progress";
+  readonly progress?: T;
+}
 /** With a group: one row of a group in work at a time, in order. */
 export interface Fifo {
   readonly role: "fifo";
@@ -77,7 +90,9 @@ export type RoleMarker =
   | AdvisoryLock
   | LastError
   | FailedAttempts
-  | DedupKey;
+  | DedupKey
+  | Result<unknown>
+  | Progress<unknown>;
 export type RoleName = RoleMarker["role"];
 
 /** The roles a column can play (the advisory key and fifo are table options, not columns). */
@@ -95,6 +110,8 @@ export type ColumnRole =
   | "lastError"
   | "failedAttempts"
   | "key"
+  | "result"
+  | "progress"
   | "data";
 
 /** The roles whose column the application fills with a value of its own choosing: their type may be given (`.type("bigint")`). Every other role's type is fixed by the role. */
@@ -127,6 +144,14 @@ export type PayloadOf<R extends readonly RoleMarker[]> = PayloadOfMarker<R[numbe
 // `Extract<…>` instead would test `never extends Payload<infer T>`, which holds with T = unknown.
 type PayloadOfMarker<M> = M extends Payload<infer T> ? T : never;
 
+/** The result type a role tuple's result column holds, or `never` without one. */
+export type ResultOf<R extends readonly RoleMarker[]> = ResultOfMarker<R[number]>;
+type ResultOfMarker<M> = M extends Result<infer T> ? T : never;
+
+/** The progress type a role tuple's progress column holds, or `never` without one. */
+export type ProgressOf<R extends readonly RoleMarker[]> = ProgressOfMarker<R[number]>;
+type ProgressOfMarker<M> = M extends Progress<infer T> ? T : never;
+
 /**
  * What a role column holds in the row a row-mode handler receives, as the driver reads it.
  * Deadlines are `Date` on Postgres and MySQL and ISO-8601 text on SQLite (the column's own type);
@@ -147,6 +172,10 @@ export interface RoleColumnValue {
   readonly failedAttempts: number | null;
   /** The dedup key; NULL where the row was published without one. */
   readonly key: string | null;
+  /** JSON as the driver reads it: the value (Postgres JSONB), or its text (MariaDB, SQLite); NULL until an ack writes one. */
+  readonly result: unknown;
+  /** JSON as the driver reads it, as for `result`; NULL until a handler reports progress. */
+  readonly progress: unknown;
 }
 /** The row value of a column of `Role` described as holding `Value`. */
 export type RowValue<Role extends ColumnRole, Value> = Role extends keyof RoleColumnValue ? RoleColumnValue[Role] : Value;

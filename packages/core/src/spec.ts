@@ -19,6 +19,8 @@ import type {
   Payload,
   Priority,
   ProcessedAt,
+  Progress,
+  Result,
   RetryAfter,
   RoleMarker,
   RoleName,
@@ -26,7 +28,7 @@ import type {
   TemplatePlaceholders,
 } from "./roles.js";
 import type { FirstError, Require } from "./type-errors.js";
-import type { PayloadType } from "./payload-type.js";
+import type { PayloadType, ValueTypeMarker } from "./payload-type.js";
 import type { PortableType } from "./portable-type.js";
 import type { Simplify } from "type-fest";
 
@@ -236,6 +238,39 @@ export class InboxSpec<
     col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<RolesOf<S>, "key">, NewColumn<ColumnsOf<S>, N>, Untyped<Ty, "key">]>,
   ): InboxSpec<[...RolesOf<S>, DedupKey], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"key", unknown>>, DataOf<S>> {
     return InboxSpec.#with(this, col, "key");
+  }
+
+  /**
+   * The result column: an ack writes the handler's result (`ctx.ack(result)`) into it as JSON, in
+   * the ack's own fenced statement. Needs a processedAt column described before it (an ack that
+   * deletes the row would delete its result).
+   */
+  result<N extends string, T = unknown, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, unknown, Ty> &
+      FirstError<
+        [
+          Require<
+            HasRole<RolesOf<S>, "processedAt">,
+            "a result column needs a processedAt column: this table's ack deletes the row, and the result with it; describe .processedAt(column(…)) before .result(…)"
+          >,
+          NotTwice<RolesOf<S>, "result">,
+          NewColumn<ColumnsOf<S>, N>,
+          Untyped<Ty, "result">,
+        ]
+      >,
+    _type?: ValueTypeMarker<T>,
+  ): InboxSpec<[...RolesOf<S>, Result<T>], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"result", unknown>>, DataOf<S>> {
+    return InboxSpec.#with(this, col, "result");
+  }
+
+  /** The progress column: `ctx.progress(value)` writes into it as JSON while the row is in work (lease and advisory forms). */
+  progress<N extends string, T = unknown, Ty extends PortableType | undefined = undefined, S extends AnyInboxSpec = this>(
+    this: S,
+    col: Column<N, boolean, unknown, Ty> & FirstError<[NotTwice<RolesOf<S>, "progress">, NewColumn<ColumnsOf<S>, N>, Untyped<Ty, "progress">]>,
+    _type?: ValueTypeMarker<T>,
+  ): InboxSpec<[...RolesOf<S>, Progress<T>], ColumnsOf<S> | N, WithColumn<RowOf<S>, N, RowValue<"progress", unknown>>, DataOf<S>> {
+    return InboxSpec.#with(this, col, "progress");
   }
 
   /** A column that plays no role: read by row-mode handlers, named by advisory keys, written by publishes. */

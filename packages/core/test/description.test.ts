@@ -171,3 +171,18 @@ describe("advisory keys", () => {
     expect(byKey.description.advisoryKey?.parts[1]).toEqual(byName.description.advisoryKey?.parts[1]);
   });
 });
+
+describe("result and progress columns", () => {
+  test("both ways give the same description; a result without processedAt is refused at run time too", () => {
+    const byHand = InboxSpec.table("jobs", column("id").generated()).processedAt(column("processed_at")).result(column("result")).progress(column("progress"));
+    const declared = defineInbox({
+      table: "jobs",
+      columns: { id: field.id().generated(), processedAt: field.processedAt("processed_at"), result: field.result(), progress: field.progress() },
+    });
+    expect(declared.description.result).toEqual(byHand.description.result);
+    expect(declared.description.progress).toEqual(byHand.description.progress);
+    expect(byHand.description.result?.name).toBe("result");
+    const forced = defineInbox as (d: unknown) => unknown;
+    expect(() => forced({ table: "jobs", columns: { id: field.id(), result: field.result() } })).toThrow(/a result column needs a processedAt column/);
+  });
+});

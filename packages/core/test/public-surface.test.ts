@@ -4,7 +4,18 @@ import * as internal from "../src/internal.js";
 
 describe("@sqlinbox/core's public surface", () => {
   test("the root exports only the values an application uses", () => {
-    expect(Object.keys(root).sort()).toEqual(["InboxSpec", "PORTABLE_TYPES", "SqlInboxError", "column", "defineInbox", "field", "isSqlInboxError", "payloadOf"]);
+    expect(Object.keys(root).sort()).toEqual([
+      "InboxSpec",
+      "PORTABLE_TYPES",
+      "SqlInboxError",
+      "column",
+      "defineInbox",
+      "field",
+      "isSqlInboxError",
+      "payloadOf",
+      "progressOf",
+      "resultOf",
+    ]);
   });
 
   test("./internal adds what the sibling packages need, and keeps the root's names", () => {
@@ -21,6 +32,8 @@ describe("@sqlinbox/core's public surface", () => {
       "isSqlInboxError",
       "isStandardSchema",
       "payloadOf",
+      "progressOf",
+      "resultOf",
       "validateIdentifier",
     ]);
   });

@@ -13,6 +13,11 @@ export interface EngineCapabilities {
    * the rows they read (without it, one writer at a time is the lock: SQLite).
    */
   readonly rowLock: boolean;
+  /**
+   * The type a cast names to read a JSON column as its text (`CAST(x AS text)`; MySQL/MariaDB say
+   * `char`), so a JSON string reads back as JSON text on every engine, not as a value the driver decoded.
+   */
+  readonly jsonTextCast: "text" | "char";
   /** Ascending order puts NULL first without being told (MySQL, SQLite); otherwise claims say `NULLS FIRST` (Postgres). */
   readonly nullsFirstByDefault: boolean;
   /** Where advisory locks live: in the server session, or in this process (SQLite). */

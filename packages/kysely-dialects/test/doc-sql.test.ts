@@ -5,7 +5,7 @@ import type { CompiledQuery } from "kysely";
 import { describe, expect, test } from "vitest";
 import { mysqlDialect, postgresDialect, sqliteDialect } from "../src/index.js";
 import { operatorFor } from "../src/operator/index.js";
-import { deadJobs, fifoLease, groupedLease, orderedLease, orderedRichRowLock, richAdvisory, richLease, seedByHand } from "./support/specs.js";
+import { deadJobs, fifoLease, groupedLease, orderedLease, orderedRichRowLock, resultLease, richAdvisory, richLease, seedByHand } from "./support/specs.js";
 
 // Like the Rust original's doctests asserting `sql()`: every SQL block a JSDoc comment shows is
 // named (```sql <name>) and compared here with what the statement it names compiles to.
@@ -25,6 +25,8 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:lease.selectCrowded(ordered)": () => postgresDialect.lease.selectCrowded(orderedLease(), { now }, [7, 8]),
   "sqlite:lease.claim(reports)": () => sqliteDialect.lease.claim(seedByHand, { limit: 5, now, until, precision: 3 }),
   "postgres:lease.settleAck(reports)": () => postgresDialect.lease.settleAck(seedByHand, held, now, 3),
+  "postgres:lease.settleAckWithResult(results)": () => postgresDialect.lease.settleAckWithResult(resultLease, held, now, '{"url":"/r/7"}', 3),
+  "postgres:lease.writeProgress(results)": () => postgresDialect.lease.writeProgress(resultLease, held, "0.5", 3),
   "mysql:lease.settleRetry(reports, later)": () => mysqlDialect.lease.settleRetry(seedByHand, held, until, 3),
   "mysql:lease.settleSnooze(reports, later)": () => mysqlDialect.lease.settleSnooze(seedByHand, held, until, 3),
   "postgres:rowLock.settleSnooze(reports, later)": () => postgresDialect.rowLock.settleSnooze(seedByHand, 7, until),

@@ -122,6 +122,12 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
   ["closed", errors.closed(place), "Closed", `the broker is closed${at}`],
   ["alreadySettled", errors.alreadySettled(place), "Declaration", `this delivery was already settled${at}`],
   [
+    "progressNotShown",
+    errors.progressNotShown(place),
+    "UnsupportedForm",
+    `progress cannot be shown on a row-lock table: the claim holds the row in an open transaction, so no other session sees a write before the settlement commits; use a lease column or an advisory key${at}`,
+  ],
+  [
     "closedBeforeLeaseSettlement",
     errors.closedBeforeLeaseSettlement(place),
     "Closed",

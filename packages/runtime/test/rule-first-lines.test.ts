@@ -155,6 +155,37 @@ const rules: readonly Rule[] = [
 });`,
   },
   {
+    name: "a result column on a table whose ack deletes the row",
+    sentence: "a result column needs a processedAt column: this table's ack deletes the row, and the result with it; describe .processedAt(column(…)) before .result(…)",
+    snippet: `RowLock.result(column("result"));`,
+  },
+  {
+    name: "a result field on a table whose ack deletes the row (declarative)",
+    sentence: "a result column needs a processedAt column: this table's ack deletes the row, and the result with it; describe one with field.processedAt()",
+    snippet: `defineInbox({ table: "t", columns: { id: field.id(), result: field.result() } });`,
+  },
+  {
+    name: "ctx.ack(result) on a table without a result column",
+    sentence:
+      'ctx.ack(result) needs a result column: describe one with .result(column(\\"result\\"), resultOf<T>()) after .processedAt(…), or return HandlerOutcome.ack() without a result',
+    snippet: `subscriber(InboxQueue.of(RowLock, "reports"), async (report, ctx) => ctx.ack({ pages: report.title.length }));`,
+  },
+  {
+    name: "ctx.progress on a row-lock table",
+    sentence:
+      "ctx.progress cannot show progress on a row-lock table: the claim holds the row in an open transaction, so no other session sees a write before the settlement commits; use a lease column or an advisory key",
+    snippet: `subscriber(InboxQueue.of(RowLock.progress(column("progress")), "reports"), async (_report, ctx) => {
+  await ctx.progress(0.5);
+});`,
+  },
+  {
+    name: "ctx.progress on a table without a progress column",
+    sentence: 'ctx.progress needs a progress column: describe one with .progress(column(\\"progress\\"), progressOf<T>())',
+    snippet: `subscriber(InboxQueue.of(Leased, "reports"), async (_report, ctx) => {
+  await ctx.progress(0.5);
+});`,
+  },
+  {
     name: "keys.attempt through Ctx(…).from on a table without an attempt column",
     sentence: 'keys.attempt needs a column with the attempt role: describe one on the table (.attempt(column(\\"…\\")) or field.attempt())',
     snippet: `subscriber(InboxQueue.of(RowLock, "reports"), async (_report, ctx) => {

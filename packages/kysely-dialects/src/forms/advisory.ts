@@ -5,7 +5,7 @@ import { notOnEngine } from "../shared/no-statement.js";
 import { takeQuery, takenRowQuery } from "../statements/advisory-take.js";
 import { selectClaimableQuery } from "../statements/claimable.js";
 import { compiled } from "../statements/query-db.js";
-import { ackQuery, lockedRetryQuery, lockedSnoozeQuery } from "../statements/settle.js";
+import { ackQuery, ackWithResultQuery, lockedRetryQuery, lockedSnoozeQuery, progressQuery } from "../statements/settle.js";
 import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes } from "../statements/shapes.js";
 import type { EngineTraits } from "./engine-traits.js";
 
@@ -35,6 +35,10 @@ export interface AdvisoryStatements {
   /** Reads a taken row back on the session holding its key, its attempt as the take counted it; where the take returns nothing (`takeReturnsRow` false). */
   readTaken(spec: InboxDescription, id: unknown): CompiledQuery<RawRow>;
   settleAck(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
+  /** Ack writing the handler's result (JSON text) with processedAt, in one statement, while the key is held. */
+  settleAckWithResult(spec: InboxDescription, id: unknown, now: Date, result: string): CompiledQuery;
+  /** Writes progress (JSON text) while the key is held; it commits at once, so other sessions see it. */
+  writeProgress(spec: InboxDescription, id: unknown, progress: string): CompiledQuery;
   /** Retry at a later time: the row hidden until `retryAt` in the retryAfter column. A retry at once writes nothing: the unlock gives the row back. */
   settleRetry(spec: InboxDescription, id: unknown, retryAt: Date): CompiledQuery;
   /**
@@ -70,6 +74,8 @@ export function advisoryStatements(engine: EngineTraits): AdvisoryStatements {
       ? () => notOnEngine(ctx.capabilities.engine, "advisory.readTaken", "the take returns the row itself (advisory.takeReturnsRow)")
       : (spec: InboxDescription, id: unknown) => shapes.fill(spec, "taken", { id }, (c, v) => takenRowQuery(c, spec, v.id)),
     settleAck: (spec: InboxDescription, id: unknown, now: Date) => shapes.fill(spec, "ack", { id, now }, (c, v) => ackQuery(c, spec, v.id, v.now)),
+    settleAckWithResult: (spec: InboxDescription, id: unknown, now: Date, result: string) => ackWithResultQuery(ctx, spec, id, now, result),
+    writeProgress: (spec: InboxDescription, id: unknown, progress: string) => progressQuery(ctx, spec, id, progress),
     settleRetry: (spec: InboxDescription, id: unknown, retryAt: Date) => shapes.fill(spec, "retry", { id, retryAt }, (c, v) => lockedRetryQuery(c, spec, v.id, v.retryAt)),
     settleSnooze: (spec: InboxDescription, id: unknown, retryAt: Date | null) => lockedSnoozeQuery(ctx, spec, id, retryAt),
   });

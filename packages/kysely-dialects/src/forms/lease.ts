@@ -9,7 +9,7 @@ import { ackManyQuery, heldShape, releaseUnstartedQuery, selectHeldQuery } from 
 import { extendQuery, readLeasesQuery } from "../statements/lease-extend.js";
 import { selectCrowdedQuery } from "../statements/order-key-head.js";
 import { compiled } from "../statements/query-db.js";
-import { ackQuery, leaseRetryQuery, leaseSnoozeQuery } from "../statements/settle.js";
+import { ackQuery, ackWithResultQuery, leaseRetryQuery, leaseSnoozeQuery, progressQuery } from "../statements/settle.js";
 import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes } from "../statements/shapes.js";
 import type { EngineTraits } from "./engine-traits.js";
 
@@ -43,6 +43,10 @@ export interface LeaseStatements {
   readLeases(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<RawRow>;
   /** Ack while the lease is held: delete, or mark `processedAt`. Zero rows affected: the lease was lost. */
   settleAck(spec: InboxDescription, lease: HeldLease, now: Date, precision: number): CompiledQuery;
+  /** Ack while the lease is held, writing the handler's result (JSON text) with processedAt in the same statement. Zero rows affected: the lease was lost, and no result is written. */
+  settleAckWithResult(spec: InboxDescription, lease: HeldLease, now: Date, result: string, precision: number): CompiledQuery;
+  /** Writes progress (JSON text) while the lease is held, fenced by its token like an extension. Zero rows affected: the lease was lost. */
+  writeProgress(spec: InboxDescription, lease: HeldLease, progress: string, precision: number): CompiledQuery;
   /** Release while held: `locked_until = NULL` (or `retryAt` in the retryAfter column / the lease column), attempt not counted again. */
   settleRetry(spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number): CompiledQuery;
   /** Snooze while held: `settleRetry`'s release and, in the same statement, the claim's attempt given back (`attempt - 1`). */
@@ -100,6 +104,9 @@ export function leaseStatements(engine: EngineTraits): LeaseStatements {
     extend: (spec: InboxDescription, leases: readonly HeldLease[], until: Date, precision: number) => extendQuery(ctx, spec, leases, { until, precision }),
     readLeases: (spec: InboxDescription, ids: readonly unknown[]) => readLeasesQuery(ctx, spec, ids),
     settleAck: (spec: InboxDescription, lease: HeldLease, now: Date, precision: number) => ackQuery(ctx, spec, lease.id, now, { lease, precision }),
+    settleAckWithResult: (spec: InboxDescription, lease: HeldLease, now: Date, result: string, precision: number) =>
+      ackWithResultQuery(ctx, spec, lease.id, now, result, { lease, precision }),
+    writeProgress: (spec: InboxDescription, lease: HeldLease, progress: string, precision: number) => progressQuery(ctx, spec, lease.id, progress, { lease, precision }),
     settleRetry: (spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number) => leaseRetryQuery(ctx, spec, lease, retryAt, precision),
     settleSnooze: (spec: InboxDescription, lease: HeldLease, retryAt: Date | null, precision: number) => leaseSnoozeQuery(ctx, spec, lease, retryAt, precision),
     settleAckMany: (spec: InboxDescription, leases: readonly HeldLease[], now: Date, precision: number) =>

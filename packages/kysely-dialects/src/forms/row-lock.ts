@@ -8,7 +8,7 @@ import { lockFifoGroupQuery } from "../statements/fifo-head.js";
 import { fifoRuleApplies, orderedKey } from "../statements/order-key-head.js";
 import { compiled } from "../statements/query-db.js";
 import { lockOrderKeysQuery } from "../statements/order-key-lock.js";
-import { ackQuery, lockedAckManyQuery, lockedRetryQuery, lockedSnoozeQuery } from "../statements/settle.js";
+import { ackQuery, ackWithResultQuery, lockedAckManyQuery, lockedRetryQuery, lockedSnoozeQuery } from "../statements/settle.js";
 import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes, Whole } from "../statements/shapes.js";
 import type { EngineTraits } from "./engine-traits.js";
 
@@ -67,6 +67,8 @@ export interface RowLockStatements {
   releaseOrderKeys(): CompiledQuery;
   /** Ack: delete the row, or mark `processedAt`. */
   settleAck(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
+  /** Ack writing the handler's result (JSON text) with processedAt, in one statement, in the claim's transaction. */
+  settleAckWithResult(spec: InboxDescription, id: unknown, now: Date, result: string): CompiledQuery;
   /**
    * Ack of many rows the transaction holds (a shared claim's), in one statement: delete them, or mark
    * `processedAt`. At least one id; the caller keeps each statement within the engine's parameter limit.
@@ -140,6 +142,7 @@ export function rowLockStatements(engine: EngineTraits): RowLockStatements {
       return uncountPickedQuery(ctx, spec, ids, attemptOf(spec, "rowLock.uncountAttempts"));
     },
     settleAck: (spec: InboxDescription, id: unknown, now: Date) => shapes.fill(spec, "ack", { id, now }, (c, v) => ackQuery(c, spec, v.id, v.now)),
+    settleAckWithResult: (spec: InboxDescription, id: unknown, now: Date, result: string) => ackWithResultQuery(ctx, spec, id, now, result),
     settleAckMany(spec: InboxDescription, ids: readonly unknown[], now: Date): CompiledQuery {
       if (!ctx.capabilities.heldRowsAckTogether)
         notOnEngine(ctx.capabilities.engine, "rowLock.settleAckMany", "held rows ack one by one (capabilities.heldRowsAckTogether is false)");
@@ -167,6 +170,7 @@ function refusedRowLock(engine: EngineTraits): RowLockStatements {
     lockOrderKeys: refuse("lockOrderKeys"),
     releaseOrderKeys: refuse("releaseOrderKeys"),
     settleAck: refuse("settleAck"),
+    settleAckWithResult: refuse("settleAckWithResult"),
     settleAckMany: refuse("settleAckMany"),
     settleRetry: refuse("settleRetry"),
     settleSnooze: refuse("settleSnooze"),

@@ -22,6 +22,7 @@ export const mysqlCapabilities = Object.freeze({
   // FOR UPDATE SKIP LOCKED since MySQL 8.0.1 and MariaDB 10.6 (the version floors).
   rowLock: true,
   // Ascending order already puts NULL first.
+  jsonTextCast: "char",
   nullsFirstByDefault: true,
   // GET_LOCK locks belong to the session and end with it.
   advisoryLocks: "session",

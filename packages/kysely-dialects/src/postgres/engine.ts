@@ -23,6 +23,7 @@ export const postgresCapabilities = Object.freeze({
   // FOR UPDATE SKIP LOCKED since 9.5.
   rowLock: true,
   // Ascending order puts NULL last unless told: claims say NULLS FIRST.
+  jsonTextCast: "text",
   nullsFirstByDefault: false,
   // Advisory locks belong to the session and end with it.
   advisoryLocks: "session",

@@ -47,6 +47,15 @@ export function checkTable(
       fail(`column "${spec.attempt.name}" of table "${spec.table}" is ${real.dataType}: an attempt column holds an integer`, spec.attempt);
     }
   }
+  for (const col of [spec.result, spec.progress]) {
+    if (col === undefined) continue;
+    const real = lookup(col);
+    // The runtime writes JSON text: a JSON type or a text type holds it; bytes, numbers and times do not.
+    if (!/json|text|char|clob/.test(real.dataType.toLowerCase())) {
+      fail(`column "${col.name}" of table "${spec.table}" is ${real.dataType}: a ${col.role} column holds JSON (a JSON type, or text)`, col);
+    }
+    if (!real.nullable) fail(`column "${col.name}" of table "${spec.table}" is NOT NULL: a ${col.role} column is empty until a handler writes it, so allow NULL`, col);
+  }
   if (keys !== undefined) checkKeys(spec, keys, engine, (col) => lookup(col), fail);
   if (spec.lease === undefined) return null;
   return { precision: rules.leasePrecision(lookup(spec.lease).precision) };

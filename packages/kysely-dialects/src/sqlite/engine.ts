@@ -19,6 +19,7 @@ export const sqliteCapabilities = Object.freeze({
   // No FOR UPDATE at all: one writer at a time is the lock, so no row-lock form.
   rowLock: false,
   // Ascending order already puts NULL first.
+  jsonTextCast: "text",
   nullsFirstByDefault: true,
   // No session locks: keys live in a registry of the process (one database file, one process).
   advisoryLocks: "process",

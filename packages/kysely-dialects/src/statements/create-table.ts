@@ -214,6 +214,10 @@ function columnShape(types: TableTypes, col: ColumnDescription): ColumnShape | n
       return { type: col.type === undefined || col.type === "text" ? types.indexedText : types.portable[col.type], build: notNull };
     case "lastError":
       return { type: types.longText, build: asIs };
+    case "result":
+    case "progress":
+      // JSON the runtime writes as text: jsonb on Postgres, JSON (LONGTEXT on MariaDB) on MySQL, TEXT on SQLite.
+      return { type: types.portable.json, build: asIs };
     case "data":
       return col.type === undefined ? null : { type: types.portable[col.type], build: asIs };
   }

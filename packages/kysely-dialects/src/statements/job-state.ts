@@ -12,7 +12,8 @@ function stateColumns(spec: InboxDescription): string[] {
 
 /**
  * One job's row by id, with the columns that tell its state (the id, attempt, lease, retryAfter,
- * processedAt, group, last error, failed attempts, and the columns its advisory key is made of),
+ * processedAt, group, last error, failed attempts, and the columns its advisory key is made of; then the
+ * result and progress columns as their JSON text),
  * each under its own name. A plain read: it takes no lock and waits for none, so a row a row-lock
  * claim holds reads as it was last committed (its attempt before the claim counted it).
  *
@@ -22,7 +23,16 @@ function stateColumns(spec: InboxDescription): string[] {
  * ```
  */
 export function jobReadQuery(ctx: StatementContext, spec: InboxDescription, id: unknown): CompiledQuery<RawRow> {
-  return compiled(ctx.db.selectFrom(tableRef(spec)).select(stateColumns(spec)).where(spec.id.name, "=", id));
+  const json = [spec.result, spec.progress].flatMap((c) => (c === undefined ? [] : [c.name]));
+  // JSON columns read as their text, so a JSON string is told from JSON text on every engine.
+  const asText = json.map((name) => sql<string>`cast(${sql.ref(name)} as ${sql.raw(ctx.capabilities.jsonTextCast)})`.as(name));
+  const plain = stateColumns(spec).filter((name) => !json.includes(name));
+  return compiled(
+    ctx.db
+      .selectFrom(tableRef(spec))
+      .select([...plain, ...asText])
+      .where(spec.id.name, "=", id),
+  );
 }
 
 /**

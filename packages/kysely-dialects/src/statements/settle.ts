@@ -32,16 +32,48 @@ function fail(spec: InboxDescription, message: string): never {
  * delete from "report_jobs" where "id" = $1 and "locked_until" = $2
  * ```
  */
-export function ackQuery(ctx: StatementContext, spec: InboxDescription, id: unknown, now: Date, held?: Held): CompiledQuery {
+export function ackQuery(ctx: StatementContext, spec: InboxDescription, id: unknown, now: Date, held?: Held, result?: string): CompiledQuery {
   const guard = heldWhere(ctx, spec, held);
   if (spec.processedAt !== undefined) {
-    const update = ctx.db
-      .updateTable(tableRef(spec))
-      .set({ [spec.processedAt.name]: ctx.time.encode(now, COMPARE_PRECISION) })
-      .where(spec.id.name, "=", id);
+    const values: Record<string, unknown> = { [spec.processedAt.name]: ctx.time.encode(now, COMPARE_PRECISION) };
+    if (result !== undefined) values[(spec.result ?? fail(spec, "the table has no result column")).name] = result;
+    const update = ctx.db.updateTable(tableRef(spec)).set(values).where(spec.id.name, "=", id);
     return compiled(guard(update));
   }
+  if (result !== undefined) fail(spec, "a result needs a result column and a processedAt column: this table's ack deletes the row");
   return compiled(guard(ctx.db.deleteFrom(tableRef(spec)).where(spec.id.name, "=", id)));
+}
+
+/**
+ * Ack with the handler's result (JSON text): marks the row processed and writes the result in the
+ * same statement; in the lease form only while the row still holds the token (`held`), so a lost
+ * lease writes no result.
+ *
+ * @example
+ * ```sql postgres:lease.settleAckWithResult(results)
+ * update "report_jobs" set "processed_at" = $1, "result" = $2 where "id" = $3 and "locked_until" = $4
+ * ```
+ */
+export function ackWithResultQuery(ctx: StatementContext, spec: InboxDescription, id: unknown, now: Date, result: string, held?: Held): CompiledQuery {
+  return ackQuery(ctx, spec, id, now, held, result);
+}
+
+/**
+ * Progress of a row in work (JSON text): in the lease form only while the row still holds the
+ * token, as an extension is; zero rows affected means the lease was lost.
+ *
+ * @example
+ * ```sql postgres:lease.writeProgress(results)
+ * update "report_jobs" set "progress" = $1 where "id" = $2 and "locked_until" = $3
+ * ```
+ */
+export function progressQuery(ctx: StatementContext, spec: InboxDescription, id: unknown, progress: string, held?: Held): CompiledQuery {
+  const column = spec.progress ?? fail(spec, "the table has no progress column");
+  const update = ctx.db
+    .updateTable(tableRef(spec))
+    .set({ [column.name]: progress })
+    .where(spec.id.name, "=", id);
+  return compiled(heldWhere(ctx, spec, held)(update));
 }
 
 /**

@@ -44,6 +44,32 @@ export function commonScenarios(get: () => LiveEngine, tooOld: readonly string[]
     }
   });
 
+  test("schema check: result and progress columns hold JSON or text and allow NULL; the generated DDL passes", async () => {
+    const engine = get();
+    const { schema, readFoundColumns, capabilities, table: ddl } = engine.dialect;
+    const made = uniqueTable("result_ok");
+    const spec = InboxSpec.table(made, column("id").generated())
+      .payload(column("payload"))
+      .processedAt(column("processed_at"))
+      .result(column("result"))
+      .progress(column("progress")).description;
+    for (const statement of ddl.create(spec)) await engine.db.executeQuery(statement);
+    const wrong = uniqueTable("result_wrong");
+    await sql`create table ${sql.id(wrong)} (id integer primary key, payload text, processed_at text, result integer, progress text not null)`.execute(engine.db);
+    try {
+      const found = readFoundColumns((await run(engine.db, schema.describeTable(made))).rows);
+      expect(checkSchema(spec, found, capabilities.engine)).toBeNull();
+      const bad = readFoundColumns((await run(engine.db, schema.describeTable(wrong))).rows);
+      const wrongSpec = { ...spec, table: wrong, columns: spec.columns };
+      expect(() => checkSchema(wrongSpec, bad, capabilities.engine)).toThrow(/column "result" .* a result column holds JSON/);
+      const onlyProgress = InboxSpec.table(wrong, column("id")).payload(column("payload")).progress(column("progress")).description;
+      expect(() => checkSchema(onlyProgress, bad, capabilities.engine)).toThrow(/column "progress" .* is NOT NULL: a progress column is empty until a handler writes it/);
+    } finally {
+      await sql`drop table ${sql.id(made)}`.execute(engine.db);
+      await sql`drop table ${sql.id(wrong)}`.execute(engine.db);
+    }
+  });
+
   test("server time: epoch milliseconds of the server's clock, whatever the session's time zone", async () => {
     const engine = get();
     // Each engine's session time zone set far from UTC, then back (SQLite has none).

@@ -2,7 +2,7 @@ import { column, defineInbox, field, InboxSpec, isSqlInboxError } from "@sqlinbo
 import { sql } from "kysely";
 import { describe, expect, test } from "vitest";
 import { inboxTableSql, mysqlDialect, postgresDialect, sqliteDialect, type Engine } from "../../src/index.js";
-import { fifoRowLock, richLease, seedByHand } from "../support/specs.js";
+import { fifoRowLock, resultLease, richLease, seedByHand } from "../support/specs.js";
 
 const ENGINES: readonly Engine[] = ["postgres", "mysql", "sqlite"];
 const perEngine = (spec: Parameters<typeof inboxTableSql>[0]) => Object.fromEntries(ENGINES.map((e) => [e, inboxTableSql(spec, e)]));
@@ -21,6 +21,27 @@ const everyRole = InboxSpec.table("jobs", column("id").generated())
   .key(column("job_key"));
 
 describe("inboxTableSql: the table of a description, per engine", () => {
+  test("result and progress columns: the engine's JSON type (jsonb, json, text), nullable", () => {
+    expect(perEngine(resultLease)).toMatchInlineSnapshot(`
+      {
+        "mysql": [
+          "create table \`report_jobs\` (\`id\` bigint primary key auto_increment, \`attempt\` int default 1 not null, \`locked_until\` datetime(3), \`payload\` longblob not null, \`processed_at\` datetime(3), \`result\` json, \`progress\` json)",
+          "create index \`report_jobs_claim\` on \`report_jobs\` (\`processed_at\`, \`id\`)",
+        ],
+        "postgres": [
+          "create table "report_jobs" ("id" bigserial primary key, "attempt" integer default 1 not null, "locked_until" timestamptz, "payload" bytea not null, "processed_at" timestamptz, "result" jsonb, "progress" jsonb) with (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)",
+          "create index "report_jobs_claim" on "report_jobs" ("id") where "processed_at" is null",
+          "create index "report_jobs_processed" on "report_jobs" ("processed_at") where "processed_at" is not null",
+        ],
+        "sqlite": [
+          "create table "report_jobs" ("id" integer primary key autoincrement, "attempt" integer default 1 not null, "locked_until" text, "payload" blob not null, "processed_at" text, "result" text, "progress" text)",
+          "create index "report_jobs_claim" on "report_jobs" ("id") where "processed_at" is null",
+          "create index "report_jobs_processed" on "report_jobs" ("processed_at") where "processed_at" is not null",
+        ],
+      }
+    `);
+  });
+
   test("the seed's lease table: the primary key is the only index its claims need", () => {
     expect(perEngine(seedByHand)).toMatchInlineSnapshot(`
       {

@@ -129,3 +129,28 @@ export function orderedRichRowLock(table = "ledger_jobs"): InboxDescription {
     .priority(column("priority"))
     .orderKey(column("account_id").type("text")).description;
 }
+
+/** A lease table with a result and a progress column (results need processedAt). */
+export const resultLease = InboxSpec.table("report_jobs", column("id").generated())
+  .attempt(column("attempt").generated())
+  .lease(column("locked_until"))
+  .payload(column("payload"))
+  .processedAt(column("processed_at"))
+  .result(column("result"))
+  .progress(column("progress")).description;
+
+/** The same with an advisory key (and no lease). */
+export const resultAdvisory = InboxSpec.table("report_jobs", column("id").generated())
+  .attempt(column("attempt").generated())
+  .payload(column("payload"))
+  .processedAt(column("processed_at"))
+  .result(column("result"))
+  .progress(column("progress"))
+  .advisoryLock("report-{id}").description;
+
+/** The same with neither: the row-lock form (a result; progress is refused by the runtime's types). */
+export const resultRowLock = InboxSpec.table("report_jobs", column("id").generated())
+  .attempt(column("attempt").generated())
+  .payload(column("payload"))
+  .processedAt(column("processed_at"))
+  .result(column("result")).description;

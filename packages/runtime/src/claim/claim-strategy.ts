@@ -61,6 +61,8 @@ export interface ClaimedDelivery {
    * settlement then commits it with an ack and rolls it back for any other outcome.
    */
   openHandlerTransaction(): Promise<AnyTransaction>;
+  /** `ctx.progress`: writes a progress value (JSON text) while the row is held, fenced by the hold. */
+  writeProgress(progress: string): Promise<void>;
 }
 
 /**

@@ -18,6 +18,8 @@ export type SettlementStep = FinishStep | ReleaseStep | DeadLetterStep;
 interface FinishStep {
   readonly step: "finish";
   readonly how: "ack" | "drop";
+  /** An ack's result as JSON text (`ctx.ack(result)`): written by the ack's own statement, never batched. */
+  readonly result?: string;
 }
 interface ReleaseStep {
   readonly step: "release";
@@ -39,7 +41,7 @@ const RELEASE_NOW: ReleaseStep = Object.freeze({ step: "release", delayMs: null,
 
 /** The one mapping from an outcome to its step. */
 export const OUTCOME_STEPS: StepTable<HandlerOutcome> = Object.freeze({
-  ack: () => FINISH_ACK,
+  ack: (outcome) => (outcome.result === undefined ? FINISH_ACK : { step: "finish", how: "ack", result: outcome.result }),
   drop: () => FINISH_DROP,
   retry: () => RELEASE_NOW,
   retryAfter: (outcome) => ({ step: "release", delayMs: outcome.ms, refund: false }),
@@ -121,7 +123,7 @@ export function decideSettlement(outcome: HandlerOutcome, attempt: number | unde
  * A form implements all three, once (not per delivery), and `writeStep` picks one.
  */
 export interface StepWriter<D, X, R> {
-  finish(how: "ack" | "drop", delivery: D, extra: X): R;
+  finish(how: "ack" | "drop", delivery: D, extra: X, result: string | undefined): R;
   /** `refund`: a snooze, whose statement also gives back the attempt the claim counted. */
   release(delayMs: number | null, refund: boolean, delivery: D, extra: X): R;
   deadLetter(reason: string | undefined, delivery: D, extra: X): R;
@@ -132,7 +134,7 @@ export function writeStep<D, X, R>(settlement: Settlement, writer: StepWriter<D,
   const { step } = settlement;
   switch (step.step) {
     case "finish":
-      return writer.finish(step.how, delivery, extra);
+      return writer.finish(step.how, delivery, extra, step.result);
     case "release":
       return writer.release(step.delayMs, step.refund, delivery, extra);
     case "deadLetter":
@@ -150,6 +152,15 @@ function unknownStep(step: never): never {
 export function finishOf(settlement: Settlement): "ack" | "drop" | undefined {
   const { step } = settlement;
   return step.step === "finish" ? step.how : undefined;
+}
+
+/**
+ * `ack` or `drop` when the settlement finishes the row with nothing of its own to write, so it may
+ * join a statement that finishes many rows; an ack carrying a result is written by its own statement.
+ */
+export function batchedFinishOf(settlement: Settlement): "ack" | "drop" | undefined {
+  const { step } = settlement;
+  return step.step === "finish" && step.result === undefined ? step.how : undefined;
 }
 
 /** A transactional handler's writes commit with the settlement only on an ack; any other settlement rolls them back. */

@@ -1,6 +1,7 @@
-import type { HasRole, Lease, RoleMarker, RoleName, SpecError } from "@sqlinbox/core/internal";
+import type { HasRole, IsRowLockForm, Lease, ProgressOf, ResultOf, RoleMarker, RoleName, SpecError } from "@sqlinbox/core/internal";
 import type { Transaction } from "kysely";
-import { notTransactional, unknownContextKey } from "../errors.js";
+import { notTransactional, progressNotShown, unknownContextKey } from "../errors.js";
+import type { AckOutcome } from "./outcome.js";
 import type { AnyTransaction } from "../drivers/database.js";
 
 const keyBrand: unique symbol = Symbol("sqlinbox.ContextKey");
@@ -47,6 +48,20 @@ export type KeyAvailable<R extends readonly RoleMarker[], K extends ContextKey> 
     ? unknown
     : SpecError<`keys.${K["name"]} needs a column with the ${NeedsOfKey<K> & string} role: describe one on the table (.${NeedsOfKey<K> & string}(column("…")) or field.${NeedsOfKey<K> & string}())`>;
 
+/** What `ctx.ack(result)` takes: the result column's type, or the sentence saying what the table lacks. */
+export type ResultArg<R extends readonly RoleMarker[]> =
+  HasRole<R, "result"> extends true
+    ? ResultOf<R>
+    : SpecError<'ctx.ack(result) needs a result column: describe one with .result(column("result"), resultOf<T>()) after .processedAt(…), or return HandlerOutcome.ack() without a result'>;
+
+/** What `ctx.progress(value)` takes: the progress column's type where other sessions can see it, or the sentence saying why not. */
+export type ProgressArg<R extends readonly RoleMarker[]> =
+  HasRole<R, "progress"> extends true
+    ? IsRowLockForm<R> extends true
+      ? SpecError<"ctx.progress cannot show progress on a row-lock table: the claim holds the row in an open transaction, so no other session sees a write before the settlement commits; use a lease column or an advisory key">
+      : ProgressOf<R>
+    : SpecError<'ctx.progress needs a progress column: describe one with .progress(column("progress"), progressOf<T>())'>;
+
 /**
  * What a handler receives beside its payload, typed by the table's role tuple `R`.
  */
@@ -65,6 +80,19 @@ export interface InboxContext<R extends readonly RoleMarker[] = readonly RoleMar
   now(): Date;
   /** Sleeps on the app's clock; rejects when `signal` aborts. Use it for waits a test should skip. */
   sleep(ms: number): Promise<void>;
+  /**
+   * An ack that writes `result` (as JSON) into the table's result column, in the ack's own statement:
+   * `return ctx.ack(report)`. On the lease form it is written only while the lease is held (a lost
+   * lease writes no result); on the row-lock form in the claim's transaction; on the advisory form under the key.
+   * Only compiles on a table with a result column, typed by it.
+   */
+  ack(result: ResultArg<R>): AckOutcome;
+  /**
+   * Writes `value` (as JSON) into the table's progress column now, where other sessions (a job
+   * handle) can read it: fenced by the lease's token on the lease form (rejects with `LeaseLost`
+   * when the lease is gone), under the key on the advisory form. Does not compile on a row-lock table.
+   */
+  progress(value: ProgressArg<R>): Promise<void>;
   /** @internal phantom: the role tuple (required, for the reason given on `ContextKey`). */
   readonly "~roles": R | undefined;
 }
@@ -134,6 +162,8 @@ export interface ContextSource {
   readonly attempt: number | undefined;
   readonly signal: AbortSignal;
   leaseDeadline(): Date | undefined;
+  /** Writes progress (JSON text) while the row is held; absent where nothing holds a row (a test's `performJob`). */
+  writeProgress?(progress: string): Promise<void>;
 }
 
 /** A delivery's context: one object with its methods on the prototype, so a delivery allocates no closures for it. */
@@ -196,6 +226,17 @@ class DeliveryContext {
 
   sleep(ms: number): Promise<void> {
     return this.#clock.sleep(ms, this.signal);
+  }
+
+  ack(result: unknown): AckOutcome {
+    const json = JSON.stringify(result);
+    return json === undefined ? { kind: "ack" } : Object.freeze({ kind: "ack", result: json });
+  }
+
+  progress(value: unknown): Promise<void> {
+    const write = this.#source.writeProgress;
+    if (write === undefined) return Promise.reject(progressNotShown({ ...this.#place, id: this.#source.id }));
+    return write.call(this.#source, JSON.stringify(value) ?? "null");
   }
 }
 

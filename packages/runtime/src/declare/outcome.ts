@@ -1,6 +1,8 @@
 /** A handler's outcome that finishes the row successfully: deleted, or marked processed. */
 export interface AckOutcome {
   readonly kind: "ack";
+  /** The handler's result as JSON text, written with the ack (`ctx.ack(result)`); absent for a plain ack. */
+  readonly result?: string;
 }
 /** Back in the queue at once; the attempt is counted at the next claim. */
 export interface RetryOutcome {
@@ -41,7 +43,8 @@ const deadLetter: DeadLetterOutcome = Object.freeze({ kind: "deadLetter" });
  * The outcomes a handler returns. Returning nothing means `ack()`; throwing is a failure,
  * which the queue's `onError` policy turns into an outcome (by default a backoff, then the dead letter).
  *
- * - `ack()`: done; the row is deleted (or marked, with a processedAt column).
+ * - `ack()`: done; the row is deleted (or marked, with a processedAt column). To write a result with
+ *   the ack, return `ctx.ack(result)` (typed by the table's result column).
  * - `drop()`: finished without success; the row is deleted like an ack, and a warning is logged.
  * - `retry()`: back in the queue at once; the attempt is counted at the next claim.
  * - `retryAfter(ms)`: back in the queue after `ms`, written to the retryAfter column, or the lease column in the

@@ -207,3 +207,12 @@ export function failsSchema(issues: string, place: ErrorPlace): SqlInboxError {
 export function notUtf8Json(cause: unknown, place: ErrorPlace): SqlInboxError {
   return new SqlInboxError("Decode", `the payload is not UTF-8 JSON: ${causeMessage(cause)}`, place, { cause });
 }
+
+/** `ctx.progress` on a form that cannot show it: the row-lock claim holds the row in an open transaction, so no other session would see the write before the settlement. */
+export function progressNotShown(place: ErrorPlace): SqlInboxError {
+  return new SqlInboxError(
+    "UnsupportedForm",
+    "progress cannot be shown on a row-lock table: the claim holds the row in an open transaction, so no other session sees a write before the settlement commits; use a lease column or an advisory key",
+    place,
+  );
+}

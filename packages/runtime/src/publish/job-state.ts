@@ -1,4 +1,4 @@
-import type { AnyInboxSpec, HasLeaseColumn, HasRole, InboxDescription, RoleMarker, RolesOf } from "@sqlinbox/core/internal";
+import type { AnyInboxSpec, HasLeaseColumn, HasRole, InboxDescription, ProgressOf, ResultOf, RoleMarker, RolesOf } from "@sqlinbox/core/internal";
 import { deliveredAttempt, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { Clock } from "../clock.js";
 import { heldOutsideRow, type HoldPlace } from "../claim/held/job-hold.js";
@@ -12,12 +12,15 @@ type JobColumn<Has extends boolean, K extends string, V> = Has extends true ? { 
  * The columns of a job's row that a state carries, each only where the table has it: `attempt`
  * (the attempt column: the delivery in work, or the last one made; 0 before the first, for a column
  * that starts at 1 as the generated DDL has it), `runAt` (the retryAfter column: `null` when unset),
- * `leaseUntil` (the lease column), `lastError` (a last-error column).
+ * `leaseUntil` (the lease column), `lastError` (a last-error column), `result` (the result column:
+ * what the ack wrote, `null` before it), `progress` (the progress column: the last value reported, `null` before one).
  */
 export type JobColumns<R extends readonly RoleMarker[]> = JobColumn<HasRole<R, "attempt">, "attempt", number> &
   JobColumn<HasRole<R, "retryAfter">, "runAt", Date | null> &
   JobColumn<HasLeaseColumn<R>, "leaseUntil", Date | null> &
-  JobColumn<HasRole<R, "lastError">, "lastError", string | null>;
+  JobColumn<HasRole<R, "lastError">, "lastError", string | null> &
+  JobColumn<HasRole<R, "result">, "result", ResultOf<R> | null> &
+  JobColumn<HasRole<R, "progress">, "progress", ProgressOf<R> | null>;
 
 /** A row still to run or running: `scheduled` (its run-at is ahead, on the database's clock), `waiting` (due), `running` (held in work by its form). */
 export type LiveJobState<R extends readonly RoleMarker[]> = { readonly state: "scheduled" | "waiting" | "running"; readonly id: string } & JobColumns<R>;
@@ -113,7 +116,15 @@ function columnsOf(spec: InboxDescription, row: RawRow, decode: (raw: unknown) =
   if (spec.retryAfter !== undefined) out["runAt"] = decode(row[spec.retryAfter.name]);
   if (spec.lease !== undefined) out["leaseUntil"] = decode(row[spec.lease.name]);
   if (spec.lastError !== undefined) out["lastError"] = textOrNull(row[spec.lastError.name]);
+  if (spec.result !== undefined) out["result"] = jsonOrNull(row[spec.result.name]);
+  if (spec.progress !== undefined) out["progress"] = jsonOrNull(row[spec.progress.name]);
   return out;
+}
+
+/** A result or progress column, read as its JSON text (`jobs.read` casts it): the value, or `null` when the column is empty. */
+function jsonOrNull(value: unknown): unknown {
+  const text = textOrNull(value);
+  return text === null ? null : (JSON.parse(text) as unknown);
 }
 
 function textOrNull(value: unknown): string | null {

@@ -123,6 +123,14 @@ export class AdvisoryClaim implements ClaimStrategy {
         );
       },
       settle: (d, settlement) => this.#settle(d, settlement),
+      // On the key's session, where no handler's transaction holds it (its writes would show only at its commit): a lost session fails the write.
+      // A single writer's one connection is the handler's transaction's: the value shows when it commits.
+      writeProgress: async (d, progress) => {
+        const { database, spec } = this.#setup;
+        const tx = d.handlerTransaction;
+        const via = tx === undefined ? d.hold.connection : database.dialect.capabilities.singleWriter ? tx : undefined;
+        await database.execute("settle", this.#statements.writeProgress(spec, d.id, progress), via);
+      },
       // Where there are no session locks (SQLite) the pool's one connection carries it.
       openHandlerTransaction: (d) => {
         const connection = d.hold.connection;

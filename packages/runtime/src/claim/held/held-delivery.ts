@@ -3,7 +3,7 @@ import type { RawRow } from "@sqlinbox/kysely-dialects";
 import type { DeadLetterStatements } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery, ControlledTransaction } from "kysely";
 import type { AnyTransaction } from "../../drivers/database.js";
-import { alreadySettled, closedBeforeHeldSettlement, noDeadLetter, type HeldThing } from "../../errors.js";
+import { alreadySettled, closedBeforeHeldSettlement, noDeadLetter, progressNotShown, type HeldThing } from "../../errors.js";
 import type { Clock } from "../../clock.js";
 import type { ParkedRows } from "../parked-rows.js";
 import type { DeadLetterTarget } from "../../declare/queue.js";
@@ -27,6 +27,8 @@ export interface HoldingForm<H> {
   abandon(delivery: HeldDelivery<H>, started: boolean): void;
   /** Writes the settlement on the hold and ends it (committing the handler's writes on an ack); throws when the hold was lost. */
   settle(delivery: HeldDelivery<H>, settlement: Settlement): Promise<void>;
+  /** Writes a progress value (JSON text) while the row is held, visible to other sessions at once; absent where the form cannot show it (row lock). */
+  writeProgress?(delivery: HeldDelivery<H>, progress: string): Promise<void>;
   /** Transactional mode: opens the handler's transaction on the hold (a savepoint, or a transaction on the lock's session). */
   openHandlerTransaction?(delivery: HeldDelivery<H>): Promise<HandlerTransaction>;
 }
@@ -82,6 +84,14 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     if (open === undefined) throw new Error("this claim form opens no handler transaction");
     this.handlerTransaction = await open.call(this.#form, this);
     return this.handlerTransaction;
+  }
+
+  /** `ctx.progress`: written while the row is held, by the form (refused where the form cannot show progress to other sessions). */
+  writeProgress(progress: string): Promise<void> {
+    const write = this.#form.writeProgress;
+    if (write === undefined) return Promise.reject(progressNotShown(this.place));
+    if (this.#state !== "held") return Promise.reject(alreadySettled(this.place));
+    return write.call(this.#form, this, progress);
   }
 
   /** Rolls the handler's writes back, before the hold is given back unsettled; never rejects. */
@@ -150,6 +160,7 @@ export async function abandonUnstarted(deliveries: readonly ClaimedDelivery[]): 
 /** The settlement statements both held forms share the shape of. */
 interface HeldSettlements {
   settleAck(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
+  settleAckWithResult(spec: InboxDescription, id: unknown, now: Date, result: string): CompiledQuery;
   settleRetry(spec: InboxDescription, id: unknown, retryAt: Date): CompiledQuery;
   settleSnooze(spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery;
 }
@@ -189,7 +200,7 @@ interface HeldStepInput {
 
 /** Each step of a held row as statements in the hold's transaction. */
 const HELD_STEPS: StepWriter<unknown, HeldStepInput, CompiledQuery[]> = {
-  finish: (_how, id, { statements, spec, now }) => [statements.settleAck(spec, id, now)],
+  finish: (_how, id, { statements, spec, now }, result) => [result === undefined ? statements.settleAck(spec, id, now) : statements.settleAckWithResult(spec, id, now, result)],
   // A retry at once writes nothing: the hold's end gives the row back.
   // A snooze also gives back the attempt the claim counted, in the same statement (it commits with the hold's end).
   release: (delayMs, refund, id, { statements, spec, now }) => {

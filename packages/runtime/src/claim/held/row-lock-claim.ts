@@ -23,7 +23,7 @@ import { SharedTransaction } from "./shared-transaction.js";
 import { RowLockRows, type TransactionRun } from "./row-lock-rows.js";
 import { MaxInWork } from "../cap/max-in-work.js";
 import { SlotRows } from "../cap/slot-rows.js";
-import { commitsHandlerWrites, finishOf, type Settlement } from "../settlement.js";
+import { batchedFinishOf, commitsHandlerWrites, type Settlement } from "../settlement.js";
 
 type HeldTransaction = ClaimTransaction;
 
@@ -331,7 +331,7 @@ export class RowLockClaim implements ClaimStrategy {
    */
   #settleShared(delivery: HeldDelivery<RowHold>, shared: SharedTransaction, settlement: Settlement): Promise<void> {
     const { trx } = delivery.hold;
-    const finish = this.#acksTogether ? finishOf(settlement) : undefined;
+    const finish = this.#acksTogether ? batchedFinishOf(settlement) : undefined;
     if (finish !== undefined) return shared.ack(delivery.id, finish, delivery.place);
     return shared.settle(settlement.outcome.kind, delivery.place, () => {
       if (trx.isRolledBack) return Promise.reject(new Error("the transaction was rolled back at shutdown"));

@@ -4,7 +4,7 @@ import { batchedAckShort, closedBeforeLeaseSettlement, leaseNotHeld } from "../.
 import type { AnyTransaction } from "../../drivers/database.js";
 import { keyOf, leaseHoldsFor, SETTLE_RETRY_MS, type KeptLease, type LeaseKeeper } from "./lease-keeper.js";
 import { errorFields } from "../../logger.js";
-import { finishOf, type Settlement } from "../settlement.js";
+import { batchedFinishOf, type Settlement } from "../settlement.js";
 import { deliveryPlace, MAX_ACKS_PER_STATEMENT, type ClaimedDelivery, type ClaimSetup, type SettleDone } from "../claim-strategy.js";
 import type { HandlerTransaction } from "../held/held-delivery.js";
 
@@ -22,6 +22,8 @@ export interface LeaseSettlements {
   /** Any settlement but a plain ack: the handler's transaction ends first (committed with an ack, else rolled back). */
   settle(delivery: LeaseDelivery, settlement: Settlement): Promise<void>;
   openHandlerTransaction(delivery: LeaseDelivery): Promise<AnyTransaction>;
+  /** Writes progress while the lease is held, fenced by its token; rejects with `LeaseLost` when it is not. */
+  writeProgress(lease: KeptLease, progress: string, handlerTransaction: HandlerTransaction | undefined): Promise<void>;
   /** The delivery is given up unsettled: its handler's writes roll back, its lease is no longer kept, its signal aborts. */
   abandon(delivery: LeaseDelivery, reason: unknown): void;
 }
@@ -61,7 +63,7 @@ export class LeaseDelivery implements ClaimedDelivery {
   }
 
   settle(settlement: Settlement, done: SettleDone): void {
-    const finish = finishOf(settlement);
+    const finish = batchedFinishOf(settlement);
     // The hot path: a plain ack joins the next batched statement (which refuses it once the broker closed).
     if (finish !== undefined && this.handlerTransaction === undefined && !this.abandoned) this.#writes.acks.ackThen(this.lease, finish, done);
     else
@@ -73,6 +75,10 @@ export class LeaseDelivery implements ClaimedDelivery {
 
   openHandlerTransaction(): Promise<AnyTransaction> {
     return this.#writes.openHandlerTransaction(this);
+  }
+
+  writeProgress(progress: string): Promise<void> {
+    return this.#writes.writeProgress(this.lease, progress, this.handlerTransaction);
   }
 
   interrupt(reason: unknown): void {

@@ -30,7 +30,8 @@ export class LeaseWrites implements LeaseSettlements {
     const tx = delivery.handlerTransaction;
     if (tx !== undefined) {
       delivery.handlerTransaction = undefined;
-      if (commitsHandlerWrites(settlement) && !delivery.abandoned && !this.#setup.isClosed()) return this.#ackWithin(tx, lease, deliveryPlace(this.#setup, delivery.id));
+      if (commitsHandlerWrites(settlement) && !delivery.abandoned && !this.#setup.isClosed())
+        return this.#ackWithin(tx, lease, deliveryPlace(this.#setup, delivery.id), settlement.step.step === "finish" ? settlement.step.result : undefined);
       // Any other settlement: the handler's writes roll back, then the row settles as usual.
       return rollbackQuietly(tx).then(() => this.settle(delivery, settlement));
     }
@@ -43,7 +44,10 @@ export class LeaseWrites implements LeaseSettlements {
 
   /** Each step on a lease: an ack joins the next batched statement; a release or a dead-letter move runs on its own, carrying the token. */
   readonly #steps: StepWriter<LeaseDelivery, Settlement, Promise<void>> = {
-    finish: (how, delivery) => new Promise<void>((resolve, reject) => this.acks.ackThen(delivery.lease, how, { settled: (ok, error) => (ok ? resolve() : reject(error)) })),
+    finish: (how, delivery, _settlement, result) =>
+      result !== undefined
+        ? this.#ackWithResult(delivery.lease, result)
+        : new Promise<void>((resolve, reject) => this.acks.ackThen(delivery.lease, how, { settled: (ok, error) => (ok ? resolve() : reject(error)) })),
     release: (delayMs, refund, delivery, settlement) => this.#release(delivery.lease, delayMs, refund, settlement.outcome.kind),
     deadLetter: (reason, delivery, settlement) => this.#deadLetter(delivery.lease, reason, settlement.outcome.kind, delivery.attempt),
   };
@@ -68,7 +72,7 @@ export class LeaseWrites implements LeaseSettlements {
    * The ack of a transactional handler: the settlement runs in the handler's transaction, still
    * carrying the lease token, and the transaction commits only if it took.
    */
-  async #ackWithin(tx: HandlerTransaction, lease: KeptLease, place: ErrorPlace): Promise<void> {
+  async #ackWithin(tx: HandlerTransaction, lease: KeptLease, place: ErrorPlace, ackResult: string | undefined): Promise<void> {
     const { database, spec, clock, precision } = this.#setup;
     const { lease: statements, capabilities } = database.dialect;
     try {
@@ -76,10 +80,12 @@ export class LeaseWrites implements LeaseSettlements {
       // for it, so waiting for the extension would never end (and no extension can run until this commits).
       if (capabilities.singleWriter) lease.settling = true;
       else await this.keeper.beginSettle(lease);
-      const query = statements.settleAckMany(spec, [{ id: lease.id, held: lease.held }], clock.now(), precision);
+      const token = { id: lease.id, held: lease.held };
+      const query =
+        ackResult === undefined ? statements.settleAckMany(spec, [token], clock.now(), precision) : statements.settleAckWithResult(spec, token, clock.now(), ackResult, precision);
       // Not `database.execute`: a deadlock retried statement by statement would ack without the handler's writes.
       const result = await database.activity.track(() => ownStatementsOn(tx).executeQuery(query));
-      const written = capabilities.updateReturning ? result.rows.length : Number(result.numAffectedRows ?? 0n);
+      const written = capabilities.updateReturning && ackResult === undefined ? result.rows.length : Number(result.numAffectedRows ?? 0n);
       if (written === 0) throw leaseNotHeld("ack", lease.held, place);
       await database.activity.track(() => tx.commit().execute());
     } catch (error) {
@@ -96,6 +102,34 @@ export class LeaseWrites implements LeaseSettlements {
       await moveHeld(this.#setup, lease, reason, kind, attempt);
     } finally {
       this.keeper.release(lease);
+    }
+  }
+
+  /** An ack that writes the handler's result, in one statement carrying the token: zero rows, the lease was lost and no result is written. */
+  async #ackWithResult(lease: KeptLease, result: string): Promise<void> {
+    const { database, spec, clock, precision } = this.#setup;
+    await this.keeper.beginSettle(lease);
+    try {
+      const written = await database.execute("settle", database.dialect.lease.settleAckWithResult(spec, { id: lease.id, held: lease.held }, clock.now(), result, precision));
+      if (Number(written.numAffectedRows ?? 0n) === 0) throw leaseNotHeld("ack", lease.held, deliveryPlace(this.#setup, lease.id));
+    } finally {
+      this.keeper.release(lease);
+    }
+  }
+
+  /**
+   * Writes progress while the lease is held, fenced by its token like an extension: zero rows, the lease
+   * was lost. A single writer's one connection is the handler's transaction's, if it has one: the value shows when it commits.
+   */
+  async writeProgress(lease: KeptLease, progress: string, handlerTransaction: HandlerTransaction | undefined): Promise<void> {
+    const { database, spec, precision } = this.#setup;
+    const via = database.dialect.capabilities.singleWriter ? handlerTransaction : undefined;
+    for (;;) {
+      const held = lease.held;
+      const written = await database.execute("settle", database.dialect.lease.writeProgress(spec, { id: lease.id, held }, progress, precision), via);
+      if (Number(written.numAffectedRows ?? 0n) > 0) return;
+      // An extension moved the token while this ran: write again with the new one.
+      if (lease.held.getTime() === held.getTime() || !leaseHoldsFor(lease, this.#setup.clock.now())) throw leaseNotHeld("progress", held, deliveryPlace(this.#setup, lease.id));
     }
   }
 
