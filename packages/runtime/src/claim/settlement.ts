@@ -187,3 +187,11 @@ export function undecodableMessage(settlement: Settlement): string {
       return unknownStep(step);
   }
 }
+
+/** What a written settlement was, as a job's lifecycle names it: done, back for later, moved to the dead letter, or given up. */
+export function settledAs(settlement: Settlement): "succeeded" | "retried" | "deadLettered" | "dropped" {
+  const { step } = settlement;
+  if (step.step === "release") return "retried";
+  if (step.step === "deadLetter") return "deadLettered";
+  return step.how === "ack" ? "succeeded" : "dropped";
+}
