@@ -1,5 +1,5 @@
 import { isSqlInboxError, isStandardSchema, type RoleMarker } from "@sqlinbox/core/internal";
-import type { ClaimedDelivery } from "../claim/claim-strategy.js";
+import type { ClaimedDelivery, SettleDone } from "../claim/claim-strategy.js";
 import { deliveryContext, type ContextPlace } from "../declare/context.js";
 import type { AnyTransaction } from "../drivers/database.js";
 import { afterTimeoutGrace } from "../errors.js";
@@ -13,9 +13,46 @@ import type { DeliveryTrace } from "../telemetry/telemetry.js";
 import type { HandlerTimeout } from "../declare/queue.js";
 import { deliveryWithin, fencedTransaction, type FencedTransaction } from "./handler-timeout.js";
 import { SettlementPolicy } from "./settlement-policy.js";
-import { RunningDelivery, type HandlerEnd, type DeliveryReport } from "./running-delivery.js";
+import type { HandlerEnd, DeliveryReport } from "./delivery-report.js";
 
-export type { DeliveryReport, HandlerEnd } from "./running-delivery.js";
+export type { DeliveryReport, HandlerEnd } from "./delivery-report.js";
+
+/**
+ * One delivery from its handler's call to its report, which it then is. It is what its delivery
+ * tells when the settlement was written (`settled`): no closure is made per delivery.
+ */
+class RunningDelivery implements DeliveryReport, SettleDone {
+  /** Set once decided, before the settlement is written (`DeliveryRun.#settle`); nothing reads it before. */
+  settlement!: Settlement;
+  written = false;
+  error: unknown = undefined;
+  handlerMs = 0;
+  /** What the handler threw (a timeout included), where it threw: told to the observer. */
+  cause: unknown = undefined;
+  delay: { readonly ms: number; readonly from: number } | undefined = undefined;
+  /** The clock's time as the settlement began, where it delays its row. */
+  from = 0;
+  /** Where the worker waits for the settlement: told last. */
+  after: (() => void) | undefined = undefined;
+
+  constructor(
+    readonly end: (run: RunningDelivery) => void,
+    readonly delivery: ClaimedDelivery,
+    readonly payload: unknown,
+    readonly trace: DeliveryTrace | undefined,
+    /** `performance.now()` at the handler's call, where something measures it; else 0. */
+    readonly startedAt: number,
+    public handler: HandlerEnd,
+    /** Counted in the subscription's `settling` while its settlement is written (a batch's rows count as their batch). */
+    readonly counted = true,
+  ) {}
+
+  settled(ok: boolean, error?: unknown): void {
+    this.written = ok;
+    this.error = error;
+    this.end(this);
+  }
+}
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
   value !== null && (typeof value === "object" || typeof value === "function") && typeof (value as { then?: unknown }).then === "function";

@@ -4,7 +4,7 @@ import type { ClaimedDelivery, ClaimStrategy } from "../claim/claim-strategy.js"
 import type { Clock } from "../clock.js";
 import type { HandlerOutcome } from "../declare/outcome.js";
 import type { Settlement } from "../claim/settlement.js";
-import type { HandlerEnd } from "./running-delivery.js";
+import type { HandlerEnd } from "./delivery-report.js";
 import type { QueueOptions } from "../declare/queue.js";
 import type { Outputs, Subscriber } from "../declare/subscriber.js";
 import type { Logger } from "../logger.js";
