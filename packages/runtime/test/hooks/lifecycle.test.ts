@@ -183,4 +183,45 @@ describe.each(matrix)("lifecycle hooks on $engine.name × $form", ({ engine, for
       await dropTables(db, jobs, dead);
     }
   });
+
+  test("a batch: its middleware sees every payload and may swap the outcomes; each row's events fire once", async () => {
+    const jobs = unique(`mwb_${form}`);
+    const dead = unique(`mwb_dead_${form}`);
+    await createTables(engine, db, jobs, dead, { retryAfter: true });
+    const spec = retryJobsOf(jobs, form);
+    const route = "jobs";
+    const batches: number[][] = [];
+    const events: string[] = [];
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 12 } })
+      .lease(2000)
+      .route(spec, route);
+    const sub = subscriber.batch(InboxQueue.of(spec, route).workers(1).batch(8).pollInterval(50), async (payloads) => payloads.map(() => HandlerOutcome.retryAfter(60_000)));
+    const app = new App({ name: "t", version: "0", logger: new MemoryLogger(), shutdownGrace: 2000 })
+      .withBroker(broker, (b) => b.include(sub))
+      .use(route, async (delivery, _ctx, next) => {
+        const handled = await next();
+        if (delivery.kind !== "batch") return handled;
+        batches.push(delivery.payloads.map((p) => p.n));
+        expect(delivery.ids).toHaveLength(delivery.payloads.length);
+        // Every row's retry becomes an ack.
+        return delivery.payloads.map(() => HandlerOutcome.ack());
+      })
+      .on("started", (e) => void events.push(`started ${String(e.id)}`))
+      .on("succeeded", (e) => void events.push(`succeeded ${String(e.id)}`))
+      .on("retried", (e) => void events.push(`retried ${String(e.id)}`));
+    const running = await app.start();
+    try {
+      for (let n = 0; n < 4; n++) await broker.publish(route, { n }, { columns: { k: `k${n}` } });
+      await until(async () => (await readSource(db, jobs)).length === 0, 10_000, "every row to be acked");
+      await until(() => events.length === 8, 5000, "each row's events");
+      expect(batches.flat().sort()).toEqual([0, 1, 2, 3]);
+      const ids = [...new Set(events.map((e) => e.split(" ")[1]))];
+      expect(ids).toHaveLength(4);
+      for (const id of ids) expect(events.filter((e) => e.endsWith(` ${id}`)).map((e) => e.split(" ")[0])).toEqual(["started", "succeeded"]);
+    } finally {
+      await running.stop();
+      await broker.close();
+      await dropTables(db, jobs, dead);
+    }
+  });
 });
