@@ -41,7 +41,7 @@ export { controlTableSql } from "@sqlinbox/kysely-dialects";
 export type { ExtendTable, QueueStorage } from "@sqlinbox/kysely-dialects";
 export { HandlerOutcome, type DeadLetterOutcome } from "./declare/outcome.js";
 export type { StopReport } from "./stop-report.js";
-export { Ctx, keys, type ContextKey, type InboxContext } from "./declare/context.js";
+export { Ctx, keys, type ContextKey, type InboxContext, type BatchContext } from "./declare/context.js";
 export { systemClock, seconds, minutes, hours, days, type Clock, type Timer } from "./clock.js";
 export type { LeaseClock } from "./time/database-clock.js";
 export { consoleLogger, silentLogger, type Logger, type LogFields } from "./logger.js";
