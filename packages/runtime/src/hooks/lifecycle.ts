@@ -42,7 +42,7 @@ export type JobEventName = keyof JobEvents;
 /** A listener of one event; what it returns is never awaited. */
 export type JobListener<E extends JobEventName> = (event: JobEvents[E]) => unknown;
 
-/** One registered listener, `failed` once it threw (it is logged once, not at each event). */
+/** One registered listener of one event. */
 interface Registered {
   readonly event: JobEventName;
   readonly listener: (event: never) => unknown;
