@@ -16,6 +16,8 @@ import { startBroker, type Startup } from "./startup/start-broker.js";
 import { stopReportOf, within, type StopReport } from "./stop-report.js";
 import { loadTelemetry } from "./telemetry/load-telemetry.js";
 import type { LeaseClock } from "./time/database-clock.js";
+import { bothObservers, bothPublishObservers, lifecycleEmitter, type JobEventName, type JobListener, type RegisteredListener } from "./hooks/lifecycle.js";
+import type { Middleware, MiddlewareFor, MiddlewareUse } from "./hooks/middleware.js";
 
 /** What an app is and how it runs. */
 export interface AppInfo {
@@ -75,6 +77,8 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
   readonly #shutdown: readonly Hook[];
   readonly #brokers: readonly BrokerUse[];
   readonly #crons: readonly CronDeclaration[];
+  readonly #middleware: readonly MiddlewareUse[];
+  readonly #listeners: readonly RegisteredListener[];
 
   constructor(info: AppInfo, parts: AppParts = {}) {
     this.info = Object.freeze({ ...info });
@@ -82,6 +86,8 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
     this.#shutdown = parts.shutdown ?? [];
     this.#brokers = parts.brokers ?? [];
     this.#crons = parts.crons ?? [];
+    this.#middleware = parts.middleware ?? [];
+    this.#listeners = parts.listeners ?? [];
     Object.freeze(this);
   }
 
@@ -131,6 +137,34 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
     return this.#with({ crons: [...this.#crons, declared] });
   }
 
+  /**
+   * Runs `middleware` around each delivery (per row and per batch) of every route, or of `route`
+   * alone (a name, or a prefix such as `"reports.*"`), typed by that route's table. The first
+   * registered is the outermost. A middleware that throws counts as the handler throwing.
+   *
+   * @example
+   * app.use(async (delivery, ctx, next) => {
+   *   const started = performance.now();
+   *   try { return await next(); } finally { metrics.record(delivery.route, performance.now() - started); }
+   * })
+   */
+  use(middleware: Middleware): App<R>;
+  use<const N extends keyof R & string>(route: N, middleware: MiddlewareFor<R[N]>): App<R>;
+  use(...args: [Middleware] | [string, Middleware<never, never>]): App<R> {
+    const use: MiddlewareUse = args.length === 1 ? { route: undefined, middleware: args[0] as MiddlewareUse["middleware"] } : { route: args[0], middleware: args[1] };
+    return this.#with({ middleware: [...this.#middleware, use] });
+  }
+
+  /**
+   * Calls `listener` at each `event` of a job's life (`published`, `started`, `succeeded`,
+   * `retried`, `failed`, `deadLettered`, `dropped`, `cancelled`, `timedOut`, `leaseLost`), in order,
+   * once per transition. A listener is never awaited: one that throws or hangs changes no job and
+   * holds no worker (its failure is logged once).
+   */
+  on<E extends JobEventName>(event: E, listener: JobListener<E>): App<R> {
+    return this.#with({ listeners: [...this.#listeners, { event, listener: listener as RegisteredListener["listener"] }] });
+  }
+
   /** Starts: hooks, connections, version and schema checks, then the subscriptions. */
   start(): Promise<RunningApp> {
     return this[startWith]({});
@@ -157,6 +191,7 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
   /** @internal Startup in named steps: hooks, then per broker routes, connection, schemas, pool budget, subscriptions, listening; then claims start. */
   async [startWith](overrides: StartOverrides): Promise<RunningApp> {
     const logger = childLogger(overrides.logger ?? this.info.logger ?? consoleLogger(), { app: this.info.name });
+    const events = this.#listeners.length === 0 ? undefined : lifecycleEmitter(this.#listeners, logger);
     const run: Startup = {
       appName: this.info.name,
       clock: overrides.clock ?? this.info.clock ?? systemClock,
@@ -165,8 +200,9 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
       brokerClocks: new Map(),
       logger,
       activity: overrides.activity ?? new Activity(),
-      observer: overrides.observer,
-      publishes: overrides.publishes,
+      observer: bothObservers(overrides.observer, events?.deliveries),
+      publishes: bothPublishObservers(overrides.publishes, events?.publishes),
+      middleware: this.#middleware,
       opened: [],
       subscriptions: [],
       unsubscribe: [],
@@ -253,7 +289,15 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
   }
 
   #with<R2 extends Record<string, AnyInboxSpec> = R>(parts: AppParts): App<R2> {
-    return new App<R2>(this.info, { startup: this.#startup, shutdown: this.#shutdown, brokers: this.#brokers, crons: this.#crons, ...parts });
+    return new App<R2>(this.info, {
+      startup: this.#startup,
+      shutdown: this.#shutdown,
+      brokers: this.#brokers,
+      crons: this.#crons,
+      middleware: this.#middleware,
+      listeners: this.#listeners,
+      ...parts,
+    });
   }
 }
 
@@ -263,4 +307,6 @@ interface AppParts {
   readonly shutdown?: readonly Hook[];
   readonly brokers?: readonly BrokerUse[];
   readonly crons?: readonly CronDeclaration[];
+  readonly middleware?: readonly MiddlewareUse[];
+  readonly listeners?: readonly RegisteredListener[];
 }

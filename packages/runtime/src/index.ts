@@ -1,5 +1,7 @@
 // What an application uses. What sibling packages and tests need lives in `./internal` (not covered by semver).
 export { App, type AppInfo, type RunningApp } from "./app.js";
+export type { JobEvents, JobEventName, JobEventBase, JobListener } from "./hooks/lifecycle.js";
+export type { Middleware, MiddlewareFor, Delivery, RowDelivery, BatchDelivery, DeliveryResult } from "./hooks/middleware.js";
 export type { BrokerScope } from "./startup/broker-scope.js";
 export type { CronTick, CronOptions, CronPayload } from "./schedule/cron.js";
 export {
@@ -40,7 +42,7 @@ export { controlTableSql } from "@sqlinbox/kysely-dialects";
 export type { ExtendTable, QueueStorage } from "@sqlinbox/kysely-dialects";
 export { HandlerOutcome, type DeadLetterOutcome } from "./declare/outcome.js";
 export type { StopReport } from "./stop-report.js";
-export { Ctx, keys, type ContextKey, type InboxContext, type ProgressArg, type ResultArg } from "./declare/context.js";
+export { Ctx, keys, type ContextKey, type InboxContext, type BatchContext, type ProgressArg, type ResultArg } from "./declare/context.js";
 export { systemClock, seconds, minutes, hours, days, type Clock, type Timer } from "./clock.js";
 export type { LeaseClock } from "./time/database-clock.js";
 export { consoleLogger, silentLogger, type Logger, type LogFields } from "./logger.js";

@@ -22,6 +22,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["consume/"],
   ["control/"],
   ["publish/"],
+  ["hooks/"],
   ["schedule/"],
   ["startup/"],
   ["app.ts", "internal.ts", "index.ts", "internal-api.ts", "testing/"],

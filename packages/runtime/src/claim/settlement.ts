@@ -210,3 +210,11 @@ export function undecodableMessage(settlement: Settlement): string {
       return unknownStep(step);
   }
 }
+
+/** What a written settlement was, as a job's lifecycle names it: done, back for later, moved to the dead letter, or given up. */
+export function settledAs(settlement: Settlement): "succeeded" | "retried" | "snoozed" | "deadLettered" | "dropped" {
+  const { step } = settlement;
+  if (step.step === "release") return step.refund ? "snoozed" : "retried";
+  if (step.step === "deadLetter") return "deadLettered";
+  return step.how === "ack" ? "succeeded" : "dropped";
+}

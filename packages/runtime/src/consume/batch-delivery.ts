@@ -26,7 +26,7 @@ export interface BatchRun {
   /** Aborts when the shutdown grace is over: pending timeouts are dropped with their deliveries. */
   readonly timeoutsGivenUp: AbortSignal;
   /** Writes one row's settlement (`handler`: how the batch handler ended); never rejects. */
-  settle(delivery: ClaimedDelivery, settlement: Settlement, payload: unknown, handler: HandlerEnd): Promise<void>;
+  settle(delivery: ClaimedDelivery, settlement: Settlement, payload: unknown, handler: HandlerEnd, cause?: unknown): Promise<void>;
   /** Keeps a row whose payload cannot be decoded (the subscription's policy); never rejects. */
   park(delivery: ClaimedDelivery, error: unknown): Promise<void>;
   /** What a handler's throw becomes for one row (the subscription's onError policy). */
@@ -48,7 +48,7 @@ export function batchRunOf(setup: SubscriptionSetup, run: DeliveryRun): BatchRun
     observer: setup.observer,
     timeout: setup.options.timeout,
     timeoutsGivenUp: run.timeoutsGivenUp,
-    settle: (d, settlement, payload, handler) => run.settleRow(d, settlement, payload, handler),
+    settle: (d, settlement, payload, handler, cause) => run.settleRow(d, settlement, payload, handler, cause),
     park: (d, error) => run.parkUndecodable(d, error),
     onError: (d, error) => run.onError(d, error),
     returned: (d, outcome) => run.decided(d, outcome, "the batch handler"),
@@ -86,6 +86,7 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
   }
   let settlements: Settlement[] = [];
   let handler: HandlerEnd = "returned";
+  let cause: unknown;
   if (ready.length > 0) {
     for (const [i, d] of ready.entries()) observer?.delivered({ subscription: place.subscription, id: d.id, attempt: d.attempt, payload: payloads[i] });
     try {
@@ -96,6 +97,7 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
       settlements = timedOut ?? batchOutcomes(await called, ready.length, place).map((o, i) => run.returned(ready[i] as ClaimedDelivery, o));
     } catch (error) {
       handler = "threw";
+      cause = error;
       settlements = ready.map((d) => run.onError(d, error));
       logger.error(
         { ...errorFields(error), ...place, ids: ready.map((d) => d.id), outcomes: settlements.map((s) => s.outcome.kind) },
@@ -103,7 +105,10 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
       );
     }
   }
-  await Promise.all([...parked, ...ready.map((d, i) => run.settle(d, settlements[i] as Settlement, payloads[i], handler))]);
+  await Promise.all([
+    ...parked,
+    ...ready.map((d, i) => run.settle(d, settlements[i] as Settlement, payloads[i], handler, handler === "threw" ? (cause ?? d.signal.reason) : undefined)),
+  ]);
 }
 
 /**

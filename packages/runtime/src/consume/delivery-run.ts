@@ -13,24 +13,9 @@ import type { DeliveryTrace } from "../telemetry/telemetry.js";
 import type { HandlerTimeout } from "../declare/queue.js";
 import { deliveryWithin, fencedTransaction, type FencedTransaction } from "./handler-timeout.js";
 import { SettlementPolicy } from "./settlement-policy.js";
+import type { HandlerEnd, DeliveryReport } from "./delivery-report.js";
 
-/** How a delivery's handler ended: it returned, threw (a timeout and a cancel included), or never ran (an undecodable payload, a transaction that would not open). */
-export type HandlerEnd = "returned" | "threw" | "undecodable" | "notRun";
-
-/** How a delivery ended, told once to its subscription when its settlement was written or failed. */
-export interface DeliveryReport {
-  readonly delivery: ClaimedDelivery;
-  readonly handler: HandlerEnd;
-  /** The settlement decided for it, once. */
-  readonly settlement: Settlement;
-  /** The settlement was written; `error`: why not. */
-  readonly written: boolean;
-  readonly error: unknown;
-  /** The handler's time in ms where something measures it (telemetry, the claim pacer); else 0. */
-  readonly handlerMs: number;
-  /** Written, and its row released for later: `ms`, counted from `from` (the clock's time as the settlement began). */
-  readonly delay: { readonly ms: number; readonly from: number } | undefined;
-}
+export type { DeliveryReport, HandlerEnd } from "./delivery-report.js";
 
 /**
  * One delivery from its handler's call to its report, which it then is. It is what its delivery
@@ -42,6 +27,8 @@ class RunningDelivery implements DeliveryReport, SettleDone {
   written = false;
   error: unknown = undefined;
   handlerMs = 0;
+  /** What the handler threw (a timeout included), where it threw: told to the observer. */
+  cause: unknown = undefined;
   delay: { readonly ms: number; readonly from: number } | undefined = undefined;
   /** The clock's time as the settlement began, where it delays its row. */
   from = 0;
@@ -265,6 +252,7 @@ export class DeliveryRun {
 
   #handlerEnded(run: RunningDelivery, ended: HandlerEnd, error: unknown): void {
     run.handler = ended;
+    run.cause = error;
     if (run.startedAt > 0) run.handlerMs = performance.now() - run.startedAt;
     run.trace?.handled(run.startedAt, ended !== "returned", error);
   }
@@ -284,8 +272,9 @@ export class DeliveryRun {
   }
 
   /** A batch's row (`handler`: how its batch handler ended): its settlement is written; never rejects. */
-  settleRow(delivery: ClaimedDelivery, settlement: Settlement, payload: unknown, handler: HandlerEnd): Promise<void> {
+  settleRow(delivery: ClaimedDelivery, settlement: Settlement, payload: unknown, handler: HandlerEnd, cause?: unknown): Promise<void> {
     const run = new RunningDelivery(this.#end, delivery, payload, undefined, 0, handler, false);
+    run.cause = cause;
     run.settlement = settlement;
     return new Promise<void>((resolve) => this.#write(run, resolve));
   }
@@ -329,9 +318,9 @@ export class DeliveryRun {
       }
       return;
     }
+    const cancelled = this.#cancelDrops.delete(delivery);
     if (written) {
-      if (dropsRow(settlement) && !this.#cancelDrops.delete(delivery))
-        logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery dropped by its handler");
+      if (dropsRow(settlement) && !cancelled) logger.warn({ ...this.#place, id: delivery.id, attempt: delivery.attempt }, "delivery dropped by its handler");
     } else {
       const code = isSqlInboxError(error) ? error.code : undefined;
       logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, outcome: settlement.outcome.kind, code }, "settlement failed");
@@ -345,6 +334,14 @@ export class DeliveryRun {
       outcome: settlement.outcome,
       ...(written ? {} : { error }),
       signalAborted: delivery.signal.aborted,
+      signalReason: delivery.signal.aborted ? delivery.signal.reason : undefined,
+      settlement,
+      written,
+      handler: run.handler,
+      cause: run.cause,
+      cancelled,
+      delayMs: run.delay?.ms,
+      handlerMs: run.startedAt > 0 ? run.handlerMs : undefined,
     });
   }
 

@@ -3,6 +3,8 @@ import type { Activity } from "../activity.js";
 import type { ClaimedDelivery, ClaimStrategy } from "../claim/claim-strategy.js";
 import type { Clock } from "../clock.js";
 import type { HandlerOutcome } from "../declare/outcome.js";
+import type { Settlement } from "../claim/settlement.js";
+import type { HandlerEnd } from "./delivery-report.js";
 import type { QueueOptions } from "../declare/queue.js";
 import type { Outputs, Subscriber } from "../declare/subscriber.js";
 import type { Logger } from "../logger.js";
@@ -11,7 +13,32 @@ import type { SubscriptionTelemetry } from "../telemetry/telemetry.js";
 /** What a test sees of each delivery (`TestApp` call records). */
 export interface DeliveryObserver {
   delivered(event: { subscription: string; id: unknown; attempt: number | undefined; payload: unknown }): void;
-  settled(event: { subscription: string; id: unknown; attempt: number | undefined; payload: unknown; outcome: HandlerOutcome; error?: unknown; signalAborted: boolean }): void;
+  settled(event: SettledEvent): void;
+}
+
+/** A delivery's settlement was written (`written`) or failed (`error`). */
+export interface SettledEvent {
+  subscription: string;
+  id: unknown;
+  attempt: number | undefined;
+  payload: unknown;
+  outcome: HandlerOutcome;
+  error?: unknown;
+  signalAborted: boolean;
+  /** Why the delivery's signal aborted (a `Timeout`, a `Cancelled`, a lost lease), when it did. */
+  signalReason?: unknown;
+  /** The settlement decided, and whether it was written. */
+  settlement?: Settlement;
+  written?: boolean;
+  /** How the handler ended, and what it threw (a timeout included). */
+  handler?: HandlerEnd;
+  cause?: unknown;
+  /** Dropped because the job was cancelled. */
+  cancelled?: boolean;
+  /** Written, and its row released for later: after this many ms. */
+  delayMs?: number | undefined;
+  /** The handler's time, where it was measured. */
+  handlerMs?: number | undefined;
 }
 
 /** The cancel requests an app read from the control table: a delivery they name starts with its signal aborted. */

@@ -27,6 +27,7 @@ import { DatabaseClock, type LeaseClock } from "../time/database-clock.js";
 import type { BrokerUse } from "./broker-scope.js";
 import type { Pruner } from "../schedule/pruner.js";
 import { pruners, type KeptRows } from "./retention.js";
+import { withMiddleware, type MiddlewareUse } from "../hooks/middleware.js";
 import { refuseListenAndSayPooler, refuseOnOpen, refusePoolBudget, refuseRoutes, refuseSkew } from "./refusals.js";
 
 /** What startup builds up, and takes down again if a step fails. */
@@ -44,6 +45,8 @@ export interface Startup {
   readonly observer: DeliveryObserver | undefined;
   /** Told of every publish through the app's brokers (`TestApp`'s log). */
   readonly publishes: PublishObserver | undefined;
+  /** The app's middleware, put around each subscriber's handler it applies to. */
+  readonly middleware: readonly MiddlewareUse[];
   /** Brokers whose pool is open: closed on a failed start and at stop. */
   readonly opened: BrokerParts[];
   readonly subscriptions: Subscription[];
@@ -156,7 +159,7 @@ function startSubscriptions(
     const spec = sub.queue.spec.description;
     const place = subscriptionPlace(sub.name, spec, strategy.profile.form, dbSystem);
     const subscription = new Subscription({
-      subscriber: sub,
+      subscriber: withMiddleware(sub, run.middleware),
       spec,
       options: sub.queue.options,
       strategy,

@@ -1,0 +1,139 @@
+import { isSqlInboxError } from "@sqlinbox/core/internal";
+import { settledAs } from "../claim/settlement.js";
+import type { DeliveryObserver, SettledEvent } from "../consume/setup.js";
+import { errorFields, type Logger } from "../logger.js";
+import type { PublishEvent, PublishObserver } from "../publish/publisher.js";
+
+/** What every event of a job carries: where it runs and which row it is. */
+export interface JobEventBase {
+  /** The subscription's name (its route). */
+  readonly route: string;
+  readonly id: unknown;
+  /** The attempt the claim counted; `undefined` on a table without an attempt column. */
+  readonly attempt: number | undefined;
+}
+
+/** The events of a job's life, by name, each with what it carries. */
+export interface JobEvents {
+  /** A row was inserted by a publish of this app (inside a caller's transaction: at the insert, before its commit). */
+  readonly published: { readonly route: string; readonly id: string; readonly created: boolean; readonly payload: unknown };
+  /** A delivery was claimed and its handler is about to run. */
+  readonly started: JobEventBase & { readonly payload: unknown };
+  /** The ack was written: the row is done. */
+  readonly succeeded: JobEventBase & { readonly durationMs: number | undefined };
+  /** The row went back to the queue, due again after `delayMs` (0: at once). */
+  readonly retried: JobEventBase & { readonly delayMs: number };
+  /** The handler snoozed the row: due again after `delayMs`, its attempt not spent. */
+  readonly snoozed: JobEventBase & { readonly delayMs: number };
+  /** The handler threw (or timed out); the event that follows says what became of the row. */
+  readonly failed: JobEventBase & { readonly error: unknown };
+  /** The row was moved to its dead-letter destination. */
+  readonly deadLettered: JobEventBase & { readonly reason: string | undefined };
+  /** The handler returned `drop()`: the row is finished without success. */
+  readonly dropped: JobEventBase;
+  /** The job was cancelled while in work, and its row was dropped. */
+  readonly cancelled: JobEventBase;
+  /** The handler ran past its queue's timeout (followed by `failed`). */
+  readonly timedOut: JobEventBase & { readonly error: unknown };
+  /** The row's hold was lost before its settlement was written: another claim may run it again. */
+  readonly leaseLost: JobEventBase & { readonly error: unknown };
+}
+
+export type JobEventName = keyof JobEvents;
+
+/** A listener of one event; what it returns is never awaited. */
+export type JobListener<E extends JobEventName> = (event: JobEvents[E]) => unknown;
+
+/** One registered listener of one event. */
+interface Registered {
+  readonly event: JobEventName;
+  readonly listener: (event: never) => unknown;
+}
+
+type Emit = <E extends JobEventName>(name: E, event: JobEvents[E]) => void;
+
+const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
+  value !== null && (typeof value === "object" || typeof value === "function") && typeof (value as { then?: unknown }).then === "function";
+
+/** The listeners of one running app: each is called in registration order, never awaited; a failure is logged once per listener. */
+export function lifecycleEmitter(listeners: readonly Registered[], logger: Logger): { readonly deliveries: DeliveryObserver; readonly publishes: PublishObserver } {
+  const byEvent = new Map<JobEventName, Registered[]>();
+  for (const r of listeners) byEvent.set(r.event, [...(byEvent.get(r.event) ?? []), r]);
+  const failed = new Set<Registered>();
+  const fail = (r: Registered, error: unknown): void => {
+    if (failed.has(r)) return;
+    failed.add(r);
+    logger.error({ ...errorFields(error), event: r.event }, "a job event listener failed; the job goes on as it was (logged once per listener)");
+  };
+  const emit: Emit = (name, event) => {
+    const these = byEvent.get(name);
+    if (these === undefined) return;
+    for (const r of these) {
+      try {
+        const returned = (r.listener as (e: unknown) => unknown)(event);
+        if (isPromiseLike(returned)) returned.then(undefined, (error: unknown) => fail(r, error));
+      } catch (error) {
+        fail(r, error);
+      }
+    }
+  };
+  return {
+    deliveries: {
+      delivered: ({ subscription, id, attempt, payload }) => emit("started", { route: subscription, id, attempt, payload }),
+      settled: (event) => settledEvents(event, emit),
+    },
+    publishes: (event: PublishEvent) => {
+      for (const [i, p] of event.published.entries()) emit("published", { route: event.route, id: p.id, created: p.created, payload: event.payloads[i] });
+    },
+  };
+}
+
+/** The events of one settlement, in order: timedOut, failed, then what was written (or leaseLost). */
+function settledEvents(event: SettledEvent, emit: Emit): void {
+  const { subscription: route, id, attempt, settlement } = event;
+  if (settlement === undefined || event.handler === "undecodable") return;
+  const base = { route, id, attempt };
+  if (event.handler === "threw" && !event.cancelled) {
+    const cause = event.cause ?? event.signalReason;
+    const timeout = isSqlInboxError(cause, "Timeout") ? cause : isSqlInboxError(event.signalReason, "Timeout") ? event.signalReason : undefined;
+    if (timeout !== undefined) emit("timedOut", { ...base, error: timeout });
+    emit("failed", { ...base, error: cause });
+  }
+  if (event.written !== true) {
+    if (isSqlInboxError(event.error, "LeaseLost")) emit("leaseLost", { ...base, error: event.error });
+    return;
+  }
+  const as = settledAs(settlement);
+  if (event.cancelled === true) emit("cancelled", base);
+  else if (as === "succeeded") emit("succeeded", { ...base, durationMs: event.handlerMs });
+  else if (as === "retried") emit("retried", { ...base, delayMs: event.delayMs ?? 0 });
+  else if (as === "snoozed") emit("snoozed", { ...base, delayMs: event.delayMs ?? 0 });
+  else if (as === "deadLettered") emit("deadLettered", { ...base, reason: settlement.step.step === "deadLetter" ? settlement.step.reason : undefined });
+  else emit("dropped", base);
+}
+
+/** Both observers, in order (a test's, then the listeners'). */
+export function bothObservers(a: DeliveryObserver | undefined, b: DeliveryObserver | undefined): DeliveryObserver | undefined {
+  if (a === undefined || b === undefined) return a ?? b;
+  return {
+    delivered: (e) => {
+      a.delivered(e);
+      b.delivered(e);
+    },
+    settled: (e) => {
+      a.settled(e);
+      b.settled(e);
+    },
+  };
+}
+
+/** Both publish observers, in order. */
+export function bothPublishObservers(a: PublishObserver | undefined, b: PublishObserver | undefined): PublishObserver | undefined {
+  if (a === undefined || b === undefined) return a ?? b;
+  return (e) => {
+    a(e);
+    b(e);
+  };
+}
+
+export type { Registered as RegisteredListener };
