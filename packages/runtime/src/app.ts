@@ -73,38 +73,29 @@ type Hook = () => unknown;
  */
 export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> {
   readonly info: AppInfo;
-  readonly #startup: readonly Hook[];
-  readonly #shutdown: readonly Hook[];
-  readonly #brokers: readonly BrokerUse[];
-  readonly #crons: readonly CronDeclaration[];
-  readonly #middleware: readonly MiddlewareUse[];
-  readonly #listeners: readonly RegisteredListener[];
+  /** What the builder methods added, each list in registration order. */
+  readonly #parts: Required<AppParts>;
 
   constructor(info: AppInfo, parts: AppParts = {}) {
     this.info = Object.freeze({ ...info });
-    this.#startup = parts.startup ?? [];
-    this.#shutdown = parts.shutdown ?? [];
-    this.#brokers = parts.brokers ?? [];
-    this.#crons = parts.crons ?? [];
-    this.#middleware = parts.middleware ?? [];
-    this.#listeners = parts.listeners ?? [];
+    this.#parts = { startup: [], shutdown: [], brokers: [], crons: [], middleware: [], listeners: [], ...parts };
     Object.freeze(this);
   }
 
   /** Runs before any broker connects (create tables here). */
   onStartup(hook: Hook): App<R> {
-    return this.#with({ startup: [...this.#startup, hook] });
+    return this.#with({ startup: [...this.#parts.startup, hook] });
   }
 
   /** Runs after the brokers closed. */
   onShutdown(hook: Hook): App<R> {
-    return this.#with({ shutdown: [...this.#shutdown, hook] });
+    return this.#with({ shutdown: [...this.#parts.shutdown, hook] });
   }
 
   /** Runs the subscribers `configure` includes on `broker` (after `broker.route(…)`); the app's type learns the broker's routes. */
   withBroker<R2 extends Record<string, AnyInboxSpec>, E extends Engine>(broker: SqlBroker<R2, E>, configure: (b: BrokerScope) => BrokerScope): App<R & R2> {
     const use: BrokerUse = { broker: broker as unknown as BrokerUse["broker"], scope: configure(BrokerScope.empty()) };
-    return this.#with({ brokers: [...this.#brokers, use] });
+    return this.#with({ brokers: [...this.#parts.brokers, use] });
   }
 
   /**
@@ -128,13 +119,13 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
     options?: CronOptionsFor<Routed, N>,
   ): App<Routed> {
     const declared = declareCron(route, pattern, payload, (options ?? {}) as { catchUp?: number; timeZone?: string }, (name) => {
-      for (const { broker } of this.#brokers) {
+      for (const { broker } of this.#parts.brokers) {
         const spec = brokerParts(broker).routes.route(name);
         if (spec !== undefined) return { spec, broker };
       }
       return undefined;
     });
-    return this.#with({ crons: [...this.#crons, declared] });
+    return this.#with({ crons: [...this.#parts.crons, declared] });
   }
 
   /**
@@ -152,17 +143,17 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
   use<const N extends keyof R & string>(route: N, middleware: MiddlewareFor<R[N]>): App<R>;
   use(...args: [Middleware] | [string, Middleware<never, never>]): App<R> {
     const use: MiddlewareUse = args.length === 1 ? { route: undefined, middleware: args[0] as MiddlewareUse["middleware"] } : { route: args[0], middleware: args[1] };
-    return this.#with({ middleware: [...this.#middleware, use] });
+    return this.#with({ middleware: [...this.#parts.middleware, use] });
   }
 
   /**
    * Calls `listener` at each `event` of a job's life (`published`, `started`, `succeeded`,
-   * `retried`, `failed`, `deadLettered`, `dropped`, `cancelled`, `timedOut`, `leaseLost`), in order,
+   * `retried`, `snoozed`, `failed`, `deadLettered`, `dropped`, `cancelled`, `timedOut`, `leaseLost`), in order,
    * once per transition. A listener is never awaited: one that throws or hangs changes no job and
    * holds no worker (its failure is logged once).
    */
   on<E extends JobEventName>(event: E, listener: JobListener<E>): App<R> {
-    return this.#with({ listeners: [...this.#listeners, { event, listener: listener as RegisteredListener["listener"] }] });
+    return this.#with({ listeners: [...this.#parts.listeners, { event, listener: listener as RegisteredListener["listener"] }] });
   }
 
   /** Starts: hooks, connections, version and schema checks, then the subscriptions. */
@@ -191,7 +182,7 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
   /** @internal Startup in named steps: hooks, then per broker routes, connection, schemas, pool budget, subscriptions, listening; then claims start. */
   async [startWith](overrides: StartOverrides): Promise<RunningApp> {
     const logger = childLogger(overrides.logger ?? this.info.logger ?? consoleLogger(), { app: this.info.name });
-    const events = this.#listeners.length === 0 ? undefined : lifecycleEmitter(this.#listeners, logger);
+    const events = this.#parts.listeners.length === 0 ? undefined : lifecycleEmitter(this.#parts.listeners, logger);
     const run: Startup = {
       appName: this.info.name,
       clock: overrides.clock ?? this.info.clock ?? systemClock,
@@ -202,7 +193,7 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
       activity: overrides.activity ?? new Activity(),
       observer: bothObservers(overrides.observer, events?.deliveries),
       publishes: bothPublishObservers(overrides.publishes, events?.publishes),
-      middleware: this.#middleware,
+      middleware: this.#parts.middleware,
       opened: [],
       subscriptions: [],
       unsubscribe: [],
@@ -213,10 +204,10 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
       kept: [],
     };
     logger.info({ version: this.info.version }, "app starting");
-    for (const hook of this.#startup) await hook();
+    for (const hook of this.#parts.startup) await hook();
     try {
       const names = new Set<string>();
-      for (const use of this.#brokers) await startBroker(run, use, names);
+      for (const use of this.#parts.brokers) await startBroker(run, use, names);
     } catch (error) {
       for (const free of run.held) free();
       for (const parts of run.opened) await parts.connection.close();
@@ -227,10 +218,10 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
     run.unsubscribe.push(unobserve);
     for (const s of run.subscriptions) s.start();
     for (const p of run.pruners) p.start();
-    warnRetention(run.kept, this.#crons, run.clock.now(), logger);
+    warnRetention(run.kept, this.#parts.crons, run.clock.now(), logger);
     // A schedule fires on the database's time of the broker that routes it, as its claims do.
     const publishTick = tickPublisher(logger);
-    const crons = this.#crons.map((cron) => new CronRunner(cron, run.brokerClocks.get(cron.broker) ?? run.clock, logger, publishTick));
+    const crons = this.#parts.crons.map((cron) => new CronRunner(cron, run.brokerClocks.get(cron.broker) ?? run.clock, logger, publishTick));
     for (const c of crons) c.start();
     logger.info({ subscriptions: run.subscriptions.map((s) => s.name).join(",") }, "app started");
     return this.#running(run, crons);
@@ -265,7 +256,7 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
             logger.warn({ database: connection.source.label }, "the pool did not close within the grace; stopping without it");
           } else connectionsClosed += closed;
         }
-        for (const hook of this.#shutdown) {
+        for (const hook of this.#parts.shutdown) {
           try {
             await hook();
           } catch (error) {
@@ -289,15 +280,7 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
   }
 
   #with<R2 extends Record<string, AnyInboxSpec> = R>(parts: AppParts): App<R2> {
-    return new App<R2>(this.info, {
-      startup: this.#startup,
-      shutdown: this.#shutdown,
-      brokers: this.#brokers,
-      crons: this.#crons,
-      middleware: this.#middleware,
-      listeners: this.#listeners,
-      ...parts,
-    });
+    return new App<R2>(this.info, { ...this.#parts, ...parts });
   }
 }
 
