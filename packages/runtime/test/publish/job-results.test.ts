@@ -65,6 +65,10 @@ function stolenLease(engine: TestEngine): string {
   return at.toISOString().replace("T", " ").replace("Z", "");
 }
 
+// A route of this run alone: cancels are recorded by route and id in the shared control table, so another
+// test's cancel of "jobs" id 1 would read here as this job's.
+const ROUTE = `results_${process.pid}_${Date.now()}`;
+
 describe.each(matrix)("results and progress on $engine.name × $form", ({ engine, form }) => {
   let db!: AnyKysely;
   let url = "";
@@ -88,14 +92,14 @@ describe.each(matrix)("results and progress on $engine.name × $form", ({ engine
     tables.push(table);
     const spec = specOf(table, form);
     await createInboxTable(db, spec);
-    const broker = SqlBroker.fromUrl(url, { pool: { max: 6 } }).route(spec, "jobs");
-    const observer = engine.engine === "sqlite" ? broker : SqlBroker.fromUrl(url, { pool: { max: 3 } }).route(spec, "jobs");
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 6 } }).route(spec, ROUTE);
+    const observer = engine.engine === "sqlite" ? broker : SqlBroker.fromUrl(url, { pool: { max: 3 } }).route(spec, ROUTE);
     closers.push(
       () => broker.close(),
       () => observer.close(),
     );
     const gates = new Gates();
-    const queue = InboxQueue.of(spec, "jobs")
+    const queue = InboxQueue.of(spec, ROUTE)
       .pollInterval(50)
       .workers(4)
       .onError(() => ({ kind: "retry" }));
@@ -117,8 +121,8 @@ describe.each(matrix)("results and progress on $engine.name × $form", ({ engine
 
   test("the ack writes the result; finished() on a second broker resolves with it, typed", async () => {
     const { broker, observer, gates } = await setup();
-    const published = await broker.publish("jobs", { n: 3 }, { columns: { k: "a" } });
-    const job = observer.job("jobs", published);
+    const published = await broker.publish(ROUTE, { n: 3 }, { columns: { k: "a" } });
+    const job = observer.job(ROUTE, published);
     expect(await job.state()).toMatchObject({ result: null, progress: null });
     await until(() => gates.started.has(3), 10_000, "the handler to start");
     expect(await job.state()).toMatchObject({ state: "running", result: null });
@@ -135,18 +139,18 @@ describe.each(matrix)("results and progress on $engine.name × $form", ({ engine
   test("a result that is a JSON string's text reads back as written", async () => {
     // Written straight into the column, as another language would: a string result stays a string.
     const { table, broker, observer, gates } = await setup();
-    const published = await broker.publish("jobs", { n: 100 }, { columns: { k: "b" } });
+    const published = await broker.publish(ROUTE, { n: 100 }, { columns: { k: "b" } });
     await until(() => gates.started.has(100), 10_000, "the handler to start");
     gates.open(100);
-    await observer.job("jobs", published).finished({ pollMs: 30, timeoutMs: 10_000 });
+    await observer.job(ROUTE, published).finished({ pollMs: 30, timeoutMs: 10_000 });
     await sql`UPDATE ${sql.id(table)} SET result = ${JSON.stringify("42")} WHERE id = ${Number(published.id)}`.execute(db);
-    expect(await observer.job("jobs", published).state()).toMatchObject({ result: "42" });
+    expect(await observer.job(ROUTE, published).state()).toMatchObject({ result: "42" });
   });
 
   if (form === "lease") {
     test("a lease lost mid-handler writes no result, and no ack", async () => {
       const { table, broker, observer, gates } = await setup();
-      const published = await broker.publish("jobs", { n: 5 }, { columns: { k: "c" } });
+      const published = await broker.publish(ROUTE, { n: 5 }, { columns: { k: "c" } });
       await until(() => gates.started.has(5), 10_000, "the handler to start");
       // Another claim takes the row: its lease token is no longer this delivery's.
       await sql`UPDATE ${sql.id(table)} SET locked_until = ${stolenLease(engine)} WHERE id = ${Number(published.id)}`.execute(db);
@@ -155,7 +159,7 @@ describe.each(matrix)("results and progress on $engine.name × $form", ({ engine
       const row = await rowOf(table, published.id);
       expect(row["result"]).toBeNull();
       expect(row["processed_at"]).toBeNull();
-      expect((await observer.job("jobs", published).state()).state).toBe("running");
+      expect((await observer.job(ROUTE, published).state()).state).toBe("running");
     });
   }
 
@@ -164,14 +168,14 @@ describe.each(matrix)("results and progress on $engine.name × $form", ({ engine
     tables.push(table);
     const spec = specOf(table, form);
     await createInboxTable(db, spec);
-    const broker = SqlBroker.fromUrl(url, { pool: { max: 6 } }).route(spec, "jobs");
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 6 } }).route(spec, ROUTE);
     closers.push(() => broker.close());
     const published = await broker.publishMany(
-      "jobs",
+      ROUTE,
       [1, 2, 3, 4].map((n) => ({ n })),
       { columns: { k: "x" } },
     );
-    const batch = InboxQueue.of(spec as ReturnType<typeof specOf>, "jobs")
+    const batch = InboxQueue.of(spec as ReturnType<typeof specOf>, ROUTE)
       .batch(4)
       .pollInterval(50);
     const sub = subscriber.batch(batch, async (jobs, ctx) =>
@@ -179,7 +183,7 @@ describe.each(matrix)("results and progress on $engine.name × $form", ({ engine
     );
     const app = await new App({ name: "results-batch", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
     closers.push(() => app.stop());
-    const ends = await Promise.all(published.map((p) => broker.job("jobs", p).finished({ pollMs: 30, timeoutMs: 10_000 })));
+    const ends = await Promise.all(published.map((p) => broker.job(ROUTE, p).finished({ pollMs: 30, timeoutMs: 10_000 })));
     expect(ends.map((e) => (e.state === "done" ? e.result : "not done"))).toEqual([{ url: "/b/1", pages: 1 }, { url: "/b/2", pages: 2 }, { url: "/b/3", pages: 3 }, null]);
   });
 
@@ -190,9 +194,9 @@ describe.each(matrix)("results and progress on $engine.name × $form", ({ engine
     const spec = specOf(table, form);
     await createInboxTable(db, spec);
     await sql`CREATE TABLE ${sql.id(side)} (n INTEGER NOT NULL)`.execute(db);
-    const broker = SqlBroker.fromUrl(url, { pool: { max: 6 } }).route(spec, "jobs");
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 6 } }).route(spec, ROUTE);
     closers.push(() => broker.close());
-    const queue = InboxQueue.of(spec as ReturnType<typeof specOf>, "jobs")
+    const queue = InboxQueue.of(spec as ReturnType<typeof specOf>, ROUTE)
       .pollInterval(50)
       .transactional();
     const sub = subscriber(queue, async (job, ctx) => {
@@ -202,8 +206,8 @@ describe.each(matrix)("results and progress on $engine.name × $form", ({ engine
     });
     const app = await new App({ name: "results-tx", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
     closers.push(() => app.stop());
-    const published = await broker.publish("jobs", { n: 11 }, { columns: { k: "t" } });
-    const end = await broker.job("jobs", published).finished({ pollMs: 30, timeoutMs: 10_000 });
+    const published = await broker.publish(ROUTE, { n: 11 }, { columns: { k: "t" } });
+    const end = await broker.job(ROUTE, published).finished({ pollMs: 30, timeoutMs: 10_000 });
     expect(end).toMatchObject({ state: "done", result: { url: "/t/11", pages: 1 } });
     if (form !== "rowLock") expect(end).toMatchObject({ progress: { done: 1, of: 1 } });
     const { rows } = await sql<{ n: number }>`SELECT n FROM ${sql.id(side)}`.execute(db);
@@ -216,11 +220,11 @@ describe.each(matrix)("results and progress on $engine.name × $form", ({ engine
       tables.push(table);
       const spec = specOf(table, form);
       await createInboxTable(db, spec);
-      const broker = SqlBroker.fromUrl(url, { pool: { max: 6 } }).route(spec, "jobs");
+      const broker = SqlBroker.fromUrl(url, { pool: { max: 6 } }).route(spec, ROUTE);
       closers.push(() => broker.close());
       const gates = new Gates();
       const outcomes: unknown[] = [];
-      const sub = subscriber(InboxQueue.of(spec as ReturnType<typeof specOf>, "jobs").pollInterval(50), async (job, ctx) => {
+      const sub = subscriber(InboxQueue.of(spec as ReturnType<typeof specOf>, ROUTE).pollInterval(50), async (job, ctx) => {
         const progress = (ctx as unknown as { progress(v: Step): Promise<void> }).progress;
         await progress.call(ctx, { done: 1, of: 2 });
         await gates.wait(job.n, ctx.signal);
@@ -234,7 +238,7 @@ describe.each(matrix)("results and progress on $engine.name × $form", ({ engine
       });
       const app = await new App({ name: "results-progress", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
       closers.push(() => app.stop());
-      const published = await broker.publish("jobs", { n: 9 }, { columns: { k: "p" } });
+      const published = await broker.publish(ROUTE, { n: 9 }, { columns: { k: "p" } });
       await until(() => gates.started.has(9), 10_000, "the handler to start");
       await sql`UPDATE ${sql.id(table)} SET locked_until = ${stolenLease(engine)} WHERE id = ${Number(published.id)}`.execute(db);
       gates.open(9);
@@ -250,8 +254,8 @@ describe.each(matrix)("results and progress on $engine.name × $form", ({ engine
   if (form !== "rowLock") {
     test("progress shows through a handle on another pool while the row is in work", async () => {
       const { broker, observer, gates } = await setup({ progress: true });
-      const published = await broker.publish("jobs", { n: 7 }, { columns: { k: "d" } });
-      const job = observer.job("jobs", published);
+      const published = await broker.publish(ROUTE, { n: 7 }, { columns: { k: "d" } });
+      const job = observer.job(ROUTE, published);
       await until(() => gates.started.has(7), 10_000, "the handler to start");
       const running = await job.state();
       expect(running).toMatchObject({ state: "running", progress: { done: 7, of: 10 }, result: null });
