@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { AnyKysely } from "../../src/drivers/database.js";
-import type { RunningApp } from "../../src/index.js";
+import { type RunningApp, SqlBroker } from "../../src/index.js";
 import { deferred } from "../support/fixtures.js";
 import { unique } from "../support/engines.js";
 import {
@@ -17,6 +17,7 @@ import {
   deliverySession,
   dropScope,
   insertJobs,
+  jobsSpecOf,
   killSession,
   matrix,
   readJobs,
@@ -81,11 +82,27 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }) => {
     const worker = startWorker({ url, table, form, workers: 1, holdMs: 60_000, leaseMs: LEASE_MS });
     const started = await worker.waitFor((l) => l.event === "start", 20_000, "first delivery");
     expect(started.attempt).toBe(1);
+    // A handle in this process follows the row through the crash: in work, then (the worker gone) not yet
+    // finished, then finished once the second app has run it again.
+    const observer = SqlBroker.fromUrl(url, { pool: { max: 2 } }).route(jobsSpecOf(table, form), "jobs");
+    const job = observer.job("jobs", started.id as number);
+    // SQLite's advisory keys live in the process that holds them: from here the row reads as waiting.
+    expect((await job.state()).state).toBe(engine.engine === "sqlite" && form === "advisory" ? "waiting" : "running");
+    let finishedAt: number | undefined;
+    const finished = job.finished({ timeoutMs: 40_000, pollMs: 50 }).then((state) => {
+      finishedAt = Date.now();
+      return state;
+    });
     worker.child.kill("SIGKILL");
     const killedAt = Date.now();
     await worker.exited;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(finishedAt, "finished() resolved while the killed worker's row was still in the table").toBeUndefined();
 
     const b = await drainWith(url, table, db);
+    const end = await finished.finally(() => observer.close());
+    expect(end.state).toBe("gone"); // a table without processedAt: handled and deleted
+    expect(finishedAt).toBeGreaterThanOrEqual(killedAt);
     expectEachOnce(b.seen, ids); // the killed delivery came back once; nothing lost
     const again = b.seen.find((s) => s.id === started.id);
     expect(again).toBeDefined();
