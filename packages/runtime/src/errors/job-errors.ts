@@ -48,3 +48,24 @@ export function deadLetterIdGenerated(route: string, table: string): SqlInboxErr
     { route },
   );
 }
+
+/** `list({ limit })` is not a whole number from 1 to `max`. */
+export function badListLimit(limit: unknown, max: number, route: string): SqlInboxError {
+  return new SqlInboxError("Declaration", `jobs(…).list({ limit }) must be a whole number from 1 to ${max}, got ${String(limit)}: ask for the rest with the page's next cursor`, {
+    route,
+  });
+}
+
+/** `list({ after })` is not a cursor a page of this state gave. */
+export function badListCursor(after: unknown, state: string, route: string): SqlInboxError {
+  return new SqlInboxError(
+    "Declaration",
+    `jobs(…).list({ after }) is not a cursor of a "${state}" page: pass the \`next\` of the page before, unchanged, with the same state (got ${JSON.stringify(after)})`,
+    { route },
+  );
+}
+
+/** `list(…)` asks for what the route's table has no column for (`key`, `columns`, `done`) or names an unknown state. */
+export function badListQuery(message: string, route: string, table: string, column?: string): SqlInboxError {
+  return new SqlInboxError("Declaration", message, { route, table, ...(column !== undefined ? { column } : {}) });
+}
