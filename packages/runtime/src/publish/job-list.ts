@@ -134,6 +134,8 @@ export class JobList<S extends AnyInboxSpec = AnyInboxSpec> {
       throw badListQuery('jobs(…).list({ state: "done" }) needs a processedAt column: this table deletes handled rows, so none is done', this.route, spec.table);
     }
     const deadGroup = dead !== undefined && "group" in dead ? dead.group : undefined;
+    // A table shared by routes keeps each route's rows under its name in the group column (a prefix route's: every name it takes).
+    if (spec.group !== undefined && state !== "deadLettered" && !this.route.endsWith("*")) equals[spec.group.name] = this.route;
     const rowsOf: Record<JobListState, JobListRows> = {
       scheduled: "scheduled",
       waiting: "due",

@@ -59,8 +59,9 @@ export function holdsInRow(spec: InboxDescription): boolean {
 }
 
 /**
- * `heldOutsideRow` for a page of due rows at once: one `SKIP LOCKED` probe of their ids (then a
- * read of the ones it passed over, to tell held from deleted) on the row-lock form, one lookup of
+ * `heldOutsideRow` for a page of due rows at once: one `SKIP LOCKED` probe of their ids, a second
+ * of the ones it passed over (another probe's momentary lock is gone by then, a claim's is not),
+ * then a read of those still passed over, to tell held from deleted, on the row-lock form; one lookup of
  * their keys on the advisory form. The answers are in the rows' order.
  */
 export async function heldOutsideRows(place: Omit<HoldPlace, "id">, rows: readonly RawRow[]): Promise<Array<"free" | "held" | "held, count uncommitted" | "gone">> {
@@ -72,7 +73,11 @@ export async function heldOutsideRows(place: Omit<HoldPlace, "id">, rows: readon
     case "in the row":
       return rows.map(() => "free");
     case "row lock": {
-      const free = new Set((await database.execute("observe", jobs.lockProbeMany(spec, ids))).rows.map((r) => String(r.id)));
+      const probe = async (of: readonly unknown[]) => (await database.execute("observe", jobs.lockProbeMany(spec, of))).rows.map((r) => String(r.id));
+      const free = new Set(await probe(ids));
+      // A probe holds its rows for its statement, so another probe (a list, a state()) may have been passing: ask the held ones again.
+      const passedOver = ids.filter((id) => !free.has(String(id)));
+      if (passedOver.length > 0) for (const id of await probe(passedOver)) free.add(id);
       return Promise.all(
         ids.map(async (id) => {
           if (free.has(String(id))) return "free" as const;
