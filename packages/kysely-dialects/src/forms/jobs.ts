@@ -23,8 +23,8 @@ export interface JobStatements {
   keyHeld(key: string, database: string): CompiledQuery<{ key: string }>;
   /** A dead letter in a destination table by the id it kept: the id, last error and failed attempts where it has them. */
   readDeadLetter(destination: InboxDescription, id: unknown): CompiledQuery<RawRow>;
-  /** A page of the table's rows in one row set, in id order after the cursor (`null`: a set the table cannot hold, such as `done` without processedAt). */
-  list(spec: InboxDescription, filter: JobListFilter): CompiledQuery<RawRow> | null;
+  /** A page of the table's rows in one row set, in id order after the cursor; a set the table cannot hold (`jobListRowsExist`) fails. */
+  list(spec: InboxDescription, filter: JobListFilter): CompiledQuery<RawRow>;
   /** A page of a dead-letter table in id order after the cursor. */
   listDeadLetters(destination: InboxDescription, filter: Pick<JobListFilter, "after" | "limit" | "equals">): CompiledQuery<RawRow>;
   /** Row lock: of `ids`, those no transaction holds (`FOR UPDATE SKIP LOCKED`, alone in its statement). */
@@ -48,7 +48,7 @@ export function jobStatements(engine: EngineTraits): JobStatements {
       held === "process registry"
         ? notOnEngine(engineName, "jobs.keyHeld", 'advisory keys live in the application\'s process (capabilities.advisoryLocks is "process")')
         : held([key], database),
-    list: (spec: InboxDescription, filter: JobListFilter) => jobListQuery(ctx, spec, filter),
+    list: (spec: InboxDescription, filter: JobListFilter) => jobListQuery(ctx, spec, filter, engine.listWalk),
     listDeadLetters: (destination: InboxDescription, filter: Pick<JobListFilter, "after" | "limit" | "equals">) => deadLetterListQuery(ctx, destination, filter),
     lockProbeMany: (spec: InboxDescription, ids: readonly unknown[]) =>
       ctx.capabilities.rowLock ? jobsLockProbeQuery(ctx, spec, ids) : notOnEngine(engineName, "jobs.lockProbeMany", "it has no row locks (capabilities.rowLock is false)"),

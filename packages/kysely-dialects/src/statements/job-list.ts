@@ -1,4 +1,4 @@
-import type { InboxDescription } from "@sqlinbox/core/internal";
+import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import { sql, type CompiledQuery, type Expression, type SqlBool } from "kysely";
 import type { RawRow } from "../types.js";
 import { col, COMPARE_PRECISION, compiled, type Eb, type StatementContext, tableRef } from "./query-db.js";
@@ -35,7 +35,7 @@ function listedColumns(ctx: StatementContext, spec: InboxDescription) {
 }
 
 /** Whether the table can hold the row set: no retryAfter, nothing is scheduled; no lease, nothing leased; no processedAt, nothing done; no group, no dead group. */
-function rowSetExists(spec: InboxDescription, filter: JobListFilter): boolean {
+export function jobListRowsExist(spec: InboxDescription, filter: JobListFilter): boolean {
   switch (filter.rows) {
     case "done":
       return spec.processedAt !== undefined;
@@ -50,7 +50,7 @@ function rowSetExists(spec: InboxDescription, filter: JobListFilter): boolean {
   }
 }
 
-/** The row set's conditions, on a table that can hold it (`rowSetExists`). */
+/** The row set's conditions, on a table that can hold it (`jobListRowsExist`). */
 function rowConditions(ctx: StatementContext, spec: InboxDescription, filter: JobListFilter, eb: Eb): Expression<SqlBool>[] {
   const now = ctx.time.encode(filter.now, COMPARE_PRECISION);
   const out: Expression<SqlBool>[] = [];
@@ -76,15 +76,25 @@ function rowConditions(ctx: StatementContext, spec: InboxDescription, filter: Jo
 /**
  * A page of the route's rows in one row set (`JobListFilter.rows`), in id order after the cursor:
  * every described column (result and progress as JSON text), at most `limit` rows. Keyset paging on
- * the primary key: each page walks the id index from the cursor and stops at `limit`, so no page
- * sorts or reads the whole table, and a row's moves between states never shift the pages. `null`
- * for a set the table cannot hold. On Postgres, `done` after id 41 reads
- * `… where "report_jobs"."processed_at" is not null and "report_jobs"."id" > $1 order by "report_jobs"."id" limit $2`.
+ * the primary key: a page walks the id index from the cursor and stops at `limit` (or, with an
+ * equality such as the route's group or a key, may read those rows through their index and sort
+ * them), so no page reads or sorts the whole table, and a row's moves between states never shift
+ * the pages. With no
+ * equality to narrow it, a page on an engine whose planner would rather sort a claim index's range
+ * (`walk` `"primary key"`: SQLite) names the table `NOT INDEXED`, which leaves the rowid walk. A set the
+ * table cannot hold (`jobListRowsExist` is false) is a `Declaration` error. On Postgres, `done`
+ * after a cursor reads the rows whose processedAt is set and whose id is past the cursor's, in id
+ * order, up to the limit.
  */
-export function jobListQuery(ctx: StatementContext, spec: InboxDescription, filter: JobListFilter): CompiledQuery<RawRow> | null {
-  if (!rowSetExists(spec, filter)) return null;
+export function jobListQuery(ctx: StatementContext, spec: InboxDescription, filter: JobListFilter, walk: "planner's choice" | "primary key"): CompiledQuery<RawRow> {
+  if (!jobListRowsExist(spec, filter)) {
+    throw new SqlInboxError("Declaration", `jobs.list: the table has no column that holds "${filter.rows}" rows (ask jobListRowsExist first)`, { table: spec.table });
+  }
+  const equalities = Object.keys(filter.equals ?? {}).length > 0 || filter.rows === "deadGroup";
+  // SQLite's `NOT INDEXED` leaves it the rowid: the page walks ids in order from the cursor and stops at the limit.
+  const from = walk === "primary key" && !equalities ? (sql`${sql.table(tableRef(spec))} not indexed` as unknown as string) : tableRef(spec);
   const query = ctx.db
-    .selectFrom(tableRef(spec))
+    .selectFrom(from)
     .select(listedColumns(ctx, spec))
     .where((eb) => {
       const all = rowConditions(ctx, spec, filter, eb);
@@ -109,8 +119,7 @@ export function deadLetterListQuery(ctx: StatementContext, destination: InboxDes
 
 /**
  * Row lock: of the page's rows, those no transaction holds. `FOR UPDATE SKIP LOCKED` in a statement
- * of its own, as `jobs.lockProbe` for one row: the locks last the statement alone
- * (`select "id" as "id" from "report_jobs" where "id" in ($1, $2) for update skip locked`).
+ * of its own, as `jobs.lockProbe` for one row: the locks last the statement alone.
  */
 export function jobsLockProbeQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<{ id: unknown }> {
   return compiled(ctx.db.selectFrom(tableRef(spec)).select(sql.ref(spec.id.name).as("id")).where(spec.id.name, "in", ids).forUpdate().skipLocked());

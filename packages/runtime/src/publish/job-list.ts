@@ -1,5 +1,5 @@
 import type { AnyInboxSpec, DataOf, HasRole, InboxDescription, RolesOf, SpecError } from "@sqlinbox/core/internal";
-import type { JobListRows, RawRow } from "@sqlinbox/kysely-dialects/internal";
+import { jobListRowsExist, type JobListRows, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import { noRoute } from "../errors.js";
 import { badListCursor, badListLimit, badListQuery, deadLetterIdGenerated } from "../errors/job-errors.js";
 import { heldOutsideRows, holdsInRow } from "../claim/held/job-hold.js";
@@ -134,6 +134,9 @@ export class JobList<S extends AnyInboxSpec = AnyInboxSpec> {
       throw badListQuery('jobs(…).list({ state: "done" }) needs a processedAt column: this table deletes handled rows, so none is done', this.route, spec.table);
     }
     const deadGroup = dead !== undefined && "group" in dead ? dead.group : undefined;
+    if (state === "deadLettered" && spec.group === undefined) {
+      throw badListQuery(`jobs(…).list({ state: "deadLettered" }) looks for dead letters in the group "${deadGroup}", but the table has no group column`, this.route, spec.table);
+    }
     // A table shared by routes keeps each route's rows under its name in the group column (a prefix route's: every name it takes).
     if (spec.group !== undefined && state !== "deadLettered" && !this.route.endsWith("*")) equals[spec.group.name] = this.route;
     const rowsOf: Record<JobListState, JobListRows> = {
@@ -144,9 +147,10 @@ export class JobList<S extends AnyInboxSpec = AnyInboxSpec> {
       deadLettered: "deadGroup",
     };
     const now = (await this.#parts.clock()).now();
-    const statement = jobs.list(spec, { rows: rowsOf[state], now, after, limit, equals, ...(deadGroup !== undefined ? { deadGroup } : {}) });
-    if (statement === null) return { jobs: [], next: null };
-    const rows = (await database.execute("observe", statement)).rows;
+    const filter = { rows: rowsOf[state], now, after, limit, equals, ...(deadGroup !== undefined ? { deadGroup } : {}) };
+    // A table without a retryAfter column schedules no row (a lease table keeps its run-at in the lease: running).
+    if (!jobListRowsExist(spec, filter)) return { jobs: [], next: null };
+    const rows = (await database.execute("observe", jobs.list(spec, filter))).rows;
     const decode = (raw: unknown) => database.dialect.time.decode(raw);
     if (state === "deadLettered") return this.#page(rows, spec, limit, state, (row) => deadLettered(spec, row, this.#payload(spec, row), columnsOf(spec, row, decode)["attempt"]));
     if (state === "done") {
