@@ -7,7 +7,7 @@ import { sql, type CompiledQuery, type RawBuilder } from "kysely";
 import { expect } from "vitest";
 import type { Db, LiveEngine } from "./servers.js";
 
-export const ROWS = 100_000;
+const ROWS = 100_000;
 
 /** How each engine writes the fill's few expressions. */
 interface Fill {
@@ -123,7 +123,7 @@ export async function fullScans(engine: LiveEngine, query: CompiledQuery): Promi
   };
 }
 
-export interface PgNode {
+interface PgNode {
   readonly "Node Type": string;
   readonly "Relation Name"?: string;
   readonly "Index Name"?: string;
