@@ -253,6 +253,47 @@ describe.each(matrix)("jobs(route).list on $engine.name × $form", ({ engine, fo
     expect(waiting.every((id) => published.includes(id))).toBe(true);
   }, 60_000);
 
+  test("a table shared by two routes lists each route's rows; a table with no group column lists all of its rows", async () => {
+    const { route, spec } = await setup();
+    const other = `${route}_other`;
+    const shared = SqlBroker.fromUrl(url, { pool: { max: 3 } })
+      .route(spec, route)
+      .route(spec, other);
+    closers.push(() => shared.close());
+    const mine = await shared.publishMany(route, [{ n: 1 }, { n: 2 }], { columns: { k: "a" } });
+    const theirs = await shared.publishMany(other, [{ n: 3 }], { columns: { k: "b" } });
+    expect((await shared.jobs(route).list({ state: "waiting" })).jobs.map((j) => j.id)).toEqual(mine.map((p) => p.id));
+    expect((await shared.jobs(other).list({ state: "waiting" })).jobs.map((j) => j.id)).toEqual(theirs.map((p) => p.id));
+
+    // No group column: no equality narrows the page (SQLite's statement walks the rowid).
+    const table = unique(`jl_plain_${form}`).toLowerCase();
+    tables.push(table);
+    const columns = {
+      id: field.id().generated(),
+      attempt: field.attempt().generated(),
+      payload: field.payload<Job>(),
+      k: field.data("k").holds<string>().type("text"),
+      retryAfter: field.retryAfter("retry_after"),
+    };
+    const plain =
+      form === "lease"
+        ? defineInbox({ table, columns: { ...columns, lockedUntil: field.lease("locked_until") } })
+        : form === "advisory"
+          ? defineInbox({ table, columns, advisoryLock: "{k}" })
+          : defineInbox({ table, columns });
+    await createInboxTable(db, plain);
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 3 } }).route(plain, "plain");
+    closers.push(() => broker.close());
+    const due = await broker.publishMany("plain", [{ n: 1 }, { n: 2 }, { n: 3 }], { columns: (p: Job) => ({ k: `k${p.n}` }) });
+    const later = await broker.publishMany("plain", [{ n: 4 }], { columns: { k: "k4" }, delay: 60_000 });
+    const first = await broker.jobs("plain").list({ state: "waiting", limit: 2 });
+    const rest = await broker.jobs("plain").list({ state: "waiting", limit: 2, after: first.next });
+    expect([...first.jobs, ...rest.jobs].map((j) => j.id)).toEqual(due.map((p) => p.id));
+    expect(rest.next).toBeNull();
+    expect((await broker.jobs("plain").list({ state: "scheduled" })).jobs.map((j) => j.id)).toEqual(later.map((p) => p.id));
+    expect((await broker.jobs("plain").list({ state: "waiting", columns: { k: "k2" } })).jobs.map((j) => j.id)).toEqual([due[1]?.id]);
+  });
+
   test("a bad limit, cursor or state is refused, naming what is wrong", async () => {
     const { route, observer } = await setup();
     await observer.publishMany(route, [{ n: 1 }, { n: 2 }], { columns: { k: "a" } });
