@@ -67,7 +67,8 @@ interface LooseQuery {
 
 /**
  * The jobs of one route, a page at a time (`broker.jobs(route).list(…)`), in id order, keyset paged.
- * Each state is SQL over the row's columns, read from the cursor along the primary key's index:
+ * Each state is SQL over the row's columns, read from the cursor in id order through an index (the
+ * primary key's, or the route's group's or a key's when the list filters on one; never the whole table):
  * `scheduled` (its retryAfter ahead on the database's clock, not leased), `waiting` (due and not
  * in work), `running` (in work), `done` (processedAt set), `deadLettered` (in the dead-letter
  * table or group the list was given).
@@ -120,6 +121,15 @@ export class JobList<S extends AnyInboxSpec = AnyInboxSpec> {
     const dead = this.#deadLetter;
     if (state === "deadLettered" && dead !== undefined && "table" in dead) {
       const destination = dead.table;
+      const missing = Object.keys(equals).find((name) => !destination.columns.some((c) => c.name === name));
+      if (missing !== undefined) {
+        throw badListQuery(
+          `jobs(…).list({ state: "deadLettered" }) filters on "${missing}", which the dead-letter table "${destination.table}" has no column for`,
+          this.route,
+          spec.table,
+          missing,
+        );
+      }
       const rows = (await database.execute("observe", jobs.listDeadLetters(destination, { after, limit, equals }))).rows;
       return this.#page(rows, destination, limit, state, (row) => deadLettered(destination, row, this.#payload(destination, row)));
     }

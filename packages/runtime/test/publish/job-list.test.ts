@@ -214,6 +214,9 @@ describe.each(matrix)("jobs(route).list on $engine.name × $form", ({ engine, fo
     const rest = await jobs.list({ state: "deadLettered", limit: 1, after: page.next });
     expect(rest.jobs.map((j) => j.id)).toEqual([published[1]?.id]);
     expect((await jobs.list({ state: "deadLettered", limit: 1, after: rest.next })).jobs).toEqual([]);
+    // The dead-letter table has no column k: a filter on it is refused, naming the column.
+    const filtered = await jobs.list({ state: "deadLettered", columns: { k: "a" } }).catch((e: unknown) => e);
+    expect((filtered as Error).message).toMatch(/filters on "k", which the dead-letter table "[^"]+" has no column for/);
   });
 
   test("10,000 jobs paged through by state while a subscription drains the table: no id twice, none never touched left out", async () => {
