@@ -412,6 +412,12 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     'broker.job(…, { deadLetter }): the dead-letter table "dead_jobs" generates its own ids, so a dead letter keeps no trace of the job\'s id; describe its id column without .generated() to follow jobs into it (route "reports")',
   ],
   [
+    "deadLetterIdGenerated",
+    errors.deadLetterIdGenerated("reports", "dead_jobs", "broker.jobs"),
+    "Declaration",
+    'broker.jobs(…, { deadLetter }): the dead-letter table "dead_jobs" generates its own ids, so a dead letter keeps no trace of the job\'s id; describe its id column without .generated() to follow jobs into it (route "reports")',
+  ],
+  [
     "badListLimit",
     errors.badListLimit(0, 1000, "reports"),
     "Declaration",

@@ -40,11 +40,11 @@ export class JobEnded<State = unknown> extends SqlInboxError {
   }
 }
 
-/** `broker.job(…, { deadLetter })` names a table that generates its own ids: its rows cannot be found by the job's id. */
-export function deadLetterIdGenerated(route: string, table: string): SqlInboxError {
+/** `broker.job(…, { deadLetter })` (or `broker.jobs`) names a table that generates its own ids: its rows cannot be found by the job's id. */
+export function deadLetterIdGenerated(route: string, table: string, call: "broker.job" | "broker.jobs" = "broker.job"): SqlInboxError {
   return new SqlInboxError(
     "Declaration",
-    `broker.job(…, { deadLetter }): the dead-letter table "${table}" generates its own ids, so a dead letter keeps no trace of the job's id; describe its id column without .generated() to follow jobs into it`,
+    `${call}(…, { deadLetter }): the dead-letter table "${table}" generates its own ids, so a dead letter keeps no trace of the job's id; describe its id column without .generated() to follow jobs into it`,
     { route },
   );
 }
