@@ -98,7 +98,8 @@ export class JobList<S extends AnyInboxSpec = AnyInboxSpec> {
     this.#parts = parts;
     this.route = route;
     this.#spec = spec.description;
-    if (deadLetter !== undefined && "description" in deadLetter && deadLetter.description.id.generated) throw deadLetterIdGenerated(route, deadLetter.description.table, "broker.jobs");
+    if (deadLetter !== undefined && "description" in deadLetter && deadLetter.description.id.generated)
+      throw deadLetterIdGenerated(route, deadLetter.description.table, "broker.jobs");
     this.#deadLetter = deadLetter === undefined ? undefined : "description" in deadLetter ? { table: deadLetter.description } : { group: deadLetter.group };
   }
 
