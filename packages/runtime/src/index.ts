@@ -15,6 +15,7 @@ export {
   type RouteName,
 } from "./publish/sql-broker.js";
 export type { JobHandle, JobId, JobOptions, FinishedOptions, FinishedJob } from "./publish/job-handle.js";
+export type { JobList, JobListQuery, JobListState, JobListStateOf, JobPage, ListedJob } from "./publish/job-list.js";
 export type { JobChanges, JobChangesFor, UpdateResult } from "./publish/job-update.js";
 export type { JobState, JobStateName, JobColumns, LiveJobState, DoneJobState, DeadLetteredJobState, GoneJobState } from "./publish/job-state.js";
 export { JobEnded, type JobEndReason } from "./errors/job-errors.js";

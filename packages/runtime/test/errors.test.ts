@@ -411,6 +411,30 @@ const cases: ReadonlyArray<readonly [keyof typeof errors, SqlInboxError, string,
     "Declaration",
     'broker.job(…, { deadLetter }): the dead-letter table "dead_jobs" generates its own ids, so a dead letter keeps no trace of the job\'s id; describe its id column without .generated() to follow jobs into it (route "reports")',
   ],
+  [
+    "deadLetterIdGenerated",
+    errors.deadLetterIdGenerated("reports", "dead_jobs", "broker.jobs"),
+    "Declaration",
+    'broker.jobs(…, { deadLetter }): the dead-letter table "dead_jobs" generates its own ids, so a dead letter keeps no trace of the job\'s id; describe its id column without .generated() to follow jobs into it (route "reports")',
+  ],
+  [
+    "badListLimit",
+    errors.badListLimit(0, 1000, "reports"),
+    "Declaration",
+    'jobs(…).list({ limit }) must be a whole number from 1 to 1000, got 0: ask for the rest with the page\'s next cursor (route "reports")',
+  ],
+  [
+    "badListCursor",
+    errors.badListCursor("xyz", "waiting", "reports"),
+    "Declaration",
+    'jobs(…).list({ after }) is not a cursor of a "waiting" page: pass the `next` of the page before, unchanged, with the same state (got "xyz") (route "reports")',
+  ],
+  [
+    "badListQuery",
+    errors.badListQuery("jobs(…).list({ key }) needs a dedup key or an order key column: this table has neither", "reports", "report_jobs", "job_key"),
+    "Declaration",
+    'jobs(…).list({ key }) needs a dedup key or an order key column: this table has neither (route "reports", table "report_jobs", column "job_key")',
+  ],
 ];
 
 describe("runtime error messages", () => {

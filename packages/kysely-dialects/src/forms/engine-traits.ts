@@ -189,4 +189,10 @@ export interface EngineTraits {
   wroteNothing(error: unknown): boolean;
   /** What each column of a queue table is here (`createInboxTable`, `inboxTableSql`). */
   readonly tableTypes: TableTypes;
+  /**
+   * How a `jobs.list` page with no equality to narrow it reads the table: `"planner's choice"`, or
+   * `"primary key"` where the planner may prefer a claim index's range and sort all of it (`NOT INDEXED`:
+   * the rowid walk, in id order, stopped by the page's limit).
+   */
+  readonly listWalk: "planner's choice" | "primary key";
 }

@@ -3,6 +3,7 @@ import type { CompiledQuery } from "kysely";
 import type { RawRow } from "../types.js";
 import { notOnEngine } from "../shared/no-statement.js";
 import { CONTROL_TABLE } from "../statements/control.js";
+import { deadLetterListQuery, jobListQuery, jobsLockProbeQuery, type JobListFilter } from "../statements/job-list.js";
 import { cancelRequestedQuery, deadLetterReadQuery, jobLockProbeQuery, jobReadQuery } from "../statements/job-state.js";
 import type { EngineTraits } from "./engine-traits.js";
 
@@ -22,6 +23,14 @@ export interface JobStatements {
   keyHeld(key: string, database: string): CompiledQuery<{ key: string }>;
   /** A dead letter in a destination table by the id it kept: the id, last error and failed attempts where it has them. */
   readDeadLetter(destination: InboxDescription, id: unknown): CompiledQuery<RawRow>;
+  /** A page of the table's rows in one row set, in id order after the cursor; a set the table cannot hold (`jobListRowsExist`) fails. */
+  list(spec: InboxDescription, filter: JobListFilter): CompiledQuery<RawRow>;
+  /** A page of a dead-letter table in id order after the cursor. */
+  listDeadLetters(destination: InboxDescription, filter: Pick<JobListFilter, "after" | "limit" | "equals">): CompiledQuery<RawRow>;
+  /** Row lock: of `ids`, those no transaction holds (`FOR UPDATE SKIP LOCKED`, alone in its statement). */
+  lockProbeMany(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<{ id: unknown }>;
+  /** Advisory: of `keys`, those some session holds, as `keyHeld` for one. */
+  keysHeld(keys: readonly string[], database: string): CompiledQuery<{ key: string }>;
   /** The cancel requests waiting for the row in the control table (under `route` or the table's name). */
   cancelRequested(spec: InboxDescription, route: string, id: unknown): CompiledQuery<{ target: string }>;
 }
@@ -39,6 +48,14 @@ export function jobStatements(engine: EngineTraits): JobStatements {
       held === "process registry"
         ? notOnEngine(engineName, "jobs.keyHeld", 'advisory keys live in the application\'s process (capabilities.advisoryLocks is "process")')
         : held([key], database),
+    list: (spec: InboxDescription, filter: JobListFilter) => jobListQuery(ctx, spec, filter, engine.listWalk),
+    listDeadLetters: (destination: InboxDescription, filter: Pick<JobListFilter, "after" | "limit" | "equals">) => deadLetterListQuery(ctx, destination, filter),
+    lockProbeMany: (spec: InboxDescription, ids: readonly unknown[]) =>
+      ctx.capabilities.rowLock ? jobsLockProbeQuery(ctx, spec, ids) : notOnEngine(engineName, "jobs.lockProbeMany", "it has no row locks (capabilities.rowLock is false)"),
+    keysHeld: (keys: readonly string[], database: string) =>
+      held === "process registry"
+        ? notOnEngine(engineName, "jobs.keysHeld", 'advisory keys live in the application\'s process (capabilities.advisoryLocks is "process")')
+        : held(keys, database),
     readDeadLetter: (destination: InboxDescription, id: unknown) => deadLetterReadQuery(ctx, destination, id),
     cancelRequested: (spec: InboxDescription, route: string, id: unknown) => cancelRequestedQuery(ctx, CONTROL_TABLE, spec, route, id),
   });

@@ -79,6 +79,8 @@ export const sqliteEngine: EngineTraits = Object.freeze({
   wroteNothing: () => true,
   // Queue tables: INTEGER PRIMARY KEY AUTOINCREMENT ids (never handed out twice), TEXT times, BLOB payloads, a partial claim index.
   tableTypes: sqliteTableTypes,
+  // A list page with no equality: its planner takes the claim index's skip-scan for a run-at range and sorts every row it finds (EXPLAIN QUERY PLAN on 100,000 rows: USE TEMP B-TREE FOR ORDER BY).
+  listWalk: "primary key",
 });
 
 /**

@@ -89,6 +89,9 @@ export interface TableTypes {
  *   SQLite sort it; Postgres is told), for the probe of the key's rows in work, which reads it
  *   backward from the latest lease: `perKey` entries however many rows the key holds. It makes each
  *   write of the lease column update one more index (on Postgres such updates are no longer HOT).
+ * - An order key with a processedAt column gets, where the engine has partial indexes, one more
+ *   over handled rows only: the key, then id, which `jobs.list` walks for a key's `done` page
+ *   (elsewhere the order key index, processedAt inside it, serves that page).
  * - A processedAt column gets the index retention's prune walks (`statements/retention.ts`): the
  *   group, then processedAt, over processed rows only (`IS NOT NULL`, a partial index), so a claim,
  *   which reads unprocessed rows, never finds it useful. Where the engine has no partial index the
@@ -143,6 +146,8 @@ export function createTableQueries(ctx: StatementContext, types: TableTypes, spe
   if (order !== null) queries.push(order.compile());
   const orderLease = orderKeyLeaseIndex(ctx, types, spec);
   if (orderLease !== null) queries.push(orderLease.compile());
+  const orderDone = orderKeyDoneIndex(ctx, types, spec);
+  if (orderDone !== null) queries.push(orderDone.compile());
   if (spec.key !== undefined) queries.push(dedupKeyIndexQuery(ctx, spec, spec.key));
   return queries;
 }
@@ -260,6 +265,20 @@ function orderKeyIndex(ctx: StatementContext, types: TableTypes, spec: InboxDesc
   const columns = [spec.orderKey.name, ...(spec.processedAt !== undefined && !partial ? [spec.processedAt.name] : []), spec.id.name];
   const index = ctx.db.schema.createIndex(indexName(spec, "order_key")).on(tableRef(spec)).columns(columns);
   return partial && spec.processedAt !== undefined ? index.where(sql.ref(spec.processedAt.name), "is", null) : index;
+}
+
+/**
+ * A key's handled rows in id order, for `jobs.list`'s `done` pages by key: where the engine has
+ * partial indexes the order key's other indexes cover unprocessed rows only. `null` without an
+ * order key or processedAt, or where the order key index (processedAt inside it) already covers them.
+ */
+function orderKeyDoneIndex(ctx: StatementContext, types: TableTypes, spec: InboxDescription): CreateIndexBuilder | null {
+  if (spec.orderKey === undefined || spec.processedAt === undefined || !types.partialIndexes) return null;
+  return ctx.db.schema
+    .createIndex(indexName(spec, "order_key_done"))
+    .on(tableRef(spec))
+    .columns([spec.orderKey.name, spec.id.name])
+    .where(sql.ref(spec.processedAt.name), "is not", null);
 }
 
 /**

@@ -6,12 +6,11 @@
  * retention's prune of handled rows, which no claim may read through the retention index.
  */
 import { buildDescription, type ClaimForm, type ColumnDescription, type ColumnRole, type InboxDescription, type PortableType } from "@sqlinbox/core/internal";
-import { sql, type CompiledQuery, type RawBuilder } from "kysely";
+import { sql, type CompiledQuery } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { fifoRuleApplies } from "../../src/internal.js";
-import { connectMariadb, connectPostgres, connectSqlite, selects, uniqueTable, type Db, type LiveEngine } from "../support/servers.js";
-
-const ROWS = 100_000;
+import { fill, fullScans } from "../support/plans.js";
+import { connectMariadb, connectPostgres, connectSqlite, selects, uniqueTable, type LiveEngine } from "../support/servers.js";
 
 /** A shape: the columns its table has beyond id, attempt, a lease column and the payload. */
 interface Shape {
@@ -62,67 +61,6 @@ function describeAs(shape: Shape, table: string, form: ClaimForm, fifo: boolean)
   return buildDescription({ table, columns, fifo, ...(form === "advisory" ? { advisoryLock: shape.key ?? "{id}" } : {}) });
 }
 
-/** How each engine writes the fill's few expressions. */
-interface Fill {
-  readonly past: RawBuilder<unknown>;
-  readonly future: RawBuilder<unknown>;
-  readonly bytes: RawBuilder<unknown>;
-  group(i: RawBuilder<unknown>): RawBuilder<unknown>;
-  /** Brings the planner's statistics up to date. */
-  analyze(table: string): RawBuilder<unknown>;
-}
-const fills: Readonly<Record<LiveEngine["name"], Fill>> = {
-  postgres: {
-    past: sql`now() - interval '1 hour'`,
-    future: sql`now() + interval '1 hour'`,
-    bytes: sql`cast('{}' as bytea)`,
-    group: (i) => sql`'g' || (${i} % 100)`,
-    analyze: (t) => sql`analyze ${sql.id(t)}`,
-  },
-  mariadb: {
-    past: sql`now(3) - interval 1 hour`,
-    future: sql`now(3) + interval 1 hour`,
-    bytes: sql`cast('{}' as binary)`,
-    group: (i) => sql`concat('g', ${i} % 100)`,
-    analyze: (t) => sql`analyze table ${sql.id(t)}`,
-  },
-  sqlite: {
-    past: sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 hour')`,
-    future: sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+1 hour')`,
-    bytes: sql`cast('{}' as blob)`,
-    group: (i) => sql`'g' || (${i} % 100)`,
-    analyze: () => sql`analyze`,
-  },
-};
-
-/**
- * 100,000 rows in one INSERT … SELECT over ten digits cross-joined five times (every engine has it):
- * 100 groups, 10 priorities, a quarter delayed and a quarter past due, 90 % processed, 5 % leased, 10,000 order keys.
- */
-async function fill(engine: LiveEngine, spec: InboxDescription): Promise<void> {
-  const f = fills[engine.name];
-  const digits = sql`(select 0 as d union all select 1 union all select 2 union all select 3 union all select 4 union all select 5 union all select 6 union all select 7 union all select 8 union all select 9)`;
-  const i = sql`(a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * g.d)`;
-  const values: Record<string, RawBuilder<unknown>> = {
-    payload: f.bytes,
-    locked_until: sql`case when ${i} % 20 = 0 then ${f.future} else null end`,
-    priority: sql`${i} % 10`,
-    grp: f.group(i),
-    retry_after: sql`case when ${i} % 4 = 0 then ${f.future} when ${i} % 4 = 1 then ${f.past} else null end`,
-    processed_at: sql`case when ${i} % 10 = 0 then null else ${f.past} end`,
-    customer_id: sql`${i} % 1000`,
-    // 10,000 keys of 10 rows each.
-    account_id: sql`${i} % 10000`,
-  };
-  const names = spec.columns.map((c) => c.name).filter((n) => n in values);
-  await sql`insert into ${sql.id(spec.table)} (${sql.join(names.map((n) => sql.id(n)))})
-    select ${sql.join(names.map((n) => values[n] as RawBuilder<unknown>))}
-    from ${digits} a cross join ${digits} b cross join ${digits} c cross join ${digits} e cross join ${digits} g`.execute(engine.db);
-  await f.analyze(spec.table).execute(engine.db);
-  const { rows } = await sql<{ n: unknown }>`select count(*) as n from ${sql.id(spec.table)}`.execute(engine.db);
-  expect(Number(rows[0]?.n)).toBe(ROWS);
-}
-
 /** The claim statements a form runs, as the runtime would compile them. */
 function claimStatements(engine: LiveEngine, spec: InboxDescription, form: ClaimForm): Array<[string, CompiledQuery]> {
   const now = new Date();
@@ -145,43 +83,6 @@ function claimStatements(engine: LiveEngine, spec: InboxDescription, form: Claim
   return out;
 }
 
-/** The full scans of a queue table in a statement's plan (empty: every table read goes through an index), and the plan as text. */
-async function fullScans(engine: LiveEngine, query: CompiledQuery): Promise<{ scans: string[]; plan: string }> {
-  const db: Db = engine.db;
-  if (engine.name === "postgres") {
-    const { rows } = await db.executeQuery<Record<string, unknown>>({ ...query, sql: `explain (format json) ${query.sql}` });
-    const plan = (rows[0]?.["QUERY PLAN"] as Array<{ Plan: PgNode }> | undefined)?.[0]?.Plan;
-    if (plan === undefined) throw new Error(`no plan for ${query.sql}`);
-    const nodes: PgNode[] = [];
-    const walk = (n: PgNode) => {
-      nodes.push(n);
-      for (const c of n.Plans ?? []) walk(c);
-    };
-    walk(plan);
-    return {
-      scans: nodes.filter((n) => n["Node Type"] === "Seq Scan").map((n) => `Seq Scan on ${n["Relation Name"]}`),
-      plan: nodes
-        .map((n) => `${n["Node Type"]}${n["Index Name"] !== undefined ? ` using ${n["Index Name"]}` : ""}${n["Relation Name"] !== undefined ? ` on ${n["Relation Name"]}` : ""}`)
-        .join(" > "),
-    };
-  }
-  if (engine.name === "mariadb") {
-    const { rows } = await db.executeQuery<Record<string, unknown>>({ ...query, sql: `explain ${query.sql}` });
-    return {
-      // `<derived2>` and the like are the statement's own row sets, not the table.
-      scans: rows.filter((r) => r["type"] === "ALL" && !String(r["table"]).startsWith("<")).map((r) => `ALL on ${r["table"]}`),
-      plan: rows.map((r) => `${r["table"]}: ${r["type"]} ${r["key"] ?? "-"} (${r["Extra"] ?? ""})`).join(" | "),
-    };
-  }
-  const { rows } = await db.executeQuery<Record<string, unknown>>({ ...query, sql: `explain query plan ${query.sql}` });
-  const details = rows.map((r) => String(r["detail"]));
-  // `SCAN t USING INDEX i` walks an index in order and stops at the LIMIT. `SCAN t` alone walks the
-  // table's own B-tree, in rowid order: with no temporary B-tree to sort it, that order is the
-  // statement's (ORDER BY the INTEGER PRIMARY KEY) and the LIMIT stops it too; with one, every row is read.
-  const sorted = details.some((d) => d.startsWith("USE TEMP B-TREE FOR ORDER BY"));
-  return { scans: details.filter((d) => /^SCAN \w+( AS \w+)?$/.test(d) && sorted), plan: details.join(" | ") };
-}
-
 /** The plan text of the lease probe read straight from the `(order key, lease)` index, with no sort of its own. */
 function leaseProbeInOrder(engine: LiveEngine["name"], table: string): RegExp {
   switch (engine) {
@@ -192,13 +93,6 @@ function leaseProbeInOrder(engine: LiveEngine["name"], table: string): RegExp {
     case "sqlite":
       return new RegExp(`SEARCH order_leased USING (COVERING )?INDEX ${table}_order_key_lease \\([^)]*\\)(?! \\| USE TEMP B-TREE)`);
   }
-}
-
-interface PgNode {
-  readonly "Node Type": string;
-  readonly "Relation Name"?: string;
-  readonly "Index Name"?: string;
-  readonly Plans?: PgNode[];
 }
 
 const servers: Array<[LiveEngine["name"], () => Promise<LiveEngine>, readonly ClaimForm[]]> = [

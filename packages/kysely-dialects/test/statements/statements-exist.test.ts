@@ -128,6 +128,8 @@ describe.each(dialects)("%s: each trait says whether its statement builds", (eng
     expect(builds(() => d.control.lockQueued(seedByHand, 7))).toBe(capabilities.rowLock);
     expect(builds(() => d.jobs.lockProbe(seedByHand, 7))).toBe(capabilities.rowLock);
     expect(builds(() => d.jobs.keyHeld("k", "db"))).toBe(capabilities.advisoryLocks === "session");
+    expect(builds(() => d.jobs.lockProbeMany(seedByHand, [7, 8]))).toBe(capabilities.rowLock);
+    expect(builds(() => d.jobs.keysHeld(["k"], "db"))).toBe(capabilities.advisoryLocks === "session");
     expect(builds(() => d.notify.notify("c"))).toBe(capabilities.listenNotify);
     const ops = operatorFor(capabilities.engine);
     expect(builds(() => ops.lockableProbe(simpleRowLock(), now))).toBe(capabilities.rowLock);

@@ -2,9 +2,12 @@
  * The statements a job handle reads one row's state with, per engine side by side: the row by id
  * (every column that tells a state), the row-lock probe (where the engine locks rows), the held-key
  * lookup (where advisory keys live in the server session), a dead letter by the id it kept, and the
- * cancel requests waiting for the row.
+ * cancel requests waiting for the row; and the pages `jobs(route).list` reads: a row set after a
+ * cursor in id order (SQLite walking the rowid when no equality narrows it), a dead-letter table's
+ * page, and a page's lock probe.
  */
 import { describe, expect, test } from "vitest";
+import { jobListRowsExist, postgresDialect } from "../../src/internal.js";
 import { perEngine } from "../support/render.js";
 import { deadKeepingId, richAdvisory, seedByHand } from "../support/specs.js";
 
@@ -129,6 +132,116 @@ describe("jobs", () => {
           ],
           "sql": "select "target" from "sqlinbox_control" where "kind" = ? and "target" = ? and "route" in (?, ?)",
         },
+      }
+    `);
+  });
+
+  const now = new Date("2024-05-01T12:00:00.123Z");
+
+  test("list: a row set in id order after the cursor, with its equalities; SQLite walks the rowid with none", () => {
+    expect(perEngine((d) => d.jobs.list(richAdvisory(), { rows: "due", now, after: 41, limit: 50 }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "2024-05-01 12:00:00.123",
+            41,
+            50,
+          ],
+          "sql": "select \`jobs\`.\`id\`, \`jobs\`.\`attempt\`, \`jobs\`.\`payload\`, \`jobs\`.\`retry_after\`, \`jobs\`.\`processed_at\`, \`jobs\`.\`customer_id\` from \`jobs\` where (\`jobs\`.\`processed_at\` is null and (\`jobs\`.\`retry_after\` is null or \`jobs\`.\`retry_after\` <= ?) and \`jobs\`.\`id\` > ?) order by \`jobs\`.\`id\` limit ?",
+        },
+        "postgres": {
+          "parameters": [
+            2024-05-01T12:00:00.123Z,
+            41,
+            50,
+          ],
+          "sql": "select "jobs"."id", "jobs"."attempt", "jobs"."payload", "jobs"."retry_after", "jobs"."processed_at", "jobs"."customer_id" from "jobs" where ("jobs"."processed_at" is null and ("jobs"."retry_after" is null or "jobs"."retry_after" <= $1) and "jobs"."id" > $2) order by "jobs"."id" limit $3",
+        },
+        "sqlite": {
+          "parameters": [
+            "2024-05-01T12:00:00.123Z",
+            41,
+            50,
+          ],
+          "sql": "select "jobs"."id", "jobs"."attempt", "jobs"."payload", "jobs"."retry_after", "jobs"."processed_at", "jobs"."customer_id" from "jobs" not indexed where ("jobs"."processed_at" is null and ("jobs"."retry_after" is null or "jobs"."retry_after" <= ?) and "jobs"."id" > ?) order by "jobs"."id" limit ?",
+        },
+      }
+    `);
+    expect(perEngine((d) => d.jobs.list(richAdvisory(), { rows: "done", now, limit: 10, equals: { customer_id: "acme" } }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "acme",
+            10,
+          ],
+          "sql": "select \`jobs\`.\`id\`, \`jobs\`.\`attempt\`, \`jobs\`.\`payload\`, \`jobs\`.\`retry_after\`, \`jobs\`.\`processed_at\`, \`jobs\`.\`customer_id\` from \`jobs\` where (\`jobs\`.\`processed_at\` is not null and \`jobs\`.\`customer_id\` = ?) order by \`jobs\`.\`id\` limit ?",
+        },
+        "postgres": {
+          "parameters": [
+            "acme",
+            10,
+          ],
+          "sql": "select "jobs"."id", "jobs"."attempt", "jobs"."payload", "jobs"."retry_after", "jobs"."processed_at", "jobs"."customer_id" from "jobs" where ("jobs"."processed_at" is not null and "jobs"."customer_id" = $1) order by "jobs"."id" limit $2",
+        },
+        "sqlite": {
+          "parameters": [
+            "acme",
+            10,
+          ],
+          "sql": "select "jobs"."id", "jobs"."attempt", "jobs"."payload", "jobs"."retry_after", "jobs"."processed_at", "jobs"."customer_id" from "jobs" where ("jobs"."processed_at" is not null and "jobs"."customer_id" = ?) order by "jobs"."id" limit ?",
+        },
+      }
+    `);
+  });
+
+  test("list: a set the table cannot hold is refused; jobListRowsExist says so first", () => {
+    expect(jobListRowsExist(seedByHand, { rows: "done", now, limit: 1 })).toBe(false);
+    expect(() => postgresDialect.jobs.list(seedByHand, { rows: "done", now, limit: 1 })).toThrow(/has no column that holds "done" rows/);
+  });
+
+  test("listDeadLetters and lockProbeMany", () => {
+    expect(perEngine((d) => d.jobs.listDeadLetters(deadKeepingId, { after: 7, limit: 20 }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            7,
+            20,
+          ],
+          "sql": "select \`dead_kept\`.\`id\`, \`dead_kept\`.\`attempt\`, \`dead_kept\`.\`payload\`, \`dead_kept\`.\`customer_id\`, \`dead_kept\`.\`last_error\` from \`dead_kept\` where \`dead_kept\`.\`id\` > ? order by \`dead_kept\`.\`id\` limit ?",
+        },
+        "postgres": {
+          "parameters": [
+            7,
+            20,
+          ],
+          "sql": "select "dead_kept"."id", "dead_kept"."attempt", "dead_kept"."payload", "dead_kept"."customer_id", "dead_kept"."last_error" from "dead_kept" where "dead_kept"."id" > $1 order by "dead_kept"."id" limit $2",
+        },
+        "sqlite": {
+          "parameters": [
+            7,
+            20,
+          ],
+          "sql": "select "dead_kept"."id", "dead_kept"."attempt", "dead_kept"."payload", "dead_kept"."customer_id", "dead_kept"."last_error" from "dead_kept" where "dead_kept"."id" > ? order by "dead_kept"."id" limit ?",
+        },
+      }
+    `);
+    expect(perEngine((d) => d.jobs.lockProbeMany(seedByHand, [7, 8]))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            7,
+            8,
+          ],
+          "sql": "select \`id\` as \`id\` from \`report_jobs\` where \`id\` in (?, ?) for update skip locked",
+        },
+        "postgres": {
+          "parameters": [
+            7,
+            8,
+          ],
+          "sql": "select "id" as "id" from "report_jobs" where "id" in ($1, $2) for update skip locked",
+        },
+        "sqlite": "NOT_SUPPORTED",
       }
     `);
   });

@@ -216,12 +216,14 @@ describe("order key: each key's head among the due rows", () => {
           "create index "ledger_jobs_claim" on "ledger_jobs" ("priority", "retry_after" nulls first, "id") where "processed_at" is null",
           "create index "ledger_jobs_processed" on "ledger_jobs" ("processed_at") where "processed_at" is not null",
           "create index "ledger_jobs_order_key" on "ledger_jobs" ("account_id", "id") where "processed_at" is null",
+          "create index "ledger_jobs_order_key_done" on "ledger_jobs" ("account_id", "id") where "processed_at" is not null",
         ],
         "sqlite": [
           "create table "ledger_jobs" ("id" integer primary key autoincrement, "attempt" integer default 1 not null, "payload" blob not null, "retry_after" text, "processed_at" text, "priority" integer default 0 not null, "account_id" text not null)",
           "create index "ledger_jobs_claim" on "ledger_jobs" ("priority", "retry_after", "id") where "processed_at" is null",
           "create index "ledger_jobs_processed" on "ledger_jobs" ("processed_at") where "processed_at" is not null",
           "create index "ledger_jobs_order_key" on "ledger_jobs" ("account_id", "id") where "processed_at" is null",
+          "create index "ledger_jobs_order_key_done" on "ledger_jobs" ("account_id", "id") where "processed_at" is not null",
         ],
       }
     `);
@@ -280,6 +282,7 @@ describe("order key: each key's head among the due rows", () => {
           "create index "ledger_jobs_processed" on "ledger_jobs" ("processed_at") where "processed_at" is not null",
           "create index "ledger_jobs_order_key" on "ledger_jobs" ("account_id", "id") where "processed_at" is null",
           "create index "ledger_jobs_order_key_lease" on "ledger_jobs" ("account_id", "locked_until" nulls first) where "processed_at" is null",
+          "create index "ledger_jobs_order_key_done" on "ledger_jobs" ("account_id", "id") where "processed_at" is not null",
         ],
         "sqlite": [
           "create table "ledger_jobs" ("id" integer primary key autoincrement, "attempt" integer default 1 not null, "locked_until" text, "payload" blob not null, "processed_at" text, "account_id" text not null)",
@@ -287,6 +290,7 @@ describe("order key: each key's head among the due rows", () => {
           "create index "ledger_jobs_processed" on "ledger_jobs" ("processed_at") where "processed_at" is not null",
           "create index "ledger_jobs_order_key" on "ledger_jobs" ("account_id", "id") where "processed_at" is null",
           "create index "ledger_jobs_order_key_lease" on "ledger_jobs" ("account_id", "locked_until") where "processed_at" is null",
+          "create index "ledger_jobs_order_key_done" on "ledger_jobs" ("account_id", "id") where "processed_at" is not null",
         ],
       }
     `);

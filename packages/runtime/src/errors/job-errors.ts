@@ -40,11 +40,32 @@ export class JobEnded<State = unknown> extends SqlInboxError {
   }
 }
 
-/** `broker.job(…, { deadLetter })` names a table that generates its own ids: its rows cannot be found by the job's id. */
-export function deadLetterIdGenerated(route: string, table: string): SqlInboxError {
+/** `broker.job(…, { deadLetter })` (or `broker.jobs`) names a table that generates its own ids: its rows cannot be found by the job's id. */
+export function deadLetterIdGenerated(route: string, table: string, call: "broker.job" | "broker.jobs" = "broker.job"): SqlInboxError {
   return new SqlInboxError(
     "Declaration",
-    `broker.job(…, { deadLetter }): the dead-letter table "${table}" generates its own ids, so a dead letter keeps no trace of the job's id; describe its id column without .generated() to follow jobs into it`,
+    `${call}(…, { deadLetter }): the dead-letter table "${table}" generates its own ids, so a dead letter keeps no trace of the job's id; describe its id column without .generated() to follow jobs into it`,
     { route },
   );
+}
+
+/** `list({ limit })` is not a whole number from 1 to `max`. */
+export function badListLimit(limit: unknown, max: number, route: string): SqlInboxError {
+  return new SqlInboxError("Declaration", `jobs(…).list({ limit }) must be a whole number from 1 to ${max}, got ${String(limit)}: ask for the rest with the page's next cursor`, {
+    route,
+  });
+}
+
+/** `list({ after })` is not a cursor a page of this state gave. */
+export function badListCursor(after: unknown, state: string, route: string): SqlInboxError {
+  return new SqlInboxError(
+    "Declaration",
+    `jobs(…).list({ after }) is not a cursor of a "${state}" page: pass the \`next\` of the page before, unchanged, with the same state (got ${JSON.stringify(after)})`,
+    { route },
+  );
+}
+
+/** `list(…)` asks for what the route's table has no column for (`key`, `columns`, `done`) or names an unknown state. */
+export function badListQuery(message: string, route: string, table: string, column?: string): SqlInboxError {
+  return new SqlInboxError("Declaration", message, { route, table, ...(column !== undefined ? { column } : {}) });
 }

@@ -110,7 +110,7 @@ async function goneOrDeadLettered(place: JobPlace, id: string): Promise<AnyState
 }
 
 /** The row's state columns, under `JobColumns`' names, each only where the table has its column. */
-function columnsOf(spec: InboxDescription, row: RawRow, decode: (raw: unknown) => Date | null): Record<string, unknown> {
+export function columnsOf(spec: InboxDescription, row: RawRow, decode: (raw: unknown) => Date | null): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (spec.attempt !== undefined) out["attempt"] = deliveredAttempt(row[spec.attempt.name]);
   if (spec.retryAfter !== undefined) out["runAt"] = decode(row[spec.retryAfter.name]);
@@ -127,11 +127,13 @@ function jsonOrNull(value: unknown): unknown {
   return text === null ? null : (JSON.parse(text) as unknown);
 }
 
-function textOrNull(value: unknown): string | null {
+/** A text column's value as text (bytes decoded as UTF-8), `null` when empty. */
+export function textOrNull(value: unknown): string | null {
   if (value === null || value === undefined) return null;
   return value instanceof Uint8Array ? Buffer.from(value).toString("utf8") : String(value);
 }
 
-function numberOrNull(value: unknown): number | null {
+/** A count column's value as a number, `null` when empty. */
+export function numberOrNull(value: unknown): number | null {
   return value === null || value === undefined ? null : Number(value);
 }

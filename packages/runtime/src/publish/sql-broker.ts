@@ -11,6 +11,7 @@ import type { Logger } from "../logger.js";
 import { rowOptions, type MessageHeaderValues } from "./publish-rows.js";
 import type { Published } from "./publisher.js";
 import { JobHandle, recordCancel, type JobId, type JobOptions, type JobSpecOf } from "./job-handle.js";
+import { JobList } from "./job-list.js";
 import { retryJobNow, updateJob, type JobChanges, type JobChangesFor, type UpdateResult } from "./job-update.js";
 import { wholeSeconds, type PayloadOfSpec } from "../declare/queue.js";
 import { noRoute } from "../errors.js";
@@ -372,6 +373,14 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
   /** Job `id` of route `name` (its id, or what `publish` resolved to): `state()`, `finished()`, `cancel()`; see `JobHandle`. */
   job<N extends string, D = never>(name: N & KnownRoute<R, N>, id: JobId, options?: JobOptions<JobSpecOf<RouteSpecOf<R, N>>, D>): JobHandle<JobSpecOf<RouteSpecOf<R, N>>> {
     return new JobHandle(brokerParts(this), name, id, options as object);
+  }
+
+  /**
+   * The jobs of route `name`, a page at a time: `list({ state, key, columns, limit, after })`; see
+   * `JobList`. `options.deadLetter`, as `job()` takes it, is where `deadLettered` jobs are listed from.
+   */
+  jobs<N extends string, D = never>(name: N & KnownRoute<R, N>, options?: JobOptions<JobSpecOf<RouteSpecOf<R, N>>, D>): JobList<JobSpecOf<RouteSpecOf<R, N>>> {
+    return new JobList(brokerParts(this), name, (options as { deadLetter?: AnyInboxSpec | { readonly group: string } } | undefined)?.deadLetter);
   }
 
   /**

@@ -52,3 +52,46 @@ export async function heldOutsideRow(place: HoldPlace, row: RawRow): Promise<"fr
     }
   }
 }
+
+/** Whether the form shows in the row itself that a row is in work (a lease): then a list reads `running` as SQL over the row's columns. */
+export function holdsInRow(spec: InboxDescription): boolean {
+  return HOLDS[spec.form] === "in the row";
+}
+
+/**
+ * `heldOutsideRow` for a page of due rows at once: one `SKIP LOCKED` probe of their ids, a second
+ * of the ones it passed over (another probe's momentary lock is gone by then, a claim's is not),
+ * then a read of those still passed over, to tell held from deleted, on the row-lock form; one lookup of
+ * their keys on the advisory form. The answers are in the rows' order.
+ */
+export async function heldOutsideRows(place: Omit<HoldPlace, "id">, rows: readonly RawRow[]): Promise<Array<"free" | "held" | "held, count uncommitted" | "gone">> {
+  const { spec, database } = place;
+  const { capabilities, jobs } = database.dialect;
+  if (rows.length === 0) return [];
+  const ids = rows.map((row) => row[spec.id.name]);
+  switch (HOLDS[spec.form]) {
+    case "in the row":
+      return rows.map(() => "free");
+    case "row lock": {
+      const probe = async (of: readonly unknown[]) => (await database.execute("observe", jobs.lockProbeMany(spec, of))).rows.map((r) => String(r.id));
+      const free = new Set(await probe(ids));
+      // A probe holds its rows for its statement, so another probe (a list, a state()) may have been passing: ask the held ones again.
+      const passedOver = ids.filter((id) => !free.has(String(id)));
+      if (passedOver.length > 0) for (const id of await probe(passedOver)) free.add(id);
+      return Promise.all(
+        ids.map(async (id) => {
+          if (free.has(String(id))) return "free" as const;
+          return (await database.execute("observe", jobs.read(spec, id))).rows.length > 0 ? ("held, count uncommitted" as const) : ("gone" as const);
+        }),
+      );
+    }
+    case "advisory key": {
+      const keys = rows.map((row) => advisoryKeyOf(spec, row));
+      const held =
+        capabilities.advisoryLocks === "process"
+          ? new Set(keys.filter((key) => place.keys.has(key)))
+          : new Set((await database.execute("observe", jobs.keysHeld([...new Set(keys)], await place.lockDatabase()))).rows.map((r) => r.key));
+      return keys.map((key) => (held.has(key) ? "held" : "free"));
+    }
+  }
+}

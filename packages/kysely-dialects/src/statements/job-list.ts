@@ -1,0 +1,126 @@
+import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
+import { sql, type CompiledQuery, type Expression, type SqlBool } from "kysely";
+import type { RawRow } from "../types.js";
+import { col, COMPARE_PRECISION, compiled, type Eb, type StatementContext, tableRef } from "./query-db.js";
+
+/**
+ * The rows a page of `jobs.list` reads, as SQL over the row's own columns (the runtime tells the
+ * state of each, and probes the row-lock and advisory holds of `due` rows):
+ * - `scheduled`: not processed, not leased, its retryAfter ahead of `now`;
+ * - `due`: not processed, retryAfter and lease unset or passed (waiting, or held outside the row);
+ * - `leased`: not processed, its lease ahead of `now` (running, in the lease form);
+ * - `done`: processedAt set;
+ * - `deadGroup`: not processed, in the dead-letter group.
+ * Every set but `deadGroup` leaves the dead-letter group out when one is given.
+ */
+export type JobListRows = "scheduled" | "due" | "leased" | "done" | "deadGroup";
+
+/** One page's filter: the row set, the database's now, the cursor (the last id read), the size, and equalities by column name. */
+export interface JobListFilter {
+  readonly rows: JobListRows;
+  readonly now: Date;
+  /** The last id of the previous page: the page starts after it. */
+  readonly after?: unknown;
+  readonly limit: number;
+  /** The dead-letter group of the route's table (its group column's value), if it has one. */
+  readonly deadGroup?: string;
+  /** `column name → value`: the key and data columns the list filters on. */
+  readonly equals?: Readonly<Record<string, unknown>>;
+}
+
+/** The described columns, result and progress as their JSON text (as `jobs.read` reads them). */
+function listedColumns(ctx: StatementContext, spec: InboxDescription) {
+  const json = new Set([spec.result?.name, spec.progress?.name]);
+  return spec.columns.map((c) => (json.has(c.name) ? sql<string>`cast(${sql.ref(col(spec, c.name))} as ${sql.raw(ctx.capabilities.jsonTextCast)})`.as(c.name) : col(spec, c.name)));
+}
+
+/** Whether the table can hold the row set: no retryAfter, nothing is scheduled; no lease, nothing leased; no processedAt, nothing done; no group, no dead group. */
+export function jobListRowsExist(spec: InboxDescription, filter: JobListFilter): boolean {
+  switch (filter.rows) {
+    case "done":
+      return spec.processedAt !== undefined;
+    case "deadGroup":
+      return spec.group !== undefined && filter.deadGroup !== undefined;
+    case "leased":
+      return spec.lease !== undefined;
+    case "scheduled":
+      return spec.retryAfter !== undefined;
+    case "due":
+      return true;
+  }
+}
+
+/** The row set's conditions, on a table that can hold it (`jobListRowsExist`). */
+function rowConditions(ctx: StatementContext, spec: InboxDescription, filter: JobListFilter, eb: Eb): Expression<SqlBool>[] {
+  const now = ctx.time.encode(filter.now, COMPARE_PRECISION);
+  const out: Expression<SqlBool>[] = [];
+  const ref = (name: string) => eb.ref(col(spec, name));
+  const processed = spec.processedAt?.name;
+  if (filter.rows === "done") return processed === undefined ? [] : [eb(ref(processed), "is not", null)];
+  if (processed !== undefined) out.push(eb(ref(processed), "is", null));
+  if (filter.rows === "deadGroup") return spec.group === undefined ? out : [...out, eb(ref(spec.group.name), "=", filter.deadGroup ?? null)];
+  if (spec.group !== undefined && filter.deadGroup !== undefined) out.push(eb(ref(spec.group.name), "<>", filter.deadGroup));
+  const lease = spec.lease?.name;
+  const retry = spec.retryAfter?.name;
+  const passed = (name: string) => eb.or([eb(ref(name), "is", null), eb(ref(name), "<=", now)]);
+  switch (filter.rows) {
+    case "leased":
+      return lease === undefined ? out : [...out, eb(ref(lease), ">", now)];
+    case "scheduled":
+      return [...out, ...(lease === undefined ? [] : [passed(lease)]), ...(retry === undefined ? [] : [eb(ref(retry), ">", now)])];
+    case "due":
+      return [...out, ...(lease === undefined ? [] : [passed(lease)]), ...(retry === undefined ? [] : [passed(retry)])];
+  }
+}
+
+/**
+ * A page of the route's rows in one row set (`JobListFilter.rows`), in id order after the cursor:
+ * every described column (result and progress as JSON text), at most `limit` rows. Keyset paging on
+ * the primary key: a page walks the id index from the cursor and stops at `limit` (or, with an
+ * equality such as the route's group or a key, may read those rows through their index and sort
+ * them), so no page reads or sorts the whole table, and a row's moves between states never shift
+ * the pages. With no
+ * equality to narrow it, a page on an engine whose planner would rather sort a claim index's range
+ * (`walk` `"primary key"`: SQLite) names the table `NOT INDEXED`, which leaves the rowid walk. A set the
+ * table cannot hold (`jobListRowsExist` is false) is a `Declaration` error. On Postgres, `done`
+ * after a cursor reads the rows whose processedAt is set and whose id is past the cursor's, in id
+ * order, up to the limit.
+ */
+export function jobListQuery(ctx: StatementContext, spec: InboxDescription, filter: JobListFilter, walk: "planner's choice" | "primary key"): CompiledQuery<RawRow> {
+  if (!jobListRowsExist(spec, filter)) {
+    throw new SqlInboxError("Declaration", `jobs.list: the table has no column that holds "${filter.rows}" rows (ask jobListRowsExist first)`, { table: spec.table });
+  }
+  const equalities = Object.keys(filter.equals ?? {}).length > 0 || filter.rows === "deadGroup";
+  // SQLite's `NOT INDEXED` leaves it the rowid: the page walks ids in order from the cursor and stops at the limit.
+  const from = walk === "primary key" && !equalities ? (sql`${sql.table(tableRef(spec))} not indexed` as unknown as string) : tableRef(spec);
+  const query = ctx.db
+    .selectFrom(from)
+    .select(listedColumns(ctx, spec))
+    .where((eb) => {
+      const all = rowConditions(ctx, spec, filter, eb);
+      for (const [name, value] of Object.entries(filter.equals ?? {})) all.push(value === null ? eb(eb.ref(col(spec, name)), "is", null) : eb(eb.ref(col(spec, name)), "=", value));
+      if (filter.after !== undefined) all.push(eb(eb.ref(col(spec, spec.id.name)), ">", filter.after));
+      return eb.and(all);
+    });
+  return compiled(query.orderBy(col(spec, spec.id.name)).limit(filter.limit));
+}
+
+/**
+ * A page of a dead-letter table, in id order after the cursor: every described column, at most
+ * `limit` rows, with the equalities given by column name.
+ */
+export function deadLetterListQuery(ctx: StatementContext, destination: InboxDescription, filter: Pick<JobListFilter, "after" | "limit" | "equals">): CompiledQuery<RawRow> {
+  let query = ctx.db.selectFrom(tableRef(destination)).select(listedColumns(ctx, destination));
+  for (const [name, value] of Object.entries(filter.equals ?? {}))
+    query = value === null ? query.where(col(destination, name), "is", null) : query.where(col(destination, name), "=", value);
+  if (filter.after !== undefined) query = query.where(col(destination, destination.id.name), ">", filter.after);
+  return compiled(query.orderBy(col(destination, destination.id.name)).limit(filter.limit));
+}
+
+/**
+ * Row lock: of the page's rows, those no transaction holds. `FOR UPDATE SKIP LOCKED` in a statement
+ * of its own, as `jobs.lockProbe` for one row: the locks last the statement alone.
+ */
+export function jobsLockProbeQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<{ id: unknown }> {
+  return compiled(ctx.db.selectFrom(tableRef(spec)).select(sql.ref(spec.id.name).as("id")).where(spec.id.name, "in", ids).forUpdate().skipLocked());
+}
