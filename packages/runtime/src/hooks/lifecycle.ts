@@ -1,6 +1,7 @@
 import { isSqlInboxError } from "@sqlinbox/core/internal";
 import { settledAs } from "../claim/settlement.js";
 import type { DeliveryObserver, SettledEvent } from "../consume/setup.js";
+import type { HandlerOutcome } from "../declare/outcome.js";
 import { errorFields, type Logger } from "../logger.js";
 import type { PublishEvent, PublishObserver } from "../publish/publisher.js";
 
@@ -35,8 +36,18 @@ export interface JobEvents {
   readonly cancelled: JobEventBase;
   /** The handler ran past its queue's timeout (followed by `failed`). */
   readonly timedOut: JobEventBase & { readonly error: unknown };
-  /** The row's hold was lost before its settlement was written: another claim may run it again. */
-  readonly leaseLost: JobEventBase & { readonly error: unknown };
+  /** The row's hold was lost before its settlement was written: another claim may run it again. `outcome`: the settlement that was not written. */
+  readonly leaseLost: JobEventBase & { readonly error: unknown; readonly outcome: HandlerOutcome["kind"] };
+  /**
+   * The settlement could not be written for another reason than a lost hold (the database failed
+   * the statement): the row returns to the queue when its hold ends. `outcome`: the settlement that was not written.
+   */
+  readonly settlementFailed: JobEventBase & { readonly error: unknown; readonly outcome: HandlerOutcome["kind"] };
+  /**
+   * A claim statement of the route ran and brought `rows` rows (0: nothing was due) in `durationMs`.
+   * It fires at every poll, idle ones included.
+   */
+  readonly claimed: { readonly route: string; readonly rows: number; readonly durationMs: number };
 }
 
 export type JobEventName = keyof JobEvents;
@@ -81,6 +92,8 @@ export function lifecycleEmitter(listeners: readonly Registered[], logger: Logge
     deliveries: {
       delivered: ({ subscription, id, attempt, payload }) => emit("started", { route: subscription, id, attempt, payload }),
       settled: (event) => settledEvents(event, emit),
+      // Absent with no listener of it: claims are then neither timed nor told.
+      claimed: byEvent.has("claimed") ? ({ subscription, rows, durationMs }) => emit("claimed", { route: subscription, rows, durationMs }) : undefined,
     },
     publishes: (event: PublishEvent) => {
       for (const [i, p] of event.published.entries()) emit("published", { route: event.route, id: p.id, created: p.created, payload: event.payloads[i] });
@@ -100,7 +113,9 @@ function settledEvents(event: SettledEvent, emit: Emit): void {
     emit("failed", { ...base, error: cause });
   }
   if (event.written !== true) {
-    if (isSqlInboxError(event.error, "LeaseLost")) emit("leaseLost", { ...base, error: event.error });
+    const failure = { ...base, error: event.error, outcome: settlement.outcome.kind };
+    if (isSqlInboxError(event.error, "LeaseLost")) emit("leaseLost", failure);
+    else emit("settlementFailed", failure);
     return;
   }
   const as = settledAs(settlement);
@@ -115,7 +130,16 @@ function settledEvents(event: SettledEvent, emit: Emit): void {
 /** Both observers, in order (a test's, then the listeners'). */
 export function bothObservers(a: DeliveryObserver | undefined, b: DeliveryObserver | undefined): DeliveryObserver | undefined {
   if (a === undefined || b === undefined) return a ?? b;
+  const claimedA = a.claimed;
+  const claimedB = b.claimed;
   return {
+    claimed:
+      claimedA === undefined || claimedB === undefined
+        ? (claimedA ?? claimedB)
+        : (e) => {
+            claimedA(e);
+            claimedB(e);
+          },
     delivered: (e) => {
       a.delivered(e);
       b.delivered(e);
