@@ -138,7 +138,7 @@ export class Publisher {
     if (rows.length === 0) return [];
     const keyed = description.key !== undefined && options.keys?.some((k) => k !== undefined) === true;
     // What may be in the table if this fails: a statement outside a transaction that completed committed.
-    const attempt = { committed: false, committing: false };
+    const attempt = { committed: false, committing: false, started: false };
     const tracked: PublishDatabase = {
       dialect: database.dialect,
       execute: async (kind, query, target) => {
@@ -164,18 +164,22 @@ export class Publisher {
     // commits alone there, as a transaction holding some keys while it waits for others' could deadlock another publisher.
     const onePerStatement = keyed && !database.dialect.capabilities.insertReturning;
     const ownTransaction = on === undefined && chunks.length > 1 && !onePerStatement;
-    const insert = (): Promise<Inserted[]> =>
-      ownTransaction
+    const insert = (): Promise<Inserted[]> => {
+      attempt.started = true;
+      return ownTransaction
         ? database.db.transaction().execute(async (trx) => {
             const inserted = await insertAll(trx);
             attempt.committing = true;
             return inserted;
           })
         : insertAll(on);
+    };
     let published: Inserted[];
     try {
       published = this.#middleware.length === 0 ? await insert() : ((await this.#around(name, description, rows, options, insert)) as Inserted[]);
     } catch (error) {
+      // A publish middleware failed before the insert began: nothing was written.
+      if (!attempt.started) throw error;
       const inTransaction = on !== undefined && (on as { isTransaction?: boolean }).isTransaction === true;
       // Unknown: a statement of this publish committed already, or the last one (or the commit) may have reached the server.
       const unknown = attempt.committed || (!inTransaction && !isSqlInboxError(error) && (!ownTransaction || attempt.committing) && !database.dialect.wroteNothing(error));
