@@ -18,7 +18,7 @@ export interface DeliveryObserver {
 }
 
 /** One claim statement's end: how many rows it brought (0: an idle poll), and how long it took. */
-export interface ClaimedEvent {
+interface ClaimedEvent {
   readonly subscription: string;
   readonly rows: number;
   readonly durationMs: number;
