@@ -16,7 +16,7 @@ import { startBroker, type Startup } from "./startup/start-broker.js";
 import { stopReportOf, within, type StopReport } from "./stop-report.js";
 import { loadTelemetry } from "./telemetry/load-telemetry.js";
 import type { LeaseClock } from "./time/database-clock.js";
-import { bothObservers, bothPublishObservers, lifecycleEmitter, type JobEventName, type JobListener, type RegisteredListener } from "./hooks/lifecycle.js";
+import { bothObservers, bothPublishObservers, lifecycleEmitter, type AppEvents, type JobListener, type RegisteredListener } from "./hooks/lifecycle.js";
 import type { Middleware, MiddlewareFor, MiddlewareUse } from "./hooks/middleware.js";
 import type { PublishMiddleware } from "./publish/publish-hooks.js";
 
@@ -152,11 +152,11 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
 
   /**
    * Calls `listener` at each `event` of a job's life (`published`, `started`, `succeeded`,
-   * `retried`, `snoozed`, `failed`, `deadLettered`, `dropped`, `cancelled`, `timedOut`, `leaseLost`), in order,
-   * once per transition. A listener is never awaited: one that throws or hangs changes no job and
+   * `retried`, `snoozed`, `failed`, `deadLettered`, `dropped`, `cancelled`, `timedOut`, `leaseLost`,
+   * `settlementFailed`), in order, once per transition, or at each claim statement (`claimed`). A listener is never awaited: one that throws or hangs changes no job and
    * holds no worker (its failure is logged once).
    */
-  on<E extends JobEventName>(event: E, listener: JobListener<E>): App<R> {
+  on<E extends keyof AppEvents>(event: E, listener: JobListener<E>): App<R> {
     return this.#with({ listeners: [...this.#parts.listeners, { event, listener: listener as RegisteredListener["listener"] }] });
   }
 

@@ -43,6 +43,12 @@ export interface JobEvents {
    * the statement): the row returns to the queue when its hold ends. `outcome`: the settlement that was not written.
    */
   readonly settlementFailed: JobEventBase & { readonly error: unknown; readonly outcome: HandlerOutcome["kind"] };
+}
+
+export type JobEventName = keyof JobEvents;
+
+/** Every event `app.on` takes: the job events, and `claimed`, which tells of a claim rather than of one job (it has no `id`). */
+export interface AppEvents extends JobEvents {
   /**
    * A claim statement of the route ran and brought `rows` rows (0: nothing was due) in `durationMs`.
    * It fires at every poll, idle ones included.
@@ -50,25 +56,23 @@ export interface JobEvents {
   readonly claimed: { readonly route: string; readonly rows: number; readonly durationMs: number };
 }
 
-export type JobEventName = keyof JobEvents;
-
 /** A listener of one event; what it returns is never awaited. */
-export type JobListener<E extends JobEventName> = (event: JobEvents[E]) => unknown;
+export type JobListener<E extends keyof AppEvents> = (event: AppEvents[E]) => unknown;
 
 /** One registered listener of one event. */
 interface Registered {
-  readonly event: JobEventName;
+  readonly event: keyof AppEvents;
   readonly listener: (event: never) => unknown;
 }
 
-type Emit = <E extends JobEventName>(name: E, event: JobEvents[E]) => void;
+type Emit = <E extends keyof AppEvents>(name: E, event: AppEvents[E]) => void;
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
   value !== null && (typeof value === "object" || typeof value === "function") && typeof (value as { then?: unknown }).then === "function";
 
 /** The listeners of one running app: each is called in registration order, never awaited; a failure is logged once per listener. */
 export function lifecycleEmitter(listeners: readonly Registered[], logger: Logger): { readonly deliveries: DeliveryObserver; readonly publishes: PublishObserver } {
-  const byEvent = new Map<JobEventName, Registered[]>();
+  const byEvent = new Map<keyof AppEvents, Registered[]>();
   for (const r of listeners) byEvent.set(r.event, [...(byEvent.get(r.event) ?? []), r]);
   const failed = new Set<Registered>();
   const fail = (r: Registered, error: unknown): void => {

@@ -3,7 +3,7 @@ import { isSqlInboxError, type InboxDescription } from "@sqlinbox/core/internal"
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import type { ClaimedDelivery } from "../claim/claim-strategy.js";
 import { keys, type InboxContext } from "../declare/context.js";
-import type { JobEventBase, JobEventName, JobListener, RegisteredListener } from "../hooks/lifecycle.js";
+import type { AppEvents, JobEventBase, JobListener, RegisteredListener } from "../hooks/lifecycle.js";
 import type { Middleware, MiddlewareUse } from "../hooks/middleware.js";
 import type { PublishMiddleware } from "../publish/publish-hooks.js";
 import * as a from "./attributes.js";
@@ -314,7 +314,7 @@ class OtelHooks implements TelemetryHooks {
   }
 }
 
-function listen<E extends JobEventName>(event: E, listener: JobListener<E>): RegisteredListener {
+function listen<E extends keyof AppEvents>(event: E, listener: JobListener<E>): RegisteredListener {
   return { event, listener: listener as RegisteredListener["listener"] };
 }
 
