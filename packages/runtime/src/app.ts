@@ -153,7 +153,7 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
   /**
    * Calls `listener` at each `event` of a job's life (`published`, `started`, `succeeded`,
    * `retried`, `snoozed`, `failed`, `deadLettered`, `dropped`, `cancelled`, `timedOut`, `leaseLost`,
-   * `settlementFailed`), in order, once per transition, or at each claim statement (`claimed`). A listener is never awaited: one that throws or hangs changes no job and
+   * `settlementFailed`, `undecodable`), in order, once per transition, or at each claim statement (`claimed`). A listener is never awaited: one that throws or hangs changes no job and
    * holds no worker (its failure is logged once).
    */
   on<E extends keyof AppEvents>(event: E, listener: JobListener<E>): App<R> {

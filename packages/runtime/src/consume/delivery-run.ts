@@ -302,6 +302,7 @@ export class DeliveryRun {
     const { logger, observer } = this.#s;
     const { delivery, settlement, written, error } = run;
     if (run.handler === "undecodable") {
+      observer?.undecodable?.({ subscription: this.#name, id: delivery.id, attempt: delivery.attempt, cause: run.cause, written, error });
       if (!written) {
         logger.error(
           { ...errorFields(error), ...this.#place, id: delivery.id, outcome: settlement.outcome.kind },
@@ -344,6 +345,7 @@ export class DeliveryRun {
    */
   #undecodable(delivery: ClaimedDelivery, error: unknown): Promise<void> | undefined {
     const run = new RunningDelivery(this.#end, delivery, undefined, 0, "undecodable");
+    run.cause = error;
     const settlement = this.#policy.failed("decode", delivery, error);
     this.#s.logger.error(this.#policy.failureFields(delivery, error, settlement), undecodableMessage(settlement));
     return this.#settle(run, settlement);

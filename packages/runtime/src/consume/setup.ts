@@ -15,6 +15,18 @@ export interface DeliveryObserver {
   settled(event: SettledEvent): void;
   /** A claim statement returned `rows` rows after `durationMs`; absent: claims are not told (nor timed for it). */
   readonly claimed?: ((event: ClaimedEvent) => void) | undefined;
+  /** A row's payload could not be decoded and its settlement by the decode policy ended (`error`: the settlement's, when it was not written); absent: not told. */
+  readonly undecodable?: ((event: UndecodableEvent) => void) | undefined;
+}
+
+/** A row whose payload could not be decoded (`cause`), settled by the decode policy or not (`written`, `error`). */
+interface UndecodableEvent {
+  readonly subscription: string;
+  readonly id: unknown;
+  readonly attempt: number | undefined;
+  readonly cause: unknown;
+  readonly written: boolean;
+  readonly error: unknown;
 }
 
 /** One claim statement's end: how many rows it brought (0: an idle poll), and how long it took. */

@@ -43,6 +43,12 @@ export interface JobEvents {
    * the statement): the row returns to the queue when its hold ends. `outcome`: the settlement that was not written.
    */
   readonly settlementFailed: JobEventBase & { readonly error: unknown; readonly outcome: HandlerOutcome["kind"] };
+  /**
+   * The row's payload could not be decoded (`error`), so no handler ran: the queue's `onDecodeError` policy
+   * settled it (kept out of claims for a while by default, or dead-lettered). `written: false`: that
+   * settlement failed (`settleError`), and the row returns when its hold ends.
+   */
+  readonly undecodable: JobEventBase & { readonly error: unknown; readonly written: boolean; readonly settleError: unknown };
 }
 
 export type JobEventName = keyof JobEvents;
@@ -98,6 +104,9 @@ export function lifecycleEmitter(listeners: readonly Registered[], logger: Logge
       settled: (event) => settledEvents(event, emit),
       // Absent with no listener of it: claims are then neither timed nor told.
       claimed: byEvent.has("claimed") ? ({ subscription, rows, durationMs }) => emit("claimed", { route: subscription, rows, durationMs }) : undefined,
+      undecodable: byEvent.has("undecodable")
+        ? ({ subscription, id, attempt, cause, written, error }) => emit("undecodable", { route: subscription, id, attempt, error: cause, written, settleError: error })
+        : undefined,
     },
     publishes: (event: PublishEvent) => {
       for (const [i, p] of event.published.entries()) emit("published", { route: event.route, id: p.id, created: p.created, payload: event.payloads[i] });
@@ -134,16 +143,9 @@ function settledEvents(event: SettledEvent, emit: Emit): void {
 /** Both observers, in order (a test's, then the listeners'). */
 export function bothObservers(a: DeliveryObserver | undefined, b: DeliveryObserver | undefined): DeliveryObserver | undefined {
   if (a === undefined || b === undefined) return a ?? b;
-  const claimedA = a.claimed;
-  const claimedB = b.claimed;
   return {
-    claimed:
-      claimedA === undefined || claimedB === undefined
-        ? (claimedA ?? claimedB)
-        : (e) => {
-            claimedA(e);
-            claimedB(e);
-          },
+    claimed: both(a.claimed, b.claimed),
+    undecodable: both(a.undecodable, b.undecodable),
     delivered: (e) => {
       a.delivered(e);
       b.delivered(e);
@@ -152,6 +154,15 @@ export function bothObservers(a: DeliveryObserver | undefined, b: DeliveryObserv
       a.settled(e);
       b.settled(e);
     },
+  };
+}
+
+/** Both optional callbacks, in order; one alone as it is. */
+function both<E>(a: ((e: E) => void) | undefined, b: ((e: E) => void) | undefined): ((e: E) => void) | undefined {
+  if (a === undefined || b === undefined) return a ?? b;
+  return (e) => {
+    a(e);
+    b(e);
   };
 }
 

@@ -299,6 +299,7 @@ class OtelHooks implements TelemetryHooks {
       listen("cancelled", settled("drop")),
       listen("leaseLost", (e) => ends(e.route, e.id, e.attempt, e.outcome, e.error)),
       listen("settlementFailed", (e) => ends(e.route, e.id, e.attempt, e.outcome, e.error)),
+      listen("undecodable", (e) => this.#routes.get(e.route)?.undecodable(e.id, e.attempt, e.written ? undefined : e.settleError)),
       listen("claimed", (e) => this.#routes.get(e.route)?.sub.claimed(performance.now() - e.durationMs, e.rows)),
     ];
   }
@@ -317,6 +318,9 @@ class OtelHooks implements TelemetryHooks {
 function listen<E extends keyof AppEvents>(event: E, listener: JobListener<E>): RegisteredListener {
   return { event, listener: listener as RegisteredListener["listener"] };
 }
+
+/** The signal of a row that never reached a handler: nothing aborted it. */
+const NEVER_ABORTED = new AbortController().signal;
 
 /** A delivery between its middleware's start and its settlement's event (`next`: another delivery of the same id, a lost lease's). */
 class InWork {
@@ -355,6 +359,11 @@ class RouteDeliveries {
         },
       );
     };
+  }
+
+  /** A row that could not be decoded: no handler ran, so its process span starts and ends here, at its settlement. */
+  undecodable(id: unknown, attempt: number | undefined, error: unknown): void {
+    this.sub.beginWith(id, attempt, undefined).end("undecodable", error, NEVER_ABORTED);
   }
 
   /** The delivery `id` (of `attempt`) settled with `outcome` (`error`: the settlement's, when it was not written). */

@@ -73,6 +73,12 @@ describe("claims, settlement failures and publish middleware, as types", () => {
     app.on("claimed", (e) => e.id);
     app.on("settlementFailed", (e) => expectTypeOf(e.outcome).toEqualTypeOf<HandlerOutcome["kind"]>());
     app.on("leaseLost", (e) => expectTypeOf(e.outcome).toEqualTypeOf<HandlerOutcome["kind"]>());
+    app.on("undecodable", (e) => {
+      expectTypeOf(e.written).toEqualTypeOf<boolean>();
+      expectTypeOf(e.error).toEqualTypeOf<unknown>();
+    });
+    // @ts-expect-error an undecodable row reached no handler: it has no payload
+    app.on("undecodable", (e) => e.payload);
   });
 
   test("a publish middleware sees the headers it may add to, and returns what next() wrote", () => {

@@ -3,8 +3,9 @@
  * engine × form against real servers: publish middleware (`app.usePublish`) in registration order,
  * its headers written into every row of the call and read back as `keys.headers`, `next()`
  * resolving to the rows written, a throw failing the publish with nothing written; the `claimed`
- * event, once per claim statement, idle polls included; and `settlementFailed`, when a settlement
- * cannot be written (its row then returns and runs again).
+ * event, once per claim statement, idle polls included; `settlementFailed`, when a settlement
+ * cannot be written (its row then returns and runs again); and `undecodable`, for a row whose
+ * payload no handler could be given.
  */
 import { defineInbox, field, type ClaimForm } from "@sqlinbox/core/internal";
 import { sql } from "kysely";
@@ -191,6 +192,41 @@ describe.each(matrix)("publish and claim hooks on $engine.name × $form", ({ eng
       expect(String(failures[0]?.error)).toContain("database unreachable");
     } finally {
       await t.stop();
+      await broker.close();
+      await engine.dropTable(db, table);
+    }
+  });
+
+  test("undecodable: a row whose payload cannot be decoded, with the decode error; no handler runs, the other rows flow", async () => {
+    const table = unique(`ud_${form}`);
+    await createJobsTable(engine, db, table);
+    const spec = jobsSpecOf(table, form);
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } }).route(spec, "jobs");
+    const undecodable: Array<{ id: string; error: unknown; written: boolean }> = [];
+    const handled: number[] = [];
+    const app = new App({ name: "t", version: "0", logger: silentLogger })
+      .withBroker(broker, (b) =>
+        b.include(
+          subscriber(InboxQueue.of(spec, "jobs").workers(1).pollInterval(50), async (job) => {
+            handled.push(job.n);
+          }),
+        ),
+      )
+      .on("undecodable", (e) => void undecodable.push({ id: String(e.id), error: e.error, written: e.written }));
+    const running = await app.start();
+    try {
+      await db
+        .insertInto(table)
+        .values({ k: "bad", payload: Buffer.from("{not json") })
+        .execute();
+      const good = await broker.publish("jobs", { n: 1 }, { columns: { k: "k1" } });
+      await until(() => handled.length === 1 && undecodable.length === 1, 10_000, "the good row handled and the bad one told");
+      const [bad] = await db.selectFrom(table).select("id").where("k", "=", "bad").execute();
+      expect(undecodable).toEqual([{ id: String((bad as { id: unknown }).id), error: expect.any(Error), written: true }]);
+      expect(undecodable[0]?.id).not.toBe(good.id);
+      expect(handled).toEqual([1]);
+    } finally {
+      await running.stop();
       await broker.close();
       await engine.dropTable(db, table);
     }
