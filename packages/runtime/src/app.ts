@@ -16,8 +16,9 @@ import { startBroker, type Startup } from "./startup/start-broker.js";
 import { stopReportOf, within, type StopReport } from "./stop-report.js";
 import { loadTelemetry } from "./telemetry/load-telemetry.js";
 import type { LeaseClock } from "./time/database-clock.js";
-import { bothObservers, bothPublishObservers, lifecycleEmitter, type JobEventName, type JobListener, type RegisteredListener } from "./hooks/lifecycle.js";
+import { bothObservers, bothPublishObservers, lifecycleEmitter, type AppEvents, type JobListener, type RegisteredListener } from "./hooks/lifecycle.js";
 import type { Middleware, MiddlewareFor, MiddlewareUse } from "./hooks/middleware.js";
+import type { PublishMiddleware } from "./publish/publish-hooks.js";
 
 /** What an app is and how it runs. */
 export interface AppInfo {
@@ -38,7 +39,10 @@ export interface AppInfo {
   readonly leaseClock?: LeaseClock;
   /** How long deliveries in work may still finish after a stop (default 10 s). */
   readonly shutdownGrace?: number;
-  /** OpenTelemetry spans and metrics when `@opentelemetry/api` is installed (default); `false`: the API is never loaded. */
+  /**
+   * OpenTelemetry spans and metrics when `@opentelemetry/api` is installed (default), recorded through the
+   * same public hooks as `app.use`, `app.on` and `app.usePublish`; `false`: the API is never loaded, and none of it runs.
+   */
   readonly telemetry?: boolean;
 }
 
@@ -78,7 +82,7 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
 
   constructor(info: AppInfo, parts: AppParts = {}) {
     this.info = Object.freeze({ ...info });
-    this.#parts = { startup: [], shutdown: [], brokers: [], crons: [], middleware: [], listeners: [], ...parts };
+    this.#parts = { startup: [], shutdown: [], brokers: [], crons: [], middleware: [], listeners: [], publishMiddleware: [], ...parts };
     Object.freeze(this);
   }
 
@@ -148,12 +152,29 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
 
   /**
    * Calls `listener` at each `event` of a job's life (`published`, `started`, `succeeded`,
-   * `retried`, `snoozed`, `failed`, `deadLettered`, `dropped`, `cancelled`, `timedOut`, `leaseLost`), in order,
-   * once per transition. A listener is never awaited: one that throws or hangs changes no job and
+   * `retried`, `snoozed`, `failed`, `deadLettered`, `dropped`, `cancelled`, `timedOut`, `leaseLost`,
+   * `settlementFailed`, `undecodable`), in order, once per transition, or at each claim statement (`claimed`). A listener is never awaited: one that throws or hangs changes no job and
    * holds no worker (its failure is logged once).
    */
-  on<E extends JobEventName>(event: E, listener: JobListener<E>): App<R> {
+  on<E extends keyof AppEvents>(event: E, listener: JobListener<E>): App<R> {
     return this.#with({ listeners: [...this.#parts.listeners, { event, listener: listener as RegisteredListener["listener"] }] });
+  }
+
+  /**
+   * Runs `middleware` around each publish through this app's brokers while it runs (`broker.publish`,
+   * `publishMany`, a handler's publish, `app.cron`): before `next()` it may add headers to
+   * `publish.headers` (on a table with a headers column), which every row of the call is written with;
+   * `next()` resolves to the rows written, or rejects with the publish's error. The first registered
+   * is the outermost. A middleware that throws fails the publish.
+   *
+   * @example
+   * app.usePublish(async (publish, next) => {
+   *   if (publish.headers !== undefined) publish.headers["tenant"] = currentTenant();
+   *   return next();
+   * })
+   */
+  usePublish(middleware: PublishMiddleware): App<R> {
+    return this.#with({ publishMiddleware: [...this.#parts.publishMiddleware, middleware] });
   }
 
   /** Starts: hooks, connections, version and schema checks, then the subscriptions. */
@@ -182,7 +203,11 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
   /** @internal Startup in named steps: hooks, then per broker routes, connection, schemas, pool budget, subscriptions, listening; then claims start. */
   async [startWith](overrides: StartOverrides): Promise<RunningApp> {
     const logger = childLogger(overrides.logger ?? this.info.logger ?? consoleLogger(), { app: this.info.name });
-    const events = this.#parts.listeners.length === 0 ? undefined : lifecycleEmitter(this.#parts.listeners, logger);
+    const telemetry = await loadTelemetry({ enabled: this.info.telemetry !== false });
+    // OpenTelemetry is one more user of the hooks: its listeners first, its middleware outermost.
+    const telemetryHooks = telemetry.hooks();
+    const listeners = telemetryHooks === undefined ? this.#parts.listeners : [...telemetryHooks.listeners, ...this.#parts.listeners];
+    const events = listeners.length === 0 ? undefined : lifecycleEmitter(listeners, logger);
     const run: Startup = {
       appName: this.info.name,
       clock: overrides.clock ?? this.info.clock ?? systemClock,
@@ -194,11 +219,13 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
       observer: bothObservers(overrides.observer, events?.deliveries),
       publishes: bothPublishObservers(overrides.publishes, events?.publishes),
       middleware: this.#parts.middleware,
+      publishMiddleware: this.#parts.publishMiddleware,
+      telemetryHooks,
       opened: [],
       subscriptions: [],
       unsubscribe: [],
       held: [],
-      telemetry: await loadTelemetry({ enabled: this.info.telemetry !== false }),
+      telemetry,
       observed: { subscriptions: [], databases: [] },
       pruners: [],
       kept: [],
@@ -292,4 +319,5 @@ interface AppParts {
   readonly crons?: readonly CronDeclaration[];
   readonly middleware?: readonly MiddlewareUse[];
   readonly listeners?: readonly RegisteredListener[];
+  readonly publishMiddleware?: readonly PublishMiddleware[];
 }

@@ -1,7 +1,8 @@
 // What an application uses. What sibling packages and tests need lives in `./internal` (not covered by semver).
 export { App, type AppInfo, type RunningApp } from "./app.js";
-export type { JobEvents, JobEventName, JobEventBase, JobListener } from "./hooks/lifecycle.js";
+export type { AppEvents, JobEvents, JobEventName, JobEventBase, JobListener } from "./hooks/lifecycle.js";
 export type { Middleware, MiddlewareFor, Delivery, RowDelivery, BatchDelivery, DeliveryResult } from "./hooks/middleware.js";
+export type { PublishMiddleware, OutgoingPublish, PublishedRow } from "./publish/publish-hooks.js";
 export type { BrokerScope } from "./startup/broker-scope.js";
 export type { CronTick, CronOptions, CronPayload } from "./schedule/cron.js";
 export {

@@ -9,7 +9,6 @@ import { ACKED, delayOf, dropsRow, failureFate, type Settlement, undecodableMess
 import { decodePayload, decodePayloadNow } from "../declare/payload.js";
 import type { SubscriptionSetup } from "./setup.js";
 import { movingAverage } from "./claim-pacer.js";
-import type { DeliveryTrace } from "../telemetry/telemetry.js";
 import type { HandlerTimeout } from "../declare/queue.js";
 import { deliveryWithin, fencedTransaction, type FencedTransaction } from "./handler-timeout.js";
 import { SettlementPolicy } from "./settlement-policy.js";
@@ -39,7 +38,6 @@ class RunningDelivery implements DeliveryReport, SettleDone {
     readonly end: (run: RunningDelivery) => void,
     readonly delivery: ClaimedDelivery,
     readonly payload: unknown,
-    readonly trace: DeliveryTrace | undefined,
     /** `performance.now()` at the handler's call, where something measures it; else 0. */
     readonly startedAt: number,
     public handler: HandlerEnd,
@@ -134,26 +132,25 @@ export class DeliveryRun {
 
   /** Decodes, runs the handler and settles; `undefined` when all of it ran now (nothing left that holds the worker). */
   handle(delivery: ClaimedDelivery): Promise<void> | undefined {
-    const trace = this.#s.telemetry?.begin(delivery);
-    if (this.#decodesAsync || this.#s.options.transactional === true) return this.#handleLater(delivery, trace);
+    if (this.#decodesAsync || this.#s.options.transactional === true) return this.#handleLater(delivery);
     let payload: unknown;
     try {
       payload = decodePayloadNow(this.#s.spec, delivery.row, this.#placeOf, delivery.id);
     } catch (error) {
-      return this.#undecodable(delivery, error, trace);
+      return this.#undecodable(delivery, error);
     }
     this.#s.observer?.delivered({ subscription: this.#name, id: delivery.id, attempt: delivery.attempt, payload });
-    return this.#invoke(delivery, payload, undefined, trace);
+    return this.#invoke(delivery, payload, undefined);
   }
 
   /** `handle` where decoding may be asynchronous (a Standard Schema) or a handler's transaction opens first. */
-  async #handleLater(delivery: ClaimedDelivery, trace: DeliveryTrace | undefined): Promise<void> {
+  async #handleLater(delivery: ClaimedDelivery): Promise<void> {
     const { spec, logger } = this.#s;
     let payload: unknown;
     try {
       payload = this.#decodesAsync ? await decodePayload(spec, delivery.row, this.#placeOf(delivery.id)) : decodePayloadNow(spec, delivery.row, this.#placeOf, delivery.id);
     } catch (error) {
-      await this.#undecodable(delivery, error, trace);
+      await this.#undecodable(delivery, error);
       return;
     }
     this.#s.observer?.delivered({ subscription: this.#name, id: delivery.id, attempt: delivery.attempt, payload });
@@ -163,30 +160,27 @@ export class DeliveryRun {
         tx = await delivery.openHandlerTransaction();
       } catch (error) {
         logger.error({ ...errorFields(error), ...this.#place, id: delivery.id }, "could not open the handler's transaction; the row is released for another attempt");
-        const run = new RunningDelivery(this.#end, delivery, payload, trace, 0, "notRun");
+        const run = new RunningDelivery(this.#end, delivery, payload, 0, "notRun");
         // No attempt given: the handler never ran, so the cap does not turn this release into a dead letter.
         await this.#settle(run, this.#policy.runtime(HandlerOutcome.retry(), undefined));
         return;
       }
     }
-    await this.#invoke(delivery, payload, tx, trace);
+    await this.#invoke(delivery, payload, tx);
   }
 
   /** Calls the handler (the observer saw the delivery); a returned promise is awaited, anything else settles now. */
-  #invoke(delivery: ClaimedDelivery, payload: unknown, tx: AnyTransaction | undefined, trace: DeliveryTrace | undefined): Promise<void> | undefined {
+  #invoke(delivery: ClaimedDelivery, payload: unknown, tx: AnyTransaction | undefined): Promise<void> | undefined {
     const { subscriber, clock } = this.#s;
     const limit = this.#s.options.timeout;
     // A timed handler's `ctx.tx` can be closed when its row is settled without it (the grace is over).
     const fence = limit !== undefined && tx !== undefined ? fencedTransaction(tx, () => afterTimeoutGrace(this.#placeOf(delivery.id))) : undefined;
     const ctx = deliveryContext<readonly RoleMarker[]>(this.#contextPlace, delivery, clock, fence?.tx ?? tx);
-    const run = new RunningDelivery(this.#end, delivery, payload, trace, trace === undefined && !this.#measures ? 0 : performance.now(), "returned");
+    const run = new RunningDelivery(this.#end, delivery, payload, this.#measures ? performance.now() : 0, "returned");
     let result: unknown;
     try {
       if (subscriber.kind !== "row") throw new Error("a batch subscriber's rows go through deliverBatch");
-      result =
-        trace === undefined
-          ? subscriber.invoke(payload as never, ctx as never, this.#s.outputs)
-          : trace.run(subscriber.invoke, undefined, payload as never, ctx as never, this.#s.outputs);
+      result = subscriber.invoke(payload as never, ctx as never, this.#s.outputs);
     } catch (error) {
       return this.#threw(run, error);
     }
@@ -254,7 +248,6 @@ export class DeliveryRun {
     run.handler = ended;
     run.cause = error;
     if (run.startedAt > 0) run.handlerMs = performance.now() - run.startedAt;
-    run.trace?.handled(run.startedAt, ended !== "returned", error);
   }
 
   /**
@@ -273,7 +266,7 @@ export class DeliveryRun {
 
   /** A batch's row (`handler`: how its batch handler ended): its settlement is written; never rejects. */
   settleRow(delivery: ClaimedDelivery, settlement: Settlement, payload: unknown, handler: HandlerEnd, cause?: unknown): Promise<void> {
-    const run = new RunningDelivery(this.#end, delivery, payload, undefined, 0, handler, false);
+    const run = new RunningDelivery(this.#end, delivery, payload, 0, handler, false);
     run.cause = cause;
     run.settlement = settlement;
     return new Promise<void>((resolve) => this.#write(run, resolve));
@@ -304,12 +297,12 @@ export class DeliveryRun {
     run.after?.();
   }
 
-  /** A settlement's end: logged, traced and shown to the observer. */
+  /** A settlement's end: logged and shown to the observer. */
   #told(run: RunningDelivery): void {
     const { logger, observer } = this.#s;
-    const { delivery, settlement, written, error, trace } = run;
+    const { delivery, settlement, written, error } = run;
     if (run.handler === "undecodable") {
-      trace?.end("undecodable", written ? undefined : error, delivery.signal);
+      observer?.undecodable?.({ subscription: this.#name, id: delivery.id, attempt: delivery.attempt, cause: run.cause, written, error });
       if (!written) {
         logger.error(
           { ...errorFields(error), ...this.#place, id: delivery.id, outcome: settlement.outcome.kind },
@@ -325,7 +318,6 @@ export class DeliveryRun {
       const code = isSqlInboxError(error) ? error.code : undefined;
       logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, outcome: settlement.outcome.kind, code }, "settlement failed");
     }
-    trace?.end(settlement.outcome.kind, written ? undefined : error, delivery.signal);
     observer?.settled({
       subscription: this.#name,
       id: delivery.id,
@@ -351,8 +343,9 @@ export class DeliveryRun {
    * for `decodeRetryMs`; or moved to the dead letter where one is declared). The worker waits for it
    * only where the delivery holds a connection.
    */
-  #undecodable(delivery: ClaimedDelivery, error: unknown, trace: DeliveryTrace | undefined): Promise<void> | undefined {
-    const run = new RunningDelivery(this.#end, delivery, undefined, trace, 0, "undecodable");
+  #undecodable(delivery: ClaimedDelivery, error: unknown): Promise<void> | undefined {
+    const run = new RunningDelivery(this.#end, delivery, undefined, 0, "undecodable");
+    run.cause = error;
     const settlement = this.#policy.failed("decode", delivery, error);
     this.#s.logger.error(this.#policy.failureFields(delivery, error, settlement), undecodableMessage(settlement));
     return this.#settle(run, settlement);

@@ -8,12 +8,32 @@ import type { HandlerEnd } from "./delivery-report.js";
 import type { QueueOptions } from "../declare/queue.js";
 import type { Outputs, Subscriber } from "../declare/subscriber.js";
 import type { Logger } from "../logger.js";
-import type { SubscriptionTelemetry } from "../telemetry/telemetry.js";
 
-/** What a test sees of each delivery (`TestApp` call records). */
+/** What a test (`TestApp` call records) and the app's job event listeners see of each delivery. */
 export interface DeliveryObserver {
   delivered(event: { subscription: string; id: unknown; attempt: number | undefined; payload: unknown }): void;
   settled(event: SettledEvent): void;
+  /** A claim statement returned `rows` rows after `durationMs`; absent: claims are not told (nor timed for it). */
+  readonly claimed?: ((event: ClaimedEvent) => void) | undefined;
+  /** A row's payload could not be decoded and its settlement by the decode policy ended (`error`: the settlement's, when it was not written); absent: not told. */
+  readonly undecodable?: ((event: UndecodableEvent) => void) | undefined;
+}
+
+/** A row whose payload could not be decoded (`cause`), settled by the decode policy or not (`written`, `error`). */
+interface UndecodableEvent {
+  readonly subscription: string;
+  readonly id: unknown;
+  readonly attempt: number | undefined;
+  readonly cause: unknown;
+  readonly written: boolean;
+  readonly error: unknown;
+}
+
+/** One claim statement's end: how many rows it brought (0: an idle poll), and how long it took. */
+interface ClaimedEvent {
+  readonly subscription: string;
+  readonly rows: number;
+  readonly durationMs: number;
 }
 
 /** A delivery's settlement was written (`written`) or failed (`error`). */
@@ -61,8 +81,6 @@ export interface SubscriptionSetup {
   /** How long the default decode policy keeps an undecodable row out of claims before it is tried (and logged) again. */
   readonly decodeRetryMs: number;
   readonly observer?: DeliveryObserver | undefined;
-  /** Spans and metrics; `undefined` when telemetry is off (one check per delivery). */
-  readonly telemetry?: SubscriptionTelemetry | undefined;
   /** Cancel requests from the control table; `undefined` when the app has none to serve (no cost per delivery). */
   readonly control?: CancelCheck | undefined;
 }

@@ -197,10 +197,11 @@ export class Subscription {
   }
 
   async #claim(limit: number): Promise<void> {
-    const { strategy, logger, telemetry } = this.#s;
+    const { strategy, logger } = this.#s;
+    const told = this.#s.observer?.claimed;
     const pace = this.#pace;
     const wakes = this.#gate.wakes;
-    const claimStartedAt = telemetry === undefined && !pace.measures ? 0 : performance.now();
+    const claimStartedAt = told === undefined && !pace.measures ? 0 : performance.now();
     let claimed: ClaimedDelivery[];
     try {
       const turn = eventLoopTurned();
@@ -210,7 +211,7 @@ export class Subscription {
         if (this.#gate.closed) return;
       }
       claimed = await strategy.claim(limit);
-      telemetry?.claimed(claimStartedAt, claimed.length);
+      if (told !== undefined) told({ subscription: this.name, rows: claimed.length, durationMs: performance.now() - claimStartedAt });
       if (pace.measures) claimMeasured(pace, performance.now() - claimStartedAt, this.#run.handlerMs);
     } catch (error) {
       logger.error({ ...errorFields(error) }, "claim failed; trying again after the poll interval");

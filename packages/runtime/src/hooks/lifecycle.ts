@@ -1,6 +1,7 @@
 import { isSqlInboxError } from "@sqlinbox/core/internal";
 import { settledAs } from "../claim/settlement.js";
 import type { DeliveryObserver, SettledEvent } from "../consume/setup.js";
+import type { HandlerOutcome } from "../declare/outcome.js";
 import { errorFields, type Logger } from "../logger.js";
 import type { PublishEvent, PublishObserver } from "../publish/publisher.js";
 
@@ -35,29 +36,49 @@ export interface JobEvents {
   readonly cancelled: JobEventBase;
   /** The handler ran past its queue's timeout (followed by `failed`). */
   readonly timedOut: JobEventBase & { readonly error: unknown };
-  /** The row's hold was lost before its settlement was written: another claim may run it again. */
-  readonly leaseLost: JobEventBase & { readonly error: unknown };
+  /** The row's hold was lost before its settlement was written: another claim may run it again. `outcome`: the settlement that was not written. */
+  readonly leaseLost: JobEventBase & { readonly error: unknown; readonly outcome: HandlerOutcome["kind"] };
+  /**
+   * The settlement could not be written for another reason than a lost hold (the database failed
+   * the statement): the row returns to the queue when its hold ends. `outcome`: the settlement that was not written.
+   */
+  readonly settlementFailed: JobEventBase & { readonly error: unknown; readonly outcome: HandlerOutcome["kind"] };
+  /**
+   * The row's payload could not be decoded (`error`), so no handler ran: the queue's `onDecodeError` policy
+   * settled it (kept out of claims for a while by default, or dead-lettered). `written: false`: that
+   * settlement failed (`settleError`), and the row returns when its hold ends.
+   */
+  readonly undecodable: JobEventBase & { readonly error: unknown; readonly written: boolean; readonly settleError: unknown };
 }
 
 export type JobEventName = keyof JobEvents;
 
+/** Every event `app.on` takes: the job events, and `claimed`, which tells of a claim rather than of one job (it has no `id`). */
+export interface AppEvents extends JobEvents {
+  /**
+   * A claim statement of the route ran and brought `rows` rows (0: nothing was due) in `durationMs`.
+   * It fires at every poll, idle ones included.
+   */
+  readonly claimed: { readonly route: string; readonly rows: number; readonly durationMs: number };
+}
+
 /** A listener of one event; what it returns is never awaited. */
-export type JobListener<E extends JobEventName> = (event: JobEvents[E]) => unknown;
+export type JobListener<E extends keyof AppEvents> = (event: AppEvents[E]) => unknown;
 
 /** One registered listener of one event. */
 interface Registered {
-  readonly event: JobEventName;
+  readonly event: keyof AppEvents;
   readonly listener: (event: never) => unknown;
 }
 
-type Emit = <E extends JobEventName>(name: E, event: JobEvents[E]) => void;
+type Emit = <E extends keyof AppEvents>(name: E, event: AppEvents[E]) => void;
 
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
   value !== null && (typeof value === "object" || typeof value === "function") && typeof (value as { then?: unknown }).then === "function";
 
 /** The listeners of one running app: each is called in registration order, never awaited; a failure is logged once per listener. */
 export function lifecycleEmitter(listeners: readonly Registered[], logger: Logger): { readonly deliveries: DeliveryObserver; readonly publishes: PublishObserver } {
-  const byEvent = new Map<JobEventName, Registered[]>();
+  const byEvent = new Map<keyof AppEvents, Registered[]>();
   for (const r of listeners) byEvent.set(r.event, [...(byEvent.get(r.event) ?? []), r]);
   const failed = new Set<Registered>();
   const fail = (r: Registered, error: unknown): void => {
@@ -81,6 +102,11 @@ export function lifecycleEmitter(listeners: readonly Registered[], logger: Logge
     deliveries: {
       delivered: ({ subscription, id, attempt, payload }) => emit("started", { route: subscription, id, attempt, payload }),
       settled: (event) => settledEvents(event, emit),
+      // Absent with no listener of it: claims are then neither timed nor told.
+      claimed: byEvent.has("claimed") ? ({ subscription, rows, durationMs }) => emit("claimed", { route: subscription, rows, durationMs }) : undefined,
+      undecodable: byEvent.has("undecodable")
+        ? ({ subscription, id, attempt, cause, written, error }) => emit("undecodable", { route: subscription, id, attempt, error: cause, written, settleError: error })
+        : undefined,
     },
     publishes: (event: PublishEvent) => {
       for (const [i, p] of event.published.entries()) emit("published", { route: event.route, id: p.id, created: p.created, payload: event.payloads[i] });
@@ -100,7 +126,9 @@ function settledEvents(event: SettledEvent, emit: Emit): void {
     emit("failed", { ...base, error: cause });
   }
   if (event.written !== true) {
-    if (isSqlInboxError(event.error, "LeaseLost")) emit("leaseLost", { ...base, error: event.error });
+    const failure = { ...base, error: event.error, outcome: settlement.outcome.kind };
+    if (isSqlInboxError(event.error, "LeaseLost")) emit("leaseLost", failure);
+    else emit("settlementFailed", failure);
     return;
   }
   const as = settledAs(settlement);
@@ -116,6 +144,8 @@ function settledEvents(event: SettledEvent, emit: Emit): void {
 export function bothObservers(a: DeliveryObserver | undefined, b: DeliveryObserver | undefined): DeliveryObserver | undefined {
   if (a === undefined || b === undefined) return a ?? b;
   return {
+    claimed: both(a.claimed, b.claimed),
+    undecodable: both(a.undecodable, b.undecodable),
     delivered: (e) => {
       a.delivered(e);
       b.delivered(e);
@@ -124,6 +154,15 @@ export function bothObservers(a: DeliveryObserver | undefined, b: DeliveryObserv
       a.settled(e);
       b.settled(e);
     },
+  };
+}
+
+/** Both optional callbacks, in order; one alone as it is. */
+function both<E>(a: ((e: E) => void) | undefined, b: ((e: E) => void) | undefined): ((e: E) => void) | undefined {
+  if (a === undefined || b === undefined) return a ?? b;
+  return (e) => {
+    a(e);
+    b(e);
   };
 }
 

@@ -2,7 +2,7 @@ import { Activity } from "../activity.js";
 import { systemClock, type Clock } from "../clock.js";
 import type { Database } from "../drivers/database.js";
 import { consoleLogger, type Logger } from "../logger.js";
-import type { PublishTelemetry } from "../telemetry/telemetry.js";
+import type { PublishMiddleware } from "./publish-hooks.js";
 import { BrokerConnection, type BrokerSource } from "./connection.js";
 import { Publisher, type PublishObserver } from "./publisher.js";
 import { RouteTable } from "./route-table.js";
@@ -11,7 +11,7 @@ import { DatabaseClock, type LeaseClock } from "../time/database-clock.js";
 /**
  * What every value of one `SqlBroker` shares: its connection, its route table, and the publisher
  * its publishes go through now. An app that starts the broker binds a publisher carrying the app's
- * telemetry for its run; otherwise (before, after, or with no app at all) publishes go through the
+ * publish middleware for its run; otherwise (before, after, or with no app at all) publishes go through the
  * plain publisher, which records nothing. Every publisher of the broker wakes the same subscriptions.
  */
 export class BrokerParts {
@@ -104,9 +104,9 @@ export class BrokerParts {
     return this.#bound ?? this.#plain;
   }
 
-  /** Publishes record their spans with `telemetry` (none: `undefined`) and tell `observer` until the returned function is called. */
-  bindPublisher(telemetry: PublishTelemetry | undefined, observer?: PublishObserver): () => void {
-    const bound = this.#plain.boundTo(telemetry, observer);
+  /** Publishes run `middleware` around their inserts and tell `observer` until the returned function is called. */
+  bindPublisher(middleware: readonly PublishMiddleware[], observer?: PublishObserver): () => void {
+    const bound = this.#plain.boundTo(middleware, observer);
     this.#bound = bound;
     return () => {
       if (this.#bound === bound) this.#bound = undefined;

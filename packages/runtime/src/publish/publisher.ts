@@ -5,9 +5,9 @@ import type { Clock } from "../clock.js";
 import { isDuplicateKey, type AnyKysely, type Database } from "../drivers/database.js";
 import { closedBeforePublish, noRoute, publishOptionWithoutColumn, publishOutcomeUnknown } from "../errors.js";
 import { errorFields } from "../logger.js";
-import type { PublishTelemetry } from "../telemetry/telemetry.js";
 import type { BrokerConnection } from "./connection.js";
 import { channelOf } from "@sqlinbox/kysely-dialects/internal";
+import type { OutgoingPublish, PublishedRow, PublishMiddleware } from "./publish-hooks.js";
 import { chunkRows, publishedRows, type RowOptions } from "./publish-rows.js";
 import type { RouteTable } from "./route-table.js";
 import { type Wake, Wakes } from "./wakes.js";
@@ -27,15 +27,16 @@ export type PublishObserver = (event: PublishEvent) => void;
 
 /**
  * Publishes to one broker's routes: the insert, the `NOTIFY` (asked for by `listenNotify()`), and the
- * wake of this process's subscriptions. Its telemetry is fixed when it is built: `boundTo`
- * gives a publisher of the same broker (same routes, same wakes) that records publish spans
- * (and tells the app's publish observer, when it has one).
+ * wake of this process's subscriptions. Its publish middleware is fixed when it is built: `boundTo`
+ * gives a publisher of the same broker (same routes, same wakes) that runs a started app's
+ * (`app.usePublish`, OpenTelemetry's among them) and tells the app's publish observer, when it has one.
  */
 export class Publisher {
   readonly #connection: BrokerConnection;
   readonly #routes: RouteTable;
   readonly #wakes: Wakes;
-  readonly #telemetry: PublishTelemetry | undefined;
+  /** Outermost first; empty: a publish pays nothing for the feature. */
+  readonly #middleware: readonly PublishMiddleware[];
   readonly #open: () => Promise<Database>;
   readonly #clock: () => Promise<Clock>;
   readonly #observer: PublishObserver | undefined;
@@ -49,7 +50,7 @@ export class Publisher {
     routes: RouteTable,
     open: () => Promise<Database>,
     clock: () => Promise<Clock>,
-    telemetry?: PublishTelemetry,
+    middleware: readonly PublishMiddleware[] = [],
     wakes = new Wakes(),
     observer?: PublishObserver,
   ) {
@@ -58,13 +59,13 @@ export class Publisher {
     this.#routes = routes;
     this.#open = open;
     this.#clock = clock;
-    this.#telemetry = telemetry;
+    this.#middleware = middleware;
     this.#wakes = wakes;
   }
 
-  /** This broker's publisher recording publish spans with `telemetry` (none: `undefined`) and telling `observer`; both read the broker's clock and wake the same subscriptions. */
-  boundTo(telemetry: PublishTelemetry | undefined, observer?: PublishObserver): Publisher {
-    return new Publisher(this.#connection, this.#routes, this.#open, this.#clock, telemetry, this.#wakes, observer);
+  /** This broker's publisher running `middleware` around each publish and telling `observer`; both read the broker's clock and wake the same subscriptions. */
+  boundTo(middleware: readonly PublishMiddleware[], observer?: PublishObserver): Publisher {
+    return new Publisher(this.#connection, this.#routes, this.#open, this.#clock, middleware, this.#wakes, observer);
   }
 
   /** Registers a subscription's wake-up for publishes to `table` (to `group` alone, for a group's subscription; with a due time for a run-at). */
@@ -137,7 +138,7 @@ export class Publisher {
     if (rows.length === 0) return [];
     const keyed = description.key !== undefined && options.keys?.some((k) => k !== undefined) === true;
     // What may be in the table if this fails: a statement outside a transaction that completed committed.
-    const attempt = { committed: false, committing: false };
+    const attempt = { committed: false, committing: false, started: false };
     const tracked: PublishDatabase = {
       dialect: database.dialect,
       execute: async (kind, query, target) => {
@@ -158,27 +159,27 @@ export class Publisher {
       }
       return published;
     };
-    // One publish span per call; its traceparent goes into every row's headers (they share the call's headers).
-    const first = rows[0] as RawRow;
-    const trace = this.#telemetry?.begin(name, description, first);
-    if (trace !== undefined && description.headers !== undefined) for (const row of rows) row[description.headers.name] = first[description.headers.name];
     const chunks = chunkRows(rows, database.dialect.capabilities.maxParameters);
     // More than one insert commits together, but keyed rows inserted one per statement (MySQL/MariaDB): each
     // commits alone there, as a transaction holding some keys while it waits for others' could deadlock another publisher.
     const onePerStatement = keyed && !database.dialect.capabilities.insertReturning;
     const ownTransaction = on === undefined && chunks.length > 1 && !onePerStatement;
-    let published: Inserted[];
-    try {
-      published = ownTransaction
-        ? await database.db.transaction().execute(async (trx) => {
+    const insert = (): Promise<Inserted[]> => {
+      attempt.started = true;
+      return ownTransaction
+        ? database.db.transaction().execute(async (trx) => {
             const inserted = await insertAll(trx);
             attempt.committing = true;
             return inserted;
           })
-        : await insertAll(on);
-      trace?.end(undefined, published.length === 1 ? published[0]?.id : undefined);
+        : insertAll(on);
+    };
+    let published: Inserted[];
+    try {
+      published = this.#middleware.length === 0 ? await insert() : ((await this.#around(name, description, rows, options, insert)) as Inserted[]);
     } catch (error) {
-      trace?.end(error, undefined);
+      // A publish middleware failed before the insert began: nothing was written.
+      if (!attempt.started) throw error;
       const inTransaction = on !== undefined && (on as { isTransaction?: boolean }).isTransaction === true;
       // Unknown: a statement of this publish committed already, or the last one (or the commit) may have reached the server.
       const unknown = attempt.committed || (!inTransaction && !isSqlInboxError(error) && (!ownTransaction || attempt.committing) && !database.dialect.wroteNothing(error));
@@ -189,6 +190,26 @@ export class Publisher {
     const out = published.map((p) => ({ ...p, id: idText(p.id) }));
     this.#observer?.({ route: name, payloads, options, published: out, via: on });
     return out;
+  }
+
+  /**
+   * The insert with the publish middleware around it, outermost first; the headers the middleware
+   * leave when the innermost calls `next()` are written into every row (they share the call's headers).
+   */
+  #around(name: string, description: InboxDescription, rows: RawRow[], options: RowOptions, insert: () => Promise<Inserted[]>): Promise<readonly PublishedRow[]> {
+    const column = description.headers?.name;
+    const publish: OutgoingPublish = { route: name, table: description.table, rows: rows.length, headers: column === undefined ? undefined : { ...options.headers } };
+    const chain = this.#middleware;
+    const run = (i: number): Promise<readonly PublishedRow[]> => {
+      const middleware = chain[i];
+      if (middleware !== undefined) return middleware(publish, () => run(i + 1));
+      if (column !== undefined && publish.headers !== undefined && Object.keys(publish.headers).length > 0) {
+        const text = JSON.stringify(publish.headers);
+        for (const row of rows) row[column] = text;
+      }
+      return insert();
+    };
+    return run(0);
   }
 
   /**

@@ -22,7 +22,8 @@ import type { RouteTable } from "../publish/route-table.js";
 import { brokerParts } from "../publish/sql-broker.js";
 import { dbSystemOf } from "../telemetry/db-system.js";
 import { observedDatabase, observedSubscription, subscriptionPlace } from "../telemetry/observed-app.js";
-import type { ObservedDatabase, ObservedSubscription, Telemetry } from "../telemetry/telemetry.js";
+import type { ObservedDatabase, ObservedSubscription, Telemetry, TelemetryHooks } from "../telemetry/telemetry.js";
+import type { PublishMiddleware } from "../publish/publish-hooks.js";
 import { DatabaseClock, type LeaseClock } from "../time/database-clock.js";
 import type { BrokerUse } from "./broker-scope.js";
 import type { Pruner } from "../schedule/pruner.js";
@@ -47,6 +48,10 @@ export interface Startup {
   readonly publishes: PublishObserver | undefined;
   /** The app's middleware, put around each subscriber's handler it applies to. */
   readonly middleware: readonly MiddlewareUse[];
+  /** The app's publish middleware (`app.usePublish`), around each publish through its brokers. */
+  readonly publishMiddleware: readonly PublishMiddleware[];
+  /** OpenTelemetry's middleware, outermost of each route and of each broker's publishes; `undefined` when telemetry is off. */
+  readonly telemetryHooks: TelemetryHooks | undefined;
   /** Brokers whose pool is open: closed on a failed start and at stop. */
   readonly opened: BrokerParts[];
   readonly subscriptions: Subscription[];
@@ -87,7 +92,8 @@ export async function startBroker(run: Startup, { broker, scope }: BrokerUse, na
   if (clock instanceof DatabaseClock) refuseSkew(clock, connection, planned, broker.leaseMs);
   refusePoolBudget(connection, planned, broker.listening);
   const dbSystem = dbSystemOf(connection.source.engine, connection.serverLabel);
-  run.unsubscribe.push(parts.bindPublisher(run.telemetry.publisher({ dbSystem }), run.publishes));
+  const traced = run.telemetryHooks?.publish({ dbSystem });
+  run.unsubscribe.push(parts.bindPublisher(traced === undefined ? run.publishMiddleware : [traced, ...run.publishMiddleware], run.publishes));
   if (run.telemetry.enabled) run.observed.databases.push(observedDatabase(database, dbSystem));
   const watch = controlWatchOf(run, parts, database, planned);
   startSubscriptions(run, parts, database, clock, dbSystem, planned, watch);
@@ -159,7 +165,7 @@ function startSubscriptions(
     const spec = sub.queue.spec.description;
     const place = subscriptionPlace(sub.name, spec, strategy.profile.form, dbSystem);
     const subscription = new Subscription({
-      subscriber: withMiddleware(sub, run.middleware),
+      subscriber: withMiddleware(sub, run.telemetryHooks === undefined ? run.middleware : [run.telemetryHooks.delivery(place), ...run.middleware]),
       spec,
       options: sub.queue.options,
       strategy,
@@ -169,7 +175,6 @@ function startSubscriptions(
       activity: run.activity,
       decodeRetryMs: leaseMs,
       observer: run.observer,
-      telemetry: run.telemetry.subscription(place),
       control: watch?.checkFor(sub.name, spec.table),
     });
     if (run.telemetry.enabled) run.observed.subscriptions.push(observedSubscription(place, () => subscription.inFlight, strategy, database, spec));

@@ -2,11 +2,25 @@ import type { Attributes, Context, Link, Span, Tracer } from "@opentelemetry/api
 import { isSqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import type { ClaimedDelivery } from "../claim/claim-strategy.js";
+import { keys, type InboxContext } from "../declare/context.js";
+import type { AppEvents, JobEventBase, JobListener, RegisteredListener } from "../hooks/lifecycle.js";
+import type { Middleware, MiddlewareUse } from "../hooks/middleware.js";
+import type { PublishMiddleware } from "../publish/publish-hooks.js";
 import * as a from "./attributes.js";
 import type { OtelApi } from "./otel-api.js";
 import { OtelInstruments } from "./otel-instruments.js";
 import { headersColumnOf, readHeaders, writeHeaders, type HeaderCarrier } from "./trace-headers.js";
-import type { DatabasePlace, DeliveryTrace, ObservedApp, PublishTelemetry, PublishTrace, SubscriptionPlace, SubscriptionTelemetry, Telemetry } from "./telemetry.js";
+import type {
+  DatabasePlace,
+  DeliveryTrace,
+  ObservedApp,
+  PublishTelemetry,
+  PublishTrace,
+  SubscriptionPlace,
+  SubscriptionTelemetry,
+  Telemetry,
+  TelemetryHooks,
+} from "./telemetry.js";
 
 const SCOPE = "@sqlinbox/runtime";
 
@@ -27,12 +41,16 @@ export class OtelTelemetry implements Telemetry {
     this.instruments = new OtelInstruments(api.metrics.getMeter(SCOPE));
   }
 
-  subscription(place: SubscriptionPlace): SubscriptionTelemetry {
+  subscription(place: SubscriptionPlace): OtelSubscription {
     return new OtelSubscription(this, place);
   }
 
-  publisher(place: DatabasePlace): PublishTelemetry | undefined {
+  publisher(place: DatabasePlace): OtelPublisher | undefined {
     return this.tracing ? new OtelPublisher(this, place) : undefined;
+  }
+
+  hooks(): TelemetryHooks {
+    return new OtelHooks(this);
   }
 
   observe(sources: ObservedApp): () => void {
@@ -87,10 +105,15 @@ class OtelSubscription implements SubscriptionTelemetry {
 
   begin(delivery: ClaimedDelivery): DeliveryTrace {
     if (!this.t.tracing) return this.#untraced;
+    return this.beginWith(delivery.id, delivery.attempt, this.headersColumn === undefined ? undefined : readHeaders(delivery.row, this.headersColumn));
+  }
+
+  /** Starts the delivery's process span, under the publish's context when `carrier` (the row's headers) holds one. */
+  beginWith(id: unknown, attempt: number | undefined, carrier: Readonly<HeaderCarrier> | undefined): DeliveryTrace {
+    if (!this.t.tracing) return this.#untraced;
     const api = this.t.api;
     let parent: Context = api.context.active();
     let links: Link[] | undefined;
-    const carrier = this.headersColumn === undefined ? undefined : readHeaders(delivery.row, this.headersColumn);
     if (carrier !== undefined) {
       const published = api.propagation.extract(api.ROOT_CONTEXT, carrier);
       const context = api.trace.getSpanContext(published);
@@ -99,16 +122,16 @@ class OtelSubscription implements SubscriptionTelemetry {
         links = [{ context }];
       }
     }
-    return this.beginUnder(parent, links, delivery);
+    return this.beginUnder(parent, links, id, attempt);
   }
 
   /** Starts the process span under `parent` (the publish's context, when the row carried one). */
-  beginUnder(parent: Context, links: Link[] | undefined, delivery: ClaimedDelivery): DeliveryTrace {
+  beginUnder(parent: Context, links: Link[] | undefined, id: unknown, attempt: number | undefined): DeliveryTrace {
     // The shared attributes start the span (samplers see them); the per-row ones are set only on a recording span.
     const span = this.t.tracer.startSpan(this.spanName, { kind: this.t.api.SpanKind.CONSUMER, attributes: this.attributes, ...(links ? { links } : {}) }, parent);
     if (span.isRecording()) {
-      span.setAttribute(a.MESSAGE_ID, String(delivery.id));
-      if (delivery.attempt !== undefined) span.setAttribute(a.ATTEMPT, delivery.attempt);
+      span.setAttribute(a.MESSAGE_ID, String(id));
+      if (attempt !== undefined) span.setAttribute(a.ATTEMPT, attempt);
     }
     return new OtelDelivery(this, span, this.t.api.trace.setSpan(parent, span));
   }
@@ -196,18 +219,37 @@ class OtelPublisher implements PublishTelemetry {
   }
 
   begin(route: string, spec: InboxDescription, row: RawRow): PublishTrace {
+    const headersColumn = headersColumnOf(spec);
+    const injected: HeaderCarrier | undefined = headersColumn === undefined ? undefined : {};
+    const trace = this.beginWith(route, spec.table, injected);
+    if (headersColumn !== undefined && injected !== undefined && Object.keys(injected).length > 0) writeHeaders(row, headersColumn, injected);
+    return trace;
+  }
+
+  /** Starts a publish span; the propagator's headers (`traceparent`) are written into `headers` when given (the table has a headers column). */
+  beginWith(route: string, table: string, headers: HeaderCarrier | undefined): PublishTrace {
     const { api, tracer } = this.#t;
     const span = tracer.startSpan(`${route} publish`, {
       kind: api.SpanKind.PRODUCER,
-      attributes: { ...routeAttributes(this.#place, route, spec.table), [a.OPERATION_TYPE]: "send", [a.OPERATION_NAME]: "publish" },
+      attributes: { ...routeAttributes(this.#place, route, table), [a.OPERATION_TYPE]: "send", [a.OPERATION_NAME]: "publish" },
     });
-    const headersColumn = headersColumnOf(spec);
-    if (headersColumn !== undefined) {
-      const carrier: HeaderCarrier = {};
-      api.propagation.inject(api.trace.setSpan(api.context.active(), span), carrier);
-      if (Object.keys(carrier).length > 0) writeHeaders(row, headersColumn, carrier);
-    }
+    if (headers !== undefined) api.propagation.inject(api.trace.setSpan(api.context.active(), span), headers);
     return new OtelPublish(api, span);
+  }
+
+  /** The span of each publish as a publish middleware (`app.usePublish`): it wraps the insert, so it ends with it. */
+  middleware(): PublishMiddleware {
+    return async (publish, next) => {
+      const trace = this.beginWith(publish.route, publish.table, publish.headers);
+      try {
+        const rows = await next();
+        trace.end(undefined, rows.length === 1 ? rows[0]?.id : undefined);
+        return rows;
+      } catch (error) {
+        trace.end(error, undefined);
+        throw error;
+      }
+    };
   }
 }
 
@@ -226,6 +268,117 @@ class OtelPublish implements PublishTrace {
       this.#span.setStatus({ code: this.#api.SpanStatusCode.ERROR });
     }
     this.#span.end();
+  }
+}
+
+/**
+ * OpenTelemetry as a user of the public hooks: per subscription, a middleware (as `app.use(route, …)`
+ * registers one) starts the process span around the rest of the chain and the handler, so the
+ * handler's spans are its children, and times the handler; listeners (as `app.on` registers them)
+ * end the span at the settlement's event with the outcome written, and time the claims (`claimed`).
+ * Each publish gets its span from a publish middleware (as `app.usePublish` registers one), which
+ * writes `traceparent` into the headers. The observable gauges (queue depth, connections held,
+ * deadlocks retried) read app-level state that no hook tells (`Telemetry.observe`).
+ */
+class OtelHooks implements TelemetryHooks {
+  readonly #t: OtelTelemetry;
+  /** The deliveries in work per route, by id, until their settlement's event. */
+  readonly #routes = new Map<string, RouteDeliveries>();
+  readonly listeners: readonly RegisteredListener[];
+
+  constructor(t: OtelTelemetry) {
+    this.#t = t;
+    const ends = (route: string, id: unknown, attempt: number | undefined, outcome: string, error: unknown): void => this.#routes.get(route)?.end(id, attempt, outcome, error);
+    const settled = (outcome: string) => (e: JobEventBase) => ends(e.route, e.id, e.attempt, outcome, undefined);
+    this.listeners = [
+      listen("succeeded", settled("ack")),
+      listen("retried", (e) => ends(e.route, e.id, e.attempt, e.delayMs > 0 ? "retryAfter" : "retry", undefined)),
+      listen("snoozed", settled("snooze")),
+      listen("deadLettered", settled("deadLetter")),
+      listen("dropped", settled("drop")),
+      listen("cancelled", settled("drop")),
+      listen("leaseLost", (e) => ends(e.route, e.id, e.attempt, e.outcome, e.error)),
+      listen("settlementFailed", (e) => ends(e.route, e.id, e.attempt, e.outcome, e.error)),
+      listen("undecodable", (e) => this.#routes.get(e.route)?.undecodable(e.id, e.attempt, e.written ? undefined : e.settleError)),
+      listen("claimed", (e) => this.#routes.get(e.route)?.sub.claimed(performance.now() - e.durationMs, e.rows)),
+    ];
+  }
+
+  delivery(place: SubscriptionPlace): MiddlewareUse {
+    const deliveries = new RouteDeliveries(this.#t.subscription(place));
+    this.#routes.set(place.route, deliveries);
+    return { route: place.route, middleware: deliveries.middleware as MiddlewareUse["middleware"] };
+  }
+
+  publish(place: DatabasePlace): PublishMiddleware | undefined {
+    return this.#t.publisher(place)?.middleware();
+  }
+}
+
+function listen<E extends keyof AppEvents>(event: E, listener: JobListener<E>): RegisteredListener {
+  return { event, listener: listener as RegisteredListener["listener"] };
+}
+
+/** The signal of a row that never reached a handler: nothing aborted it. */
+const NEVER_ABORTED = new AbortController().signal;
+
+/** A delivery between its middleware's start and its settlement's event (`next`: another delivery of the same id, a lost lease's). */
+class InWork {
+  constructor(
+    readonly trace: DeliveryTrace,
+    readonly attempt: number | undefined,
+    readonly signal: AbortSignal,
+    public next: InWork | undefined,
+  ) {}
+}
+
+/** One route's process spans: started by its middleware, ended by the settlement's event. */
+class RouteDeliveries {
+  readonly sub: OtelSubscription;
+  readonly #inWork = new Map<unknown, InWork>();
+  readonly middleware: Middleware;
+
+  constructor(sub: OtelSubscription) {
+    this.sub = sub;
+    const headers = sub.headersColumn !== undefined;
+    this.middleware = (delivery, ctx, next) => {
+      // A batch handler's rows get no process span (their claim's receive span and the claim metrics cover them).
+      if (delivery.kind !== "row") return next();
+      const context = ctx as InboxContext;
+      const trace = sub.beginWith(delivery.id, delivery.attempt, headers ? context.get(keys.headers as never) : undefined);
+      this.#inWork.set(delivery.id, new InWork(trace, delivery.attempt, context.signal, this.#inWork.get(delivery.id)));
+      const startedAt = performance.now();
+      return trace.run(next, undefined).then(
+        (result) => {
+          trace.handled(startedAt, false);
+          return result;
+        },
+        (error: unknown) => {
+          trace.handled(startedAt, true, error);
+          throw error;
+        },
+      );
+    };
+  }
+
+  /** A row that could not be decoded: no handler ran, so its process span starts and ends here, at its settlement. */
+  undecodable(id: unknown, attempt: number | undefined, error: unknown): void {
+    this.sub.beginWith(id, attempt, undefined).end("undecodable", error, NEVER_ABORTED);
+  }
+
+  /** The delivery `id` (of `attempt`) settled with `outcome` (`error`: the settlement's, when it was not written). */
+  end(id: unknown, attempt: number | undefined, outcome: string, error: unknown): void {
+    let found = this.#inWork.get(id);
+    let before: InWork | undefined;
+    while (found !== undefined && found.attempt !== attempt && found.next !== undefined) {
+      before = found;
+      found = found.next;
+    }
+    if (found === undefined) return;
+    if (before !== undefined) before.next = found.next;
+    else if (found.next === undefined) this.#inWork.delete(id);
+    else this.#inWork.set(id, found.next);
+    found.trace.end(outcome, error, found.signal);
   }
 }
 

@@ -1,12 +1,16 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { RawRow } from "@sqlinbox/kysely-dialects";
 import type { ClaimedDelivery } from "../claim/claim-strategy.js";
+import type { RegisteredListener } from "../hooks/lifecycle.js";
+import type { MiddlewareUse } from "../hooks/middleware.js";
+import type { PublishMiddleware } from "../publish/publish-hooks.js";
 
 /**
- * The telemetry hooks the runtime calls. With `@opentelemetry/api` absent (or `telemetry: false`)
- * they are `noTelemetry`: `subscription()` and `publisher()` return `undefined`, so the delivery
- * path pays one `undefined` check and allocates nothing. No OpenTelemetry type appears here: the
- * API is an optional peer.
+ * The telemetry of an app. The runtime registers its `hooks()` as a user's are registered
+ * (`app.use`, `app.on`, `app.usePublish`): spans and metrics come from the public hooks alone, but
+ * for the observable gauges (`observe`), which read app-level state no hook tells. With
+ * `@opentelemetry/api` absent (or `telemetry: false`) it is `noTelemetry`: no hook is registered,
+ * so no delivery pays anything for it. No OpenTelemetry type appears here: the API is an optional peer.
  */
 export interface Telemetry {
   readonly enabled: boolean;
@@ -14,8 +18,24 @@ export interface Telemetry {
   subscription(place: SubscriptionPlace): SubscriptionTelemetry | undefined;
   /** The hooks of one broker's publishes; `undefined` when telemetry is off. */
   publisher(place: DatabasePlace): PublishTelemetry | undefined;
-  /** Registers the observable instruments (depth, connections held, deadlocks) of a running app; returns what unregisters them. */
+  /**
+   * Registers the observable instruments (depth, connections held, deadlocks) of a running app; returns what
+   * unregisters them. They stay fed from app-level state: the rows still to be finished are counted on the
+   * table, and the connections held and deadlocks retried are the pool's counters, which no public hook tells.
+   */
   observe(sources: ObservedApp): () => void;
+  /** The middleware and listeners to register for a running app; `undefined` when telemetry is off. */
+  hooks(): TelemetryHooks | undefined;
+}
+
+/** The telemetry's public hooks: registered as a user's, the OpenTelemetry middleware outermost. */
+export interface TelemetryHooks {
+  /** Listeners of the job events, registered as `app.on` registers them. */
+  readonly listeners: readonly RegisteredListener[];
+  /** The delivery middleware of one subscription, registered as `app.use(route, …)` registers one. */
+  delivery(place: SubscriptionPlace): MiddlewareUse;
+  /** The publish middleware of one broker, registered as `app.usePublish` registers one; `undefined`: no span to record. */
+  publish(place: DatabasePlace): PublishMiddleware | undefined;
 }
 
 /** Where spans and points of one database come from. */
@@ -87,6 +107,7 @@ export const noTelemetry: Telemetry = Object.freeze({
   subscription: () => undefined,
   publisher: () => undefined,
   observe: () => noUnregister,
+  hooks: () => undefined,
 });
 
 function noUnregister(): void {}

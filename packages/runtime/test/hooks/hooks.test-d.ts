@@ -1,6 +1,6 @@
 import { InboxSpec, column, payloadOf } from "@sqlinbox/core/internal";
 import { describe, expectTypeOf, test } from "vitest";
-import { App, HandlerOutcome, SqlBroker, keys, type Delivery, type JobEvents, type Middleware } from "../../src/index.js";
+import { App, HandlerOutcome, SqlBroker, keys, type Delivery, type JobEvents, type Middleware, type PublishedRow } from "../../src/index.js";
 
 interface Report {
   readonly customer: string;
@@ -60,5 +60,40 @@ describe("lifecycle events, as types", () => {
     app.on("succeeded", (e) => e.delayMs);
     // @ts-expect-error no such event
     app.on("finished", () => {});
+  });
+});
+
+describe("claims, settlement failures and publish middleware, as types", () => {
+  test("claimed carries the rows and the time, no job; a failed settlement names the outcome it was writing", () => {
+    app.on("claimed", (e) => {
+      expectTypeOf(e.rows).toEqualTypeOf<number>();
+      expectTypeOf(e.durationMs).toEqualTypeOf<number>();
+    });
+    // @ts-expect-error a claim is no job: it has no id
+    app.on("claimed", (e) => e.id);
+    app.on("settlementFailed", (e) => expectTypeOf(e.outcome).toEqualTypeOf<HandlerOutcome["kind"]>());
+    app.on("leaseLost", (e) => expectTypeOf(e.outcome).toEqualTypeOf<HandlerOutcome["kind"]>());
+    app.on("undecodable", (e) => {
+      expectTypeOf(e.written).toEqualTypeOf<boolean>();
+      expectTypeOf(e.error).toEqualTypeOf<unknown>();
+    });
+    // @ts-expect-error an undecodable row reached no handler: it has no payload
+    app.on("undecodable", (e) => e.payload);
+  });
+
+  test("a publish middleware sees the headers it may add to, and returns what next() wrote", () => {
+    app.usePublish(async (publish, next) => {
+      expectTypeOf(publish.headers).toEqualTypeOf<Record<string, string> | undefined>();
+      const rows = await next();
+      expectTypeOf(rows).toEqualTypeOf<readonly PublishedRow[]>();
+      return rows;
+    });
+    // @ts-expect-error a publish middleware resolves to the rows written
+    app.usePublish(async () => "done");
+    app.usePublish(async (publish, next) => {
+      // @ts-expect-error the route is given, not changed
+      publish.route = "other";
+      return next();
+    });
   });
 });
