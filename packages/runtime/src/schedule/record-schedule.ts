@@ -23,9 +23,12 @@ export function scheduleRecorder(app: string, logger: Logger): RecordSchedule {
     const timeZone = cron.schedule.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
     const schedule = JSON.stringify({ app, pattern: cron.schedule.pattern, timeZone });
     try {
-      if (last !== undefined) await database.execute("control", control.recordLastTick(cron.route, last));
-      // A schedule with no more ticks keeps its record at the last one, pruned a day later.
-      await database.execute("control", control.recordSchedule(cron.route, schedule, next ?? last ?? now));
+      // One transaction: a reader never sees the new last tick beside the old next one.
+      await database.transaction("control", async (trx) => {
+        if (last !== undefined) await database.execute("control", control.recordLastTick(cron.route, last), trx);
+        // A schedule with no more ticks keeps its record at the last one, pruned a day later.
+        await database.execute("control", control.recordSchedule(cron.route, schedule, next ?? last ?? now), trx);
+      });
       await database.execute("control", control.pruneSchedules(new Date(now.getTime() - ROUTE_RECORD_KEPT_MS)));
     } catch (error) {
       const missing = database.dialect.missingTable((error as { cause?: unknown }).cause ?? error);

@@ -1,0 +1,115 @@
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { column, InboxSpec } from "@sqlinbox/core";
+import type { ScheduleStatus, StatusReport } from "@sqlinbox/dashboard";
+import { startDashboard } from "@sqlinbox/dashboard";
+import { App, createControlTable, createInboxTable, HandlerOutcome, InboxQueue, SqlBroker, silentLogger, subscriber, type RunningApp } from "@sqlinbox/runtime";
+import { Cron } from "croner";
+import { describe, expect, test } from "vitest";
+import { launchChromium } from "../../dashboard/test/browser.js";
+import { openDatabase } from "../src/connect.js";
+import { OperatorConsole } from "../src/operator-console.js";
+import { resolveTables } from "../src/queue-tables.js";
+import { dropTables, ENGINES, uniqueName } from "./support/databases.js";
+import { sqlinbox, sqlinboxJson } from "./support/run-bin.js";
+
+// An app with two cron schedules running: one every 2 s in UTC (its last tick moves while the test
+// reads), one daily at 06:30 in Asia/Kolkata (no tick during the test: its next tick says the zone
+// was applied). `sqlinbox status` and the dashboard show both, with the next tick croner computes.
+const FAST = "*/2 * * * * *";
+const DAILY = "30 6 * * *";
+const ZONE = "Asia/Kolkata";
+
+function tickApp(url: string, table: string, fast: string, daily: string) {
+  const spec = InboxSpec.table(table, column("id").generated()).lease(column("locked_until")).key(column("job_key")).processedAt(column("processed_at")).payload(column("payload"));
+  const broker = SqlBroker.fromUrl(url, { pool: { max: 3 } }).route(spec, fast).route(spec, daily);
+  const handle = subscriber(InboxQueue.of(spec, fast).pollInterval(200), async () => HandlerOutcome.ack());
+  const app = new App({ name: "schedules-test", version: "0", logger: silentLogger })
+    .withBroker(broker, (b) => b.include(handle))
+    .cron(fast, FAST, (tick) => ({ tick: tick.at.toISOString() }), { timeZone: "UTC" })
+    .cron(daily, DAILY, () => ({}), { timeZone: ZONE });
+  return { spec, app };
+}
+
+describe.each(ENGINES)("cron schedules in sqlinbox status and the dashboard on %s", (name, open) => {
+  test("a running app's schedules: route, pattern, zone, last tick and the next tick croner computes", { timeout: 90_000 }, async () => {
+    const t = await open();
+    const table = uniqueName("sched");
+    const fast = `${table}.fast`;
+    const daily = `${table}.daily`;
+    const { spec, app } = tickApp(t.url, table, fast, daily);
+    let running: RunningApp | undefined;
+    try {
+      await createControlTable(t.db);
+      await createInboxTable(t.db, spec);
+      running = await app.start();
+      // Two ticks at least, so the record has moved on from the start.
+      const mine = (report: StatusReport) => (report.schedules ?? []).filter((s) => s.route.startsWith(table));
+      let report: StatusReport = await sqlinboxJson<StatusReport>(["status", "--url", t.url, "--table", table]);
+      const first = mine(report).find((s) => s.route === fast)?.lastTick;
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline) {
+        report = await sqlinboxJson<StatusReport>(["status", "--url", t.url, "--table", table]);
+        const last = mine(report).find((s) => s.route === fast)?.lastTick;
+        if (last !== undefined && last !== first) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      const [dailyRow, fastRow] = mine(report) as [ScheduleStatus, ScheduleStatus];
+      expect(mine(report).map((s) => [s.route, s.pattern, s.timeZone, s.app])).toEqual([
+        [daily, DAILY, ZONE, "schedules-test"],
+        [fast, FAST, "UTC", "schedules-test"],
+      ]);
+      // The fast schedule's next tick is the one after its last, as croner computes it; the daily one's, after now.
+      expect(fastRow.lastTick).toBeDefined();
+      expect(fastRow.nextTick).toBe(new Cron(FAST, { timezone: "UTC" }).nextRun(new Date(fastRow.lastTick!))?.toISOString());
+      expect(Date.parse(fastRow.nextTick) - Date.parse(report.at)).toBeLessThanOrEqual(2500);
+      expect(fastRow.overdue).toBe(false);
+      expect(dailyRow.lastTick).toBeUndefined();
+      expect(dailyRow.nextTick).toBe(new Cron(DAILY, { timezone: ZONE }).nextRun(new Date(report.at))?.toISOString());
+      // 06:30 in Kolkata is 01:00 UTC (UTC+5:30, no daylight saving).
+      expect(dailyRow.nextTick).toMatch(/T01:00:00\.000Z$/);
+
+      // The text form has a schedules section with the same facts.
+      const text = await sqlinbox(["status", "--url", t.url, "--table", table]);
+      expect(text.code).toBe(0);
+      expect(text.stdout).toContain("Schedules (app.cron, as running apps recorded them):");
+      const dailyLine = text.stdout.split("\n").find((l) => l.startsWith(daily));
+      expect(dailyLine).toMatch(new RegExp(`^${daily.replace(".", "\\.")}\\s+30 6 \\* \\* \\*\\s+Asia/Kolkata\\s+—\\s+${dailyRow.nextTick.replace(".", "\\.")}\\s+schedules-test`));
+
+      // The dashboard: its JSON and its page.
+      const opened = await openDatabase(t.url);
+      const dashboard = await startDashboard({ source: new OperatorConsole(opened, await resolveTables(opened, { tables: [table] })), port: 0, writes: null, sampleEveryMs: 1000 });
+      const browser = await launchChromium();
+      try {
+        const served = (await (await fetch(`${dashboard.url}/api/status`)).json()) as StatusReport;
+        expect(mine(served).map((s) => [s.route, s.pattern, s.timeZone])).toEqual([
+          [daily, DAILY, ZONE],
+          [fast, FAST, "UTC"],
+        ]);
+        expect(mine(served)[0]!.nextTick).toBe(dailyRow.nextTick);
+        const page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
+        await page.goto(dashboard.url);
+        const iso = dailyRow.nextTick;
+        await expect.poll(() => page.getByTestId(`schedule-next-${daily}`).textContent(), { timeout: 15_000 }).toBe(`${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`);
+        expect(await page.getByTestId(`schedule-${daily}`).textContent()).toContain(DAILY);
+        expect(await page.getByTestId(`schedule-last-${daily}`).textContent()).toBe("—");
+        expect(await page.getByTestId(`schedule-last-${fast}`).textContent()).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
+        // A few samples, so the throughput chart has a line, then the screenshot to look at.
+        await expect.poll(() => page.locator(`[data-testid="table-${table}"] .uplot canvas`).count(), { timeout: 15_000 }).toBe(3);
+        await new Promise((r) => setTimeout(r, 5000));
+        const shot = join(tmpdir(), `sqlinbox-dashboard-schedules-${name}.png`);
+        await page.screenshot({ path: shot, fullPage: true });
+        console.log(`dashboard screenshot: ${shot}`);
+        await page.close();
+      } finally {
+        await browser.close();
+        await dashboard.close();
+        await opened.close();
+      }
+    } finally {
+      await running?.stop();
+      await dropTables(t, table);
+      await t.close();
+    }
+  });
+});
