@@ -33,7 +33,11 @@ describe.each(ENGINES)("the dashboard's throughput on %s", (_name, open) => {
     const kept = await createQueue(t, uniqueName("tp_kept"), { lease: true, done: true });
     // Ids written by the application on Postgres and MariaDB (no sequence); SQLite's plain rowid is handed out again once the table drains.
     const unknown = uniqueName("tp_unk");
-    await sql.raw(`create table ${unknown} (id ${t.name === "sqlite" ? "integer primary key" : "int primary key"}, attempt int not null default 1, payload ${t.types.text}, locked_until ${t.types.time} null)`).execute(t.db);
+    await sql
+      .raw(
+        `create table ${unknown} (id ${t.name === "sqlite" ? "integer primary key" : "int primary key"}, attempt int not null default 1, payload ${t.types.text}, locked_until ${t.types.time} null)`,
+      )
+      .execute(t.db);
     const opened = await openDatabase(t.url);
     let stop = false;
     let settled = 0;
@@ -46,9 +50,16 @@ describe.each(ENGINES)("the dashboard's throughput on %s", (_name, open) => {
       loop = (async () => {
         for (let k = 0; !stop; k++) {
           await t.db.insertInto(deleted).values({ payload: "{}" }).execute();
-          await t.db.insertInto(kept).values({ payload: "{}", created_at: t.types.now(0) }).execute();
+          await t.db
+            .insertInto(kept)
+            .values({ payload: "{}", created_at: t.types.now(0) })
+            .execute();
           await t.db.deleteFrom(deleted).execute();
-          await t.db.updateTable(kept).set({ processed_at: time.encode(opened.now(), 3) }).where("processed_at", "is", null).execute();
+          await t.db
+            .updateTable(kept)
+            .set({ processed_at: time.encode(opened.now(), 3) })
+            .where("processed_at", "is", null)
+            .execute();
           settled++;
           const wait = started + (k + 1) * EVERY_MS - Date.now();
           if (wait > 0) await new Promise((r) => setTimeout(r, wait));

@@ -101,7 +101,15 @@ function schedulesSection(schedules) {
       : h(
           "table",
           { class: "grid" },
-          h("thead", {}, h("tr", {}, ["Route", "Pattern", "Zone", "Last tick", "Next tick", "App"].map((c) => h("th", {}, c)))),
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              ["Route", "Pattern", "Zone", "Last tick", "Next tick", "App"].map((c) => h("th", {}, c)),
+            ),
+          ),
           h(
             "tbody",
             {},
@@ -113,7 +121,11 @@ function schedulesSection(schedules) {
                 h("td", {}, h("code", {}, s.pattern)),
                 h("td", {}, s.timeZone),
                 h("td", { "data-testid": `schedule-last-${s.route}` }, s.lastTick ? utc(s.lastTick) : "—"),
-                h("td", { "data-testid": `schedule-next-${s.route}`, class: s.overdue ? "overdue" : "" }, s.overdue ? `${utc(s.nextTick)} (overdue: no app runs it)` : utc(s.nextTick)),
+                h(
+                  "td",
+                  { "data-testid": `schedule-next-${s.route}`, class: s.overdue ? "overdue" : "" },
+                  s.overdue ? `${utc(s.nextTick)} (overdue: no app runs it)` : utc(s.nextTick),
+                ),
                 h("td", {}, s.app),
               ),
             ),
@@ -514,7 +526,12 @@ async function refresh() {
           // A table where nothing counts the settled rows says so instead of charting a wrong number.
           throughput:
             t.settled.kind === "unknown"
-              ? h("div", { class: "chart", "data-testid": `chart-throughput-${t.table}` }, h("div", { class: "title" }, "Throughput"), h("p", { class: "muted", "data-testid": `throughput-unknown-${t.table}` }, `unknown: ${t.settled.reason}`))
+              ? h(
+                  "div",
+                  { class: "chart", "data-testid": `chart-throughput-${t.table}` },
+                  h("div", { class: "title" }, "Throughput"),
+                  h("p", { class: "muted", "data-testid": `throughput-unknown-${t.table}` }, `unknown: ${t.settled.reason}`),
+                )
               : chartCell(t.table, "throughput", "Throughput"),
           failures: chartCell(t.table, "failures", "Failures"),
         };

@@ -37,7 +37,7 @@ export interface OperatorMoves {
 }
 
 /** The id high-water mark of a status read's table, when its settled rows are counted by one. */
-export const highWaterOf = (t: TableStatus | undefined): number | null => (t?.settled.kind === "idHighWater" ? t.settled.highWater : null);
+const highWaterOf = (t: TableStatus | undefined): number | null => (t?.settled.kind === "idHighWater" ? t.settled.highWater : null);
 
 /**
  * Rows settled per second on one table between two reads. A table that keeps processed rows
@@ -47,7 +47,7 @@ export const highWaterOf = (t: TableStatus | undefined): number | null => (t?.se
  * moved. `null` on the first read of such a table, across a move whose jump is unknown, and where
  * nothing counts (`unknown`).
  */
-export function settledPerSecond(table: TableStatus, before: TableStatus | undefined, at: number, seconds: number, move: OperatorMoves, deadAdded: number): number | null {
+function settledPerSecond(table: TableStatus, before: TableStatus | undefined, at: number, seconds: number, move: OperatorMoves, deadAdded: number): number | null {
   const { settled } = table;
   switch (settled.kind) {
     case "processed": {

@@ -48,11 +48,10 @@ function idHighWater(spec: InboxDescription): CompiledQuery<RawRow> {
   const table = (spec.schema === undefined ? [spec.table] : [spec.schema, spec.table]).map((part) => `"${part.replaceAll('"', '""')}"`).join(".");
   const column = spec.id.name;
   return compiled(
-    db
-      .selectNoFrom([
-        sql<boolean>`pg_get_serial_sequence(${table}, ${column}) is not null`.as("known"),
-        sql<string>`pg_sequence_last_value(pg_get_serial_sequence(${table}, ${column})::regclass)`.as("high_water"),
-      ]),
+    db.selectNoFrom([
+      sql<boolean>`pg_get_serial_sequence(${table}, ${column}) is not null`.as("known"),
+      sql<string>`pg_sequence_last_value(pg_get_serial_sequence(${table}, ${column})::regclass)`.as("high_water"),
+    ]),
   );
 }
 

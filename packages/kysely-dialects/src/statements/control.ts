@@ -160,8 +160,7 @@ export function controlStatements(ctx: StatementContext, types: TableTypes): Con
       compiled(db.selectFrom(CONTROL_TABLE).select(["kind", "route", "target"]).where("kind", "=", "route").where("requested_at", ">=", at(since))),
     recordSchedule: (route: string, schedule: string, next: Date): CompiledQuery => upsert("schedule", route, schedule, next),
     recordLastTick: (route: string, tick: Date): CompiledQuery => upsert("lastTick", route, "", tick),
-    pruneSchedules: (before: Date): CompiledQuery =>
-      compiled(db.deleteFrom(CONTROL_TABLE).where("kind", "=", "schedule").where("requested_at", "<", at(before))),
+    pruneSchedules: (before: Date): CompiledQuery => compiled(db.deleteFrom(CONTROL_TABLE).where("kind", "=", "schedule").where("requested_at", "<", at(before))),
     readSchedules: (): CompiledQuery<ControlRow & { readonly requested_at: unknown }> =>
       compiled(db.selectFrom(CONTROL_TABLE).select(["kind", "route", "target", "requested_at"]).where("kind", "in", ["schedule", "lastTick"])),
     lockQueued: (spec: InboxDescription, id: unknown): CompiledQuery<{ id: unknown }> =>

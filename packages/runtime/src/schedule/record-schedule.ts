@@ -35,7 +35,8 @@ export function scheduleRecorder(app: string, logger: Logger): RecordSchedule {
       if (missing && !missingSaid) {
         missingSaid = true;
         logger.debug({ route: cron.route, table: control.table }, "no control table: this app's cron schedules are not shown by sqlinbox status");
-      } else if (!missing) logger.warn({ ...errorFields(error), route: cron.route }, "recording the cron schedule in the control table failed; sqlinbox status may show an old next tick");
+      } else if (!missing)
+        logger.warn({ ...errorFields(error), route: cron.route }, "recording the cron schedule in the control table failed; sqlinbox status may show an old next tick");
     }
   };
 }
