@@ -4,6 +4,7 @@ import { column, InboxSpec } from "@sqlinbox/core";
 import type { ScheduleStatus, StatusReport } from "@sqlinbox/dashboard";
 import { startDashboard } from "@sqlinbox/dashboard";
 import { App, createControlTable, createInboxTable, HandlerOutcome, InboxQueue, SqlBroker, silentLogger, subscriber, type RunningApp } from "@sqlinbox/runtime";
+import { dialectFor } from "@sqlinbox/kysely-dialects/internal";
 import { describe, expect, test } from "vitest";
 import { launchChromium } from "../../dashboard/test/browser.js";
 import { openDatabase } from "../src/connect.js";
@@ -78,6 +79,19 @@ describe.each(ENGINES)("cron schedules in sqlinbox status and the dashboard on %
       const dailyLine = text.stdout.split("\n").find((l) => l.startsWith(daily));
       expect(dailyLine).toMatch(new RegExp(`^${daily.replace(".", "\\.")}\\s+30 6 \\* \\* \\*\\s+Asia/Kolkata\\s+—\\s+${dailyRow.nextTick.replace(".", "\\.")}\\s+schedules-test`));
 
+      // A schedule no running app moves on (its app stopped five minutes before its next tick): overdue.
+      const gone = `${table}.gone`;
+      const control = dialectFor(name === "mariadb" ? "mysql" : name).control;
+      const stale = new Date(Date.parse(report.at) - 5 * 60_000);
+      await t.db.executeQuery(control.recordSchedule(gone, JSON.stringify({ app: "stopped-app", pattern: "*/5 * * * *", timeZone: "UTC" }), stale));
+      const withGone = mine(await sqlinboxJson<StatusReport>(["status", "--url", t.url, "--table", table]));
+      expect(withGone.map((s) => [s.route, s.overdue])).toEqual([
+        [daily, false],
+        [fast, false],
+        [gone, true],
+      ]);
+      expect((await sqlinbox(["status", "--url", t.url, "--table", table])).stdout).toContain(`${stale.toISOString()} (overdue: no app runs it)`);
+
       // The dashboard: its JSON and its page.
       const opened = await openDatabase(t.url);
       const dashboard = await startDashboard({ source: new OperatorConsole(opened, await resolveTables(opened, { tables: [table] })), port: 0, writes: null, sampleEveryMs: 1000 });
@@ -87,6 +101,7 @@ describe.each(ENGINES)("cron schedules in sqlinbox status and the dashboard on %
         expect(mine(served).map((s) => [s.route, s.pattern, s.timeZone])).toEqual([
           [daily, DAILY, ZONE],
           [fast, FAST, "UTC"],
+          [gone, "*/5 * * * *", "UTC"],
         ]);
         expect(mine(served)[0]!.nextTick).toBe(dailyRow.nextTick);
         const page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
@@ -95,6 +110,7 @@ describe.each(ENGINES)("cron schedules in sqlinbox status and the dashboard on %
         await expect.poll(() => page.getByTestId(`schedule-next-${daily}`).textContent(), { timeout: 15_000 }).toBe(`${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`);
         expect(await page.getByTestId(`schedule-${daily}`).textContent()).toContain(DAILY);
         expect(await page.getByTestId(`schedule-last-${daily}`).textContent()).toBe("—");
+        expect(await page.getByTestId(`schedule-next-${gone}`).textContent()).toMatch(/\(overdue: no app runs it\)$/);
         expect(await page.getByTestId(`schedule-last-${fast}`).textContent()).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
         // A few samples, so the throughput chart has a line, then the screenshot to look at.
         await expect.poll(() => page.locator(`[data-testid="table-${table}"] .uplot canvas`).count(), { timeout: 15_000 }).toBe(3);

@@ -19,6 +19,8 @@ export interface TableSample {
 export interface Sample {
   /** Milliseconds since the epoch. */
   readonly at: number;
+  /** The read the rates are measured from (milliseconds since the epoch; `at` itself on the first): reads closer than half an interval share one. */
+  readonly from: number;
   readonly tables: Readonly<Record<string, TableSample>>;
 }
 
@@ -89,7 +91,7 @@ export function sampleOf(report: StatusReport, previous: StatusReport | null, mo
       ...(table.settled.kind === "unknown" ? { finishedUnknown: table.settled.reason } : {}),
     };
   }
-  return { at, tables };
+  return { at, from: previous === null ? at : Date.parse(previous.at), tables };
 }
 
 /**

@@ -30,7 +30,9 @@ function report(at: string, t: Read): StatusReport {
 
 describe("a sample from two status reads", () => {
   test("the first read of a table whose ack deletes rows has depth but no rates", () => {
-    expect(sampleOf(report("2026-01-01T00:00:00Z", { ready: 5, inWork: 1, dead: 0, settled: hw(10) }), null).tables.jobs).toEqual({
+    const first = sampleOf(report("2026-01-01T00:00:00Z", { ready: 5, inWork: 1, dead: 0, settled: hw(10) }), null);
+    expect(first.from).toBe(first.at);
+    expect(first.tables.jobs).toEqual({
       ready: 5,
       waiting: null,
       inWork: 1,
@@ -50,7 +52,9 @@ describe("a sample from two status reads", () => {
     ["fifo: rows waiting behind a head are backlog, not settled", { ready: 2, waiting: 4, inWork: 1, dead: 0, settled: hw(11) }, 0, 0],
   ] as const)("%s", (_what, now, finished, failed) => {
     const before = report("2026-01-01T00:00:00Z", { ready: 5, inWork: 1, dead: 0, settled: hw(10) });
-    const sample = sampleOf(report("2026-01-01T00:00:02Z", now), before).tables.jobs!;
+    const read = sampleOf(report("2026-01-01T00:00:02Z", now), before);
+    expect(read.at - read.from).toBe(2000);
+    const sample = read.tables.jobs!;
     expect([sample.finishedPerSecond, sample.failedPerSecond]).toEqual([finished, failed]);
   });
 
