@@ -2,9 +2,10 @@ import type { CancelResult } from "@sqlinbox/database";
 import type { DashboardSource, PeekedRow, StatusReport } from "@sqlinbox/dashboard";
 import type { OpenedDatabase } from "./connect.js";
 import { CliError, ExitCode } from "./exit-codes.js";
-import { cancelRow, pauseRoute, pausedRoutes, resumeRoute } from "./inspect/control.js";
+import { cancelRow, pauseRoute, pausedRoutes, resumeRoute, schedules } from "./inspect/control.js";
 import { retryDeadLetters } from "./inspect/dead-letters.js";
 import { peekRows } from "./inspect/rows.js";
+import { SETTLED_WINDOW_MS } from "./inspect/settled.js";
 import { readTableStatus } from "./inspect/status.js";
 import type { QueueTable } from "./queue-tables.js";
 
@@ -19,11 +20,24 @@ export class OperatorConsole implements DashboardSource {
     readonly expiringWithinMs = 60_000,
   ) {}
 
-  /** Every selected table's status at `now`, the database's time unless given. */
-  async status(now = this.opened.now()): Promise<StatusReport> {
+  /**
+   * Every selected table's status at the database's time; processed rows are counted since
+   * `settledSince` (an earlier read's `at`), or over the last minute.
+   */
+  async status(settledSince?: string): Promise<StatusReport> {
+    const now = this.opened.now();
+    const since = settledSince === undefined ? new Date(now.getTime() - SETTLED_WINDOW_MS) : new Date(settledSince);
     const tables = [];
-    for (const table of this.tables) tables.push(await readTableStatus(this.opened, table, { now, expiringWithinMs: this.expiringWithinMs, expiringLimit: 20 }));
-    return { at: now.toISOString(), engine: this.opened.engine, server: this.opened.server, tables, paused: await pausedRoutes(this.opened) };
+    for (const table of this.tables) tables.push(await readTableStatus(this.opened, table, { now, since, expiringWithinMs: this.expiringWithinMs, expiringLimit: 20 }));
+    const recorded = await schedules(this.opened);
+    return {
+      at: now.toISOString(),
+      engine: this.opened.engine,
+      server: this.opened.server,
+      tables,
+      paused: await pausedRoutes(this.opened),
+      ...(recorded === undefined ? {} : { schedules: recorded }),
+    };
   }
 
   pause(route: string): Promise<void> {

@@ -93,6 +93,47 @@ function groupsTable(t) {
   return h("table", { class: "grid" }, h("thead", {}, head), h("tbody", {}, rows));
 }
 
+/** The cron schedules running apps recorded (`app.cron`): route, pattern, zone, last and next tick. */
+function schedulesSection(schedules) {
+  const body =
+    schedules.length === 0
+      ? h("div", { class: "empty", "data-testid": "no-schedules" }, "No schedule recorded: no running app declares app.cron.")
+      : h(
+          "table",
+          { class: "grid" },
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              ["Route", "Pattern", "Zone", "Last tick", "Next tick", "App"].map((c) => h("th", {}, c)),
+            ),
+          ),
+          h(
+            "tbody",
+            {},
+            schedules.map((s) =>
+              h(
+                "tr",
+                { "data-testid": `schedule-${s.route}` },
+                h("td", {}, s.route),
+                h("td", {}, h("code", {}, s.pattern)),
+                h("td", {}, s.timeZone),
+                h("td", { "data-testid": `schedule-last-${s.route}` }, s.lastTick ? utc(s.lastTick) : "—"),
+                h(
+                  "td",
+                  { "data-testid": `schedule-next-${s.route}`, class: s.overdue ? "overdue" : "" },
+                  s.overdue ? `${utc(s.nextTick)} (overdue: no app runs it)` : utc(s.nextTick),
+                ),
+                h("td", {}, s.app),
+              ),
+            ),
+          ),
+        );
+  return h("section", { class: "card", "data-testid": "schedules" }, h("h2", {}, "Schedules"), body);
+}
+
 /** The caps and rate limits the loaded module declares on this table's routes (only with --module). */
 function limitsTable(t) {
   const limits = t.limits ?? [];
@@ -411,7 +452,7 @@ const SERIES = {
     ["In work", "#f59f00", (s) => s.inWork],
     ["Delayed", "#8e67e6", (s) => s.delayed],
   ],
-  throughput: [["Finished / s", "#2b9348", (s) => s.finishedPerSecond]],
+  throughput: [["Settled / s", "#2b9348", (s) => s.finishedPerSecond]],
   failures: [
     ["Dead letters / s", "#e03131", (s) => s.failedPerSecond],
     ["Delayed (retrying)", "#8e67e6", (s) => s.delayed],
@@ -422,6 +463,7 @@ function drawCharts(t, samples, boxes) {
   const table = t.table;
   const fifo = t.totals.waiting !== null;
   for (const [kind, box] of Object.entries(boxes)) {
+    if (kind === "throughput" && t.settled.kind === "unknown") continue;
     const defs = SERIES[kind].filter(([, , , only]) => only !== "fifo" || fifo);
     const xs = samples.map((s) => s.at / 1000);
     const data = [xs, ...defs.map(([, , pick]) => samples.map((s) => (s.tables[table] ? pick(s.tables[table]) : null)))];
@@ -476,11 +518,21 @@ async function refresh() {
     const chartBoxes = [];
     main.replaceChildren(
       ...(status.paused === undefined ? [] : [flowSection(status.paused)]),
+      ...(status.schedules === undefined ? [] : [schedulesSection(status.schedules)]),
       ...status.tables.map((t, i) => {
         const totals = t.totals;
         const boxes = {
           depth: chartCell(t.table, "depth", "Depth"),
-          throughput: chartCell(t.table, "throughput", "Throughput"),
+          // A table where nothing counts the settled rows says so instead of charting a wrong number.
+          throughput:
+            t.settled.kind === "unknown"
+              ? h(
+                  "div",
+                  { class: "chart", "data-testid": `chart-throughput-${t.table}` },
+                  h("div", { class: "title" }, "Throughput"),
+                  h("p", { class: "muted", "data-testid": `throughput-unknown-${t.table}` }, `unknown: ${t.settled.reason}`),
+                )
+              : chartCell(t.table, "throughput", "Throughput"),
           failures: chartCell(t.table, "failures", "Failures"),
         };
         chartBoxes.push([t, boxes]);

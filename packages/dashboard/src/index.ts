@@ -17,4 +17,6 @@ export type {
   FormName,
   FlowLimitStatus,
   CancelResult,
+  SettledCount,
+  ScheduleStatus,
 } from "./source.js";

@@ -8,8 +8,10 @@ export interface TableSample {
   readonly inWork: number | null;
   readonly delayed: number;
   readonly dead: number | null;
-  /** Rows finished per second since the previous sample (an estimate: rows written minus the growth of the backlog). */
+  /** Rows settled per second since the previous sample (`settledPerSecond`); `null` where it cannot be known. */
   readonly finishedPerSecond: number | null;
+  /** Why the table's throughput cannot be known (the application writes its ids and the ack deletes rows). */
+  readonly finishedUnknown?: string;
   /** Dead letters added per second since the previous sample. */
   readonly failedPerSecond: number | null;
 }
@@ -17,6 +19,8 @@ export interface TableSample {
 export interface Sample {
   /** Milliseconds since the epoch. */
   readonly at: number;
+  /** The read the rates are measured from (milliseconds since the epoch; `at` itself on the first): reads closer than half an interval share one. */
+  readonly from: number;
   readonly tables: Readonly<Record<string, TableSample>>;
 }
 
@@ -25,51 +29,69 @@ const backlog = (t: TableStatus): number => t.totals.ready + (t.totals.waiting ?
 /**
  * Dead letters an operator moved back into a table (the dashboard's retry) since the previous
  * sample: they are not deliveries, so they must not read as finished rows. `idJump`: how far the
- * newest id moved across the move (read just before and just after it): a dead-letter table's rows
- * go back by an insert, whose ids may skip far past the newest (a sequence skips the ids of
- * inserts rolled back), so the id growth says nothing about rows written; a dead group's rows go
- * back by an update (0). `null` when it could not be read.
+ * id high-water mark moved across the move (read just before and just after it): a dead-letter
+ * table's rows go back by an insert, which takes new ids; a dead group's rows go back by an update
+ * (0). `null` when it could not be read.
  */
 export interface OperatorMoves {
   readonly moved: number;
   readonly idJump: number | null;
 }
 
+/** The id high-water mark of a status read's table, when its settled rows are counted by one. */
+const highWaterOf = (t: TableStatus | undefined): number | null => (t?.settled.kind === "idHighWater" ? t.settled.highWater : null);
+
 /**
- * One sample from a status read and the one before it. Finished rows are estimated: rows that
- * entered the backlog (the growth of the largest numeric id, without the jump of an operator's
- * move, plus the rows it moved) minus the growth of the backlog and the dead letters added; `null`
- * on the first read, where ids are not numbers, or across a move whose id jump is unknown. Dead
- * letters added are the growth of the dead letters plus those an operator moved out of them, so a
- * retry reads as neither finished nor failed.
+ * Rows settled per second on one table between two reads. A table that keeps processed rows
+ * counted them in the window itself (`processed`: rows over the seconds from `since` to `at`).
+ * A table whose ack deletes the row: inserted − backlog growth − dead letters added, where
+ * inserted is the growth of the id high-water mark less an operator move's jump, plus the rows it
+ * moved. `null` on the first read of such a table, across a move whose jump is unknown, and where
+ * nothing counts (`unknown`).
+ */
+function settledPerSecond(table: TableStatus, before: TableStatus | undefined, at: number, seconds: number, move: OperatorMoves, deadAdded: number): number | null {
+  const { settled } = table;
+  switch (settled.kind) {
+    case "processed": {
+      const window = (at - Date.parse(settled.since)) / 1000;
+      return window > 0 ? settled.rows / window : null;
+    }
+    case "idHighWater": {
+      const earlier = highWaterOf(before);
+      if (before === undefined || earlier === null || seconds <= 0 || move.idJump === null) return null;
+      const inserted = Math.max(0, settled.highWater - earlier - move.idJump) + move.moved;
+      return Math.max(0, inserted - (backlog(table) - backlog(before)) - deadAdded) / seconds;
+    }
+    case "unknown":
+      return null;
+  }
+}
+
+/**
+ * One sample from a status read and the one before it: finished rows per `settledPerSecond`;
+ * dead letters added are the growth of the dead letters plus those an operator moved out of
+ * them, so a retry reads as neither finished nor failed.
  */
 export function sampleOf(report: StatusReport, previous: StatusReport | null, moves: ReadonlyMap<string, OperatorMoves> = new Map()): Sample {
-  const seconds = previous === null ? 0 : (Date.parse(report.at) - Date.parse(previous.at)) / 1000;
+  const at = Date.parse(report.at);
+  const seconds = previous === null ? 0 : (at - Date.parse(previous.at)) / 1000;
   const tables: Record<string, TableSample> = {};
   for (const table of report.tables) {
     const before = previous?.tables.find((t) => t.table === table.table);
     const move = moves.get(table.table) ?? { moved: 0, idJump: 0 };
-    let finished: number | null = null;
-    let failed: number | null = null;
-    if (before !== undefined && seconds > 0) {
-      const deadAdded = Math.max(0, (table.totals.dead ?? 0) - (before.totals.dead ?? 0) + move.moved);
-      failed = deadAdded / seconds;
-      if (table.newestId !== null && before.newestId !== null && move.idJump !== null) {
-        const entered = Math.max(0, table.newestId - before.newestId - move.idJump) + move.moved;
-        finished = Math.max(0, entered - (backlog(table) - backlog(before)) - deadAdded) / seconds;
-      }
-    }
+    const deadAdded = before === undefined || seconds <= 0 ? null : Math.max(0, (table.totals.dead ?? 0) - (before.totals.dead ?? 0) + move.moved);
     tables[table.table] = {
       ready: table.totals.ready,
       waiting: table.totals.waiting,
       inWork: table.totals.inWork,
       delayed: table.totals.delayed,
       dead: table.totals.dead,
-      finishedPerSecond: finished,
-      failedPerSecond: failed,
+      finishedPerSecond: settledPerSecond(table, before, at, seconds, move, deadAdded ?? 0),
+      failedPerSecond: deadAdded === null ? null : deadAdded / seconds,
+      ...(table.settled.kind === "unknown" ? { finishedUnknown: table.settled.reason } : {}),
     };
   }
-  return { at: Date.parse(report.at), tables };
+  return { at, from: previous === null ? at : Date.parse(previous.at), tables };
 }
 
 /**
@@ -127,7 +149,7 @@ export class Sampler {
    */
   moveBack<T extends { readonly moved: number }>(table: string, move: () => Promise<T>): Promise<T> {
     return this.#serial(async () => {
-      const newestId = async () => (await this.source.status().catch(() => null))?.tables.find((t) => t.table === table)?.newestId ?? null;
+      const newestId = async () => highWaterOf((await this.source.status().catch(() => null))?.tables.find((t) => t.table === table));
       const before = await newestId();
       let moved = 0;
       try {
@@ -159,7 +181,7 @@ export class Sampler {
   async #take(): Promise<void> {
     let report: StatusReport;
     try {
-      report = await this.source.status();
+      report = await this.source.status(this.#previous?.at);
     } catch {
       return; // a failed read leaves a gap in the charts; the page shows the error from /api/status
     }

@@ -46,6 +46,18 @@ export interface ExpiringLease {
 /** Where a table's dead letters go. */
 export type DeadLetterTarget = { readonly kind: "table"; readonly table: string } | { readonly kind: "group"; readonly group: string; readonly deadGroup: string };
 
+/**
+ * How a table's settled rows are counted. `processed`: the table keeps its processed rows, and
+ * `rows` were processed in `(since, at]` (the database's clock). `idHighWater`: the ack deletes the
+ * row and the database generates its ids: `highWater` is the last id handed out (a sequence, an
+ * auto-increment, SQLite's AUTOINCREMENT), kept when the table drains, so its growth between two
+ * reads is the rows inserted. `unknown`: neither (the application writes the ids), said why.
+ */
+export type SettledCount =
+  | { readonly kind: "processed"; readonly since: string; readonly rows: number }
+  | { readonly kind: "idHighWater"; readonly highWater: number }
+  | { readonly kind: "unknown"; readonly reason: string };
+
 export interface TableStatus {
   readonly table: string;
   readonly form: FormName;
@@ -53,8 +65,8 @@ export interface TableStatus {
   /** Sums over the groups (`inWork` `null` when unknown). */
   readonly totals: Omit<GroupStatus, "group" | "attempts" | "oldestAgeMs"> & { readonly oldestAgeMs: number | null };
   readonly expiringLeases: readonly ExpiringLease[];
-  /** The largest id in the table when ids are numbers: its growth between two reads is the rows written. */
-  readonly newestId: number | null;
+  /** What the read tells of the rows settled, from which the dashboard charts the throughput. */
+  readonly settled: SettledCount;
   readonly deadLetters: readonly DeadLetterTarget[];
   /** Why a number is missing, in words (for instance "in work: unknown from outside …"). */
   readonly notes: readonly string[];
@@ -76,6 +88,23 @@ export interface FlowLimitStatus {
   readonly startedInWindow: number | null;
 }
 
+/** A cron schedule a running app recorded (`app.cron`): each tick is one row published to `route`. */
+export interface ScheduleStatus {
+  readonly route: string;
+  /** The app that runs it. */
+  readonly app: string;
+  /** The cron pattern, as declared. */
+  readonly pattern: string;
+  /** The IANA zone the ticks are computed in (the app host's when none was declared). */
+  readonly timeZone: string;
+  /** The next tick (ISO-8601), computed by the app with its cron parser. */
+  readonly nextTick: string;
+  /** The last tick published (ISO-8601); absent before the first. */
+  readonly lastTick?: string;
+  /** The next tick passed over a minute ago and no app moved it on: no process runs the schedule; ticks since are missed. */
+  readonly overdue: boolean;
+}
+
 export interface StatusReport {
   /** When the numbers were read (ISO-8601). */
   readonly at: string;
@@ -86,6 +115,8 @@ export interface StatusReport {
   readonly tables: readonly TableStatus[];
   /** Routes paused now (`sqlinbox pause`, `broker.pause`); `null` when the database has no control table; absent from sources that do not read it. */
   readonly paused?: readonly string[] | null;
+  /** The cron schedules running apps recorded in the control table; absent without a control table, or from sources that do not read it. */
+  readonly schedules?: readonly ScheduleStatus[];
 }
 
 /** A row as `peek` shows it: every column of the real table, the payload decoded. */
@@ -103,7 +134,8 @@ export type CancelResult = "removed" | "signalled" | "not found";
 
 /** What the dashboard reads and, with writes allowed, does. */
 export interface DashboardSource {
-  status(): Promise<StatusReport>;
+  /** Every table's status; `settledSince` (an earlier read's `at`) is where processed rows are counted from, the last minute when absent. */
+  status(settledSince?: string): Promise<StatusReport>;
   /** The dead letters of a source table, oldest first. */
   deadLetters(table: string, limit: number): Promise<readonly PeekedRow[]>;
   /** Moves dead letters back into their source: the given ids, or all of them. Returns how many moved. */

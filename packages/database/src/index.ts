@@ -26,4 +26,5 @@ export {
   type UpdateResult,
   type ControlPlace,
 } from "./control/control-procedures.js";
+export { recordedSchedules, type RecordedSchedule } from "./control/recorded-schedules.js";
 export type { ProcessKeys } from "./control/remove-unless-in-work.js";

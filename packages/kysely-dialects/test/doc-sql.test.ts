@@ -87,6 +87,10 @@ const shown: Readonly<Record<string, () => CompiledQuery | null>> = {
   "postgres:jobs.read(reports)": () => postgresDialect.jobs.read(seedByHand, 7),
   "mysql:jobs.lockProbe(reports)": () => mysqlDialect.jobs.lockProbe(seedByHand, 7),
   "postgres:operator.heldAdvisoryKeys": () => postgresOperator.heldAdvisoryKeys(["report_jobs:7"], "app"),
+  "postgres:operator.countProcessedBetween": () => postgresOperator.countProcessedBetween(simpleDone, now, until),
+  "postgres:operator.idHighWater": () => postgresOperator.idHighWater(simpleDone),
+  "mysql:operator.idHighWater": () => operatorFor("mysql").idHighWater(simpleDone),
+  "sqlite:operator.idHighWater": () => operatorFor("sqlite").idHighWater(simpleDone),
 };
 
 interface Block {

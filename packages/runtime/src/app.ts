@@ -8,6 +8,7 @@ import { runningBrokers, startWith, type StartOverrides } from "./internal.js";
 import { childLogger, consoleLogger, errorFields, type Logger } from "./logger.js";
 import { brokerParts, type SqlBroker } from "./publish/sql-broker.js";
 import { CronRunner } from "./schedule/cron-runner.js";
+import { scheduleRecorder } from "./schedule/record-schedule.js";
 import { tickPublisher } from "./schedule/publish-tick.js";
 import { declareCron, type CronDeclaration, type CronOptionsFor, type CronPayloadFor, type CronRouteAllowed } from "./schedule/cron.js";
 import { BrokerScope, type BrokerUse } from "./startup/broker-scope.js";
@@ -248,7 +249,8 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
     warnRetention(run.kept, this.#parts.crons, run.clock.now(), logger);
     // A schedule fires on the database's time of the broker that routes it, as its claims do.
     const publishTick = tickPublisher(logger);
-    const crons = this.#parts.crons.map((cron) => new CronRunner(cron, run.brokerClocks.get(cron.broker) ?? run.clock, logger, publishTick));
+    const recordSchedule = scheduleRecorder(run.appName, logger);
+    const crons = this.#parts.crons.map((cron) => new CronRunner(cron, run.brokerClocks.get(cron.broker) ?? run.clock, logger, publishTick, recordSchedule));
     for (const c of crons) c.start();
     logger.info({ subscriptions: run.subscriptions.map((s) => s.name).join(",") }, "app started");
     return this.#running(run, crons);

@@ -3,11 +3,13 @@ import {
   namesSubscription,
   pauseRoute as pauseInTable,
   resumeRoute as resumeInTable,
+  recordedSchedules,
   servedRoutes,
   type CancelResult,
   type ControlPlace,
 } from "@sqlinbox/database";
 import { dialectFor } from "@sqlinbox/kysely-dialects/internal";
+import type { ScheduleStatus } from "@sqlinbox/dashboard";
 import type { OpenedDatabase } from "../connect.js";
 import { CliError, ExitCode } from "../exit-codes.js";
 import type { QueueTable } from "../queue-tables.js";
@@ -37,6 +39,26 @@ export async function pausedRoutes(opened: OpenedDatabase): Promise<string[] | n
       .sort();
   } catch (error) {
     if (dialect.missingTable(error)) return null;
+    throw error;
+  }
+}
+
+/** The cron schedules running apps recorded; `undefined` when the database has no control table. */
+export async function schedules(opened: OpenedDatabase): Promise<ScheduleStatus[] | undefined> {
+  const dialect = dialectFor(opened.engine);
+  try {
+    const recorded = await recordedSchedules({ db: opened.db, dialect, controlTableMissing: (_table, cause) => cause as Error }, opened.now());
+    return recorded.map((s) => ({
+      route: s.route,
+      app: s.app,
+      pattern: s.pattern,
+      timeZone: s.timeZone,
+      nextTick: s.nextTick.toISOString(),
+      ...(s.lastTick === undefined ? {} : { lastTick: s.lastTick.toISOString() }),
+      overdue: s.overdue,
+    }));
+  } catch (error) {
+    if (dialect.missingTable(error)) return undefined;
     throw error;
   }
 }

@@ -6,12 +6,15 @@ import type { OpenedDatabase } from "../connect.js";
 import type { QueueTable } from "../queue-tables.js";
 import { countInWork, groupKey } from "./in-work.js";
 import { readLimits } from "./limits.js";
+import { readSettled } from "./settled.js";
 
 const n = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
 
 /** Options of a status read. */
 export interface StatusOptions {
   readonly now: Date;
+  /** Processed rows are counted from here (exclusive) to `now`. */
+  readonly since: Date;
   /** Leases that run out within this many milliseconds are listed. */
   readonly expiringWithinMs: number;
   readonly expiringLimit: number;
@@ -97,7 +100,6 @@ export async function readTableStatus(opened: OpenedDatabase, table: QueueTable,
   const sum = (pick: (g: GroupStatus) => number | null): number | null =>
     groups.some((g) => pick(g) === null) && groups.length > 0 ? null : groups.reduce((a, g) => a + (pick(g) ?? 0), 0);
   const ages = groups.map((g) => g.oldestAgeMs).filter((a): a is number => a !== null);
-  const ids = counts.map((r) => Number(r.max_id)).filter((id) => Number.isFinite(id));
   const limits = await readLimits(opened, table, groups, now, notes);
   return {
     table: spec.table,
@@ -113,7 +115,7 @@ export async function readTableStatus(opened: OpenedDatabase, table: QueueTable,
       oldestAgeMs: ages.length === 0 ? null : Math.max(...ages),
     },
     expiringLeases: expiring,
-    newestId: ids.length === 0 ? null : Math.max(...ids),
+    settled: await readSettled(opened, table, options.since, now),
     deadLetters: table.deadLetters.map(
       (p): DeadLetterTarget => (p.kind === "table" ? { kind: "table", table: p.destination.table } : { kind: "group", group: p.group, deadGroup: p.deadGroup }),
     ),

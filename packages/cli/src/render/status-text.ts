@@ -77,5 +77,19 @@ export function statusText(report: StatusReport, expiringWithinMs: number): stri
     for (const note of table.notes) parts.push(`note: ${note}`);
     parts.push("");
   }
+  if (report.schedules !== undefined) parts.push(...schedulesText(report.schedules));
   return parts.join("\n");
+}
+
+/** The "schedules" section: each cron schedule running apps recorded, its last and next tick. */
+function schedulesText(schedules: NonNullable<StatusReport["schedules"]>): string[] {
+  if (schedules.length === 0) return ["Schedules: none recorded (no running app declares app.cron)", ""];
+  return [
+    "Schedules (app.cron, as running apps recorded them):",
+    textTable(
+      ["ROUTE", "PATTERN", "ZONE", "LAST TICK", "NEXT TICK", "APP"],
+      schedules.map((s) => [s.route, s.pattern, s.timeZone, s.lastTick ?? "—", s.overdue ? `${s.nextTick} (overdue: no app runs it)` : s.nextTick, s.app]),
+    ),
+    "",
+  ];
 }

@@ -32,7 +32,7 @@ export interface ControlPlace {
 type On = { executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> };
 
 /** Runs a control-table statement; a missing control table is the caller's error, naming it. */
-async function onControl<R>(place: ControlPlace, on: On, query: CompiledQuery<R>): Promise<QueryResult<R>> {
+export async function onControl<R>(place: ControlPlace, on: On, query: CompiledQuery<R>): Promise<QueryResult<R>> {
   try {
     return await on.executeQuery(query);
   } catch (error) {

@@ -1,5 +1,7 @@
 import { sql, type CompiledQuery } from "kysely";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { OperatorTraits } from "../operator/types.js";
+import type { RawRow } from "../types.js";
 import { compiled } from "../statements/query-db.js";
 import { mysqlLockName } from "./lock-name.js";
 import { mysqlDb as db } from "./query-builder.js";
@@ -24,10 +26,31 @@ function heldAdvisoryKeys(keys: readonly string[], database: string): CompiledQu
   );
 }
 
+/**
+ * The table's next auto-increment value, less one:
+ * ```sql mysql:operator.idHighWater
+ * select `auto_increment` is not null as `known`, `auto_increment` - 1 as `high_water`
+ * from `information_schema`.`tables` where `table_schema` = coalesce(?, database()) and `table_name` = ?
+ * ```
+ * `known` is false without an auto-increment column. MariaDB reads the value from the table
+ * itself; MySQL 8 caches it for `information_schema_stats_expiry` seconds (set it to 0).
+ */
+function idHighWater(spec: InboxDescription): CompiledQuery<RawRow> {
+  return compiled(
+    db
+      .selectFrom("information_schema.tables")
+      .select([sql<number>`${sql.ref("auto_increment")} is not null`.as("known"), sql<string>`${sql.ref("auto_increment")} - 1`.as("high_water")])
+      .where(sql<boolean>`${sql.ref("table_schema")} = coalesce(${spec.schema ?? null}, database())`)
+      .where("table_name", "=", spec.table),
+  );
+}
+
 /** What the operator tools' statements do differently on MySQL/MariaDB. */
 export const mysqlOperator: OperatorTraits = Object.freeze({
   // `GET_LOCK` locks are server-wide: `IS_USED_LOCK` tells whether any session holds one.
   heldAdvisoryKeys,
   // `DEFAULT` is allowed in an UPDATE's SET list.
   attemptDefault: () => sql`default`,
+  // The auto-increment counter keeps its value when the table drains.
+  idHighWater,
 });

@@ -16,8 +16,9 @@ import { countDeadLettersQuery, lockDeadLetterIdsQuery, peekDeadLettersQuery, pu
 import { advisoryCandidatesQuery, lockableProbeQuery } from "./probe.js";
 import { countRowsQuery, peekQuery, purgeQuery } from "./rows-by-state.js";
 import { attemptHistogramQuery, countByStateQuery, expiringLeasesQuery } from "./status.js";
+import { countProcessedBetweenQuery } from "./throughput.js";
 import type { OperatorStatements } from "./types.js";
-import { notOnEngine } from "../shared/no-statement.js";
+import { notForTable, notOnEngine } from "../shared/no-statement.js";
 
 export type { OperatorStatements, OperatorTable, DeadLetterPlace, RowState, PeekOptions } from "./types.js";
 export { copiedColumns } from "./dead-letter.js";
@@ -49,6 +50,9 @@ function statements(engine: EngineTraits): OperatorStatements {
     retryDeadLetters: (source, place, ids) => retryDeadLettersQueries(ctx, operator, source, place, ids),
     purge: (table, options) => purgeQuery(ctx, table, options),
     purgeDeadLetters: (source, place, ids) => purgeDeadLettersQuery(ctx, source, place, ids),
+    idHighWater: (spec) =>
+      spec.id.generated ? operator.idHighWater(spec) : notForTable("operator.idHighWater", "a generated id column (the application writes its ids)", { table: spec.table }),
+    countProcessedBetween: (spec, from, to) => countProcessedBetweenQuery(ctx, spec, from, to),
   };
   return Object.freeze(built);
 }

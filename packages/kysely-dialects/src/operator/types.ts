@@ -92,6 +92,13 @@ export interface OperatorStatements {
   retryDeadLetters(source: InboxDescription, place: DeadLetterPlace, ids: readonly unknown[]): readonly CompiledQuery[];
   /** Deletes rows of a state (`done`, `all`, …) or the given ids; dead letters through `purgeDeadLetters`. */
   purge(table: OperatorTable, options: Omit<PeekOptions, "limit">): CompiledQuery;
+  /**
+   * One row `{ high_water }`: the last id the table's generator handed out, kept when the table
+   * drains (the engine's `operator.idHighWater`). For a table whose id column is generated.
+   */
+  idHighWater(spec: InboxDescription): CompiledQuery<RawRow>;
+  /** One row `{ rows }`: the rows whose processedAt falls in `(from, to]`. For a table with a processedAt column. */
+  countProcessedBetween(spec: InboxDescription, from: Date, to: Date): CompiledQuery<RawRow>;
   /** Deletes dead letters: all of them, or the given ids. */
   purgeDeadLetters(source: InboxDescription, place: DeadLetterPlace, ids?: readonly unknown[]): CompiledQuery;
 }
@@ -105,4 +112,9 @@ export interface OperatorTraits {
   readonly heldAdvisoryKeys: ((keys: readonly string[], database: string) => CompiledQuery<{ key: string }>) | "process registry";
   /** The value an attempt column gets back on a retried dead letter: the column's default. */
   attemptDefault(spec: InboxDescription): Expression<unknown>;
+  /**
+   * One row `{ high_water }`: the last id the table's generator handed out (a sequence, an
+   * auto-increment, SQLite's `sqlite_sequence`), which a drained table keeps; NULL before the first.
+   */
+  idHighWater(spec: InboxDescription): CompiledQuery<RawRow>;
 }

@@ -1,5 +1,7 @@
 import { sql, type CompiledQuery } from "kysely";
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { OperatorTraits } from "../operator/types.js";
+import type { RawRow } from "../types.js";
 import { compiled } from "../statements/query-db.js";
 import { postgresDb as db } from "./query-builder.js";
 
@@ -33,10 +35,32 @@ function heldAdvisoryKeys(keys: readonly string[]): CompiledQuery<{ key: string 
   );
 }
 
+/**
+ * The id's sequence (a serial or identity column owns one), read without advancing it:
+ * ```sql postgres:operator.idHighWater
+ * select pg_get_serial_sequence($1, $2) is not null as "known",
+ *   pg_sequence_last_value(pg_get_serial_sequence($3, $4)::regclass) as "high_water"
+ * ```
+ * `known` is false when no sequence owns the column; `high_water` is NULL before the first id.
+ */
+function idHighWater(spec: InboxDescription): CompiledQuery<RawRow> {
+  // The table argument is parsed as SQL text: quote each part, as `tableRef` names it.
+  const table = (spec.schema === undefined ? [spec.table] : [spec.schema, spec.table]).map((part) => `"${part.replaceAll('"', '""')}"`).join(".");
+  const column = spec.id.name;
+  return compiled(
+    db.selectNoFrom([
+      sql<boolean>`pg_get_serial_sequence(${table}, ${column}) is not null`.as("known"),
+      sql<string>`pg_sequence_last_value(pg_get_serial_sequence(${table}, ${column})::regclass)`.as("high_water"),
+    ]),
+  );
+}
+
 /** What the operator tools' statements do differently on PostgreSQL. */
 export const postgresOperator: OperatorTraits = Object.freeze({
   // Session advisory locks are listed in `pg_locks`, under the key's hash.
   heldAdvisoryKeys: (keys: readonly string[]) => heldAdvisoryKeys(keys),
   // `DEFAULT` is allowed in an UPDATE's SET list.
   attemptDefault: () => sql`default`,
+  // A serial or identity id's sequence keeps its last value when the table drains.
+  idHighWater,
 });

@@ -56,6 +56,17 @@ export interface ControlStatements {
   pruneRoutes(before: Date): CompiledQuery;
   /** The routes apps recorded at `since` or later, with the app that recorded each (`target`). */
   readRoutes(since: Date): CompiledQuery<ControlRow>;
+  /**
+   * Records a cron schedule an app runs (`kind` `"schedule"`, `target` the schedule as JSON: app,
+   * pattern, zone) with its next tick as `requested_at`: written or moved (upsert, as `recordRoutes`).
+   */
+  recordSchedule(route: string, schedule: string, next: Date): CompiledQuery;
+  /** Records the last tick of `route` an app published or found published (`kind` `"lastTick"`, `target` `""`). */
+  recordLastTick(route: string, tick: Date): CompiledQuery;
+  /** Removes the schedule records whose next tick is before `before`: no running app moved them on (last ticks stay). */
+  pruneSchedules(before: Date): CompiledQuery;
+  /** Every schedule record and last tick: `kind`, `route`, `target`, `requested_at` (the next tick, or the last). */
+  readSchedules(): CompiledQuery<ControlRow & { readonly requested_at: unknown }>;
   /** Row lock: locks the row unless a claim holds it (`FOR UPDATE SKIP LOCKED`), where the engine locks rows (`capabilities.rowLock`). */
   lockQueued(spec: InboxDescription, id: unknown): CompiledQuery<{ id: unknown }>;
   /** The row (its id and advisory key columns) unless it is done. */
@@ -74,8 +85,10 @@ export interface ControlStatements {
  * The control table's statements on one engine. The table is small: one row per paused route
  * (`kind = 'pause'`, `target = ''`), one per cancel request still open (`kind = 'cancel'`,
  * `target` the row's id as text), the recent cron ticks published to a table whose ack deletes
- * the row (`kind = 'cron'`, `target` the tick's time), and one per route an app serves (`kind =
- * 'route'`, `target` the app's name, `requested_at` when it last said so). Every app reads it
+ * the row (`kind = 'cron'`, `target` the tick's time), one per route an app serves (`kind =
+ * 'route'`, `target` the app's name, `requested_at` when it last said so), and one per cron
+ * schedule an app runs (`kind = 'schedule'`, `requested_at` its next tick) with its last tick
+ * (`kind = 'lastTick'`). Every app reads it
  * whole, once per poll interval.
  *
  * ```sql postgres:control.read
@@ -89,6 +102,15 @@ export interface ControlStatements {
 export function controlStatements(ctx: StatementContext, types: TableTypes): ControlStatements {
   const db = ctx.db;
   const at = (date: Date) => ctx.time.encode(date, COMPARE_PRECISION);
+  // One row per key, its time moved on a second write, on every engine alike.
+  const upsert = (kind: string, route: string, target: string, time: Date): CompiledQuery => {
+    const insert = db.insertInto(CONTROL_TABLE).values({ kind, route, target, requested_at: at(time) });
+    return compiled(
+      ctx.capabilities.insertReturning
+        ? insert.onConflict((oc) => oc.columns(["kind", "route", "target"]).doUpdateSet({ requested_at: at(time) }))
+        : insert.onDuplicateKeyUpdate({ requested_at: at(time) }),
+    );
+  };
   return Object.freeze({
     table: CONTROL_TABLE,
     // The three key columns fit one primary key on every engine (MySQL's varchar(255) × 3 stays under its 3072-byte key limit).
@@ -136,6 +158,11 @@ export function controlStatements(ctx: StatementContext, types: TableTypes): Con
     pruneRoutes: (before: Date): CompiledQuery => compiled(db.deleteFrom(CONTROL_TABLE).where("kind", "=", "route").where("requested_at", "<", at(before))),
     readRoutes: (since: Date): CompiledQuery<ControlRow> =>
       compiled(db.selectFrom(CONTROL_TABLE).select(["kind", "route", "target"]).where("kind", "=", "route").where("requested_at", ">=", at(since))),
+    recordSchedule: (route: string, schedule: string, next: Date): CompiledQuery => upsert("schedule", route, schedule, next),
+    recordLastTick: (route: string, tick: Date): CompiledQuery => upsert("lastTick", route, "", tick),
+    pruneSchedules: (before: Date): CompiledQuery => compiled(db.deleteFrom(CONTROL_TABLE).where("kind", "=", "schedule").where("requested_at", "<", at(before))),
+    readSchedules: (): CompiledQuery<ControlRow & { readonly requested_at: unknown }> =>
+      compiled(db.selectFrom(CONTROL_TABLE).select(["kind", "route", "target", "requested_at"]).where("kind", "in", ["schedule", "lastTick"])),
     lockQueued: (spec: InboxDescription, id: unknown): CompiledQuery<{ id: unknown }> =>
       ctx.capabilities.rowLock
         ? compiled(db.selectFrom(tableRef(spec)).select(sql.ref(spec.id.name).as("id")).where(spec.id.name, "=", id).forUpdate().skipLocked())

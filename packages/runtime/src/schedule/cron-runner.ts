@@ -2,6 +2,7 @@ import type { Clock, Timer } from "../clock.js";
 import { errorFields, type Logger } from "../logger.js";
 import type { CronDeclaration, CronTick } from "./cron.js";
 import { cronKey, dueTicks } from "./cron-schedule.js";
+import type { RecordSchedule } from "./record-schedule.js";
 
 /** One tick to publish: its time, its key and payload, and the oldest tick any process may still publish (see `LATE_TICKS`). */
 export interface TickToPublish {
@@ -37,6 +38,7 @@ export class CronRunner {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #publish: PublishTick;
+  readonly #record: RecordSchedule;
   readonly #stopped = new AbortController();
   #timer: Timer | undefined;
   /** Ticks after this time are still to publish. */
@@ -44,11 +46,12 @@ export class CronRunner {
   /** The publishes in order, one at a time: a stop waits for the one in flight. */
   #chain: Promise<void> = Promise.resolve();
 
-  constructor(cron: CronDeclaration, clock: Clock, logger: Logger, publish: PublishTick) {
+  constructor(cron: CronDeclaration, clock: Clock, logger: Logger, publish: PublishTick, record: RecordSchedule = async () => {}) {
     this.#cron = cron;
     this.#clock = clock;
     this.#logger = logger;
     this.#publish = publish;
+    this.#record = record;
     this.#after = clock.now();
   }
 
@@ -71,6 +74,8 @@ export class CronRunner {
       "cron schedule started",
     );
     for (const tick of missed) this.#enqueue(tick);
+    // The operator tools show the schedule and its next tick from the start (after the catch-up's ticks).
+    this.#enqueueRecord(next, missed.at(-1));
     this.#arm();
   }
 
@@ -104,12 +109,20 @@ export class CronRunner {
     }
     for (const tick of due) this.#enqueue(tick);
     const last = due.at(-1);
-    if (last !== undefined) this.#after = last;
+    if (last !== undefined) {
+      this.#after = last;
+      this.#enqueueRecord(this.#cron.schedule.next(last), last);
+    }
     this.#arm();
   }
 
   #enqueue(at: Date): void {
     this.#chain = this.#chain.then(() => this.#publishTick(at));
+  }
+
+  /** After the publishes before it: the record never shows a tick as last before its row exists. */
+  #enqueueRecord(next: Date | undefined, last: Date | undefined): void {
+    this.#chain = this.#chain.then(() => (this.#stopped.signal.aborted ? undefined : this.#record(this.#cron, next, last, this.#clock.now())));
   }
 
   async #publishTick(at: Date): Promise<void> {
