@@ -1,7 +1,6 @@
 import type { AnyInboxSpec } from "@sqlinbox/core/internal";
 import type { Engine } from "@sqlinbox/kysely-dialects";
-import { Activity } from "./activity.js";
-import { systemClock, type Clock } from "./clock.js";
+import type { Clock } from "./clock.js";
 import type { Subscription } from "./consume/subscription.js";
 import { noRouteInApp } from "./errors.js";
 import { runningBrokers, startWith, type StartOverrides } from "./internal.js";
@@ -10,14 +9,14 @@ import { brokerParts, type SqlBroker } from "./publish/sql-broker.js";
 import { CronRunner } from "./schedule/cron-runner.js";
 import { scheduleRecorder } from "./schedule/record-schedule.js";
 import { tickPublisher } from "./schedule/publish-tick.js";
-import { declareCron, type CronDeclaration, type CronOptionsFor, type CronPayloadFor, type CronRouteAllowed } from "./schedule/cron.js";
+import { declareCron, type CronOptionsFor, type CronPayloadFor, type CronRouteAllowed } from "./schedule/cron.js";
 import { BrokerScope, type BrokerUse } from "./startup/broker-scope.js";
 import { warnRetention } from "./startup/retention.js";
 import { startBroker, type Startup } from "./startup/start-broker.js";
+import { startupRun, type AppParts, type Hook } from "./startup/startup-run.js";
 import { stopReportOf, within, type StopReport } from "./stop-report.js";
-import { loadTelemetry } from "./telemetry/load-telemetry.js";
 import type { LeaseClock } from "./time/database-clock.js";
-import { bothObservers, bothPublishObservers, lifecycleEmitter, type AppEvents, type JobListener, type RegisteredListener } from "./hooks/lifecycle.js";
+import type { AppEvents, JobListener, RegisteredListener } from "./hooks/lifecycle.js";
 import type { Middleware, MiddlewareFor, MiddlewareUse } from "./hooks/middleware.js";
 import type { PublishMiddleware } from "./publish/publish-hooks.js";
 
@@ -63,8 +62,6 @@ export interface RunningApp {
   /** The subscriptions running. */
   readonly subscriptions: readonly Subscription[];
 }
-
-type Hook = () => unknown;
 
 /**
  * A service: startup and shutdown hooks, and the subscribers it runs on each broker.
@@ -204,33 +201,13 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
   /** @internal Startup in named steps: hooks, then per broker routes, connection, schemas, pool budget, subscriptions, listening; then claims start. */
   async [startWith](overrides: StartOverrides): Promise<RunningApp> {
     const logger = childLogger(overrides.logger ?? this.info.logger ?? consoleLogger(), { app: this.info.name });
-    const telemetry = await loadTelemetry({ enabled: this.info.telemetry !== false });
-    // OpenTelemetry is one more user of the hooks: its listeners first, its middleware outermost.
-    const telemetryHooks = telemetry.hooks();
-    const listeners = telemetryHooks === undefined ? this.#parts.listeners : [...telemetryHooks.listeners, ...this.#parts.listeners];
-    const events = listeners.length === 0 ? undefined : lifecycleEmitter(listeners, logger);
-    const run: Startup = {
-      appName: this.info.name,
-      clock: overrides.clock ?? this.info.clock ?? systemClock,
-      // A paused clock (TestApp.start) is the only time there is: nothing is measured against it.
-      leaseClock: overrides.pausedClock === true ? undefined : (this.info.leaseClock ?? "database"),
-      brokerClocks: new Map(),
+    const { info } = this;
+    const { middleware, listeners, publishMiddleware } = this.#parts;
+    const run = await startupRun(
+      { appName: info.name, clock: info.clock, leaseClock: info.leaseClock, telemetry: info.telemetry, middleware, listeners, publishMiddleware },
+      overrides,
       logger,
-      activity: overrides.activity ?? new Activity(),
-      observer: bothObservers(overrides.observer, events?.deliveries),
-      publishes: bothPublishObservers(overrides.publishes, events?.publishes),
-      middleware: this.#parts.middleware,
-      publishMiddleware: this.#parts.publishMiddleware,
-      telemetryHooks,
-      opened: [],
-      subscriptions: [],
-      unsubscribe: [],
-      held: [],
-      telemetry,
-      observed: { subscriptions: [], databases: [] },
-      pruners: [],
-      kept: [],
-    };
+    );
     logger.info({ version: this.info.version }, "app starting");
     for (const hook of this.#parts.startup) await hook();
     try {
@@ -311,15 +288,4 @@ export class App<R extends Record<string, AnyInboxSpec> = Record<never, never>> 
   #with<R2 extends Record<string, AnyInboxSpec> = R>(parts: AppParts): App<R2> {
     return new App<R2>(this.info, { ...this.#parts, ...parts });
   }
-}
-
-/** What an app is made of (every method of `App` returns a new one with one part more). */
-interface AppParts {
-  readonly startup?: readonly Hook[];
-  readonly shutdown?: readonly Hook[];
-  readonly brokers?: readonly BrokerUse[];
-  readonly crons?: readonly CronDeclaration[];
-  readonly middleware?: readonly MiddlewareUse[];
-  readonly listeners?: readonly RegisteredListener[];
-  readonly publishMiddleware?: readonly PublishMiddleware[];
 }

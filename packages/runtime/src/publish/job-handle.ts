@@ -1,6 +1,6 @@
 import type { AnyInboxSpec, InboxDescription, RolesOf } from "@sqlinbox/core/internal";
 import { cancelRow, type CancelResult } from "@sqlinbox/database";
-import { controlTableMissing, noRoute } from "../errors.js";
+import { noRoute } from "../errors.js";
 import { deadLetterIdGenerated, JobEnded } from "../errors/job-errors.js";
 import type { DeadLetterDestination } from "../declare/queue-rules.js";
 import type { BrokerParts } from "./broker.js";
@@ -46,8 +46,21 @@ export type FinishedJob<S extends AnyInboxSpec = AnyInboxSpec> = DoneJobState<Ro
 const cancelsOf = new WeakMap<BrokerParts, Map<string, true>>();
 const CANCELS_KEPT = 10_000;
 
-/** Records that row `id` of `route` was cancelled through this broker (`broker.cancel` or a handle's `cancel`). */
-export function recordCancel(parts: BrokerParts, route: string, id: unknown, result: CancelResult): void {
+/**
+ * Cancels row `id` of the table `route` goes to (`broker.cancel`, a handle's `cancel`), and records it
+ * for this broker's handles. "In work" is a live lease on the database's clock, as the claims judge it: never the host's.
+ */
+export async function cancelJob(parts: BrokerParts, route: string, id: unknown): Promise<CancelResult> {
+  const spec = parts.routes.route(route);
+  if (spec === undefined) throw noRoute(route, parts.routes.all);
+  const database = await parts.database();
+  const result = await cancelRow(database.controlPlace, spec.description, route, id, (await parts.clock()).now());
+  recordCancel(parts, route, id, result);
+  return result;
+}
+
+/** Records that row `id` of `route` was cancelled through this broker. */
+function recordCancel(parts: BrokerParts, route: string, id: unknown, result: CancelResult): void {
   if (result === "not found") return;
   const cancels = cancelsOf.get(parts) ?? new Map<string, true>();
   cancelsOf.set(parts, cancels);
@@ -171,12 +184,8 @@ export class JobHandle<S extends AnyInboxSpec = AnyInboxSpec> {
    * Cancels the job, as `broker.cancel` does: `"removed"` (it will never start), `"signalled"` (in work:
    * its `ctx.signal` aborts), `"not found"`. A `finished()` of this broker then rejects with `cancelled`.
    */
-  async cancel(): Promise<CancelResult> {
-    const parts = this.#parts;
-    const database = await parts.database();
-    const result = await cancelRow({ db: database.db, dialect: database.dialect, controlTableMissing }, this.#spec, this.route, this.id, (await parts.clock()).now());
-    recordCancel(parts, this.route, this.id, result);
-    return result;
+  cancel(): Promise<CancelResult> {
+    return cancelJob(this.#parts, this.route, this.id);
   }
 
   /** A cancel request waits for the row in the control table (no control table: none). */

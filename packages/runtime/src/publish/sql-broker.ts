@@ -1,4 +1,4 @@
-import { cancelRow, parseDatabaseUrl, pauseRoute, redactSecrets, redactUrl, resumeRoute, type CancelResult, type EngineOfUrl, type PoolOptions } from "@sqlinbox/database";
+import { parseDatabaseUrl, pauseRoute, redactSecrets, redactUrl, resumeRoute, type CancelResult, type EngineOfUrl, type PoolOptions } from "@sqlinbox/database";
 import type { AnyInboxSpec, DataOf, HasLeaseColumn, HasRole, IsRowLockForm, RoleMarker, RolesOf, SpecError } from "@sqlinbox/core/internal";
 import { dialectFor, type Engine, type EngineSupports } from "@sqlinbox/kysely-dialects";
 import type { Kysely, Transaction } from "kysely";
@@ -10,11 +10,10 @@ import { listenConnector, type ListenSource } from "./listen-source.js";
 import type { Logger } from "../logger.js";
 import { rowOptions, type MessageHeaderValues } from "./publish-rows.js";
 import type { Published } from "./publisher.js";
-import { JobHandle, recordCancel, type JobId, type JobOptions, type JobSpecOf } from "./job-handle.js";
+import { cancelJob, JobHandle, type JobId, type JobOptions, type JobSpecOf } from "./job-handle.js";
 import { JobList } from "./job-list.js";
 import { retryJobNow, updateJob, type JobChanges, type JobChangesFor, type UpdateResult } from "./job-update.js";
 import { wholeSeconds, type PayloadOfSpec } from "../declare/queue.js";
-import { noRoute } from "../errors.js";
 
 export type { EngineOfUrl } from "@sqlinbox/database";
 export type { Published } from "./publisher.js";
@@ -359,15 +358,8 @@ export class SqlBroker<R extends Routes = Record<never, never>, E extends Engine
    * its outcome settles as a drop unless the handler returns another. `"not found"`: no such row,
    * or it is done. Fails with `NoRoute` on an undeclared name, `Schema` without the control table.
    */
-  async cancel(name: RouteName<R>, id: unknown): Promise<CancelResult> {
-    const parts = brokerParts(this);
-    const spec = parts.routes.route(name);
-    if (spec === undefined) throw noRoute(name, parts.routes.all);
-    const database = await parts.database();
-    // "In work" is a live lease on the database's clock, as the claims judge it: never the host's.
-    const result = await cancelRow(database.controlPlace, spec.description, name, id, (await parts.clock()).now());
-    recordCancel(parts, name, id, result);
-    return result;
+  cancel(name: RouteName<R>, id: unknown): Promise<CancelResult> {
+    return cancelJob(brokerParts(this), name, id);
   }
 
   /** Job `id` of route `name` (its id, or what `publish` resolved to): `state()`, `finished()`, `cancel()`; see `JobHandle`. */
