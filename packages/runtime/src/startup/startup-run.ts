@@ -2,7 +2,8 @@ import { Activity } from "../activity.js";
 import { systemClock, type Clock } from "../clock.js";
 import { bothObservers, bothPublishObservers, lifecycleEmitter, type RegisteredListener } from "../hooks/lifecycle.js";
 import type { MiddlewareUse } from "../hooks/middleware.js";
-import type { StartOverrides } from "../internal.js";
+import type { DeliveryObserver } from "../consume/subscription.js";
+import type { PublishObserver } from "../publish/publisher.js";
 import type { Logger } from "../logger.js";
 import type { PublishMiddleware } from "../publish/publish-hooks.js";
 import { loadTelemetry } from "../telemetry/load-telemetry.js";
@@ -35,11 +36,20 @@ export interface StartupInput {
   readonly publishMiddleware: readonly PublishMiddleware[];
 }
 
+/** What a test's start sets in place of the app's own (`StartOverrides` as the start reads them). */
+interface RunOverrides {
+  readonly clock?: Clock;
+  readonly pausedClock?: boolean;
+  readonly observer?: DeliveryObserver;
+  readonly publishes?: PublishObserver;
+  readonly activity?: Activity;
+}
+
 /**
  * The state one start of an app fills in, step by step: clocks, observers, hooks and telemetry set,
  * every list empty. OpenTelemetry is one more user of the hooks: its listeners first, its middleware outermost.
  */
-export async function startupRun(input: StartupInput, overrides: StartOverrides, logger: Logger): Promise<Startup> {
+export async function startupRun(input: StartupInput, overrides: RunOverrides, logger: Logger): Promise<Startup> {
   const telemetry = await loadTelemetry({ enabled: input.telemetry !== false });
   const telemetryHooks = telemetry.hooks();
   const listeners = telemetryHooks === undefined ? input.listeners : [...telemetryHooks.listeners, ...input.listeners];
