@@ -187,9 +187,10 @@ export class Publisher {
       if (unknown) throw publishOutcomeUnknown(rows.length, keyed, error, { route: name, table: description.table });
       throw error;
     }
-    if (published.some((p) => p.created || p.replaced === true)) await this.#announce(name, description, on, notify, runAt?.getTime());
     const out = published.map((p) => ({ ...p, id: idText(p.id) }));
+    // Told before the wake and the NOTIFY: a subscription they wake starts the row after its `published`, never before.
     this.#observer?.({ route: name, payloads, options, published: out, via: on });
+    if (published.some((p) => p.created || p.replaced === true)) await this.#announce(name, description, on, notify, runAt?.getTime());
     return out;
   }
 
