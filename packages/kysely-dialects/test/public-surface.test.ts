@@ -22,6 +22,7 @@ describe("@sqlinbox/kysely-dialects' public surface", () => {
       "fifoRuleApplies",
       "formatUtcText",
       "isRetryableConflict",
+      "jobListRowsExist",
       "mysqlLockName",
       "orderedKey",
       "parseUtcText",
