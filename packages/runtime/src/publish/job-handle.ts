@@ -89,7 +89,6 @@ export class JobHandle<S extends AnyInboxSpec = AnyInboxSpec> {
   readonly #parts: BrokerParts;
   readonly #spec: InboxDescription;
   readonly #deadLetter: JobDeadLetterPlace | undefined;
-  #lockDatabase: Promise<string> | undefined;
   /** A state other than `gone` was read, or the handle came from a publish: `gone` now means it ended. */
   #seen: boolean;
   /** A cancel request for the row was seen in the control table while it was in work. */
@@ -126,7 +125,7 @@ export class JobHandle<S extends AnyInboxSpec = AnyInboxSpec> {
       database,
       clock: await parts.clock(),
       keys: parts.connection.keys,
-      lockDatabase: () => this.#readLockDatabase(),
+      lockDatabase: () => lockDatabaseOf(this.#parts, this.#spec),
     });
     if (state.state !== "gone") this.#seen = true;
     return state as unknown as JobState<S>;
@@ -198,16 +197,20 @@ export class JobHandle<S extends AnyInboxSpec = AnyInboxSpec> {
       throw error;
     }
   }
+}
 
-  /** The lock names' database, as the advisory claims name it: the table's schema, else the connection's. */
-  #readLockDatabase(): Promise<string> {
-    if (this.#spec.schema !== undefined) return Promise.resolve(this.#spec.schema);
-    this.#lockDatabase ??= this.#parts.database().then(async (database) => {
-      const rows = (await database.execute("observe", database.dialect.schema.currentDatabase())).rows;
-      return String(rows[0]?.name ?? "");
-    });
-    return this.#lockDatabase;
+/** Each broker's connection database name (what an advisory lock name holds when the table names no schema), read once. */
+const connectionDatabases = new WeakMap<BrokerParts, Promise<string>>();
+
+/** The lock names' database, as the advisory claims name it: the table's schema, else the broker connection's (read once per broker). */
+export function lockDatabaseOf(parts: BrokerParts, spec: InboxDescription): Promise<string> {
+  if (spec.schema !== undefined) return Promise.resolve(spec.schema);
+  let read = connectionDatabases.get(parts);
+  if (read === undefined) {
+    read = parts.database().then(async (database) => String((await database.execute("observe", database.dialect.schema.currentDatabase())).rows[0]?.name ?? ""));
+    connectionDatabases.set(parts, read);
   }
+  return read;
 }
 
 /** Waits `ms`, or less when `signal` aborts. */

@@ -6,6 +6,7 @@ import { heldOutsideRows, holdsInRow } from "../claim/held/job-hold.js";
 import { decodePayloadNow } from "../declare/payload.js";
 import type { PayloadOfSpec } from "../declare/queue.js";
 import type { BrokerParts } from "./broker.js";
+import { lockDatabaseOf } from "./job-handle.js";
 import { columnsOf, numberOrNull, textOrNull, type DeadLetteredJobState, type DoneJobState, type LiveJobState } from "./job-state.js";
 
 /** The states `list` pages through: every state of `JobStateName` but `gone`. */
@@ -89,7 +90,6 @@ export class JobList<S extends AnyInboxSpec = AnyInboxSpec> {
   readonly #parts: BrokerParts;
   readonly #spec: InboxDescription;
   readonly #deadLetter: DeadLetterPlace;
-  #lockDatabase: Promise<string> | undefined;
 
   /** @internal `broker.jobs` builds lists. */
   constructor(parts: BrokerParts, route: string, deadLetter?: AnyInboxSpec | { readonly group: string }) {
@@ -174,7 +174,7 @@ export class JobList<S extends AnyInboxSpec = AnyInboxSpec> {
       }));
     }
     const probed = (state === "waiting" || state === "running") && !holdsInRow(spec);
-    const holds = probed ? await heldOutsideRows({ spec, database, keys: this.#parts.connection.keys, lockDatabase: () => this.#readLockDatabase() }, rows) : [];
+    const holds = probed ? await heldOutsideRows({ spec, database, keys: this.#parts.connection.keys, lockDatabase: () => lockDatabaseOf(this.#parts, this.#spec) }, rows) : [];
     return this.#page(rows, spec, limit, state, (row, i) => {
       const hold = holds[i];
       if (probed && (hold === "gone" || (hold === "free") !== (state === "waiting"))) return undefined;
@@ -234,16 +234,6 @@ export class JobList<S extends AnyInboxSpec = AnyInboxSpec> {
     if (!Array.isArray(parsed) || parsed.length !== 2 || parsed[0] !== state || (typeof parsed[1] !== "string" && typeof parsed[1] !== "number"))
       throw badListCursor(after, state, this.route);
     return parsed[1];
-  }
-
-  /** The lock names' database, as the advisory claims name it: the table's schema, else the connection's. */
-  #readLockDatabase(): Promise<string> {
-    if (this.#spec.schema !== undefined) return Promise.resolve(this.#spec.schema);
-    this.#lockDatabase ??= this.#parts.database().then(async (database) => {
-      const rows = (await database.execute("observe", database.dialect.schema.currentDatabase())).rows;
-      return String(rows[0]?.name ?? "");
-    });
-    return this.#lockDatabase;
   }
 }
 
