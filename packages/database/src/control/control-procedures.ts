@@ -82,7 +82,8 @@ export async function servedRoutes(place: ControlPlace, now: Date): Promise<Read
  * at its app's next read), then the row is taken out of its queue unless it is in work (see
  * `removeUnlessInWork`). Removed: the request is withdrawn. In work: the request stays until the
  * process running the row has aborted its signal and settled; one left by a row that finished in
- * between is cleared by a cancel a day later (`CANCEL_REQUEST_TTL_MS`). `now` is the database's
+ * between is cleared by the next read of an app serving the table (it finds the row gone), or, with
+ * no such app, by a cancel a day later (`CANCEL_REQUEST_TTL_MS`). `now` is the database's
  * time: a lease is live while its deadline is ahead of it, as the claims judge it (never the
  * host's clock, which may run ahead and read a live lease as run out).
  */

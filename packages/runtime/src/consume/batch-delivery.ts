@@ -9,7 +9,7 @@ import { decodePayload } from "../declare/payload.js";
 import type { BatchSubscriber } from "../declare/subscriber.js";
 import type { DeliveryRun, HandlerEnd } from "./delivery-run.js";
 import type { Settlement } from "../claim/settlement.js";
-import type { DeliveryObserver, SubscriptionSetup } from "./setup.js";
+import type { SubscriptionSetup } from "./setup.js";
 import type { HandlerTimeout } from "../declare/queue.js";
 import { callWithin } from "./handler-timeout.js";
 
@@ -20,7 +20,8 @@ export interface BatchRun {
   readonly place: { readonly subscription: string; readonly table: string };
   readonly clock: Clock;
   readonly logger: Logger;
-  readonly observer?: DeliveryObserver | undefined;
+  /** Tells the observer a row is delivered (in order behind a settlement of the same id being written). */
+  delivered(delivery: ClaimedDelivery, payload: unknown): void;
   /** The queue's timeout, for the whole call of the batch handler. */
   readonly timeout?: HandlerTimeout | undefined;
   /** Aborts when the shutdown grace is over: pending timeouts are dropped with their deliveries. */
@@ -45,7 +46,7 @@ export function batchRunOf(setup: SubscriptionSetup, run: DeliveryRun): BatchRun
     place: Object.freeze({ subscription: subscriber.name, table: setup.spec.table }),
     clock: setup.clock,
     logger: setup.logger,
-    observer: setup.observer,
+    delivered: (d, payload) => run.delivered(d, payload),
     timeout: setup.options.timeout,
     timeoutsGivenUp: run.timeoutsGivenUp,
     settle: (d, settlement, payload, handler, cause) => run.settleRow(d, settlement, payload, handler, cause),
@@ -72,7 +73,7 @@ export function batchOutcomes(result: unknown, rows: number, place: ErrorPlace):
  * row-lock form: once the batch's transaction committed or rolled back).
  */
 export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDelivery[]): Promise<void> {
-  const { spec, place, logger, observer } = run;
+  const { spec, place, logger } = run;
   const ready: ClaimedDelivery[] = [];
   const payloads: unknown[] = [];
   const parked: Promise<void>[] = [];
@@ -88,7 +89,7 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
   let handler: HandlerEnd = "returned";
   let cause: unknown;
   if (ready.length > 0) {
-    for (const [i, d] of ready.entries()) observer?.delivered({ subscription: place.subscription, id: d.id, attempt: d.attempt, payload: payloads[i] });
+    for (const [i, d] of ready.entries()) run.delivered(d, payloads[i]);
     try {
       const ctx = batchContext<readonly RoleMarker[]>(place, ready, run.clock);
       const called = run.subscriber.invoke(payloads as never, ctx as never);

@@ -7,11 +7,12 @@ import { errorFields } from "../logger.js";
 import { HandlerOutcome, toOutcome } from "../declare/outcome.js";
 import { ACKED, delayOf, dropsRow, failureFate, type Settlement, undecodableMessage } from "../claim/settlement.js";
 import { decodePayload, decodePayloadNow } from "../declare/payload.js";
-import type { SubscriptionSetup } from "./setup.js";
+import type { SettledEvent, SubscriptionSetup } from "./setup.js";
 import { movingAverage } from "./claim-pacer.js";
 import type { HandlerTimeout } from "../declare/queue.js";
 import { deliveryWithin, fencedTransaction, type FencedTransaction } from "./handler-timeout.js";
 import { SettlementPolicy } from "./settlement-policy.js";
+import { NoticeOrder } from "./notice-order.js";
 import type { HandlerEnd, DeliveryReport } from "./delivery-report.js";
 
 export type { DeliveryReport, HandlerEnd } from "./delivery-report.js";
@@ -90,6 +91,8 @@ export class DeliveryRun {
   readonly #timeoutsGivenUp = new AbortController();
   /** Deliveries dropped because their handler stopped on a cancel: logged as that, not as a handler's drop. */
   readonly #cancelDrops = new WeakSet<ClaimedDelivery>();
+  /** With an observer: what it is told of one row goes out in order (a retried row claimed again before its write's reply is read). */
+  readonly #order = new NoticeOrder();
 
   /** `pace`: whether handler time is measured, and the counter this run keeps of the settlements being written. */
   constructor(setup: SubscriptionSetup, ended: (report: DeliveryReport) => void, pace: { readonly measures: boolean; settling: number }) {
@@ -130,6 +133,12 @@ export class DeliveryRun {
     return settlements.finally(() => counts.settling--);
   }
 
+  /** Tells the observer a delivery starts (held while a settlement of the same id is written here, to keep the row's events in order). */
+  delivered(delivery: ClaimedDelivery, payload: unknown): void {
+    const { observer } = this.#s;
+    if (observer !== undefined) this.#order.notify(delivery, () => observer.delivered({ subscription: this.#name, id: delivery.id, attempt: delivery.attempt, payload }));
+  }
+
   /** Decodes, runs the handler and settles; `undefined` when all of it ran now (nothing left that holds the worker). */
   handle(delivery: ClaimedDelivery): Promise<void> | undefined {
     if (this.#decodesAsync || this.#s.options.transactional === true) return this.#handleLater(delivery);
@@ -139,7 +148,7 @@ export class DeliveryRun {
     } catch (error) {
       return this.#undecodable(delivery, error);
     }
-    this.#s.observer?.delivered({ subscription: this.#name, id: delivery.id, attempt: delivery.attempt, payload });
+    this.delivered(delivery, payload);
     return this.#invoke(delivery, payload, undefined);
   }
 
@@ -153,7 +162,7 @@ export class DeliveryRun {
       await this.#undecodable(delivery, error);
       return;
     }
-    this.#s.observer?.delivered({ subscription: this.#name, id: delivery.id, attempt: delivery.attempt, payload });
+    this.delivered(delivery, payload);
     let tx: AnyTransaction | undefined;
     if (this.#s.options.transactional === true) {
       try {
@@ -276,6 +285,7 @@ export class DeliveryRun {
   #write(run: RunningDelivery, after: (() => void) | undefined): void {
     run.after = after;
     if (delayOf(run.settlement) !== undefined) run.from = this.#s.clock.now().getTime();
+    if (this.#s.observer !== undefined) this.#order.writing(run.delivery);
     run.delivery.settle(run.settlement, run);
   }
 
@@ -288,6 +298,7 @@ export class DeliveryRun {
     } catch (unexpected) {
       this.unexpected(run.delivery, unexpected);
     }
+    if (this.#s.observer !== undefined) this.#order.told(run.delivery, (unexpected) => this.unexpected(run.delivery, unexpected));
     if (run.counted) this.#counts.settling--;
     try {
       this.#ended(run);
@@ -302,7 +313,9 @@ export class DeliveryRun {
     const { logger, observer } = this.#s;
     const { delivery, settlement, written, error } = run;
     if (run.handler === "undecodable") {
-      observer?.undecodable?.({ subscription: this.#name, id: delivery.id, attempt: delivery.attempt, cause: run.cause, written, error });
+      const undecodable = observer?.undecodable;
+      if (undecodable !== undefined)
+        this.#order.notify(delivery, () => undecodable({ subscription: this.#name, id: delivery.id, attempt: delivery.attempt, cause: run.cause, written, error }));
       if (!written) {
         logger.error(
           { ...errorFields(error), ...this.#place, id: delivery.id, outcome: settlement.outcome.kind },
@@ -318,7 +331,8 @@ export class DeliveryRun {
       const code = isSqlInboxError(error) ? error.code : undefined;
       logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, outcome: settlement.outcome.kind, code }, "settlement failed");
     }
-    observer?.settled({
+    if (observer === undefined) return;
+    const event: SettledEvent = {
       subscription: this.#name,
       id: delivery.id,
       attempt: delivery.attempt,
@@ -334,7 +348,8 @@ export class DeliveryRun {
       cancelled,
       delayMs: run.delay?.ms,
       handlerMs: run.startedAt > 0 ? run.handlerMs : undefined,
-    });
+    };
+    this.#order.notify(delivery, () => observer.settled(event));
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { ClaimedDelivery } from "../claim/claim-strategy.js";
 import { errorFields } from "../logger.js";
 import { within, type SubscriptionStop } from "../stop-report.js";
@@ -23,6 +24,8 @@ export type { DeliveryObserver, SubscriptionSetup } from "./setup.js";
 export class Subscription {
   readonly name: string;
   readonly table: string;
+  /** The table's description (what the control watch looks a cancelled row up with). */
+  readonly spec: InboxDescription;
   readonly #s: SubscriptionSetup;
   /** Deliveries whose handler runs (or, holding a connection, whose settlement runs). */
   readonly #inFlight = new SlotSet<ClaimedDelivery>();
@@ -46,6 +49,7 @@ export class Subscription {
     this.#s = setup;
     this.name = setup.subscriber.name;
     this.table = setup.spec.table;
+    this.spec = setup.spec;
     const { batch, workers, pollInterval } = setup.options;
     const { profile } = setup.strategy;
     const batchHandler = setup.subscriber.kind === "batch";

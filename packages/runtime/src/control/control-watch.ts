@@ -11,6 +11,9 @@ import { errorFields, type Logger } from "../logger.js";
 /** How long an app waits before it looks for a control table that was missing: a failed read every poll would fill the server's log. */
 const MISSING_CONTROL_RECHECK_MS = 30_000;
 
+/** At most this many cancel requests run in work elsewhere are looked up per read (a lookup per request, by primary key). */
+const STALE_CHECKS_PER_READ = 16;
+
 /** How often an app records the routes it serves in the control table, for `sqlinbox pause` to check a name against. */
 const ROUTE_RECORD_MS = 60 * 60 * 1000;
 
@@ -21,7 +24,7 @@ export type TableOfRoute = (route: string) => string | undefined;
 interface Served {
   readonly subscription: Subscription;
   /** The ids (as text) a cancel request names, each with the route the request was written under. */
-  targets: ReadonlyMap<string, string>;
+  targets: Map<string, string>;
   /** Requests this app served (a delivery's signal aborted here): cleared once the delivery is gone. */
   readonly interrupted: Map<string, string>;
 }
@@ -30,7 +33,9 @@ interface Served {
  * Reads the control table once per poll interval for every subscription of one broker in one app
  * (one statement, whatever the number of subscriptions, and none in the claims): pauses and
  * resumes subscriptions whose route is paused, aborts the signal of deliveries in work that a
- * cancel request names, and clears a served request once its delivery settled. On Postgres with
+ * cancel request names, and clears a served request once its delivery settled. A request for a row
+ * not in work here is looked up by its id (at most `STALE_CHECKS_PER_READ` per read): one whose row
+ * is gone finished before any app read it, and is cleared. On Postgres with
  * `listenNotify()` a pause or cancel notifies its channel, and the watch reads at once.
  *
  * Without a control table (an app that never pauses or cancels) nothing is paused; the watch looks
@@ -166,6 +171,8 @@ export class ControlWatch {
     const pauses = rows.filter((r) => r.kind === "pause").map((r) => r.route);
     const cancels = rows.filter((r) => r.kind === "cancel");
     const clears: Array<{ route: string; target: string }> = [];
+    // Requests for rows of these tables that are not in work here: in work in another app, queued again, or finished.
+    const elsewhere: Array<{ served: Served; route: string; target: string }> = [];
     for (const served of this.#served.values()) {
       const { subscription } = served;
       const paused = pauses.some((route) => namesSubscription(route, subscription.name));
@@ -190,14 +197,44 @@ export class ControlWatch {
         served.interrupted.delete(target);
         clears.push({ route, target });
       }
+      for (const [target, route] of served.targets) if (!inWork.has(target) && !served.interrupted.has(target)) elsewhere.push({ served, route, target });
     }
+    for (const done of await this.#finished(elsewhere.slice(0, STALE_CHECKS_PER_READ))) {
+      // Done: a row that takes its id from now on starts as any other.
+      done.served.targets.delete(done.target);
+      clears.push(done);
+    }
+    const cleared = new Set<string>();
     for (const { route, target } of clears) {
+      const key = `${route}\u0000${target}`;
+      if (cleared.has(key)) continue;
+      cleared.add(key);
       try {
         await this.#database.execute("control", this.#database.dialect.control.clearCancel(route, target));
       } catch (error) {
         this.#logger.warn({ ...errorFields(error), route, id: target }, "clearing a served cancel request failed; a later cancel clears it");
       }
     }
+  }
+
+  /**
+   * The requests among `requests` whose row is finished (no such row, or a processed one): a row
+   * that settled before any app read its request (or in an app that stopped before it cleared it).
+   * Such a request is done, and must not wait for a later row that takes the same id. A row that
+   * still exists keeps its request: in work in another app, or queued again, to be cancelled as it starts.
+   */
+  async #finished<R extends { readonly served: Served; readonly route: string; readonly target: string }>(requests: readonly R[]): Promise<R[]> {
+    const done: R[] = [];
+    for (const request of requests) {
+      try {
+        const found = await this.#database.execute("control", this.#database.dialect.control.findRow(request.served.subscription.spec, request.target));
+        if (found.rows.length === 0) done.push(request);
+      } catch (error) {
+        if (!this.#stopped)
+          this.#logger.warn({ ...errorFields(error), route: request.route, id: request.target }, "looking up a cancelled row failed; its request stays until a later read");
+      }
+    }
+    return done;
   }
 
   #schedule(delayMs: number): void {

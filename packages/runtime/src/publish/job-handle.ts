@@ -54,7 +54,9 @@ export async function cancelJob(parts: BrokerParts, route: string, id: unknown):
   const spec = parts.routes.route(route);
   if (spec === undefined) throw noRoute(route, parts.routes.all);
   const database = await parts.database();
-  const result = await cancelRow(database.controlPlace, spec.description, route, id, (await parts.clock()).now());
+  // The request names the table, not the route: another app may serve a route of the same name on a table of its own.
+  const { table } = spec.description;
+  const result = await cancelRow(database.controlPlace, spec.description, table, id, (await parts.clock()).now());
   recordCancel(parts, route, id, result);
   return result;
 }

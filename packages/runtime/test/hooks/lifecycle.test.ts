@@ -39,7 +39,7 @@ describe.each(matrix)("lifecycle hooks on $engine.name × $form", ({ engine, for
       list.push(name);
       seen.set(String(id), list);
     };
-    const route = "jobs";
+    const route = unique("jobs");
     const startedIds = new Map<number, string>();
     const lease = form === "lease";
     // As in the pause and cancel tests: a key held on SQLite lives in one process, so a cancel cannot tell a row in work there.
@@ -130,12 +130,42 @@ describe.each(matrix)("lifecycle hooks on $engine.name × $form", ({ engine, for
     }
   });
 
+  test("rows retried at once and claimed again by another worker: each row's retried comes before its next started", async () => {
+    const jobs = unique(`lco_${form}`);
+    const dead = unique(`lco_dead_${form}`);
+    await createTables(engine, db, jobs, dead, { retryAfter: true });
+    const spec = retryJobsOf(jobs, form);
+    const route = unique("jobs");
+    const seen = new Map<string, string[]>();
+    const record = (name: string, id: unknown): void => void seen.set(String(id), [...(seen.get(String(id)) ?? []), name]);
+    let app = new App({ name: "t", version: "0", logger: new MemoryLogger(), shutdownGrace: 2000 });
+    for (const name of ["started", "retried", "succeeded"] as const) app = app.on(name, (e) => record(name, e.id));
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 6 } })
+      .lease(5000)
+      .route(spec, route);
+    const sub = subscriber(InboxQueue.of(spec, route).workers(4).pollInterval(20), async (_job, ctx) =>
+      ctx.get(keys.attempt) === 1 ? HandlerOutcome.retry() : HandlerOutcome.ack(),
+    );
+    const running = await app.withBroker(broker, (b) => b.include(sub)).start();
+    try {
+      const ROWS = 40;
+      for (let n = 0; n < ROWS; n++) await broker.publish(route, { n }, { columns: { k: `k${n}` } });
+      await until(() => [...seen.values()].filter((events) => events.includes("succeeded")).length === ROWS, 20_000, "every row to succeed");
+      for (const events of seen.values()) expect(events).toEqual(["started", "retried", "started", "succeeded"]);
+      expect(seen.size).toBe(ROWS);
+    } finally {
+      await running.stop();
+      await broker.close();
+      await dropTables(db, jobs, dead);
+    }
+  });
+
   test("middleware: registration order (first outermost), an outcome swapped, a throw through onError", async () => {
     const jobs = unique(`mw_${form}`);
     const dead = unique(`mw_dead_${form}`);
     await createTables(engine, db, jobs, dead, { retryAfter: true });
     const spec = retryJobsOf(jobs, form);
-    const route = "jobs";
+    const route = unique("jobs");
     const order: string[] = [];
     const seen: string[] = [];
     const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } })
@@ -198,7 +228,7 @@ describe.each(matrix)("lifecycle hooks on $engine.name × $form", ({ engine, for
     const dead = unique(`mwb_dead_${form}`);
     await createTables(engine, db, jobs, dead, { retryAfter: true });
     const spec = retryJobsOf(jobs, form);
-    const route = "jobs";
+    const route = unique("jobs");
     const batches: number[][] = [];
     const events: string[] = [];
     const broker = SqlBroker.fromUrl(url, { pool: { max: 12 } })
