@@ -8,23 +8,12 @@
  * process registry holds the advisory keys.
  */
 import { defineInbox, field } from "@sqlinbox/core";
-import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import type { AnyKysely } from "../../src/drivers/database.js";
-import {
-  App,
-  HandlerOutcome,
-  InboxQueue,
-  SqlBroker,
-  createControlTable,
-  createInboxTable,
-  silentLogger,
-  subscriber,
-  type JobListState,
-  type SqlInboxError,
-} from "../../src/index.js";
+import { App, HandlerOutcome, InboxQueue, SqlBroker, createInboxTable, silentLogger, subscriber, type JobListState, type SqlInboxError } from "../../src/index.js";
 import { matrix, until } from "../support/claim-forms.js";
 import { unique } from "../support/engines.js";
+import { useJobTables } from "../support/fixtures.js";
 import { sleep } from "../support/sleep.js";
 
 interface Job {
@@ -84,19 +73,8 @@ async function walk(
 describe.each(matrix)("jobs(route).list on $engine.name × $form", ({ engine, form }) => {
   let db!: AnyKysely;
   let url = "";
-  const tables: string[] = [];
-  const closers: Array<() => Promise<unknown>> = [];
-
-  beforeAll(async () => {
-    url = engine.url();
-    db = await engine.connect(url);
-    await createControlTable(db);
-  });
-  afterAll(async () => {
-    for (const close of closers.reverse()) await close().catch(() => {});
-    for (const t of tables) await sql`DROP TABLE IF EXISTS ${sql.id(t)}`.execute(db);
-    await db.destroy();
-    engine.cleanup();
+  const { tables, closers } = useJobTables(engine, (connected) => {
+    ({ db, url } = connected);
   });
 
   /** A fresh table, a broker routing it under a route of its own, and the broker the list reads through. */

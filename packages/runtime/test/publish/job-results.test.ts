@@ -9,11 +9,12 @@
 import { column, InboxSpec, payloadOf, progressOf, resultOf } from "@sqlinbox/core";
 import type { ClaimForm } from "@sqlinbox/core/internal";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, expectTypeOf, test } from "vitest";
+import { describe, expect, expectTypeOf, test } from "vitest";
 import type { AnyKysely } from "../../src/drivers/database.js";
-import { App, InboxQueue, SqlBroker, createControlTable, createInboxTable, silentLogger, subscriber } from "../../src/index.js";
+import { App, InboxQueue, SqlBroker, createInboxTable, silentLogger, subscriber } from "../../src/index.js";
 import { matrix, until } from "../support/claim-forms.js";
 import { unique, type TestEngine } from "../support/engines.js";
+import { useJobTables } from "../support/fixtures.js";
 
 interface Job {
   readonly n: number;
@@ -72,19 +73,8 @@ const ROUTE = `results_${process.pid}_${Date.now()}`;
 describe.each(matrix)("results and progress on $engine.name × $form", ({ engine, form }) => {
   let db!: AnyKysely;
   let url = "";
-  const tables: string[] = [];
-  const closers: Array<() => Promise<unknown>> = [];
-
-  beforeAll(async () => {
-    url = engine.url();
-    db = await engine.connect(url);
-    await createControlTable(db);
-  });
-  afterAll(async () => {
-    for (const close of closers.reverse()) await close().catch(() => {});
-    for (const t of tables) await sql`DROP TABLE IF EXISTS ${sql.id(t)}`.execute(db);
-    await db.destroy();
-    engine.cleanup();
+  const { tables, closers } = useJobTables(engine, (connected) => {
+    ({ db, url } = connected);
   });
 
   async function setup(options: { progress?: boolean; lease?: number } = {}) {

@@ -9,11 +9,12 @@
  */
 import { defineInbox, field } from "@sqlinbox/core";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import type { AnyKysely } from "../../src/drivers/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, createInboxTable, silentLogger, subscriber } from "../../src/index.js";
 import { matrix, until } from "../support/claim-forms.js";
 import { unique } from "../support/engines.js";
+import { useJobTables } from "../support/fixtures.js";
 import { sleep } from "../support/sleep.js";
 
 interface Job {
@@ -41,19 +42,13 @@ type Spec = ReturnType<typeof specOf>;
 describe.each(matrix)("update and retryNow on $engine.name × $form", ({ engine, form }) => {
   let db!: AnyKysely;
   let url = "";
-  const tables: string[] = [];
-  const closers: Array<() => Promise<unknown>> = [];
-
-  beforeAll(async () => {
-    url = engine.url();
-    db = await engine.connect(url);
-  });
-  afterAll(async () => {
-    for (const close of closers.reverse()) await close().catch(() => {});
-    for (const t of tables) await sql`DROP TABLE IF EXISTS ${sql.id(t)}`.execute(db);
-    await db.destroy();
-    engine.cleanup();
-  });
+  const { tables, closers } = useJobTables(
+    engine,
+    (connected) => {
+      ({ db, url } = connected);
+    },
+    { control: false },
+  );
 
   async function setup() {
     const table = unique(`ju_${form}`).toLowerCase();

@@ -1,6 +1,7 @@
 import { InboxSpec, column, payloadOf } from "@sqlinbox/core";
-import { App, InboxQueue, SqlBroker, subscriber, type AppInfo, type HandlerFunction, type InboxQueue as Queue } from "../../src/index.js";
+import { App, InboxQueue, SqlBroker, createControlTable, subscriber, type AppInfo, type HandlerFunction, type InboxQueue as Queue } from "../../src/index.js";
 import { silentLogger } from "../../src/logger.js";
+import { sql } from "kysely";
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import type { AnyKysely } from "../../src/drivers/database.js";
 import { unique, type TestEngine } from "./engines.js";
@@ -56,6 +57,41 @@ export function useEngineConnection(engine: TestEngine, onConnected: (connection
     await db?.destroy();
     engine.cleanup();
   });
+}
+
+/** What `useJobTables` keeps for a file: the tables its tests made, and what to close after them. */
+export interface JobTables {
+  /** Dropped after the file's tests. */
+  readonly tables: string[];
+  /** Closed after the file's tests, last first (apps, brokers); a failure to close is ignored. */
+  readonly closers: Array<() => Promise<unknown>>;
+}
+
+/**
+ * Registers the hooks of a file whose tests each make tables and apps on one engine: connect once
+ * (and create the control table, when `control`), `onConnected` receives the URL and connection;
+ * after the tests, everything in `closers` closed last first, every table in `tables` dropped.
+ */
+export function useJobTables(
+  engine: TestEngine,
+  onConnected: (connection: { readonly url: string; readonly db: AnyKysely }) => void,
+  options: { control?: boolean } = {},
+): JobTables {
+  const kept: JobTables = { tables: [], closers: [] };
+  let db: AnyKysely | undefined;
+  beforeAll(async () => {
+    const url = engine.url();
+    db = await engine.connect(url);
+    if (options.control !== false) await createControlTable(db);
+    onConnected({ url, db });
+  });
+  afterAll(async () => {
+    for (const close of kept.closers.reverse()) await close().catch(() => {});
+    for (const t of kept.tables) if (db !== undefined) await sql`DROP TABLE IF EXISTS ${sql.id(t)}`.execute(db);
+    await db?.destroy();
+    engine.cleanup();
+  });
+  return kept;
 }
 
 /** What `useLeaseTable` gives each test: the broker URL, a setup connection and this test's fresh table. */
