@@ -6,11 +6,11 @@
  * retention's prune of handled rows, which no claim may read through the retention index.
  */
 import { buildDescription, type ClaimForm, type ColumnDescription, type ColumnRole, type InboxDescription, type PortableType } from "@sqlinbox/core/internal";
-import { sql, type CompiledQuery } from "kysely";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { CompiledQuery } from "kysely";
+import { describe, expect, test } from "vitest";
 import { fifoRuleApplies } from "../../src/internal.js";
-import { fill, fullScans } from "../support/plans.js";
-import { connectMariadb, connectPostgres, connectSqlite, selects, uniqueTable, type LiveEngine } from "../support/servers.js";
+import { fill, fullScans, planServers, usePlanEngine } from "../support/plans.js";
+import { uniqueTable, type LiveEngine } from "../support/servers.js";
 
 /** A shape: the columns its table has beyond id, attempt, a lease column and the payload. */
 interface Shape {
@@ -95,21 +95,10 @@ function leaseProbeInOrder(engine: LiveEngine["name"], table: string): RegExp {
   }
 }
 
-const servers: Array<[LiveEngine["name"], () => Promise<LiveEngine>, readonly ClaimForm[]]> = [
-  ["postgres", connectPostgres, ["rowLock", "lease", "advisory"]],
-  ["mariadb", connectMariadb, ["rowLock", "lease", "advisory"]],
-  ["sqlite", async () => connectSqlite("file"), ["lease", "advisory"]],
-];
-
-describe.each(servers.filter(([name]) => selects(name)))("claim plans on %s, 100,000 rows", (_name, connect, forms) => {
-  let engine: LiveEngine;
-  const tables: string[] = [];
-  beforeAll(async () => {
-    engine = await connect();
-  });
-  afterAll(async () => {
-    for (const t of tables) await sql`drop table if exists ${sql.id(t)}`.execute(engine.db);
-    await engine.close();
+describe.each(planServers)("claim plans on %s, 100,000 rows", (_name, connect, forms) => {
+  let engine!: LiveEngine;
+  const tables = usePlanEngine(connect, (connected) => {
+    engine = connected;
   });
 
   test.each(shapes)(

@@ -9,10 +9,10 @@
  */
 import { buildDescription, type ClaimForm, type ColumnDescription, type ColumnRole, type InboxDescription, type PortableType } from "@sqlinbox/core/internal";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import type { JobListFilter, JobListRows } from "../../src/internal.js";
-import { fill, fullScans } from "../support/plans.js";
-import { connectMariadb, connectPostgres, connectSqlite, selects, uniqueTable, type LiveEngine } from "../support/servers.js";
+import { fill, fullScans, planServers, usePlanEngine } from "../support/plans.js";
+import { uniqueTable, type LiveEngine } from "../support/servers.js";
 
 const described = (name: string, role: ColumnRole, type?: PortableType): ColumnDescription => ({
   name,
@@ -62,21 +62,10 @@ function sorts(engine: LiveEngine["name"], plan: string): boolean {
   }
 }
 
-const servers: Array<[LiveEngine["name"], () => Promise<LiveEngine>, readonly ClaimForm[]]> = [
-  ["postgres", connectPostgres, ["rowLock", "lease", "advisory"]],
-  ["mariadb", connectMariadb, ["rowLock", "lease", "advisory"]],
-  ["sqlite", async () => connectSqlite("file"), ["lease", "advisory"]],
-];
-
-describe.each(servers.filter(([name]) => selects(name)))("job list plans on %s, 100,000 rows", (_name, connect, forms) => {
-  let engine: LiveEngine;
-  const tables: string[] = [];
-  beforeAll(async () => {
-    engine = await connect();
-  });
-  afterAll(async () => {
-    for (const t of tables) await sql`drop table if exists ${sql.id(t)}`.execute(engine.db);
-    await engine.close();
+describe.each(planServers)("job list plans on %s, 100,000 rows", (_name, connect, forms) => {
+  let engine!: LiveEngine;
+  const tables = usePlanEngine(connect, (connected) => {
+    engine = connected;
   });
 
   test.each(shapes)(

@@ -2,10 +2,10 @@
  * What the plan tests share: a 100,000-row fill of a table made by the generated DDL (analyzed),
  * and the reading of a statement's plan on each engine (the full scans of a queue table in it).
  */
-import type { InboxDescription } from "@sqlinbox/core/internal";
+import type { ClaimForm, InboxDescription } from "@sqlinbox/core/internal";
 import { sql, type CompiledQuery, type RawBuilder } from "kysely";
-import { expect } from "vitest";
-import type { Db, LiveEngine } from "./servers.js";
+import { afterAll, beforeAll, expect } from "vitest";
+import { connectMariadb, connectPostgres, connectSqlite, selects, type Db, type LiveEngine } from "./servers.js";
 
 const ROWS = 100_000;
 
@@ -129,4 +129,32 @@ interface PgNode {
   readonly "Index Name"?: string;
   readonly "Index Cond"?: string;
   readonly Plans?: PgNode[];
+}
+
+/** The engines the plan tests read plans on (those the run selects), each with its claim forms (SQLite has no row locks). */
+type PlanServer = [LiveEngine["name"], () => Promise<LiveEngine>, readonly ClaimForm[]];
+const allPlanServers: readonly PlanServer[] = [
+  ["postgres", connectPostgres, ["rowLock", "lease", "advisory"]],
+  ["mariadb", connectMariadb, ["rowLock", "lease", "advisory"]],
+  ["sqlite", async () => connectSqlite("file"), ["lease", "advisory"]],
+];
+export const planServers: readonly PlanServer[] = allPlanServers.filter(([name]) => selects(name));
+
+/**
+ * Registers a plan file's hooks on one engine: connect once before its tests (`onConnected`
+ * receives the engine); after them, every table in the returned list dropped and the engine closed.
+ */
+export function usePlanEngine(connect: () => Promise<LiveEngine>, onConnected: (engine: LiveEngine) => void): string[] {
+  const tables: string[] = [];
+  let engine: LiveEngine | undefined;
+  beforeAll(async () => {
+    engine = await connect();
+    onConnected(engine);
+  });
+  afterAll(async () => {
+    if (engine === undefined) return;
+    for (const t of tables) await sql`drop table if exists ${sql.id(t)}`.execute(engine.db);
+    await engine.close();
+  });
+  return tables;
 }
