@@ -131,13 +131,14 @@ interface PgNode {
   readonly Plans?: PgNode[];
 }
 
-/** The engines the plan tests read plans on (those the run selects), each with its claim forms (SQLite has no row locks). */
+/** An engine of the plan tests: its name, how to connect, its claim forms. */
 type PlanServer = [LiveEngine["name"], () => Promise<LiveEngine>, readonly ClaimForm[]];
 const allPlanServers: readonly PlanServer[] = [
   ["postgres", connectPostgres, ["rowLock", "lease", "advisory"]],
   ["mariadb", connectMariadb, ["rowLock", "lease", "advisory"]],
   ["sqlite", async () => connectSqlite("file"), ["lease", "advisory"]],
 ];
+/** The engines the plan tests read plans on (those the run selects), each with its claim forms (SQLite has no row locks). */
 export const planServers: readonly PlanServer[] = allPlanServers.filter(([name]) => selects(name));
 
 /**
