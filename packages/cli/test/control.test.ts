@@ -2,7 +2,7 @@ import { fileURLToPath } from "node:url";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ExitCode } from "../src/exit-codes.js";
-import { createQueue, dropTables, ENGINES, insertRows, sqlite, uniqueName, type TestDatabase } from "./support/databases.js";
+import { createQueue, dropTables, ENGINES, insertRows, sqlite, uniqueName, type TestDatabase, holdRows } from "./support/databases.js";
 import { sqlinbox, sqlinboxJson } from "./support/run-bin.js";
 
 const ENGINE_OF = { postgres: "postgres", mariadb: "mysql", sqlite: "sqlite" } as const;
@@ -18,27 +18,6 @@ async function onHostAhead<T>(args: readonly string[]): Promise<T> {
   const result = await sqlinbox([...args, "--json"], { env: HOST_AHEAD });
   if (result.code !== 0) throw new Error(`sqlinbox ${args.join(" ")} exited ${result.code}: ${result.stderr}`);
   return JSON.parse(result.stdout) as T;
-}
-
-/** Holds the rows `lockSql` selects the way a row-lock claim does, until the returned release is awaited. */
-async function holdRows(db: TestDatabase["db"], lockSql: string): Promise<() => Promise<void>> {
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
-  let holding!: () => void;
-  const held = new Promise<void>((r) => (holding = r));
-  const holder = db
-    .transaction()
-    .setIsolationLevel("read committed")
-    .execute(async (trx) => {
-      await sql.raw(lockSql).execute(trx);
-      holding();
-      await released;
-    });
-  await held;
-  return async () => {
-    release();
-    await holder;
-  };
 }
 
 describe.each(ENGINES)("sqlinbox pause, resume and cancel on %s", (name, open) => {

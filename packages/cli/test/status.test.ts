@@ -3,32 +3,8 @@ import type { PeekedRow } from "@sqlinbox/dashboard";
 import { dialectFor } from "@sqlinbox/kysely-dialects";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase } from "./support/databases.js";
+import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase, holdRows } from "./support/databases.js";
 import { sqlinbox, sqlinboxJson } from "./support/run-bin.js";
-
-/**
- * Locks the rows `lockSql` selects the way a row-lock claim holds them (READ COMMITTED, `FOR UPDATE
- * SKIP LOCKED`) in a transaction of its own, and keeps them until the returned release is awaited.
- */
-async function holdRows(db: TestDatabase["db"], lockSql: string): Promise<() => Promise<void>> {
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
-  let holding!: () => void;
-  const held = new Promise<void>((r) => (holding = r));
-  const holder = db
-    .transaction()
-    .setIsolationLevel("read committed")
-    .execute(async (trx) => {
-      await sql.raw(lockSql).execute(trx);
-      holding();
-      await released;
-    });
-  await held;
-  return async () => {
-    release();
-    await holder;
-  };
-}
 
 describe.each(ENGINES)("sqlinbox status on %s", (_name, open) => {
   let t: TestDatabase;

@@ -135,3 +135,27 @@ export async function insertRows(t: TestDatabase, table: string, rows: readonly 
     i = j;
   }
 }
+
+/**
+ * Locks the rows `lockSql` selects the way a row-lock claim holds them (READ COMMITTED, `FOR UPDATE
+ * SKIP LOCKED`) in a transaction of its own, and keeps them until the returned release is awaited.
+ */
+export async function holdRows(db: TestDatabase["db"], lockSql: string): Promise<() => Promise<void>> {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let holding!: () => void;
+  const held = new Promise<void>((r) => (holding = r));
+  const holder = db
+    .transaction()
+    .setIsolationLevel("read committed")
+    .execute(async (trx) => {
+      await sql.raw(lockSql).execute(trx);
+      holding();
+      await released;
+    });
+  await held;
+  return async () => {
+    release();
+    await holder;
+  };
+}
