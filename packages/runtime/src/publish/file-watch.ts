@@ -7,6 +7,13 @@ import { errorFields, type Logger } from "../logger.js";
 const RECHECK_MS = [2, 10, 50, 200];
 
 /**
+ * Checks start at least this far apart (ms): the process's own commits change the file too, so a busy
+ * app sees a change at nearly every commit; one check per gap (the last change's trailing one included)
+ * keeps that to a few cheap statements a second, and an idle app, whose last check is long past, checks at once.
+ */
+const MIN_GAP_MS = 25;
+
+/**
  * Wakes the subscriptions of a SQLite database shared by several processes when another process
  * commits to it: no server relays a notification, but every commit writes the database file (or its
  * `-wal` / `-journal` beside it). The folder is watched (inotify, kqueue…: no polling), so a WAL file
@@ -14,7 +21,8 @@ const RECHECK_MS = [2, 10, 50, 200];
  * version, which another connection's commit changes and this process's own do not: the process's own
  * writes wake nothing. Changes that come while a check runs are read by one more check after it, and a
  * check that found no new version looks again a few times within a quarter second (a commit's frames
- * reach the WAL before the index that makes them visible).
+ * reach the WAL before the index that makes them visible). Checks start at least `MIN_GAP_MS` apart, so
+ * a busy app's own commits cost a few statements a second, not one each.
  * When the folder cannot be watched, a warning says so and the poll interval is what wakes.
  */
 export class FileWatch {
@@ -29,6 +37,10 @@ export class FileWatch {
   #again = false;
   #attempt = 0;
   #recheck: ReturnType<typeof setTimeout> | undefined;
+  /** A check waiting for the gap since the last one to pass (`MIN_GAP_MS`). */
+  #trailing: ReturnType<typeof setTimeout> | undefined;
+  /** When the last check started (`performance.now()`). */
+  #lastCheck = Number.NEGATIVE_INFINITY;
   #stopped = false;
 
   /** `file`: the main database file's path; `wake` is called once for each commit (or run of commits) another connection made. */
@@ -69,7 +81,17 @@ export class FileWatch {
     clearTimeout(this.#recheck);
     this.#recheck = undefined;
     this.#attempt = 0;
-    this.#run();
+    const wait = this.#lastCheck + MIN_GAP_MS - performance.now();
+    if (wait <= 0) {
+      this.#run();
+      return;
+    }
+    if (this.#trailing !== undefined) return;
+    this.#trailing = setTimeout(() => {
+      this.#trailing = undefined;
+      if (!this.#stopped) this.#run();
+    }, wait);
+    this.#trailing.unref?.();
   }
 
   #run(): void {
@@ -78,6 +100,7 @@ export class FileWatch {
       return;
     }
     this.#checking = true;
+    this.#lastCheck = performance.now();
     this.#check().then((woke) => {
       this.#checking = false;
       if (this.#stopped) return;
@@ -122,6 +145,7 @@ export class FileWatch {
   stop(): void {
     this.#stopped = true;
     clearTimeout(this.#recheck);
+    clearTimeout(this.#trailing);
     this.#watcher?.close();
     this.#watcher = undefined;
   }

@@ -132,6 +132,30 @@ describe.runIf(selects("sqlite"))("SQLite: another process's commit wakes subscr
     expect(claims.count).toBeGreaterThan(afterDrain);
   });
 
+  test("a busy app's own commits cost a few data-version reads a second, not one each", async () => {
+    const url = sqlite.url();
+    const table = unique("fw_busy");
+    const { broker, started } = await consumer(url, table);
+    const database = brokerParts(broker).connection.require();
+    const counts = new Map<string, number>();
+    database.fault = (kind) => {
+      counts.set(kind, (counts.get(kind) ?? 0) + 1);
+      return undefined;
+    };
+    const ROWS = 3000;
+    const from = Date.now();
+    for (let n = 0; n < ROWS; n += 500) await broker.publishMany("jobs", Array.from({ length: 500 }, (_, i) => ({ n: n + i })));
+    expect(await waitFor(() => started.size === ROWS, 30_000)).toBe(true);
+    await sleep(300);
+    const ms = Date.now() - from;
+    const commits = (counts.get("claim") ?? 0) + (counts.get("settle") ?? 0) + (counts.get("publish") ?? 0);
+    const reads = counts.get("observe") ?? 0;
+    console.log(`${ROWS} rows in ${ms} ms: ${commits} claims, settlements and publishes, ${reads} data-version reads`);
+    // Each commit changed the file; reads start at least 25 ms apart (and a few rechecks follow the last).
+    expect(commits).toBeGreaterThan(50);
+    expect(reads).toBeLessThanOrEqual(Math.ceil(ms / 25) + 8);
+  });
+
   test("the watch wakes for another connection's commit and not for a commit on its own connection (the data version)", async () => {
     const url = sqlite.url();
     const table = unique("fw_version");
