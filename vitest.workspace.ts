@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -86,23 +87,24 @@ const topologies = {
 
 // Vitest's own order runs one project's files after another's, by project name, so the runtime's long
 // files (last by name) started last and the whole run waited on them. This order keeps each file's
-// group (faults, then topologies), and within it runs the files not yet timed first (the larger
-// first), then the others by how long they took last time, longest first, whatever their project.
+// group (faults, then topologies), and within it runs the files that failed last time first, then the
+// others by how long they took last time, longest first, whatever their project. A file vitest has no
+// time for (a fresh clone has no cache) takes the time recorded in test/support/file-durations.json,
+// written from a whole run by `node scripts/test-durations.mjs`; one not recorded there (under a second,
+// or new) counts as taking no time.
+const recorded: Readonly<Record<string, number>> = JSON.parse(readFileSync(new URL("./test/support/file-durations.json", import.meta.url), "utf8"));
+
 class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const { cache, config } = this.ctx;
-    const key = (spec: TestSpecification) => `${spec.project.name}:${relative(config.root, spec.moduleId)}`;
-    const size = (spec: TestSpecification) => cache.getFileStats(key(spec))?.size ?? 0;
+    const timed = (spec: TestSpecification): { readonly duration: number; readonly failed: boolean } => {
+      const key = `${spec.project.name}:${relative(config.root, spec.moduleId)}`;
+      return cache.getFileTestResults(key) ?? { duration: recorded[key] ?? 0, failed: false };
+    };
     return [...files].sort((a, b) => {
       const group = a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder;
       if (group !== 0) return group;
-      const last = cache.getFileTestResults(key(a));
-      const other = cache.getFileTestResults(key(b));
-      if (last === undefined || other === undefined) {
-        if (last === undefined && other !== undefined) return -1;
-        if (other === undefined && last !== undefined) return 1;
-        return size(b) - size(a);
-      }
+      const [last, other] = [timed(a), timed(b)];
       if (last.failed !== other.failed) return last.failed ? -1 : 1;
       return other.duration - last.duration;
     });
