@@ -16,11 +16,18 @@ function jobsUrl(query, after) {
   return `/api/jobs?${params}`;
 }
 
+// Each load is numbered: an answer that comes back after a later request was sent is dropped, so a
+// slow page never replaces the one asked for since.
+let loads = 0;
 async function loadPage() {
+  const load = ++loads;
   try {
-    jobs.page = await getJson(jobsUrl(jobs.query, jobs.cursors.at(-1)));
+    const page = await getJson(jobsUrl(jobs.query, jobs.cursors.at(-1)));
+    if (load !== loads) return;
+    jobs.page = page;
     jobs.error = null;
   } catch (error) {
+    if (load !== loads) return;
     jobs.page = null;
     jobs.error = error.message;
   }
@@ -29,6 +36,8 @@ async function loadPage() {
 }
 
 async function openJob(table, id, dead) {
+  // A list still loading is dropped: the job stays open.
+  loads++;
   try {
     jobs.job = await getJson(`/api/job?${new URLSearchParams({ table, id, ...(dead ? { dead: "1" } : {}) })}`);
     jobs.error = null;
@@ -146,9 +155,9 @@ function jobsTable(page) {
           h("td", {}, h("a", { href: "#jobs", "data-testid": `job-open-${j.id}`, onclick: (e) => openFromList(e, page.table, j) }, j.id)),
           h("td", {}, stateOf(j.state)),
           h("td", { class: "num" }, j.attempt ?? "—"),
-          h("td", {}, when(j.runAt)),
-          h("td", {}, when(j.leaseUntil)),
-          h("td", {}, j.key ?? "—"),
+          h("td", { class: "nowrap" }, when(j.runAt)),
+          h("td", { class: "nowrap" }, when(j.leaseUntil)),
+          h("td", { class: "nowrap" }, j.key ?? "—"),
           h("td", { class: j.lastError ? "error-text" : "" }, j.lastError ?? "—"),
           h("td", { class: "payload", title: j.preview ?? "" }, j.preview ?? "—"),
         ),
