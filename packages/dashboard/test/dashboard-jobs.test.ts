@@ -277,6 +277,9 @@ describe("the job browser", () => {
           expect(await listed(page, "Page 1 · 3 jobs")).toEqual(heldIds.slice(2));
           await page.getByTestId("jobs-state").selectOption("deadLettered");
           expect((await listed(page, "Page 1 · 1 job")).length).toBe(1);
+          // A route narrows a grouped table to its rows.
+          expect((await api(`/api/jobs?table=${ROWLOCK}&state=waiting&route=mail`)).body.jobs.map((j) => Number(j.id))).toEqual(heldIds.slice(2));
+          expect((await api(`/api/jobs?table=${ROWLOCK}&state=waiting&route=sms`)).body.jobs).toEqual([]);
           const one = (await api(`/api/job?table=${ROWLOCK}&id=${heldIds[0]}`)).body;
           expect(one).toMatchObject({ state: "running", holder: "a transaction holds its row lock" });
           release();
