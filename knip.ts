@@ -51,7 +51,7 @@ const config: KnipConfig = {
       project: ["src/**/*.ts!", "test/**/*.{ts,mjs}"],
     },
     "packages/dashboard": {
-      entry: ["test/**/*.test.ts", "assets/app.js!"],
+      entry: ["test/**/*.test.ts", "assets/app.js!", "assets/jobs.js!"],
       project: ["src/**/*.ts!", "test/**/*.ts", "assets/*.js!"],
       // Served as files: src/assets.ts resolves `uplot/dist/…` by path, which no import names.
       ignoreDependencies: ["uplot"],

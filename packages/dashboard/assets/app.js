@@ -314,6 +314,10 @@ function deadLetterSection(t, rows) {
           `and ${t.totals.dead - rows.length} more (the oldest ${rows.length} are shown; "Retry all" moves them all; sqlinbox peek --state dead --limit ${t.totals.dead} lists them)`,
         )
       : null,
+    // The Jobs view pages through every dead letter, 50 at a time.
+    rows.length > 0 && window.browseJobs && state.config?.jobs
+      ? h("button", { "data-testid": `dead-browse-${t.table}`, onclick: () => window.browseJobs(t.table, "deadLettered") }, "Browse all dead letters")
+      : null,
   );
 }
 

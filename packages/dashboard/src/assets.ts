@@ -15,6 +15,7 @@ const uplot = (name: string) => createRequire(import.meta.url).resolve(`uplot/di
 export const ASSETS: Readonly<Record<string, Asset>> = Object.freeze({
   "/": { type: "text/html; charset=utf-8", path: own("index.html") },
   "/assets/app.js": { type: "text/javascript; charset=utf-8", path: own("app.js") },
+  "/assets/jobs.js": { type: "text/javascript; charset=utf-8", path: own("jobs.js") },
   "/assets/style.css": { type: "text/css; charset=utf-8", path: own("style.css") },
   "/assets/uPlot.iife.min.js": { type: "text/javascript; charset=utf-8", path: uplot("uPlot.iife.min.js") },
   "/assets/uPlot.min.css": { type: "text/css; charset=utf-8", path: uplot("uPlot.min.css") },

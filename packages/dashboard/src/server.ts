@@ -2,6 +2,9 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { type Context, Hono } from "hono";
 import { ASSETS, readAsset } from "./assets.js";
+import { listJobs } from "./job-list.js";
+import { readJob } from "./job-page.js";
+import { BadRequest, type JobTables } from "./job-tables.js";
 import { Sampler } from "./sampler.js";
 import type { DashboardSource } from "./source.js";
 import { refuseWrite, TOKEN_HEADER } from "./write-guard.js";
@@ -15,6 +18,8 @@ export interface DashboardOptions {
   readonly writes: { readonly token: string } | null;
   /** Milliseconds between samples of the charts (default 2000). */
   readonly sampleEveryMs?: number;
+  /** The database and tables the job browser pages through; absent: the page has no Jobs view. */
+  readonly jobs?: JobTables;
 }
 
 export interface RunningDashboard {
@@ -22,12 +27,9 @@ export interface RunningDashboard {
   close(): Promise<void>;
 }
 
-/** A request the page or a script got wrong: 400 with its message. */
-class BadRequest extends Error {}
-
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/** The dashboard's routes: the page and its assets, the status and samples, dead letters; retry, pause, resume and cancel (writes). */
+/** The dashboard's routes: the page and its assets, the status and samples, dead letters, the job browser; retry, pause, resume and cancel (writes). */
 export function dashboardApp(options: DashboardOptions, sampler: Sampler): Hono {
   const app = new Hono();
   const { source, writes } = options;
@@ -35,7 +37,23 @@ export function dashboardApp(options: DashboardOptions, sampler: Sampler): Hono 
   for (const [path, asset] of Object.entries(ASSETS)) {
     app.get(path, async (c) => c.body(new Uint8Array(await readAsset(asset)), 200, { "content-type": asset.type, "cache-control": "no-cache" }));
   }
-  app.get("/api/config", (c) => c.json({ writes: writes !== null, tokenHeader: TOKEN_HEADER, sampleEveryMs: options.sampleEveryMs ?? 2000 }));
+  app.get("/api/config", (c) =>
+    c.json({
+      writes: writes !== null,
+      tokenHeader: TOKEN_HEADER,
+      sampleEveryMs: options.sampleEveryMs ?? 2000,
+      jobs: options.jobs?.tables.map((t) => jobTableConfig(t.spec)) ?? null,
+    }),
+  );
+  const browse = () => {
+    if (options.jobs === undefined) throw new BadRequest("this dashboard's source has no job browser");
+    return options.jobs;
+  };
+  app.get("/api/jobs", async (c) => c.json(await listJobs(browse(), c.req.query())));
+  app.get("/api/job", async (c) => {
+    const job = await readJob(browse(), c.req.query("table"), c.req.query("id"), c.req.query("dead") === "1");
+    return job === null ? c.json({ error: `no job ${c.req.query("id")} in ${c.req.query("table")}${c.req.query("dead") === "1" ? "'s dead letters" : ""}` }, 404) : c.json(job);
+  });
   app.get("/api/status", async (c) => {
     await sampler.sampleNow();
     return c.json(await sampler.latest());
@@ -91,6 +109,19 @@ export function dashboardApp(options: DashboardOptions, sampler: Sampler): Hono 
   );
   app.onError((error, c) => (error instanceof BadRequest ? c.json({ error: error.message }, 400) : c.json({ error: message(error) }, 500)));
   return app;
+}
+
+/** What the page's job browser offers for a table: the states it can hold and the columns it filters on. */
+function jobTableConfig(spec: JobTables["tables"][number]["spec"]) {
+  return {
+    table: spec.table,
+    form: spec.form,
+    group: spec.group?.name ?? null,
+    key: (spec.key ?? spec.orderKey)?.name ?? null,
+    data: spec.columns.filter((c) => c.role === "data").map((c) => c.name),
+    runAt: spec.retryAfter !== undefined,
+    done: spec.processedAt !== undefined,
+  };
 }
 
 /**

@@ -30,6 +30,7 @@ export function dashboardCommand(): Command {
           host: options.host,
           writes: options.allowWrites === true ? { token: options.token! } : null,
           sampleEveryMs: options.sampleEvery * 1000,
+          jobs: console,
         });
         process.stdout.write(`sqlinbox dashboard on ${server.url} (${options.allowWrites === true ? "writes allowed with the token" : "read-only"})\n`);
         await new Promise<void>((resolve) => {

@@ -26,6 +26,11 @@ export interface JobListFilter {
   readonly deadGroup?: string;
   /** `column name → value`: the key and data columns the list filters on. */
   readonly equals?: Readonly<Record<string, unknown>>;
+  /**
+   * `scheduled` rows only: in run-at order (retryAfter, then id) instead of id order, after the
+   * cursor `{ at, id }` (the last row's retryAfter and id) when given; `after` is ignored then.
+   */
+  readonly byRunAt?: { readonly after?: { readonly at: Date; readonly id: unknown } };
 }
 
 /** The described columns, result and progress as their JSON text (as `jobs.read` reads them). */
@@ -84,13 +89,19 @@ function rowConditions(ctx: StatementContext, spec: InboxDescription, filter: Jo
  * (`walk` `"primary key"`: SQLite) names the table `NOT INDEXED`, which leaves the rowid walk. A set the
  * table cannot hold (`jobListRowsExist` is false) is a `Declaration` error. On Postgres, `done`
  * after a cursor reads the rows whose processedAt is set and whose id is past the cursor's, in id
- * order, up to the limit.
+ * order, up to the limit. With `byRunAt`, scheduled rows come in retryAfter order, keyset paged on
+ * (retryAfter, id): the claim index holds that order where the table has no group or priority
+ * column before it.
  */
 export function jobListQuery(ctx: StatementContext, spec: InboxDescription, filter: JobListFilter, walk: "planner's choice" | "primary key"): CompiledQuery<RawRow> {
   if (!jobListRowsExist(spec, filter)) {
     throw new SqlInboxError("Declaration", `jobs.list: the table has no column that holds "${filter.rows}" rows (ask jobListRowsExist first)`, { table: spec.table });
   }
-  const equalities = Object.keys(filter.equals ?? {}).length > 0 || filter.rows === "deadGroup";
+  const runAt = filter.byRunAt === undefined ? undefined : spec.retryAfter?.name;
+  if (filter.byRunAt !== undefined && (runAt === undefined || filter.rows !== "scheduled")) {
+    throw new SqlInboxError("Declaration", `jobs.list: run-at order is for "scheduled" rows of a table with a retryAfter column, not "${filter.rows}"`, { table: spec.table });
+  }
+  const equalities = Object.keys(filter.equals ?? {}).length > 0 || filter.rows === "deadGroup" || runAt !== undefined;
   // SQLite's `NOT INDEXED` leaves it the rowid: the page walks ids in order from the cursor and stops at the limit.
   const from = walk === "primary key" && !equalities ? (sql`${sql.table(tableRef(spec))} not indexed` as unknown as string) : tableRef(spec);
   const query = ctx.db
@@ -99,10 +110,18 @@ export function jobListQuery(ctx: StatementContext, spec: InboxDescription, filt
     .where((eb) => {
       const all = rowConditions(ctx, spec, filter, eb);
       for (const [name, value] of Object.entries(filter.equals ?? {})) all.push(value === null ? eb(eb.ref(col(spec, name)), "is", null) : eb(eb.ref(col(spec, name)), "=", value));
-      if (filter.after !== undefined) all.push(eb(eb.ref(col(spec, spec.id.name)), ">", filter.after));
+      const id = eb.ref(col(spec, spec.id.name));
+      const cursor = filter.byRunAt?.after;
+      if (runAt !== undefined && cursor !== undefined) {
+        // Keyset on (retryAfter, id): scheduled rows all have a retryAfter, so no NULL breaks the order.
+        const at = ctx.time.encode(cursor.at, COMPARE_PRECISION);
+        const ra = eb.ref(col(spec, runAt));
+        all.push(eb.or([eb(ra, ">", at), eb.and([eb(ra, "=", at), eb(id, ">", cursor.id)])]));
+      } else if (runAt === undefined && filter.after !== undefined) all.push(eb(id, ">", filter.after));
       return eb.and(all);
     });
-  return compiled(query.orderBy(col(spec, spec.id.name)).limit(filter.limit));
+  const ordered = runAt === undefined ? query.orderBy(col(spec, spec.id.name)) : query.orderBy(col(spec, runAt)).orderBy(col(spec, spec.id.name));
+  return compiled(ordered.limit(filter.limit));
 }
 
 /**

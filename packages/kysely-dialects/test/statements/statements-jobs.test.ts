@@ -194,6 +194,46 @@ describe("jobs", () => {
     `);
   });
 
+  test("list: scheduled rows in run-at order, keyset paged on (retryAfter, id); other sets refuse that order", () => {
+    expect(perEngine((d) => d.jobs.list(richAdvisory(), { rows: "scheduled", now, limit: 2, byRunAt: { after: { at: now, id: 7 } } }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            "2024-05-01 12:00:00.123",
+            7,
+            2,
+          ],
+          "sql": "select \`jobs\`.\`id\`, \`jobs\`.\`attempt\`, \`jobs\`.\`payload\`, \`jobs\`.\`retry_after\`, \`jobs\`.\`processed_at\`, \`jobs\`.\`customer_id\` from \`jobs\` where (\`jobs\`.\`processed_at\` is null and \`jobs\`.\`retry_after\` > ? and (\`jobs\`.\`retry_after\` > ? or (\`jobs\`.\`retry_after\` = ? and \`jobs\`.\`id\` > ?))) order by \`jobs\`.\`retry_after\`, \`jobs\`.\`id\` limit ?",
+        },
+        "postgres": {
+          "parameters": [
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            2024-05-01T12:00:00.123Z,
+            7,
+            2,
+          ],
+          "sql": "select "jobs"."id", "jobs"."attempt", "jobs"."payload", "jobs"."retry_after", "jobs"."processed_at", "jobs"."customer_id" from "jobs" where ("jobs"."processed_at" is null and "jobs"."retry_after" > $1 and ("jobs"."retry_after" > $2 or ("jobs"."retry_after" = $3 and "jobs"."id" > $4))) order by "jobs"."retry_after", "jobs"."id" limit $5",
+        },
+        "sqlite": {
+          "parameters": [
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            "2024-05-01T12:00:00.123Z",
+            7,
+            2,
+          ],
+          "sql": "select "jobs"."id", "jobs"."attempt", "jobs"."payload", "jobs"."retry_after", "jobs"."processed_at", "jobs"."customer_id" from "jobs" where ("jobs"."processed_at" is null and "jobs"."retry_after" > ? and ("jobs"."retry_after" > ? or ("jobs"."retry_after" = ? and "jobs"."id" > ?))) order by "jobs"."retry_after", "jobs"."id" limit ?",
+        },
+      }
+    `);
+    expect(() => postgresDialect.jobs.list(richAdvisory(), { rows: "due", now, limit: 2, byRunAt: {} })).toThrow(
+      /run-at order is for "scheduled" rows of a table with a retryAfter column, not "due"/,
+    );
+  });
+
   test("list: a set the table cannot hold is refused; jobListRowsExist says so first", () => {
     expect(jobListRowsExist(seedByHand, { rows: "done", now, limit: 1 })).toBe(false);
     expect(() => postgresDialect.jobs.list(seedByHand, { rows: "done", now, limit: 1 })).toThrow(/has no column that holds "done" rows/);

@@ -1,0 +1,283 @@
+// The job browser: a table's jobs in one state, filtered and keyset paged through /api/jobs, and one
+// job's page from /api/job. Uses h, utc and getJson of app.js. Every value is set as text, never as HTML.
+
+const STATE_LABEL = { scheduled: "Scheduled", waiting: "Waiting", running: "Running", done: "Done", deadLettered: "Dead letters" };
+// `cursors` holds the `after` of every page up to the one shown: Previous goes back one, Next adds one.
+const jobs = { tables: [], query: null, cursors: [], page: null, job: null, error: null };
+
+// One job's state, in the singular.
+const stateOf = (s) => (s === "deadLettered" ? "Dead letter" : (STATE_LABEL[s] ?? s));
+const when = (iso) => (iso === null || iso === undefined ? "—" : utc(Date.parse(iso)));
+
+function jobsUrl(query, after) {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== "" && v !== undefined && v !== null) params.set(k, v);
+  if (after) params.set("after", after);
+  return `/api/jobs?${params}`;
+}
+
+// Each load is numbered: an answer that comes back after a later request was sent is dropped, so a
+// slow page never replaces the one asked for since.
+let loads = 0;
+async function loadPage() {
+  const load = ++loads;
+  try {
+    const page = await getJson(jobsUrl(jobs.query, jobs.cursors.at(-1)));
+    if (load !== loads) return;
+    jobs.page = page;
+    jobs.error = null;
+  } catch (error) {
+    if (load !== loads) return;
+    jobs.page = null;
+    jobs.error = error.message;
+  }
+  jobs.job = null;
+  renderJobs();
+}
+
+async function openJob(table, id, dead) {
+  // A list still loading is dropped: the job stays open.
+  loads++;
+  try {
+    jobs.job = await getJson(`/api/job?${new URLSearchParams({ table, id, ...(dead ? { dead: "1" } : {}) })}`);
+    jobs.error = null;
+  } catch (error) {
+    jobs.error = error.message;
+  }
+  renderJobs();
+}
+
+/** Opens the Jobs view on a table's state (the dead-letter section's "Browse all" calls it). */
+window.browseJobs = (table, state) => {
+  location.hash = "#jobs";
+  jobs.query = { table, state, route: "", key: "", where: "", sort: "id", limit: "50" };
+  jobs.cursors = [];
+  showView();
+  void loadPage();
+};
+
+function filterForm() {
+  const q = jobs.query;
+  const t = jobs.tables.find((x) => x.table === q.table) ?? jobs.tables[0];
+  const read = () => {
+    const v = (id) => document.getElementById(id)?.value ?? "";
+    const column = v("jobs-where-column");
+    const value = v("jobs-where-value");
+    const state = v("jobs-state");
+    // Run-at order is for scheduled jobs only: another state goes back to id order.
+    const sort = state === "scheduled" && v("jobs-table") === q.table ? v("jobs-sort") : "id";
+    return { table: v("jobs-table"), state, route: v("jobs-route"), key: v("jobs-key"), where: column && value !== "" ? `${column}:${value}` : "", sort, limit: "50" };
+  };
+  const apply = (e) => {
+    e?.preventDefault();
+    jobs.query = read();
+    jobs.cursors = [];
+    void loadPage();
+  };
+  const [whereColumn, whereValue] = q.where ? [q.where.slice(0, q.where.indexOf(":")), q.where.slice(q.where.indexOf(":") + 1)] : [t?.data[0] ?? "", ""];
+  const option = (value, label, selected) => h("option", { value, selected: selected ? true : undefined }, label);
+  const states = ["scheduled", "waiting", "running", ...(t?.done ? ["done"] : []), "deadLettered"];
+  return h(
+    "form",
+    { class: "filters", "data-testid": "jobs-filters", onsubmit: apply },
+    h(
+      "label",
+      {},
+      "Table ",
+      h(
+        "select",
+        { id: "jobs-table", "data-testid": "jobs-table", onchange: apply },
+        jobs.tables.map((x) => option(x.table, x.table, x.table === q.table)),
+      ),
+    ),
+    h(
+      "label",
+      {},
+      "State ",
+      h(
+        "select",
+        { id: "jobs-state", "data-testid": "jobs-state", onchange: apply },
+        states.map((s) => option(s, STATE_LABEL[s], s === q.state)),
+      ),
+    ),
+    t?.group ? h("label", {}, "Route ", h("input", { id: "jobs-route", "data-testid": "jobs-route", value: q.route, placeholder: t.group, size: 12 })) : null,
+    t?.key ? h("label", {}, "Key ", h("input", { id: "jobs-key", "data-testid": "jobs-key", value: q.key, placeholder: t.key, size: 14 })) : null,
+    t?.data.length
+      ? h(
+          "label",
+          {},
+          "Where ",
+          h(
+            "select",
+            { id: "jobs-where-column", "data-testid": "jobs-where-column" },
+            t.data.map((c) => option(c, c, c === whereColumn)),
+          ),
+          " = ",
+          h("input", { id: "jobs-where-value", "data-testid": "jobs-where-value", value: whereValue, size: 12 }),
+        )
+      : null,
+    h(
+      "label",
+      {},
+      "Sort ",
+      h(
+        "select",
+        { id: "jobs-sort", "data-testid": "jobs-sort", onchange: apply },
+        option("id", "by id", q.sort !== "runAt"),
+        t?.runAt && q.state === "scheduled" ? option("runAt", "by run-at", q.sort === "runAt") : null,
+      ),
+    ),
+    h("button", { class: "primary", type: "submit", "data-testid": "jobs-apply" }, "Show"),
+  );
+}
+
+function jobsTable(page) {
+  if (page.jobs.length === 0) return h("div", { class: "empty", "data-testid": "jobs-empty" }, `No ${STATE_LABEL[page.state].toLowerCase()} jobs on this page.`);
+  return h(
+    "table",
+    { class: "grid", "data-testid": "jobs-list" },
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ["Id", "State", "Attempt", "Run at", "Lease until", "Key", "Last error", "Payload"].map((c) => h("th", {}, c)),
+      ),
+    ),
+    h(
+      "tbody",
+      {},
+      page.jobs.map((j) =>
+        h(
+          "tr",
+          { "data-testid": `job-row-${j.id}` },
+          h("td", {}, h("a", { href: "#jobs", "data-testid": `job-open-${j.id}`, onclick: (e) => openFromList(e, page.table, j) }, j.id)),
+          h("td", {}, stateOf(j.state)),
+          h("td", { class: "num" }, j.attempt ?? "—"),
+          h("td", { class: "nowrap" }, when(j.runAt)),
+          h("td", { class: "nowrap" }, when(j.leaseUntil)),
+          h("td", { class: "nowrap" }, j.key ?? "—"),
+          h("td", { class: j.lastError ? "error-text" : "" }, j.lastError ?? "—"),
+          h("td", { class: "payload", title: j.preview ?? "" }, j.preview ?? "—"),
+        ),
+      ),
+    ),
+  );
+}
+
+function openFromList(event, table, job) {
+  event.preventDefault();
+  void openJob(table, job.id, job.deadLetterTable !== undefined);
+}
+
+/** Next pushes the page's `next` cursor, Previous pops the last one: keyset pages both ways, no offset. */
+function turn(step, next) {
+  if (step > 0) jobs.cursors.push(next);
+  else jobs.cursors.pop();
+  void loadPage();
+}
+
+function pager(page) {
+  const n = jobs.cursors.length + 1;
+  return h(
+    "div",
+    { class: "actions" },
+    h("button", { "data-testid": "jobs-prev", disabled: n === 1 ? true : undefined, onclick: () => turn(-1, null) }, "← Previous"),
+    h("span", { "data-testid": "jobs-page" }, `Page ${n} · ${page.jobs.length} job${page.jobs.length === 1 ? "" : "s"}`),
+    h("button", { "data-testid": "jobs-next", disabled: page.next === null ? true : undefined, onclick: () => turn(1, page.next) }, "Next →"),
+  );
+}
+
+function shown(label, value, testId) {
+  if (value === null) return null;
+  return h(
+    "div",
+    { class: "field" },
+    h("h3", {}, label),
+    value.cut ? h("div", { class: "flash bad", "data-testid": `${testId}-cut` }, `Cut: the first 64 KiB of ${value.bytes.toLocaleString("en-US")} bytes are shown.`) : null,
+    h("pre", { class: "text-box", "data-testid": testId }, value.text),
+  );
+}
+
+function closeJob() {
+  jobs.job = null;
+  renderJobs();
+}
+
+function jobDetail(job) {
+  const row = (label, value, testId) => [h("dt", {}, label), h("dd", { "data-testid": testId }, value ?? "—")];
+  return h(
+    "div",
+    { class: "job", "data-testid": "job-detail" },
+    h("div", { class: "actions" }, h("button", { "data-testid": "job-back", onclick: closeJob }, "← Back to the list")),
+    h("h2", {}, `Job ${job.id}`, h("span", { class: "badge form" }, job.deadLetterTable ? `dead letter in ${job.deadLetterTable}` : job.table)),
+    h(
+      "dl",
+      { class: "facts" },
+      row("State", stateOf(job.state), "job-state"),
+      row("Attempt", job.attempt === null ? null : String(job.attempt), "job-attempt"),
+      row("Run at", when(job.runAt), "job-run-at"),
+      row("Lease until", when(job.leaseUntil), "job-lease"),
+      row("Held by", job.holder, "job-holder"),
+      Object.entries(job.columns).flatMap(([k, v]) =>
+        row(k, v === null ? null : typeof v === "string" && /^\d{4}-\d{2}-\d{2}T\d\d:/.test(v) ? when(v) : typeof v === "string" ? v : JSON.stringify(v), `job-column-${k}`),
+      ),
+    ),
+    shown("Last error", job.lastError, "job-last-error"),
+    shown("Payload", job.payload, "job-payload"),
+    shown("Headers", job.headers, "job-headers"),
+    shown("Result", job.result, "job-result"),
+    shown("Progress", job.progress, "job-progress"),
+  );
+}
+
+function renderJobs() {
+  const box = document.getElementById("jobs");
+  if (jobs.query === null) return;
+  const page = jobs.page;
+  box.replaceChildren(
+    h(
+      "section",
+      { class: "card", "data-testid": "jobs-view" },
+      h("h2", {}, "Jobs"),
+      h("div", { class: "subtitle", "data-testid": "jobs-zone" }, "Times are in UTC, as everywhere on this page. Pages hold 50 jobs, walked by id (or run-at) from a cursor."),
+      filterForm(),
+      jobs.error ? h("div", { class: "error", "data-testid": "jobs-error" }, jobs.error) : null,
+      jobs.job
+        ? jobDetail(jobs.job)
+        : page
+          ? [
+              pager(page),
+              jobsTable(page),
+              page.notes.length
+                ? h(
+                    "ul",
+                    { class: "notes" },
+                    page.notes.map((n) => h("li", {}, n)),
+                  )
+                : null,
+            ]
+          : null,
+    ),
+  );
+}
+
+function showView() {
+  const onJobs = location.hash.startsWith("#jobs");
+  document.getElementById("tables").hidden = onJobs;
+  document.getElementById("jobs").hidden = !onJobs;
+  for (const a of document.querySelectorAll(".views a")) a.classList.toggle("current", a.getAttribute("href") === (onJobs ? "#jobs" : "#overview"));
+}
+
+async function startJobs() {
+  const config = await getJson("/api/config");
+  jobs.tables = config.jobs ?? [];
+  document.getElementById("jobs-tab").hidden = jobs.tables.length === 0;
+  if (jobs.tables.length === 0) return;
+  jobs.query ??= { table: jobs.tables[0].table, state: "waiting", route: "", key: "", where: "", sort: "id", limit: "50" };
+  window.addEventListener("hashchange", showView);
+  showView();
+  if (jobs.page === null) await loadPage();
+}
+void startJobs();

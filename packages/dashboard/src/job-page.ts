@@ -1,0 +1,121 @@
+import type { InboxDescription } from "@sqlinbox/core/internal";
+import type { RawRow } from "@sqlinbox/kysely-dialects/internal";
+import { operatorFor } from "@sqlinbox/kysely-dialects/operator";
+import type { JobBrowseState } from "./job-list.js";
+import { BadRequest, heldOf, holdsInRow, type JobTables, plain, tableOf } from "./job-tables.js";
+
+/** How much of a payload, result or header text the job page shows: the first 64 KiB. */
+const SHOWN_BYTES = 64 * 1024;
+
+/** A long text as the page shows it: at most `SHOWN_BYTES` of its UTF-8, JSON pretty-printed when it parses. */
+export interface ShownText {
+  readonly text: string;
+  /** Its whole size in bytes (UTF-8). */
+  readonly bytes: number;
+  /** True when `text` is only the first `SHOWN_BYTES`. */
+  readonly cut: boolean;
+}
+
+/** One job as its page shows it. */
+export interface JobDetail {
+  readonly table: string;
+  readonly id: string;
+  /** `waiting or running` where which of the two cannot be seen from outside (advisory keys on SQLite). */
+  readonly state: JobBrowseState | "waiting or running";
+  /** A dead letter in a table of its own: that table. */
+  readonly deadLetterTable?: string;
+  readonly attempt: number | null;
+  readonly runAt: string | null;
+  readonly leaseUntil: string | null;
+  /** Who holds it in work, in words: the lease, a transaction's row lock, a session's advisory key; `null` when nothing does. */
+  readonly holder: string | null;
+  readonly lastError: ShownText | null;
+  readonly headers: ShownText | null;
+  readonly result: ShownText | null;
+  readonly progress: ShownText | null;
+  readonly payload: ShownText | null;
+  /** Every other column of the real row, as JSON values. */
+  readonly columns: Readonly<Record<string, unknown>>;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: false });
+
+/** A column value as shown text: bytes read as UTF-8, JSON pretty-printed, cut at `SHOWN_BYTES`. */
+function shownText(raw: unknown): ShownText | null {
+  if (raw === null || raw === undefined) return null;
+  let text = raw instanceof Uint8Array ? utf8.decode(raw) : typeof raw === "string" ? raw : JSON.stringify(raw, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed === "object" && parsed !== null) text = JSON.stringify(parsed, null, 2);
+  } catch {
+    // Not JSON: shown as it is.
+  }
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes <= SHOWN_BYTES) return { text, bytes, cut: false };
+  // Cut on a character boundary: the decoder drops a partial last character.
+  const head = new TextDecoder("utf-8", { fatal: false }).decode(Buffer.from(text, "utf8").subarray(0, SHOWN_BYTES)).replace(/\uFFFD$/, "");
+  return { text: head, bytes, cut: true };
+}
+
+/**
+ * One job by id (`GET /api/job`): the whole row (`select *` by primary key), its state told as the
+ * list tells it, and its texts shown up to 64 KiB. `dead` looks in the table's dead-letter table.
+ */
+export async function readJob(source: JobTables, tableName: string | undefined, id: string | undefined, dead: boolean): Promise<JobDetail | null> {
+  const table = tableOf(source, tableName);
+  if (id === undefined || id === "") throw new BadRequest("send the job's id: /api/job?table=…&id=…");
+  const { spec } = table;
+  const { db, engine } = source.opened;
+  const ops = operatorFor(engine);
+  const now = source.opened.now();
+  const place = table.deadLetters[0];
+  if (dead) {
+    if (place?.kind !== "table") throw new BadRequest(`${spec.table} keeps no dead-letter table (dead letters in a group are rows of the table: open them without dead)`);
+    const row = (await db.executeQuery(ops.peekDeadLetters(spec, place, 1, [id]))).rows[0];
+    return row === undefined ? null : detail(source, place.destination, row, "deadLettered", null, place.destination.table);
+  }
+  const row = (await db.executeQuery(ops.peek({ spec }, { state: "all", now, ids: [id], limit: 1 }))).rows[0];
+  if (row === undefined) return null;
+  const at = (name: string | undefined) => (name === undefined ? null : plain(engine, spec, name, row[name]));
+  const ahead = (name: string | undefined) => {
+    const t = at(name);
+    return typeof t === "string" && Date.parse(t) > now.getTime();
+  };
+  if (at(spec.processedAt?.name) !== null) return detail(source, spec, row, "done", null);
+  if (place?.kind === "group" && spec.group !== undefined && String(row[spec.group.name]) === place.deadGroup) return detail(source, spec, row, "deadLettered", null);
+  if (ahead(spec.lease?.name)) return detail(source, spec, row, "running", "a worker's lease, until the time above");
+  if (ahead(spec.retryAfter?.name)) return detail(source, spec, row, "scheduled", null);
+  if (holdsInRow(spec)) return detail(source, spec, row, "waiting", null);
+  const held = await heldOf(source, spec, [row]);
+  if (held === "unknown") return detail(source, spec, row, "waiting or running", null);
+  const holder = spec.advisoryKey !== undefined ? "a session holds its advisory key" : "a transaction holds its row lock";
+  return held[0] === "held" ? detail(source, spec, row, "running", holder) : detail(source, spec, row, "waiting", null);
+}
+
+function detail(source: JobTables, spec: InboxDescription, row: RawRow, state: JobDetail["state"], holder: string | null, deadLetterTable?: string): JobDetail {
+  const { engine } = source.opened;
+  const value = (c: { name: string } | undefined) => (c === undefined ? null : plain(engine, spec, c.name, row[c.name]));
+  const text = (c: { name: string } | undefined) => (c === undefined ? null : shownText(row[c.name]));
+  const lastError = spec.lastError?.name ?? ("last_error" in row ? "last_error" : undefined);
+  const shown = new Set([spec.id, spec.attempt, spec.failedAttempts, spec.retryAfter, spec.lease, spec.headers, spec.result, spec.progress, spec.payload].map((c) => c?.name));
+  shown.add(lastError);
+  const columns: Record<string, unknown> = {};
+  for (const [name, raw] of Object.entries(row)) if (!shown.has(name)) columns[name] = plain(engine, spec, name, raw);
+  const attempt = value(spec.attempt ?? spec.failedAttempts) ?? ("attempts" in row ? row["attempts"] : null);
+  return {
+    table: spec.table,
+    id: String(row[spec.id.name]),
+    state,
+    ...(deadLetterTable !== undefined ? { deadLetterTable } : {}),
+    attempt: attempt === null || attempt === undefined ? null : Number(attempt),
+    runAt: value(spec.retryAfter) as string | null,
+    leaseUntil: value(spec.lease) as string | null,
+    holder,
+    lastError: text(lastError === undefined ? undefined : { name: lastError }),
+    headers: text(spec.headers),
+    result: text(spec.result),
+    progress: text(spec.progress),
+    payload: text(spec.payload),
+    columns,
+  };
+}
