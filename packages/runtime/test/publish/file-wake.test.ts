@@ -144,7 +144,11 @@ describe.runIf(selects("sqlite"))("SQLite: another process's commit wakes subscr
     };
     const ROWS = 3000;
     const from = Date.now();
-    for (let n = 0; n < ROWS; n += 500) await broker.publishMany("jobs", Array.from({ length: 500 }, (_, i) => ({ n: n + i })));
+    for (let n = 0; n < ROWS; n += 500)
+      await broker.publishMany(
+        "jobs",
+        Array.from({ length: 500 }, (_, i) => ({ n: n + i })),
+      );
     expect(await waitFor(() => started.size === ROWS, 30_000)).toBe(true);
     await sleep(300);
     const ms = Date.now() - from;
