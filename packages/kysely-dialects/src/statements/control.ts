@@ -73,6 +73,8 @@ export interface ControlStatements {
   findRow(spec: InboxDescription, id: unknown): CompiledQuery<RawRow>;
   /** Deletes the row (or marks it processed) unless it is done or a live lease holds it. */
   removeQueued(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
+  /** Deletes the row (even on a table with processedAt) unless it is done or a live lease holds it: `removeQueued`'s condition. */
+  deleteQueued(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
   /**
    * Writes `values` (by column name, already encoded but for a `Date` in the retryAfter or lease
    * column, a time to run at) into the row unless it is done or a live lease holds it, judged at
@@ -186,6 +188,7 @@ export function controlStatements(ctx: StatementContext, types: TableTypes): Con
       }
       return compiled(db.deleteFrom(tableRef(spec)).where(notInWork));
     },
+    deleteQueued: (spec: InboxDescription, id: unknown, now: Date): CompiledQuery => compiled(db.deleteFrom(tableRef(spec)).where(queuedRow(spec, id, at(now)))),
     updateQueued: (spec: InboxDescription, id: unknown, values: RawRow, now: Date): CompiledQuery => {
       const set: Record<string, unknown> = {};
       for (const [name, value] of Object.entries(values)) {
