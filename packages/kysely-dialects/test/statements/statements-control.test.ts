@@ -236,6 +236,34 @@ describe("control", () => {
     `);
   });
 
+  test("deleteQueued: the row deleted under removeQueued's condition, even where the table keeps handled rows", () => {
+    expect(perEngine((d) => d.control.deleteQueued(richLease(), 7, now))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            7,
+            "2024-05-01 12:00:00.123",
+          ],
+          "sql": "delete from \`jobs\` where (\`id\` = ? and \`processed_at\` is null and (\`locked_until\` is null or \`locked_until\` <= ?))",
+        },
+        "postgres": {
+          "parameters": [
+            7,
+            2024-05-01T12:00:00.123Z,
+          ],
+          "sql": "delete from "jobs" where ("id" = $1 and "processed_at" is null and ("locked_until" is null or "locked_until" <= $2))",
+        },
+        "sqlite": {
+          "parameters": [
+            7,
+            "2024-05-01T12:00:00.123Z",
+          ],
+          "sql": "delete from "jobs" where ("id" = ? and "processed_at" is null and ("locked_until" is null or "locked_until" <= ?))",
+        },
+      }
+    `);
+  });
+
   test("row lock: the row is locked unless a claim holds it; SQLite has no row locks", () => {
     expect(perEngine((d) => d.control.lockQueued(seedByHand, 7))).toMatchInlineSnapshot(`
       {
