@@ -9,7 +9,7 @@ import { decodePayload, plain } from "./rows.js";
 /** The payload shown at most, as pretty JSON text. */
 const PAYLOAD_SHOWN_BYTES = 64 * 1024;
 
-/** One job in full: its state, the columns that matter named by role, every column, and its payload (cut at 64 KiB). */
+/** One job in full: its state, the columns that matter named by role, the other columns, and its payload (cut at 64 KiB). */
 export interface ShownJob {
   readonly id: string;
   readonly table: string;
@@ -50,15 +50,17 @@ const parsedJson = (value: unknown): unknown => {
   }
 };
 
-/** The job built from its row: every column plain, the role columns named, the times as ISO-8601. */
+/** The job built from its row: the role columns named, the other columns plain, the times as ISO-8601. */
 function shown(opened: OpenedDatabase, spec: InboxDescription, row: RawRow, state: ListedJob["state"]): ShownJob {
   const { time } = dialectFor(opened.engine);
   const at = (name: string | undefined) => (name === undefined ? undefined : row[name] === null ? null : (time.decode(row[name])?.toISOString() ?? String(row[name])));
+  // The role columns are named below: `columns` holds the others.
+  const named = new Set([spec.payload, spec.attempt, spec.retryAfter, spec.lease, spec.processedAt, spec.lastError, spec.headers, spec.result, spec.progress].map((c) => c?.name));
   const columns: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(row)) if (name !== spec.payload?.name) columns[name] = plain(value);
+  for (const [name, value] of Object.entries(row)) if (!named.has(name)) columns[name] = plain(value);
   const payload = spec.payload === undefined ? undefined : capped(decodePayload(row[spec.payload.name]));
   const role = (column: { name: string } | undefined, read: (v: unknown) => unknown = plain) => (column === undefined ? {} : { value: read(row[column.name]) });
-  const named: Record<string, unknown> = {};
+  const roles: Record<string, unknown> = {};
   for (const [key, found] of [
     ["attempt", role(spec.attempt)],
     ["lastError", role(spec.lastError)],
@@ -66,13 +68,13 @@ function shown(opened: OpenedDatabase, spec: InboxDescription, row: RawRow, stat
     ["result", role(spec.result, parsedJson)],
     ["progress", role(spec.progress, parsedJson)],
   ] as const) {
-    if ("value" in found) named[key] = found.value;
+    if ("value" in found) roles[key] = found.value;
   }
   return {
     id: String(row[spec.id.name]),
     table: spec.table,
     state,
-    ...named,
+    ...roles,
     ...(spec.retryAfter === undefined ? {} : { runAt: at(spec.retryAfter.name) }),
     ...(spec.lease === undefined ? {} : { leaseUntil: at(spec.lease.name) }),
     ...(spec.processedAt === undefined ? {} : { processedAt: at(spec.processedAt.name) }),
