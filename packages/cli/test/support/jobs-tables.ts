@@ -1,4 +1,5 @@
 import { fileURLToPath } from "node:url";
+import { dialectFor } from "@sqlinbox/kysely-dialects/internal";
 import { sql } from "kysely";
 import type { TestDatabase } from "./databases.js";
 import { uniqueName } from "./databases.js";
@@ -16,10 +17,10 @@ export interface JobsTables {
   json<T>(args: readonly string[], code?: number): Promise<T>;
 }
 
-/** Creates the tables of the form (`lease` adds locked_until; `done` keeps handled rows in processed_at). */
-export async function jobsTables(t: TestDatabase, form: "lease" | "rowLock", done: boolean): Promise<JobsTables> {
+/** Creates the tables of the form (`lease` adds locked_until; `done` keeps handled rows in processed_at, not with `advisory`). */
+export async function jobsTables(t: TestDatabase, form: "lease" | "rowLock" | "advisory", done: boolean): Promise<JobsTables> {
   const { types } = t;
-  const table = uniqueName(`jobs_${form === "lease" ? "ls" : "rl"}`);
+  const table = uniqueName(`jobs_${form === "lease" ? "ls" : form === "rowLock" ? "rl" : "ad"}`);
   const dead = `${table}_dead`;
   const columns = [
     `id ${types.id}`,
@@ -65,6 +66,35 @@ export async function holdRows(db: TestDatabase["db"], lockSql: string): Promise
       holding();
       await released;
     });
+  await held;
+  return async () => {
+    release();
+    await holder;
+  };
+}
+
+/**
+ * Holds advisory key `key` the way an advisory claim does: taken with the dialect's own `tryLock` on a
+ * session of its own (the lock names' database read on it), until the returned release is awaited.
+ */
+export async function holdKey(t: TestDatabase, key: string): Promise<() => Promise<void>> {
+  const dialect = dialectFor(t.name === "mariadb" ? "mysql" : t.name);
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let holding!: () => void;
+  let failed!: (error: unknown) => void;
+  const held = new Promise<void>((resolve, reject) => ((holding = resolve), (failed = reject)));
+  const holder = t.db
+    .connection()
+    .execute(async (session) => {
+      const database = String((await session.executeQuery(dialect.schema.currentDatabase())).rows[0]?.name ?? "");
+      const locked = (await session.executeQuery(dialect.advisory.tryLock(key, database))).rows[0]?.locked;
+      if (!(locked === true || Number(locked) === 1)) throw new Error(`advisory key ${key} is held already`);
+      holding();
+      await released;
+      await session.executeQuery(dialect.advisory.unlock(key, database));
+    })
+    .catch(failed);
   await held;
   return async () => {
     release();
