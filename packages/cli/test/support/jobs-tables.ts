@@ -83,7 +83,10 @@ export async function holdKey(t: TestDatabase, key: string): Promise<() => Promi
   const released = new Promise<void>((r) => (release = r));
   let holding!: () => void;
   let failed!: (error: unknown) => void;
-  const held = new Promise<void>((resolve, reject) => ((holding = resolve), (failed = reject)));
+  const held = new Promise<void>((resolve, reject) => {
+    holding = resolve;
+    failed = reject;
+  });
   const holder = t.db
     .connection()
     .execute(async (session) => {
