@@ -11,10 +11,12 @@ export const ExitCode = Object.freeze({
   cannotConnect: 2,
   /** Nothing matched: no row with that id, no dead letters, no rows in that state. */
   nothingMatched: 3,
-  /** A destructive command was not confirmed (declined at the prompt, or no terminal and no `--yes`). */
+  /** A destructive command was not confirmed (declined at the prompt, or no terminal and no `--yes`; a `jobs` write without `--allow-writes`). */
   notConfirmed: 4,
   /** The operation failed part way (a statement failed); chunks already committed stay committed. */
   failed: 5,
+  /** Done in part: a bulk action left some rows alone, because a claim held them (in work) or they were not found. */
+  partly: 6,
 });
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 

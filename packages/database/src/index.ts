@@ -26,5 +26,6 @@ export {
   type UpdateResult,
   type ControlPlace,
 } from "./control/control-procedures.js";
+export { bulkAct, noCounts, BULK_BATCH, type BulkAction, type BulkCounts, type BulkRequest } from "./control/bulk-actions.js";
 export { recordedSchedules, type RecordedSchedule } from "./control/recorded-schedules.js";
 export type { ProcessKeys } from "./control/remove-unless-in-work.js";

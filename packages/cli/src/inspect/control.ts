@@ -18,7 +18,7 @@ import type { QueueTable } from "../queue-tables.js";
  * Where pause, resume and cancel run: the procedure `broker.pause`, `resume` and `cancel` run too
  * (`@sqlinbox/database`); a missing control table is exit code 2 with the way to create it.
  */
-function controlPlace(opened: OpenedDatabase): ControlPlace {
+export function controlPlace(opened: OpenedDatabase): ControlPlace {
   const controlTableMissing = (table: string, cause: unknown): Error =>
     new CliError(
       ExitCode.cannotConnect,

@@ -22,7 +22,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  * A payload as the runtime writes it: UTF-8 JSON in a bytes column, JSON text in a text column,
  * or the value a JSON column already parsed. What is not JSON is shown as it is.
  */
-function decodePayload(raw: unknown): unknown {
+export function decodePayload(raw: unknown): unknown {
   try {
     if (raw instanceof Uint8Array) return JSON.parse(utf8.decode(raw));
     if (typeof raw === "string") return JSON.parse(raw);
@@ -33,7 +33,7 @@ function decodePayload(raw: unknown): unknown {
 }
 
 /** A column value fit for JSON and a terminal: times as ISO-8601, bytes as a note, big integers as text. */
-function plain(value: unknown): unknown {
+export function plain(value: unknown): unknown {
   if (value instanceof Date) return value.toISOString();
   if (value instanceof Uint8Array) return `<${value.byteLength} bytes>`;
   if (typeof value === "bigint") return value.toString();

@@ -43,7 +43,7 @@ export async function onControl<R>(place: ControlPlace, on: On, query: CompiledQ
 }
 
 /** Wakes the control watch of every listening app at once (Postgres); elsewhere apps read at their next poll. */
-async function notifyControl({ dialect }: ControlPlace, on: On): Promise<void> {
+export async function notifyControl({ dialect }: ControlPlace, on: On): Promise<void> {
   if (dialect.capabilities.listenNotify) await on.executeQuery(dialect.notify.notify(channelOf(dialect.control.table)));
 }
 

@@ -73,12 +73,26 @@ export interface ControlStatements {
   findRow(spec: InboxDescription, id: unknown): CompiledQuery<RawRow>;
   /** Deletes the row (or marks it processed) unless it is done or a live lease holds it. */
   removeQueued(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
+  /** Deletes the row (even on a table with processedAt) unless it is done or a live lease holds it: `removeQueued`'s condition. */
+  deleteQueued(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
   /**
    * Writes `values` (by column name, already encoded but for a `Date` in the retryAfter or lease
    * column, a time to run at) into the row unless it is done or a live lease holds it, judged at
    * `now` (the database's time): `removeQueued`'s condition. Affects 0 or 1 rows.
    */
   updateQueued(spec: InboxDescription, id: unknown, values: RawRow, now: Date): CompiledQuery;
+  /** `lockQueued` for several rows in one statement: of `ids`, those no claim holds, locked. */
+  lockQueuedMany(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<{ id: unknown }>;
+  /** `findRow` for several rows: those of `ids` that are there and not done. */
+  findRows(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<RawRow>;
+  /** `removeQueued` for several rows in one statement. */
+  removeQueuedMany(spec: InboxDescription, ids: readonly unknown[], now: Date): CompiledQuery;
+  /** `deleteQueued` for several rows in one statement. */
+  deleteQueuedMany(spec: InboxDescription, ids: readonly unknown[], now: Date): CompiledQuery;
+  /** `updateQueued` for several rows in one statement: the same values into each. */
+  updateQueuedMany(spec: InboxDescription, ids: readonly unknown[], values: RawRow, now: Date): CompiledQuery;
+  /** `clearCancel` for several rows of one route in one statement. */
+  clearCancels(route: string, targets: readonly string[]): CompiledQuery;
 }
 
 /**
@@ -111,7 +125,7 @@ export function controlStatements(ctx: StatementContext, types: TableTypes): Con
         : insert.onDuplicateKeyUpdate({ requested_at: at(time) }),
     );
   };
-  return Object.freeze({
+  const statements: ControlStatements = {
     table: CONTROL_TABLE,
     // The three key columns fit one primary key on every engine (MySQL's varchar(255) × 3 stays under its 3072-byte key limit).
     create: (): CompiledQuery[] => [
@@ -163,56 +177,86 @@ export function controlStatements(ctx: StatementContext, types: TableTypes): Con
     pruneSchedules: (before: Date): CompiledQuery => compiled(db.deleteFrom(CONTROL_TABLE).where("kind", "=", "schedule").where("requested_at", "<", at(before))),
     readSchedules: (): CompiledQuery<ControlRow & { readonly requested_at: unknown }> =>
       compiled(db.selectFrom(CONTROL_TABLE).select(["kind", "route", "target", "requested_at"]).where("kind", "in", ["schedule", "lastTick"])),
-    lockQueued: (spec: InboxDescription, id: unknown): CompiledQuery<{ id: unknown }> =>
-      ctx.capabilities.rowLock
-        ? compiled(db.selectFrom(tableRef(spec)).select(sql.ref(spec.id.name).as("id")).where(spec.id.name, "=", id).forUpdate().skipLocked())
-        : notOnEngine(ctx.capabilities.engine, "control.lockQueued", "it has no row locks (capabilities.rowLock is false)"),
-    findRow: (spec: InboxDescription, id: unknown): CompiledQuery<Record<string, unknown>> => {
-      const keyColumns = (spec.advisoryKey?.parts ?? []).flatMap((p) => ("column" in p ? [p.column.name] : []));
-      const columns = [...new Set([spec.id.name, ...keyColumns])];
-      let query = db.selectFrom(tableRef(spec)).select(columns).where(spec.id.name, "=", id);
-      if (spec.processedAt !== undefined) query = query.where(spec.processedAt.name, "is", null);
-      return compiled(query);
-    },
-    removeQueued: (spec: InboxDescription, id: unknown, now: Date): CompiledQuery => {
-      const notInWork = queuedRow(spec, id, at(now));
-      if (spec.processedAt !== undefined) {
-        return compiled(
-          db
-            .updateTable(tableRef(spec))
-            .set({ [spec.processedAt.name]: at(now) })
-            .where(notInWork),
-        );
-      }
-      return compiled(db.deleteFrom(tableRef(spec)).where(notInWork));
-    },
-    updateQueued: (spec: InboxDescription, id: unknown, values: RawRow, now: Date): CompiledQuery => {
-      const set: Record<string, unknown> = {};
-      for (const [name, value] of Object.entries(values)) {
-        const column = spec.columns.find((c) => c.name === name);
-        if (column === undefined || column.generated)
-          throw new SqlInboxError("Declaration", `an update names "${name}", which is not a writable described column`, { table: spec.table, id });
-        set[name] = value instanceof Date && (column.role === "retryAfter" || column.role === "lease") ? at(value) : value;
-      }
-      if (Object.keys(set).length === 0) throw new SqlInboxError("Declaration", "an update with nothing to change", { table: spec.table, id });
+    lockQueued: (spec: InboxDescription, id: unknown): CompiledQuery<{ id: unknown }> => lock(spec, [id], "control.lockQueued"),
+    findRow: (spec: InboxDescription, id: unknown): CompiledQuery<Record<string, unknown>> => find(spec, [id]),
+    removeQueued: (spec: InboxDescription, id: unknown, now: Date): CompiledQuery => remove(spec, [id], now),
+    deleteQueued: (spec: InboxDescription, id: unknown, now: Date): CompiledQuery => compiled(db.deleteFrom(tableRef(spec)).where(queuedRows(spec, [id], at(now)))),
+    updateQueued: (spec: InboxDescription, id: unknown, values: RawRow, now: Date): CompiledQuery => update(spec, [id], values, now),
+    lockQueuedMany: (spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<{ id: unknown }> => lock(spec, ids, "control.lockQueuedMany"),
+    findRows: (spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<Record<string, unknown>> => find(spec, ids),
+    removeQueuedMany: (spec: InboxDescription, ids: readonly unknown[], now: Date): CompiledQuery => remove(spec, ids, now),
+    deleteQueuedMany: (spec: InboxDescription, ids: readonly unknown[], now: Date): CompiledQuery => compiled(db.deleteFrom(tableRef(spec)).where(queuedRows(spec, ids, at(now)))),
+    updateQueuedMany: (spec: InboxDescription, ids: readonly unknown[], values: RawRow, now: Date): CompiledQuery => update(spec, ids, values, now),
+    clearCancels: (route: string, targets: readonly string[]): CompiledQuery =>
+      compiled(
+        db
+          .deleteFrom(CONTROL_TABLE)
+          .where("kind", "=", "cancel")
+          .where("route", "=", route)
+          .where("target", "in", [...targets]),
+      ),
+  };
+  return Object.freeze(statements);
+
+  function lock(spec: InboxDescription, ids: readonly unknown[], name: string): CompiledQuery<{ id: unknown }> {
+    return ctx.capabilities.rowLock
+      ? compiled(db.selectFrom(tableRef(spec)).select(sql.ref(spec.id.name).as("id")).where(idIn(spec, ids)).forUpdate().skipLocked())
+      : notOnEngine(ctx.capabilities.engine, name, "it has no row locks (capabilities.rowLock is false)");
+  }
+
+  function find(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<Record<string, unknown>> {
+    const keyColumns = (spec.advisoryKey?.parts ?? []).flatMap((p) => ("column" in p ? [p.column.name] : []));
+    const columns = [...new Set([spec.id.name, ...keyColumns])];
+    let query = db.selectFrom(tableRef(spec)).select(columns).where(idIn(spec, ids));
+    if (spec.processedAt !== undefined) query = query.where(spec.processedAt.name, "is", null);
+    return compiled(query);
+  }
+
+  function remove(spec: InboxDescription, ids: readonly unknown[], now: Date): CompiledQuery {
+    const notInWork = queuedRows(spec, ids, at(now));
+    if (spec.processedAt !== undefined) {
       return compiled(
         db
           .updateTable(tableRef(spec))
-          .set(set)
-          .where(queuedRow(spec, id, at(now))),
+          .set({ [spec.processedAt.name]: at(now) })
+          .where(notInWork),
       );
-    },
-  });
+    }
+    return compiled(db.deleteFrom(tableRef(spec)).where(notInWork));
+  }
+
+  function update(spec: InboxDescription, ids: readonly unknown[], values: RawRow, now: Date): CompiledQuery {
+    const id = ids.length === 1 ? ids[0] : ids;
+    const set: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(values)) {
+      const column = spec.columns.find((c) => c.name === name);
+      if (column === undefined || column.generated)
+        throw new SqlInboxError("Declaration", `an update names "${name}", which is not a writable described column`, { table: spec.table, id });
+      set[name] = value instanceof Date && (column.role === "retryAfter" || column.role === "lease") ? at(value) : value;
+    }
+    if (Object.keys(set).length === 0) throw new SqlInboxError("Declaration", "an update with nothing to change", { table: spec.table, id });
+    return compiled(
+      db
+        .updateTable(tableRef(spec))
+        .set(set)
+        .where(queuedRows(spec, ids, at(now))),
+    );
+  }
+}
+
+/** The row whose id is the one given (`=`, as a single-row statement always read), or one of several (`in`). */
+function idIn(spec: InboxDescription, ids: readonly unknown[]) {
+  return (eb: Eb): Expression<SqlBool> => (ids.length === 1 ? eb(spec.id.name, "=", ids[0]) : eb(spec.id.name, "in", [...ids]));
 }
 
 /**
- * Row `id` unless it is done (processedAt set) or in work by its lease (a deadline ahead of `now`,
+ * The rows `ids` unless done (processedAt set) or in work by their lease (a deadline ahead of `now`,
  * encoded): what cancel and update may change. Row locks and advisory keys are judged outside the
  * statement (a `SKIP LOCKED` lock, a tried key) by the caller.
  */
-function queuedRow(spec: InboxDescription, id: unknown, now: unknown) {
+function queuedRows(spec: InboxDescription, ids: readonly unknown[], now: unknown) {
   return (eb: Eb): Expression<SqlBool> => {
-    const terms: Expression<SqlBool>[] = [eb(spec.id.name, "=", id)];
+    const terms: Expression<SqlBool>[] = [idIn(spec, ids)(eb)];
     if (spec.processedAt !== undefined) terms.push(eb(spec.processedAt.name, "is", null));
     if (spec.lease !== undefined) terms.push(eb.or([eb(spec.lease.name, "is", null), eb(spec.lease.name, "<=", now)]));
     return eb.and(terms);

@@ -236,6 +236,155 @@ describe("control", () => {
     `);
   });
 
+  test("deleteQueued: the row deleted under removeQueued's condition, even where the table keeps handled rows", () => {
+    expect(perEngine((d) => d.control.deleteQueued(richLease(), 7, now))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            7,
+            "2024-05-01 12:00:00.123",
+          ],
+          "sql": "delete from \`jobs\` where (\`id\` = ? and \`processed_at\` is null and (\`locked_until\` is null or \`locked_until\` <= ?))",
+        },
+        "postgres": {
+          "parameters": [
+            7,
+            2024-05-01T12:00:00.123Z,
+          ],
+          "sql": "delete from "jobs" where ("id" = $1 and "processed_at" is null and ("locked_until" is null or "locked_until" <= $2))",
+        },
+        "sqlite": {
+          "parameters": [
+            7,
+            "2024-05-01T12:00:00.123Z",
+          ],
+          "sql": "delete from "jobs" where ("id" = ? and "processed_at" is null and ("locked_until" is null or "locked_until" <= ?))",
+        },
+      }
+    `);
+  });
+
+  test("a batch of rows: locked unless a claim holds them, written under the same condition, their cancel requests cleared at once", () => {
+    const ids = [7, 8, 9];
+    expect(perEngine((d) => d.control.lockQueuedMany(richRowLock(), ids))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            7,
+            8,
+            9,
+          ],
+          "sql": "select \`id\` as \`id\` from \`jobs\` where \`id\` in (?, ?, ?) for update skip locked",
+        },
+        "postgres": {
+          "parameters": [
+            7,
+            8,
+            9,
+          ],
+          "sql": "select "id" as "id" from "jobs" where "id" in ($1, $2, $3) for update skip locked",
+        },
+        "sqlite": "NOT_SUPPORTED",
+      }
+    `);
+    expect(perEngine((d) => d.control.removeQueuedMany(richLease(), ids, now))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "2024-05-01 12:00:00.123",
+            7,
+            8,
+            9,
+            "2024-05-01 12:00:00.123",
+          ],
+          "sql": "update \`jobs\` set \`processed_at\` = ? where (\`id\` in (?, ?, ?) and \`processed_at\` is null and (\`locked_until\` is null or \`locked_until\` <= ?))",
+        },
+        "postgres": {
+          "parameters": [
+            2024-05-01T12:00:00.123Z,
+            7,
+            8,
+            9,
+            2024-05-01T12:00:00.123Z,
+          ],
+          "sql": "update "jobs" set "processed_at" = $1 where ("id" in ($2, $3, $4) and "processed_at" is null and ("locked_until" is null or "locked_until" <= $5))",
+        },
+        "sqlite": {
+          "parameters": [
+            "2024-05-01T12:00:00.123Z",
+            7,
+            8,
+            9,
+            "2024-05-01T12:00:00.123Z",
+          ],
+          "sql": "update "jobs" set "processed_at" = ? where ("id" in (?, ?, ?) and "processed_at" is null and ("locked_until" is null or "locked_until" <= ?))",
+        },
+      }
+    `);
+    expect(perEngine((d) => d.control.updateQueuedMany(richRowLock(), ids, { retry_after: now }, now))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "2024-05-01 12:00:00.123",
+            7,
+            8,
+            9,
+          ],
+          "sql": "update \`jobs\` set \`retry_after\` = ? where (\`id\` in (?, ?, ?) and \`processed_at\` is null)",
+        },
+        "postgres": {
+          "parameters": [
+            2024-05-01T12:00:00.123Z,
+            7,
+            8,
+            9,
+          ],
+          "sql": "update "jobs" set "retry_after" = $1 where ("id" in ($2, $3, $4) and "processed_at" is null)",
+        },
+        "sqlite": {
+          "parameters": [
+            "2024-05-01T12:00:00.123Z",
+            7,
+            8,
+            9,
+          ],
+          "sql": "update "jobs" set "retry_after" = ? where ("id" in (?, ?, ?) and "processed_at" is null)",
+        },
+      }
+    `);
+    expect(perEngine((d) => d.control.clearCancels("reports", ["7", "8"]))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "cancel",
+            "reports",
+            "7",
+            "8",
+          ],
+          "sql": "delete from \`sqlinbox_control\` where \`kind\` = ? and \`route\` = ? and \`target\` in (?, ?)",
+        },
+        "postgres": {
+          "parameters": [
+            "cancel",
+            "reports",
+            "7",
+            "8",
+          ],
+          "sql": "delete from "sqlinbox_control" where "kind" = $1 and "route" = $2 and "target" in ($3, $4)",
+        },
+        "sqlite": {
+          "parameters": [
+            "cancel",
+            "reports",
+            "7",
+            "8",
+          ],
+          "sql": "delete from "sqlinbox_control" where "kind" = ? and "route" = ? and "target" in (?, ?)",
+        },
+      }
+    `);
+  });
+
   test("row lock: the row is locked unless a claim holds it; SQLite has no row locks", () => {
     expect(perEngine((d) => d.control.lockQueued(seedByHand, 7))).toMatchInlineSnapshot(`
       {

@@ -1,0 +1,171 @@
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { ExitCode } from "../src/exit-codes.js";
+import { dropTables, ENGINES, insertRows, type TestDatabase } from "./support/databases.js";
+import { holdRows, jobsTables, type JobsTables } from "./support/jobs-tables.js";
+import { sqlinbox } from "./support/run-bin.js";
+
+interface Page {
+  rows: { id: string; state: string; columns: Record<string, unknown>; payload?: unknown; deadLetterTable?: string }[];
+  next: string | null;
+}
+interface Shown {
+  id: string;
+  state: string;
+  attempt?: unknown;
+  runAt?: string | null;
+  leaseUntil?: string | null;
+  processedAt?: string | null;
+  lastError?: unknown;
+  payload?: string;
+  payloadBytes?: number;
+}
+
+const ids = (page: Page) => page.rows.map((r) => Number(r.id));
+
+/** Rows 1–6 waiting (keys k1–k6, customers c1 c2 alternating), 7 scheduled, 8 done, 9 held by a claim (lease form: a live lease); 60 dead letters. */
+async function fill(t: TestDatabase, q: JobsTables, form: "lease" | "rowLock"): Promise<void> {
+  const waiting = Array.from({ length: 6 }, (_, i) => ({ payload: JSON.stringify({ n: i + 1 }), job_key: `k${i + 1}`, customer_id: i % 2 === 0 ? "c1" : "c2" }));
+  await insertRows(t, q.table, [
+    ...waiting,
+    { payload: '{"n":7}', job_key: "k7", customer_id: "c1", retry_after: t.types.now(3_600_000), last_error: "Error: upstream 503", attempt: 2 },
+    { payload: '{"n":8}', job_key: "k8", customer_id: "c2", processed_at: t.types.now(-60_000) },
+    { payload: '{"n":9}', job_key: "k9", customer_id: "c2", ...(form === "lease" ? { locked_until: t.types.now(60_000) } : {}) },
+  ]);
+  await insertRows(
+    t,
+    q.dead,
+    Array.from({ length: 60 }, (_, i) => ({ payload: JSON.stringify({ dead: i + 1 }), attempts: 5, last_error: `boom ${i + 1}` })),
+  );
+}
+
+describe.each(ENGINES)("sqlinbox jobs list and show on %s", (name, open) => {
+  let t: TestDatabase;
+  const tables: string[] = [];
+  beforeAll(async () => {
+    t = await open();
+  });
+  afterAll(async () => {
+    await dropTables(t, ...tables);
+    await t.close();
+  });
+
+  test("lease form: each state with --key and --where filters, two pages by --after, 60 dead letters past 50, all, and show", async () => {
+    const q = await jobsTables(t, "lease", true);
+    tables.push(q.table, q.dead);
+    await fill(t, q, "lease");
+    const list = (args: string[], code?: number) => q.json<Page>(["jobs", "list", q.table, ...args], code);
+    const [first, c1, keyed, done, running, deadFirst] = await Promise.all([
+      list(["--state", "waiting", "--limit", "4"]),
+      list(["--state", "waiting", "--where", "customer_id=c1"]),
+      list(["--state", "scheduled", "--key", "k7"]),
+      list(["--state", "done"]),
+      list(["--state", "running"]),
+      list(["--state", "deadLettered", "--limit", "50"]),
+    ]);
+    expect([ids(first), first.next]).toEqual([[1, 2, 3, 4], "4"]);
+    expect(first.rows[0]).toMatchObject({ id: "1", state: "waiting", payload: { n: 1 }, columns: { job_key: "k1", customer_id: "c1" } });
+    expect([ids(c1), c1.next]).toEqual([[1, 3, 5], null]);
+    expect(keyed.rows.map((r) => [r.id, r.state, r.columns.last_error])).toEqual([["7", "scheduled", "Error: upstream 503"]]);
+    expect(ids(done)).toEqual([8]);
+    expect(running.rows.map((r) => [r.id, r.state])).toEqual([["9", "running"]]);
+    expect([deadFirst.rows.length, deadFirst.next, deadFirst.rows[0]?.deadLetterTable, deadFirst.rows[0]?.payload]).toEqual([50, deadFirst.rows[49]?.id, q.dead, { dead: 1 }]);
+
+    const [second, deadSecond, all, otherKey] = await Promise.all([
+      list(["--state", "waiting", "--limit", "4", "--after", first.next!]),
+      list(["--state", "deadLettered", "--limit", "50", "--after", deadFirst.next!]),
+      list(["--state", "all"]),
+      list(["--state", "waiting", "--key", "k7"], ExitCode.nothingMatched),
+    ]);
+    expect([ids(second), second.next]).toEqual([[5, 6], null]);
+    expect([deadSecond.rows.length, deadSecond.next, deadSecond.rows.at(-1)?.payload]).toEqual([10, null, { dead: 60 }]);
+    expect(all.rows.map((r) => `${r.id}:${r.state}`)).toEqual(["1:waiting", "2:waiting", "3:waiting", "4:waiting", "5:waiting", "6:waiting", "7:scheduled", "8:done", "9:running"]);
+    expect(otherKey.rows).toEqual([]);
+
+    const [shown, text, leased] = await Promise.all([
+      q.json<Shown>(["jobs", "show", q.table, "7"]),
+      q.run(["jobs", "show", q.table, "7"]),
+      q.json<Shown>(["jobs", "show", q.table, "9"]),
+    ]);
+    expect(shown).toMatchObject({ id: "7", state: "scheduled", attempt: 2, lastError: "Error: upstream 503", leaseUntil: null, processedAt: null, payload: '{\n  "n": 7\n}' });
+    expect(Math.abs(Date.parse(shown.runAt!) - Date.now() - 3_600_000)).toBeLessThan(60_000);
+    expect(text.stdout).toMatch(/^job 7 in \S+: scheduled\nattempt: 2\nrun at: \S+Z\nlease until: —\nprocessed at: —\nlast error: Error: upstream 503\n/);
+    expect(text.stdout).toContain('payload:\n{\n  "n": 7\n}\n');
+    expect(leased.state).toBe("running");
+    expect(Math.abs(Date.parse(leased.leaseUntil!) - Date.now() - 60_000)).toBeLessThan(30_000);
+  });
+
+  test("show cuts a payload past 64 KiB and says so; a missing id and a state the table cannot hold are errors naming them", async () => {
+    const q = await jobsTables(t, "lease", false);
+    tables.push(q.table, q.dead);
+    // 70 000 characters of JSON text, stored as text (MariaDB's text holds 65 535 bytes: a mediumtext there).
+    if (name === "mariadb") await sql.raw(`alter table ${q.table} modify payload mediumtext`).execute(t.db);
+    const big = JSON.stringify({ blob: "x".repeat(70_000) });
+    await insertRows(t, q.table, [{ payload: big, job_key: "big" }]);
+    const [shown, text, missing, noDone] = await Promise.all([
+      q.json<Shown>(["jobs", "show", q.table, "1"]),
+      q.run(["jobs", "show", q.table, "1"]),
+      q.run(["jobs", "show", q.table, "42"]),
+      q.run(["jobs", "list", q.table, "--state", "done"]),
+    ]);
+    const pretty = JSON.stringify(JSON.parse(big), null, 2);
+    expect([shown.payload?.length, shown.payloadBytes]).toEqual([64 * 1024, pretty.length]);
+    expect(text.stdout).toContain(`(payload cut: showing the first 64 KiB of ${pretty.length} bytes)`);
+    expect([missing.code, missing.stdout, missing.stderr]).toEqual([ExitCode.nothingMatched, "", `sqlinbox: no job 42 in ${q.table} (nor among its dead letters)\n`]);
+    expect([noDone.code, noDone.stdout, noDone.stderr]).toEqual([
+      ExitCode.usage,
+      "",
+      `sqlinbox: table "${q.table}" has no processedAt column, so no row is ever in state done (handled rows are deleted)\n`,
+    ]);
+  });
+
+  test("row-lock form: a row a claim's transaction holds lists as running, not waiting; the text table and show say so", async () => {
+    const q = await jobsTables(t, "rowLock", true);
+    tables.push(q.table, q.dead);
+    await fill(t, q, "rowLock");
+    // SQLite has no row locks: a claim there holds no row another connection could see, so row 9 waits.
+    const release = name === "sqlite" ? async () => undefined : await holdRows(t.db, `select id from ${q.table} where id = 9 for update skip locked`);
+    try {
+      const list = (args: string[], code?: number) => q.json<Page>(["jobs", "list", q.table, ...args], code);
+      const [waiting, running, all, shown, text] = await Promise.all([
+        list(["--state", "waiting"]),
+        list(["--state", "running"], name === "sqlite" ? ExitCode.nothingMatched : 0),
+        list(["--state", "all"]),
+        q.json<Shown>(["jobs", "show", q.table, "9"]),
+        q.run(["jobs", "list", q.table, "--state", "all", "--limit", "8"]),
+      ]);
+      const held = name === "sqlite" ? "waiting" : "running";
+      expect(ids(waiting)).toEqual(name === "sqlite" ? [1, 2, 3, 4, 5, 6, 9] : [1, 2, 3, 4, 5, 6]);
+      expect(ids(running)).toEqual(name === "sqlite" ? [] : [9]);
+      expect(all.rows.map((r) => `${r.id}:${r.state}`)).toEqual([
+        "1:waiting",
+        "2:waiting",
+        "3:waiting",
+        "4:waiting",
+        "5:waiting",
+        "6:waiting",
+        "7:scheduled",
+        "8:done",
+        `9:${held}`,
+      ]);
+      expect(shown.state).toBe(held);
+      expect(text.code).toBe(0);
+      expect(text.stdout).toMatch(/^id\s+state\s+attempt\s+job_key\s+retry_after\s+last_error\s+customer_id\s+processed_at\s+payload\n/);
+      expect(text.stdout).toMatch(/\n 7\s+scheduled\s+2\s+k7\s+\S+Z\s+Error: upstream 503\s+c1\s+\{"n":7\}\n/);
+      expect(text.stdout.endsWith("next page: --after 8\n")).toBe(true);
+    } finally {
+      await release();
+    }
+  });
+
+  test("a table that cannot hold the state, or a filter on a column it lacks, is a usage error naming it", async () => {
+    const q = await jobsTables(t, "lease", false);
+    tables.push(q.table, q.dead);
+    const [bare, where] = await Promise.all([
+      sqlinbox(["jobs", "list", q.dead, "--state", "scheduled", "--url", t.url]),
+      q.run(["jobs", "list", q.table, "--state", "waiting", "--where", "color=red"]),
+    ]);
+    expect([bare.code, bare.stderr]).toEqual([ExitCode.usage, `sqlinbox: table "${q.dead}" has no retryAfter column, so no row is ever in state scheduled\n`]);
+    expect([where.code, where.stderr]).toEqual([ExitCode.usage, `sqlinbox: --where names "color", which is not a column of table "${q.table}" (payloads cannot be filtered on)\n`]);
+  });
+});
