@@ -52,26 +52,7 @@ export async function jobsTables(t: TestDatabase, form: "lease" | "rowLock" | "a
   };
 }
 
-/** Holds the rows `lockSql` selects the way a row-lock claim does, in an open transaction, until the returned release is awaited. */
-export async function holdRows(db: TestDatabase["db"], lockSql: string): Promise<() => Promise<void>> {
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
-  let holding!: () => void;
-  const held = new Promise<void>((r) => (holding = r));
-  const holder = db
-    .transaction()
-    .setIsolationLevel("read committed")
-    .execute(async (trx) => {
-      await sql.raw(lockSql).execute(trx);
-      holding();
-      await released;
-    });
-  await held;
-  return async () => {
-    release();
-    await holder;
-  };
-}
+export { holdRows } from "./databases.js";
 
 /**
  * Holds advisory key `key` the way an advisory claim does: taken with the dialect's own `tryLock` on a

@@ -11,7 +11,7 @@ const RECHECK_MS = [2, 10, 50, 200];
  * app sees a change at nearly every commit; one check per gap (the last change's trailing one included)
  * keeps that to a few cheap statements a second, and an idle app, whose last check is long past, checks at once.
  */
-const MIN_GAP_MS = 25;
+const MIN_GAP_MS = 10;
 
 /**
  * Wakes the subscriptions of a SQLite database shared by several processes when another process
