@@ -57,6 +57,11 @@ export class PollGate {
     return this.#state === "closed";
   }
 
+  /** Waiting out a poll interval: the last claim came back short, and only a wake or the timer starts the next. */
+  get waiting(): boolean {
+    return this.#timer !== undefined;
+  }
+
   /** Wakes so far: compare before and after a claim. */
   get wakes(): number {
     return this.#wakes;

@@ -74,6 +74,11 @@ export class Subscription {
   }
 
   /** Claims again now instead of at the end of the poll wait: a publish in this process starts a claim in the same turn. */
+  /** Waiting out its poll interval for work (its last claim came back short): a wake would start a claim now. */
+  get waiting(): boolean {
+    return this.#gate.waiting;
+  }
+
   wake(): void {
     this.#gate.wake();
     this.#s.strategy.invalidate();

@@ -135,8 +135,12 @@ export class BrokerParts {
    */
   watchFile(logger: Logger): Promise<void> {
     const tables = [this.connection.require().dialect.control.table, ...this.routes.tables].map((t) => (typeof t === "string" ? t : t.table));
-    return this.connection.watchFile(() => {
-      for (const table of tables) this.#plain.wake(table);
-    }, logger);
+    return this.connection.watchFile(
+      () => {
+        for (const table of tables) this.#plain.wake(table);
+      },
+      () => this.#plain.anyWaiting(tables),
+      logger,
+    );
   }
 }

@@ -180,12 +180,12 @@ export class BrokerConnection {
    * Where processes share the database as a file (SQLite, `capabilities.fileWakes`): a watch of the file
    * calls `wake` when another process commits to it. Nothing for an in-memory database. Held until `close()`.
    */
-  async watchFile(wake: () => void, logger: Logger): Promise<void> {
+  async watchFile(wake: () => void, wanted: () => boolean, logger: Logger): Promise<void> {
     const database = this.require();
     if (this.#fileWatch !== undefined || !database.dialect.capabilities.fileWakes) return;
     const file = await databaseFile(database);
     if (file === undefined) return;
-    const fileWatch = new FileWatch(database, file, wake, logger);
+    const fileWatch = new FileWatch(database, file, wake, logger, wanted);
     this.#fileWatch = fileWatch;
     await fileWatch.start();
   }

@@ -7,11 +7,13 @@ import { errorFields, type Logger } from "../logger.js";
 const RECHECK_MS = [2, 10, 50, 200];
 
 /**
- * Checks start at least this far apart (ms): the process's own commits change the file too, so a busy
- * app sees a change at nearly every commit; one check per gap (the last change's trailing one included)
- * keeps that to a few cheap statements a second, and an idle app, whose last check is long past, checks at once.
+ * While none of the app's subscriptions waits for work, checks start at least this far apart (ms): a
+ * busy app's own commits change the file at nearly every commit, and a wake would start nothing there
+ * (its subscriptions claim again as soon as they can); one check per gap, the last change's trailing one
+ * included, keeps that to a few cheap statements a second. A change while a subscription waits at its
+ * poll is checked at once.
  */
-const MIN_GAP_MS = 10;
+const BUSY_GAP_MS = 25;
 
 /**
  * Wakes the subscriptions of a SQLite database shared by several processes when another process
@@ -21,8 +23,8 @@ const MIN_GAP_MS = 10;
  * version, which another connection's commit changes and this process's own do not: the process's own
  * writes wake nothing. Changes that come while a check runs are read by one more check after it, and a
  * check that found no new version looks again a few times within a quarter second (a commit's frames
- * reach the WAL before the index that makes them visible). Checks start at least `MIN_GAP_MS` apart, so
- * a busy app's own commits cost a few statements a second, not one each.
+ * reach the WAL before the index that makes them visible). While no subscription waits for work, checks
+ * start at least `BUSY_GAP_MS` apart, so a busy app's own commits cost a few statements a second, not one each.
  * When the folder cannot be watched, a warning says so and the poll interval is what wakes.
  */
 export class FileWatch {
@@ -31,26 +33,32 @@ export class FileWatch {
   readonly #names: ReadonlySet<string>;
   readonly #wake: () => void;
   readonly #logger: Logger;
+  /** Whether a subscription this watch wakes waits for work now. */
+  readonly #wanted: () => boolean;
   #watcher: FSWatcher | undefined;
   #version: unknown;
   #checking = false;
   #again = false;
   #attempt = 0;
   #recheck: ReturnType<typeof setTimeout> | undefined;
-  /** A check waiting for the gap since the last one to pass (`MIN_GAP_MS`). */
+  /** A check waiting for the gap since the last one to pass (`BUSY_GAP_MS`). */
   #trailing: ReturnType<typeof setTimeout> | undefined;
   /** When the last check started (`performance.now()`). */
   #lastCheck = Number.NEGATIVE_INFINITY;
   #stopped = false;
 
-  /** `file`: the main database file's path; `wake` is called once for each commit (or run of commits) another connection made. */
-  constructor(database: Database, file: string, wake: () => void, logger: Logger) {
+  /**
+   * `file`: the main database file's path; `wake` is called once for each commit (or run of commits) another
+   * connection made; `wanted`: whether a subscription waits for work now (a change is then checked at once).
+   */
+  constructor(database: Database, file: string, wake: () => void, logger: Logger, wanted: () => boolean = () => true) {
     this.#database = database;
     this.#file = file;
     const base = basename(file);
     this.#names = new Set([base, `${base}-wal`, `${base}-journal`]);
     this.#wake = wake;
     this.#logger = logger;
+    this.#wanted = wanted;
   }
 
   /** Reads the data version and starts watching; a folder that cannot be watched is logged, and polling goes on alone. */
@@ -81,8 +89,10 @@ export class FileWatch {
     clearTimeout(this.#recheck);
     this.#recheck = undefined;
     this.#attempt = 0;
-    const wait = this.#lastCheck + MIN_GAP_MS - performance.now();
+    const wait = this.#wanted() ? 0 : this.#lastCheck + BUSY_GAP_MS - performance.now();
     if (wait <= 0) {
+      clearTimeout(this.#trailing);
+      this.#trailing = undefined;
       this.#run();
       return;
     }

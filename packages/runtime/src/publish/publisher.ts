@@ -70,8 +70,13 @@ export class Publisher {
   }
 
   /** Registers a subscription's wake-up for publishes to `table` (to `group` alone, for a group's subscription; with a due time for a run-at). */
-  onPublish(table: string, wake: Wake, group?: string): () => void {
-    return this.#wakes.add(table, wake, group);
+  onPublish(table: string, wake: Wake, group?: string, waiting?: () => boolean): () => void {
+    return this.#wakes.add(table, wake, group, waiting);
+  }
+
+  /** Whether a subscription of one of `tables` in this process waits for work now. */
+  anyWaiting(tables: readonly string[]): boolean {
+    return this.#wakes.anyWaiting(tables);
   }
 
   /** Wakes this process's subscriptions of `table` (of `group` alone, when given): a notification from another process. */

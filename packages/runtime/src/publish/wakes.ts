@@ -11,6 +11,8 @@ export type Wake = (dueAt?: number) => void;
 interface GroupWake {
   readonly wake: Wake;
   readonly group: string | undefined;
+  /** Whether its subscription waits for work now (absent: never counts as waiting). */
+  readonly waiting: (() => boolean) | undefined;
 }
 
 /**
@@ -22,13 +24,19 @@ export class Wakes {
   readonly #byTable = new Map<string, Set<GroupWake>>();
   readonly #commits = new CommitWatch();
 
-  /** Registers `wake` for `table` (for `group`'s rows alone, when given); returns its removal. */
-  add(table: string, wake: Wake, group?: string): () => void {
+  /** Registers `wake` for `table` (for `group`'s rows alone, when given; `waiting`: whether it waits for work now); returns its removal. */
+  add(table: string, wake: Wake, group?: string, waiting?: () => boolean): () => void {
     const set = this.#byTable.get(table) ?? new Set();
-    const entry: GroupWake = { wake, group };
+    const entry: GroupWake = { wake, group, waiting };
     set.add(entry);
     this.#byTable.set(table, set);
     return () => set.delete(entry);
+  }
+
+  /** Whether a subscription of one of `tables` waits for work now: a wake would start a claim. */
+  anyWaiting(tables: readonly string[]): boolean {
+    for (const table of tables) for (const entry of this.#byTable.get(table) ?? []) if (entry.waiting?.() === true) return true;
+    return false;
   }
 
   /** Wakes the subscriptions of `table` (of `group` alone, when given): now, or when a row comes due at `dueAt`. */

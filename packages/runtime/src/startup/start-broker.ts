@@ -180,7 +180,8 @@ function startSubscriptions(
     if (run.telemetry.enabled) run.observed.subscriptions.push(observedSubscription(place, () => subscription.inFlight, strategy, database, spec));
     // On a table with a group column the subscription claims its own group: wakes for other groups pass it by.
     const group = spec.group === undefined ? undefined : sub.name;
-    run.unsubscribe.push(parts.publisher.onPublish(subscription.table, (dueAt) => (dueAt === undefined ? subscription.wake() : subscription.wakeAt(dueAt)), group));
+    const wake = (dueAt?: number) => (dueAt === undefined ? subscription.wake() : subscription.wakeAt(dueAt));
+    run.unsubscribe.push(parts.publisher.onPublish(subscription.table, wake, group, () => subscription.waiting));
     run.subscriptions.push(subscription);
     built.push(subscription);
   }

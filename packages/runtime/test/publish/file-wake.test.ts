@@ -155,9 +155,9 @@ describe.runIf(selects("sqlite"))("SQLite: another process's commit wakes subscr
     const commits = (counts.get("claim") ?? 0) + (counts.get("settle") ?? 0) + (counts.get("publish") ?? 0);
     const reads = counts.get("observe") ?? 0;
     console.log(`${ROWS} rows in ${ms} ms: ${commits} claims, settlements and publishes, ${reads} data-version reads`);
-    // Each commit changed the file; reads start at least 10 ms apart (and a few rechecks follow the last).
+    // Each commit changed the file; reads start at least 25 ms apart while the subscription is busy (and a few rechecks follow the last).
     expect(commits).toBeGreaterThan(50);
-    expect(reads).toBeLessThanOrEqual(Math.ceil(ms / 10) + 8);
+    expect(reads).toBeLessThanOrEqual(Math.ceil(ms / 25) + 8);
   });
 
   test("the watch wakes for another connection's commit and not for a commit on its own connection (the data version)", async () => {
