@@ -127,13 +127,12 @@ describe.each(ENGINES)("sqlinbox jobs list and show on %s", (name, open) => {
     const release = name === "sqlite" ? async () => undefined : await holdRows(t.db, `select id from ${q.table} where id = 9 for update skip locked`);
     try {
       const list = (args: string[], code?: number) => q.json<Page>(["jobs", "list", q.table, ...args], code);
-      const [waiting, running, all, shown, text] = await Promise.all([
-        list(["--state", "waiting"]),
-        list(["--state", "running"], name === "sqlite" ? ExitCode.nothingMatched : 0),
-        list(["--state", "all"]),
-        q.json<Shown>(["jobs", "show", q.table, "9"]),
-        q.run(["jobs", "list", q.table, "--state", "all", "--limit", "8"]),
-      ]);
+      // One at a time: a list finds held rows with a FOR UPDATE SKIP LOCKED probe, and another list's probe holds rows for its moment.
+      const waiting = await list(["--state", "waiting"]);
+      const running = await list(["--state", "running"], name === "sqlite" ? ExitCode.nothingMatched : 0);
+      const all = await list(["--state", "all"]);
+      const shown = await q.json<Shown>(["jobs", "show", q.table, "9"]);
+      const text = await q.run(["jobs", "list", q.table, "--state", "all", "--limit", "8"]);
       const held = name === "sqlite" ? "waiting" : "running";
       expect(ids(waiting)).toEqual(name === "sqlite" ? [1, 2, 3, 4, 5, 6, 9] : [1, 2, 3, 4, 5, 6]);
       expect(ids(running)).toEqual(name === "sqlite" ? [] : [9]);

@@ -109,7 +109,10 @@ describe.each(matrix)("lifecycle hooks on $engine.name × $form", ({ engine, for
       await until(async () => (await readSource(db, jobs)).length === 0, 20_000, "every job to finish");
       await until(() => seen.get(ids.get(3) as string)?.includes("deadLettered") === true, 5000, "the dead letter's event");
       await new Promise((r) => setTimeout(r, 200));
-      const of = (n: number) => seen.get(ids.get(n) as string);
+      // `published` is told when the insert returns: a claim on another connection may start the row first. Once per job,
+      // and the rest in order.
+      for (const n of ns) expect(seen.get(ids.get(n) as string)?.filter((e) => e === "published")).toEqual(["published"]);
+      const of = (n: number) => ["published", ...(seen.get(ids.get(n) as string) ?? []).filter((e) => e !== "published")];
       expect(of(1)).toEqual(["published", "started", "succeeded"]);
       expect(of(2)).toEqual(["published", "started", "retried", "started", "succeeded"]);
       expect(of(3)).toEqual(["published", "started", "failed", "retried", "started", "failed", "deadLettered"]);
