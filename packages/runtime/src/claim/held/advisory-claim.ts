@@ -170,7 +170,7 @@ export class AdvisoryClaim implements ClaimStrategy {
     try {
       for (let pass = 0; pass < 2 && round.wants(); pass++) {
         const read = pass > 0 || !this.#window.fresh(this.#setup.clock.now().getTime());
-        if (read) await this.#readWindow(round, Math.max(limit * CANDIDATES_PER_WORKER, MIN_CANDIDATES));
+        if (read && !(await this.#readWindowOrCut(round, Math.max(limit * CANDIDATES_PER_WORKER, MIN_CANDIDATES)))) return round.claimed;
         for (let row = this.#window.next(); row !== undefined; row = round.wants() ? this.#window.next() : undefined) {
           if (!(await this.#tryRow(round, row))) return round.claimed;
         }
@@ -185,6 +185,22 @@ export class AdvisoryClaim implements ClaimStrategy {
     // A short claim the cap did not cut: the queue had no more rows to take.
     this.#cap?.ended({ wanted: limit, room: round.full ? round.claimed.length : limit, taken: round.claimed.length, kept: round.claimed.length });
     return round.claimed;
+  }
+
+  /**
+   * `#readWindow`, in a round that may have taken rows already: a read that fails then (its session
+   * lost) ends the round with them — they are held on their own sessions and must be delivered, or
+   * their keys would stay held in this process with no delivery to end them. False when it ended.
+   */
+  async #readWindowOrCut(round: Round, size: number): Promise<boolean> {
+    try {
+      await this.#readWindow(round, size);
+      return true;
+    } catch (error) {
+      if (round.claimed.length === 0) throw error;
+      this.#setup.logger.warn({ ...errorFields(error), claimed: round.claimed.length }, "advisory claim round cut short; the rows taken so far are delivered");
+      return false;
+    }
   }
 
   /** Reads a new window of `size` candidates; no connection is held meanwhile (the pool budget counts one per worker, plus one). */
