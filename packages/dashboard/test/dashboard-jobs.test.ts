@@ -100,6 +100,7 @@ describe("the job browser", () => {
   });
 
   for (const target of ENGINES) {
+    // An engine SQLINBOX_ENGINES leaves out is skipped (the test runs every engine when it is unset, as in CI).
     test.runIf(selects(target.name))(`${target.name}: every state, filters, pages back and forth, a job's page, dead letters past 50`, async () => {
       const url = target.url();
       const { db } = (await parseDatabaseUrl(url).open({ max: 3 })) as unknown as { db: Db };
