@@ -43,7 +43,8 @@ const config: KnipConfig = {
       project: ["**/*.{ts,mjs}"],
       // The OpenTelemetry SDK the otel workload registers: the runtime's devDependencies, from the root install.
       // ioredis: BullMQ's peer dependency, which BullMQ imports itself (the bench passes it connection options).
-      ignoreDependencies: ["@opentelemetry/sdk-trace-base", "@opentelemetry/sdk-metrics", "ioredis"],
+      // @nats-io/*, amqplib, mqtt (and ioredis): the broker clients relay-throughput.ts drives, the broker packages' peers from the root install.
+      ignoreDependencies: ["@opentelemetry/sdk-trace-base", "@opentelemetry/sdk-metrics", "ioredis", "@nats-io/jetstream", "@nats-io/transport-node", "amqplib", "mqtt"],
     },
     "packages/*": {
       // Fixtures are scripts the tests start as child processes, by path.
@@ -51,7 +52,7 @@ const config: KnipConfig = {
       project: ["src/**/*.ts!", "test/**/*.{ts,mjs}"],
     },
     "packages/dashboard": {
-      entry: ["test/**/*.test.ts", "assets/app.js!", "assets/jobs.js!"],
+      entry: ["test/**/*.test.ts", "assets/app.js!", "assets/jobs.js!", "assets/jobs-bulk.js!"],
       project: ["src/**/*.ts!", "test/**/*.ts", "assets/*.js!"],
       // Served as files: src/assets.ts resolves `uplot/dist/…` by path, which no import names.
       ignoreDependencies: ["uplot"],

@@ -128,6 +128,11 @@ export default defineConfig({
       project("database", "packages/database"),
       project("runtime", "packages/runtime", { testTimeout: 60_000, exclude: ["test/faults/**", "test/topologies/**"], setupFiles: [runtimeSetup] }),
       project("cli", "packages/cli", { testTimeout: 120_000 }),
+      // The broker bridges run against the local JetStream, Redis, RabbitMQ and Mosquitto (`bash scripts/services.sh` starts them) on every engine.
+      project("nats", "packages/nats", { testTimeout: 90_000, setupFiles: [runtimeSetup] }),
+      project("redis", "packages/redis", { testTimeout: 90_000, setupFiles: [runtimeSetup] }),
+      project("amqp", "packages/amqp", { testTimeout: 90_000, setupFiles: [runtimeSetup] }),
+      project("mqtt", "packages/mqtt", { testTimeout: 90_000, setupFiles: [runtimeSetup] }),
       // The dashboard's Postgres files read every paused route of the shared control table, which the
       // runtime's and the CLI's tests write: they run alone, after the others. Without a server, its
       // files share nothing and run beside the rest.

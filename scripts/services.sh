@@ -95,3 +95,42 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
 fi
 wait_for Redis redis-cli -h 127.0.0.1 -p 6379 ping
 log "Redis ready: $(redis-cli -h 127.0.0.1 -p 6379 info server | sed -n 's/^redis_version:\(.*\)\r$/\1/p')"
+
+# --- NATS with JetStream (the @sqlinbox/nats bridge tests) ---------------------------
+if ! [ -x /usr/sbin/nats-server ]; then
+  apt_install nats-server
+fi
+nats_up() { bash -c 'exec 3<>/dev/tcp/127.0.0.1/4222 && head -c 4 <&3 | grep -q INFO'; }
+if ! nats_up 2>/dev/null; then
+  log "starting NATS (JetStream)"
+  mkdir -p /var/lib/nats-server
+  start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
+fi
+wait_for NATS nats_up
+log "NATS ready: $(/usr/sbin/nats-server --version)"
+
+# --- RabbitMQ (the @sqlinbox/amqp bridge tests; guest/guest, which RabbitMQ lets in from localhost only) ---
+if ! [ -x /usr/sbin/rabbitmq-server ]; then
+  apt_install rabbitmq-server
+fi
+amqp_up() { bash -c 'exec 3<>/dev/tcp/127.0.0.1/5672 && printf "AMQP\0\0\x09\x01" >&3 && head -c 4 <&3 | grep -q .'; }
+if ! amqp_up 2>/dev/null; then
+  log "starting RabbitMQ"
+  RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 rabbitmq-server -detached
+fi
+wait_for RabbitMQ amqp_up
+log "RabbitMQ ready: $(rabbitmqctl version 2>/dev/null || echo '(version unknown)')"
+
+# --- Mosquitto (the @sqlinbox/mqtt bridge tests: MQTT 5, anonymous on 127.0.0.1, persistent sessions) ---
+if ! [ -x /usr/sbin/mosquitto ]; then
+  apt_install mosquitto
+fi
+mqtt_up() { bash -c 'exec 3<>/dev/tcp/127.0.0.1/1883'; }
+if ! mqtt_up 2>/dev/null; then
+  log "starting Mosquitto"
+  mkdir -p /var/lib/mosquitto /var/log/mosquitto
+  printf 'listener 1883 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location /var/lib/mosquitto/\nlog_dest file /var/log/mosquitto/ci.log\n' >/etc/mosquitto/sqlinbox-ci.conf
+  mosquitto -d -c /etc/mosquitto/sqlinbox-ci.conf
+fi
+wait_for Mosquitto mqtt_up
+log "Mosquitto ready: $(/usr/sbin/mosquitto -h 2>/dev/null | head -1)"

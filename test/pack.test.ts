@@ -361,3 +361,56 @@ describe("the README's install and quick start, in a fresh app outside the works
     }
   }, 120_000);
 });
+
+/** The version of a NATS client package this repository installed. */
+const natsVersion = (name: string): string => (JSON.parse(readFileSync(join(root, "node_modules/@nats-io", name, "package.json"), "utf8")) as { version: string }).version;
+
+describe("npm pack of a broker package", () => {
+  test("the nats tarball (packs/brokers/) installs beside the runtime's and relays a row from SQLite to JetStream", () => {
+    const [core, dialects, database, runtime] = ["packages/core", "packages/kysely-dialects", "packages/database", "packages/runtime"].map(pack);
+    const nats = join(packs, "brokers", readdirSync(join(packs, "brokers")).find((f) => /^sqlinbox-nats-\d/.test(f)) ?? "missing");
+    expect(readdirSync(join(packs, "brokers")).sort()).toEqual(["amqp", "mqtt", "nats", "redis"].map((name) => `sqlinbox-${name}-0.1.0.tgz`));
+    const dir = consumer("uses-nats", {
+      "@sqlinbox/core": `file:${core}`,
+      "@sqlinbox/kysely-dialects": `file:${dialects}`,
+      "@sqlinbox/database": `file:${database}`,
+      "@sqlinbox/runtime": `file:${runtime}`,
+      "@sqlinbox/nats": `file:${nats}`,
+      // The client, the app's own choice (a peer dependency): the version this repository tests with, from npm's cache.
+      "@nats-io/jetstream": natsVersion("jetstream"),
+      "@nats-io/transport-node": natsVersion("transport-node"),
+      kysely: "0.28.19",
+      "better-sqlite3": `file:${join(root, "node_modules/better-sqlite3")}`,
+    });
+    const stream = `PACK_${process.pid}_${Date.now() % 100_000}`;
+    const script = `
+      import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+      import { connect } from "@nats-io/transport-node";
+      import { defineInbox, field } from "@sqlinbox/core";
+      import { natsOutbox } from "@sqlinbox/nats";
+      import { inboxTableSql } from "@sqlinbox/kysely-dialects";
+      import { App, InboxQueue, SqlBroker, silentLogger } from "@sqlinbox/runtime";
+      import Database from "better-sqlite3";
+      const Outbox = defineInbox({ table: "outbox", columns: { id: field.id().generated(), attempt: field.attempt().generated(), locked_until: field.lease(), payload: field.payload() } });
+      const nc = await connect({ servers: process.env.SQLINBOX_NATS_URL ?? "127.0.0.1:4222" });
+      const jsm = await jetstreamManager(nc);
+      await jsm.streams.add({ name: "${stream}", subjects: ["${stream}.>"] });
+      const file = new Database(process.argv[1]);
+      for (const statement of inboxTableSql(Outbox, "sqlite")) file.exec(statement);
+      file.close();
+      const broker = SqlBroker.fromUrl("sqlite:" + process.argv[1]).route(Outbox, "${stream}.placed");
+      await broker.publish("${stream}.placed", { order: 7 });
+      const relay = natsOutbox(InboxQueue.of(Outbox, "${stream}.placed").pollInterval(50), { js: jetstream(nc) });
+      const running = await new App({ name: "pack-nats", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
+      let info = await jsm.streams.info("${stream}");
+      for (let i = 0; i < 100 && info.state.messages === 0; i++) { await new Promise((r) => setTimeout(r, 50)); info = await jsm.streams.info("${stream}"); }
+      const stored = await jsm.streams.getMessage("${stream}", { seq: 1 });
+      await running.stop();
+      await jsm.streams.delete("${stream}");
+      await nc.close();
+      console.log(JSON.stringify({ messages: info.state.messages, subject: stored.subject, body: stored.json(), msgId: stored.header.get("Nats-Msg-Id") }));
+    `;
+    const out = execFileSync("node", ["--input-type=module", "-e", script, join(dir, "outbox.db")], { cwd: dir, encoding: "utf8" });
+    expect(JSON.parse(out.trim().split("\n").pop() ?? "{}")).toEqual({ messages: 1, subject: `${stream}.placed`, body: { order: 7 }, msgId: "outbox:1" });
+  }, 180_000);
+});

@@ -66,7 +66,7 @@ export function settingsFromArgs(argv: readonly string[]): BenchSettings {
     drainTargetMs: num("drain-ms", 2_000),
     minN: num("min-n", smoke ? 50 : 500),
     maxN: num("max-n", smoke ? 50 : 200_000),
-    enqueueN: num("enqueue-n", smoke ? 20 : 1_000),
+    enqueueN: num("enqueue-n", smoke ? 20 : 10_000),
     latencySamples: num("latency-n", smoke ? 5 : 200),
     latencyRatePerSec: num("latency-rate", 100),
     dueSamples: num("due-n", smoke ? 3 : 50),

@@ -1,27 +1,17 @@
 /**
- * The report-rendering example, declarative form: the table described with `defineInbox`, the handler a function.
+ * The report-rendering example, declarative form: the table described with `defineInbox` (in inbox.ts), the handler a function.
  */
-import { defineInbox, field } from "@sqlinbox/core";
-import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber } from "@sqlinbox/runtime";
+import { App, HandlerOutcome, SqlBroker, keys, subscriber } from "@sqlinbox/runtime";
 import { createReportJobs } from "./create-table.js";
 import { resolved, type ReportsOptions } from "./options.js";
-import { draw, logRenderAgain, type Report } from "./report.js";
-
-const RenderReport = defineInbox({
-  table: "report_jobs",
-  columns: {
-    id: field.id().generated(),
-    attempt: field.attempt().generated(),
-    lockedUntil: field.lease("locked_until"),
-    payload: field.payload<Report>(),
-  },
-});
+import { RenderReport, reportsQueue } from "./inbox.js";
+import { draw, logRenderAgain } from "./report.js";
 
 export function declarativeReports(options: ReportsOptions) {
   const { lease, pace, workers, pollInterval, log, onRendered } = resolved(options);
   const broker = SqlBroker.fromUrl(options.url, { pool: { max: 10 } }).route(RenderReport, "reports"); // nothing connects here
 
-  const render = subscriber(InboxQueue.of(RenderReport, "reports").lease(lease).workers(workers).pollInterval(pollInterval), async (report, ctx) => {
+  const render = subscriber(reportsQueue.lease(lease).workers(workers).pollInterval(pollInterval), async (report, ctx) => {
     const attempt = ctx.get(keys.attempt);
     logRenderAgain(log, report, attempt);
     await draw(report, ctx, log, pace, attempt);

@@ -24,17 +24,19 @@ export interface LoadedModule {
   readonly limits: readonly DeclaredLimits[];
   /** The routes (subscription names) of exported queues and subscribers, sorted. */
   readonly routes: readonly string[];
+  /** Each exported queue's or subscriber's route with its table's description, one per route, sorted by route. */
+  readonly subscriptions: readonly { readonly route: string; readonly description: InboxDescription }[];
 }
 
 /** A queue (`InboxQueue`) or a subscriber's (its `queue`), read structurally like a description; `undefined` for anything else. */
-function queueOf(value: unknown): { readonly table: string; readonly name: string; readonly options: object } | undefined {
+function queueOf(value: unknown): { readonly table: string; readonly name: string; readonly options: object; readonly description: InboxDescription } | undefined {
   if (typeof value !== "object" || value === null) return undefined;
   const queue = "queue" in value && typeof (value as { queue: unknown }).queue === "object" ? (value as { queue: unknown }).queue : value;
   if (typeof queue !== "object" || queue === null || !("spec" in queue) || !("name" in queue) || !("options" in queue)) return undefined;
   const q = queue as { spec: unknown; name: unknown; options: unknown };
   const description = descriptionOf(q.spec);
   if (description === undefined || typeof q.name !== "string" || typeof q.options !== "object" || q.options === null) return undefined;
-  return { table: description.table, name: q.name, options: q.options };
+  return { table: description.table, name: q.name, options: q.options, description };
 }
 
 /** The caps and rate limits of a queue or a subscriber; `undefined` for anything else, or a queue with neither. */
@@ -124,13 +126,13 @@ export async function loadModule(path: string): Promise<LoadedModule> {
     resources.length === 0 ? "" : ` Importing it started something that is still running (${resources.join(", ")}): it looks like an app, not a module of table descriptions.`;
   const tables = new Map<string, InboxDescription>();
   const limits = new Map<string, DeclaredLimits>();
-  const routes = new Set<string>();
+  const routes = new Map<string, InboxDescription>();
   for (const [name, value] of Object.entries(exports)) {
     if (name === "deadLetters") continue;
     const description = descriptionOf(value);
     if (description !== undefined) tables.set(name, description);
     const queue = queueOf(value);
-    if (queue !== undefined) routes.add(queue.name);
+    if (queue !== undefined) routes.set(queue.name, queue.description);
     const declared = limitsOf(value);
     // A queue and its subscriber are the same subscription: one entry per table and route.
     if (declared !== undefined) limits.set(`${declared.table}\u0000${declared.route}`, declared);
@@ -144,7 +146,14 @@ export async function loadModule(path: string): Promise<LoadedModule> {
         "Give --module a module that only describes the tables (export them there and import them into the app), so that reading it starts nothing.\n",
     );
   }
-  return { tables, deadLetters: readDeadLetters(exports.deadLetters, path), limits: [...limits.values()], routes: [...routes].sort() };
+  const names = [...routes.keys()].sort();
+  return {
+    tables,
+    deadLetters: readDeadLetters(exports.deadLetters, path),
+    limits: [...limits.values()],
+    routes: names,
+    subscriptions: names.map((route) => ({ route, description: routes.get(route) as InboxDescription })),
+  };
 }
 
 function readDeadLetters(value: unknown, path: string): DeclaredDeadLetter[] {

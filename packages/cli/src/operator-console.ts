@@ -1,11 +1,13 @@
 import type { CancelResult } from "@sqlinbox/database";
-import type { DashboardSource, PeekedRow, StatusReport } from "@sqlinbox/dashboard";
+import type { BulkJobReport, BulkJobRequest, DashboardSource, PeekedRow, StatusReport } from "@sqlinbox/dashboard";
 import type { OpenedDatabase } from "./connect.js";
 import { CliError, ExitCode } from "./exit-codes.js";
 import { cancelRow, pauseRoute, pausedRoutes, resumeRoute, schedules } from "./inspect/control.js";
 import { retryDeadLetters } from "./inspect/dead-letters.js";
+import { runBulk } from "./inspect/job-bulk.js";
 import { peekRows } from "./inspect/rows.js";
 import { SETTLED_WINDOW_MS } from "./inspect/settled.js";
+import type { StatusCounting } from "./inspect/capped.js";
 import { readTableStatus } from "./inspect/status.js";
 import type { QueueTable } from "./queue-tables.js";
 
@@ -18,6 +20,8 @@ export class OperatorConsole implements DashboardSource {
     readonly opened: OpenedDatabase,
     readonly tables: readonly QueueTable[],
     readonly expiringWithinMs = 60_000,
+    /** When a table counts as large and how far each count reads (`--large-table`, `--count-cap`); the defaults when absent. */
+    readonly counting?: StatusCounting,
   ) {}
 
   /**
@@ -28,7 +32,16 @@ export class OperatorConsole implements DashboardSource {
     const now = this.opened.now();
     const since = settledSince === undefined ? new Date(now.getTime() - SETTLED_WINDOW_MS) : new Date(settledSince);
     const tables = [];
-    for (const table of this.tables) tables.push(await readTableStatus(this.opened, table, { now, since, expiringWithinMs: this.expiringWithinMs, expiringLimit: 20 }));
+    for (const table of this.tables)
+      tables.push(
+        await readTableStatus(this.opened, table, {
+          now,
+          since,
+          expiringWithinMs: this.expiringWithinMs,
+          expiringLimit: 20,
+          ...(this.counting === undefined ? {} : { counting: this.counting }),
+        }),
+      );
     const recorded = await schedules(this.opened);
     return {
       at: now.toISOString(),
@@ -51,6 +64,21 @@ export class OperatorConsole implements DashboardSource {
   /** Cancels a row of a selected table; the request names the table, which every subscription of it serves. */
   cancel(table: string, id: string): Promise<CancelResult> {
     return cancelRow(this.opened, this.table(table), table, id);
+  }
+
+  /**
+   * A bulk action of the dashboard's job browser: `sqlinbox jobs cancel|delete|retry|reschedule`'s
+   * own run (`runBulk`). Cancel requests go under the table's name, which every subscription of it
+   * serves. What the CLI would refuse (a usage error, a missing control table) comes back `refused`.
+   */
+  async bulkJobs(request: BulkJobRequest): Promise<BulkJobReport> {
+    const { table, action, ids, state, equals, runAt, dryRun } = request;
+    try {
+      return await runBulk(this.opened, this.table(table), { action, route: table, selection: { ids, state, equals }, runAt, dryRun });
+    } catch (error) {
+      if (error instanceof CliError && error.exitCode !== ExitCode.failed) return { refused: error.message };
+      throw error;
+    }
   }
 
   async deadLetters(table: string, limit: number): Promise<readonly PeekedRow[]> {

@@ -1,5 +1,6 @@
 import { Option, type Command } from "commander";
 import { openDatabase } from "./connect.js";
+import { DEFAULT_COUNTING, type StatusCounting } from "./inspect/capped.js";
 import { CliError, ExitCode } from "./exit-codes.js";
 import { OperatorConsole } from "./operator-console.js";
 import { resolveTables } from "./queue-tables.js";
@@ -34,8 +35,38 @@ export function withTableOptions(command: Command, { json = true }: { readonly j
   return json ? command.option("--json", "print JSON for machines instead of tables") : command;
 }
 
+/** The options `--large-table` and `--count-cap` set. */
+export interface CountingOptions {
+  largeTable: number;
+  countCap: number;
+}
+
+/** Adds `--large-table` and `--count-cap`: when a table's counts are read capped through indexes, and how far. */
+export function withCountingOptions(command: Command): Command {
+  return command
+    .option(
+      "--large-table <rows>",
+      "a table with about this many rows or more (by its ids) has its counts read through indexes up to --count-cap each",
+      positiveInt("--large-table"),
+      DEFAULT_COUNTING.largeRows,
+    )
+    .option(
+      "--count-cap <rows>",
+      "on a large table, the most rows one count reads; a count that reaches it shows as a lower bound (10,000+)",
+      positiveInt("--count-cap"),
+      DEFAULT_COUNTING.cap,
+    );
+}
+
+/** What `withCountingOptions` parsed, as the status read takes it. */
+export const countingOf = (options: CountingOptions): StatusCounting => ({ largeRows: options.largeTable, cap: options.countCap });
+
 /** Opens the database, resolves the tables, runs `work`, and closes whatever happens. */
-export async function withConsole<T>(options: TableOptions, work: (console: OperatorConsole) => Promise<T>, expiringWithinMs?: number): Promise<T> {
+export async function withConsole<T>(
+  options: TableOptions,
+  work: (console: OperatorConsole) => Promise<T>,
+  reading: { readonly expiringWithinMs?: number; readonly counting?: StatusCounting } = {},
+): Promise<T> {
   if (options.url === undefined || options.url.length === 0) {
     throw new CliError(ExitCode.usage, "no database URL: pass --url or set SQLINBOX_URL");
   }
@@ -49,7 +80,7 @@ export async function withConsole<T>(options: TableOptions, work: (console: Oper
       deadLetterTable: options.deadLetterTable,
       deadLetterGroup: options.deadLetterGroup,
     });
-    return await work(new OperatorConsole(opened, tables, expiringWithinMs));
+    return await work(new OperatorConsole(opened, tables, reading.expiringWithinMs, reading.counting));
   } finally {
     await opened.close();
   }

@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url";
-import { inboxTableSql } from "@sqlinbox/kysely-dialects";
+import { inboxTableSql, workflowTableSql } from "@sqlinbox/kysely-dialects";
 import { describe, expect, test } from "vitest";
 import { ExitCode } from "../src/exit-codes.js";
 import { RenderReport, SendReceipt } from "./support/fixtures/ddl-inbox.js";
@@ -22,6 +22,18 @@ describe("sqlinbox ddl", () => {
         .join("")}`,
     ].join("\n");
     expect(result.stdout).toBe(expected);
+  });
+
+  test.each(["postgres", "mysql", "sqlite"] as const)("--workflows prints the workflow table's statements for %s, alone or after the tables", async (engine) => {
+    const alone = await sqlinbox(["ddl", "--workflows", "--engine", engine]);
+    expect(alone.code).toBe(ExitCode.ok);
+    const table = `-- the workflow table (workflow runs and their steps)\n${workflowTableSql(engine)
+      .map((s) => `${s};\n`)
+      .join("")}`;
+    expect(alone.stdout).toBe(table);
+    expect(alone.stdout).toContain("sqlinbox_workflows");
+    const both = await sqlinbox(["ddl", "--module", fixture("ddl-inbox.ts"), "--table", "receipts", "--workflows", "--engine", engine]);
+    expect(both.stdout.endsWith(`\n${table}`)).toBe(true);
   });
 
   test("the Postgres output", async () => {

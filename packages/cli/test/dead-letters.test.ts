@@ -1,21 +1,16 @@
 import { fileURLToPath } from "node:url";
 import type { PeekedRow, StatusReport } from "@sqlinbox/dashboard";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase } from "./support/databases.js";
+import { describe, expect, test } from "vitest";
+import { createQueue, ENGINES, insertRows, uniqueName, type TestDatabase, useTestDatabase } from "./support/databases.js";
 import { sqlinbox, sqlinboxJson } from "./support/run-bin.js";
 
 const fixture = (name: string) => fileURLToPath(new URL(`./support/fixtures/${name}`, import.meta.url));
 
 describe.each(ENGINES)("sqlinbox dead letters on %s", (_name, open) => {
-  let t: TestDatabase;
-  const tables: string[] = [];
-  beforeAll(async () => {
-    t = await open();
-  });
-  afterAll(async () => {
-    await dropTables(t, ...tables);
-    await t.close();
+  let t!: TestDatabase;
+  const { tables } = useTestDatabase(open, (opened) => {
+    t = opened;
   });
   const rows = async (table: string) => (await sql<Record<string, unknown>>`select * from ${sql.table(table)} order by id`.execute(t.db)).rows;
 

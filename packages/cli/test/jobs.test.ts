@@ -1,8 +1,8 @@
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { ExitCode } from "../src/exit-codes.js";
-import { dropTables, ENGINES, insertRows, type TestDatabase } from "./support/databases.js";
-import { holdRows, jobsTables, type JobsTables } from "./support/jobs-tables.js";
+import { ENGINES, insertRows, type TestDatabase, useTestDatabase } from "./support/databases.js";
+import { holdKey, holdRows, jobsTables, type JobsTables } from "./support/jobs-tables.js";
 import { sqlinbox } from "./support/run-bin.js";
 
 interface Page {
@@ -16,6 +16,7 @@ interface Shown {
   runAt?: string | null;
   leaseUntil?: string | null;
   processedAt?: string | null;
+  holder?: string | null;
   lastError?: unknown;
   payload?: string;
   payloadBytes?: number;
@@ -40,19 +41,15 @@ async function fill(t: TestDatabase, q: JobsTables, form: "lease" | "rowLock"): 
 }
 
 describe.each(ENGINES)("sqlinbox jobs list and show on %s", (name, open) => {
-  let t: TestDatabase;
-  const tables: string[] = [];
-  beforeAll(async () => {
-    t = await open();
-  });
-  afterAll(async () => {
-    await dropTables(t, ...tables);
-    await t.close();
+  let t!: TestDatabase;
+  const { tables } = useTestDatabase(open, (opened) => {
+    t = opened;
   });
 
   test("lease form: each state with --key and --where filters, two pages by --after, 60 dead letters past 50, all, and show", async () => {
     const q = await jobsTables(t, "lease", true);
     tables.push(q.table, q.dead);
+    const filledFrom = Date.now();
     await fill(t, q, "lease");
     const list = (args: string[], code?: number) => q.json<Page>(["jobs", "list", q.table, ...args], code);
     const [first, c1, keyed, done, running, deadFirst] = await Promise.all([
@@ -87,12 +84,26 @@ describe.each(ENGINES)("sqlinbox jobs list and show on %s", (name, open) => {
       q.run(["jobs", "show", q.table, "7"]),
       q.json<Shown>(["jobs", "show", q.table, "9"]),
     ]);
-    expect(shown).toMatchObject({ id: "7", state: "scheduled", attempt: 2, lastError: "Error: upstream 503", leaseUntil: null, processedAt: null, payload: '{\n  "n": 7\n}' });
+    expect(shown).toMatchObject({
+      id: "7",
+      state: "scheduled",
+      attempt: 2,
+      lastError: "Error: upstream 503",
+      leaseUntil: null,
+      processedAt: null,
+      holder: null,
+      payload: '{\n  "n": 7\n}',
+    });
     expect(Math.abs(Date.parse(shown.runAt!) - Date.now() - 3_600_000)).toBeLessThan(60_000);
     expect(text.stdout).toMatch(/^job 7 in \S+: scheduled\nattempt: 2\nrun at: \S+Z\nlease until: —\nprocessed at: —\nlast error: Error: upstream 503\n/);
     expect(text.stdout).toContain('payload:\n{\n  "n": 7\n}\n');
+    expect(text.stdout).toContain("\nheld by: —\n");
     expect(leased.state).toBe("running");
-    expect(Math.abs(Date.parse(leased.leaseUntil!) - Date.now() - 60_000)).toBeLessThan(30_000);
+    // The lease holds it: its column is the worker's token, and it runs out at leaseUntil.
+    expect(leased.holder).toBe(`a worker's lease (locked_until holds its token), until ${leased.leaseUntil}`);
+    // Written as the fill's time plus a minute: within the time the test has taken since (a few seconds; more on a loaded machine).
+    expect(Date.parse(leased.leaseUntil!)).toBeGreaterThanOrEqual(filledFrom + 60_000 - 5_000);
+    expect(Date.parse(leased.leaseUntil!)).toBeLessThanOrEqual(Date.now() + 60_000 + 5_000);
   });
 
   test("show cuts a payload past 64 KiB and says so; a missing id and a state the table cannot hold are errors naming them", async () => {
@@ -148,10 +159,40 @@ describe.each(ENGINES)("sqlinbox jobs list and show on %s", (name, open) => {
         `9:${held}`,
       ]);
       expect(shown.state).toBe(held);
+      expect(shown.holder).toBe(name === "sqlite" ? null : "a session holds its row lock (a claim's open transaction)");
       expect(text.code).toBe(0);
       expect(text.stdout).toMatch(/^id\s+state\s+attempt\s+job_key\s+retry_after\s+last_error\s+customer_id\s+processed_at\s+payload\n/);
       expect(text.stdout).toMatch(/\n 7\s+scheduled\s+2\s+k7\s+\S+Z\s+Error: upstream 503\s+c1\s+\{"n":7\}\n/);
       expect(text.stdout.endsWith("next page: --after 8\n")).toBe(true);
+    } finally {
+      await release();
+    }
+  });
+
+  test("advisory form: show names the key a session holds; on SQLite, where keys live in the app's process, it says it cannot be seen", async () => {
+    const q = await jobsTables(t, "advisory", false);
+    tables.push(q.table, q.dead);
+    await insertRows(t, q.table, [
+      { payload: '{"n":1}', customer_id: "c1" },
+      { payload: '{"n":2}', customer_id: "c2" },
+    ]);
+    if (name === "sqlite") {
+      const [shown, text] = await Promise.all([q.json<Shown>(["jobs", "show", q.table, "2"]), q.run(["jobs", "show", q.table, "2"])]);
+      expect(shown.state).toBe("waiting");
+      expect("holder" in shown).toBe(false);
+      expect(text.stdout).toContain("\nheld by: cannot be seen from outside (advisory keys on SQLite live in the application's process)\n");
+      return;
+    }
+    const release = await holdKey(t, `${q.table}:job-c2`);
+    try {
+      const [free, held, text] = await Promise.all([
+        q.json<Shown>(["jobs", "show", q.table, "1"]),
+        q.json<Shown>(["jobs", "show", q.table, "2"]),
+        q.run(["jobs", "show", q.table, "2"]),
+      ]);
+      expect([free.state, free.holder]).toEqual(["waiting", null]);
+      expect([held.state, held.holder]).toEqual(["running", `a session holds its advisory key "${q.table}:job-c2"`]);
+      expect(text.stdout).toContain(`\nheld by: a session holds its advisory key "${q.table}:job-c2"\n`);
     } finally {
       await release();
     }

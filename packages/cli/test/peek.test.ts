@@ -1,21 +1,16 @@
 import type { PeekedRow } from "@sqlinbox/dashboard";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { dropTables, ENGINES, uniqueName, type TestDatabase } from "./support/databases.js";
+import { describe, expect, test } from "vitest";
+import { ENGINES, uniqueName, type TestDatabase, useTestDatabase } from "./support/databases.js";
 import { sqlinbox, sqlinboxJson } from "./support/run-bin.js";
 
 // The payload column types the runtime writes JSON into, per engine.
 const PAYLOAD_TYPES = { postgres: ["bytea", "text", "jsonb"], mariadb: ["blob", "text", "json"], sqlite: ["blob", "text"] } as const;
 
 describe.each(ENGINES)("sqlinbox peek on %s", (name, open) => {
-  let t: TestDatabase;
-  const tables: string[] = [];
-  beforeAll(async () => {
-    t = await open();
-  });
-  afterAll(async () => {
-    await dropTables(t, ...tables);
-    await t.close();
+  let t!: TestDatabase;
+  const { tables } = useTestDatabase(open, (opened) => {
+    t = opened;
   });
 
   test.each(PAYLOAD_TYPES[name])("a JSON payload in a %s column is decoded; other columns are shown as they are", async (type) => {

@@ -1,20 +1,15 @@
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase } from "./support/databases.js";
+import { describe, expect, test } from "vitest";
+import { createQueue, ENGINES, insertRows, uniqueName, type TestDatabase, useTestDatabase } from "./support/databases.js";
 import { sqlinbox } from "./support/run-bin.js";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
 describe.each(ENGINES)("sqlinbox purge --older-than on %s", (_name, open) => {
-  let t: TestDatabase;
-  const tables: string[] = [];
-  beforeAll(async () => {
-    t = await open();
-  });
-  afterAll(async () => {
-    await dropTables(t, ...tables);
-    await t.close();
+  let t!: TestDatabase;
+  const { tables } = useTestDatabase(open, (opened) => {
+    t = opened;
   });
   const remaining = async (table: string) => (await sql<{ payload: string }>`select payload from ${sql.table(table)} order by id`.execute(t.db)).rows.map((r) => r.payload);
 

@@ -6,7 +6,7 @@ import { startDashboard } from "@sqlinbox/dashboard";
 import { App, createControlTable, createInboxTable, HandlerOutcome, InboxQueue, SqlBroker, silentLogger, subscriber, type RunningApp } from "@sqlinbox/runtime";
 import { dialectFor } from "@sqlinbox/kysely-dialects/internal";
 import { describe, expect, test } from "vitest";
-import { launchChromium } from "../../dashboard/test/browser.js";
+import { launchChromium, shownIn } from "../../dashboard/test/browser.js";
 import { openDatabase } from "../src/connect.js";
 import { OperatorConsole } from "../src/operator-console.js";
 import { resolveTables } from "../src/queue-tables.js";
@@ -104,14 +104,16 @@ describe.each(ENGINES)("cron schedules in sqlinbox status and the dashboard on %
           [gone, "*/5 * * * *", "UTC"],
         ]);
         expect(mine(served)[0]!.nextTick).toBe(dailyRow.nextTick);
-        const page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
+        // The page shows times in the browser's zone (Adelaide: half an hour off the whole-hour zones), not the schedule's.
+        const page = await browser.newPage({ viewport: { width: 1360, height: 1000 }, timezoneId: "Australia/Adelaide" });
         await page.goto(dashboard.url);
         const iso = dailyRow.nextTick;
-        await expect.poll(() => page.getByTestId(`schedule-next-${daily}`).textContent(), { timeout: 15_000 }).toBe(`${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`);
+        await expect.poll(() => page.getByTestId(`schedule-next-${daily}`).textContent(), { timeout: 15_000 }).toBe(shownIn("Australia/Adelaide", new Date(iso)));
         expect(await page.getByTestId(`schedule-${daily}`).textContent()).toContain(DAILY);
         expect(await page.getByTestId(`schedule-last-${daily}`).textContent()).toBe("—");
         expect(await page.getByTestId(`schedule-next-${gone}`).textContent()).toMatch(/\(overdue: no app runs it\)$/);
-        expect(await page.getByTestId(`schedule-last-${fast}`).textContent()).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
+        expect(await page.getByTestId(`schedule-last-${fast}`).textContent()).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+        expect(await page.getByTestId("zone").textContent()).toBe("times in Australia/Adelaide");
         // A few samples, so the throughput chart has a line, then the screenshot to look at.
         await expect.poll(() => page.locator(`[data-testid="table-${table}"] .uplot canvas`).count(), { timeout: 15_000 }).toBe(3);
         await new Promise((r) => setTimeout(r, 5000));

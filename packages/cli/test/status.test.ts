@@ -2,19 +2,14 @@ import type { StatusReport } from "@sqlinbox/dashboard";
 import type { PeekedRow } from "@sqlinbox/dashboard";
 import { dialectFor } from "@sqlinbox/kysely-dialects";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createQueue, dropTables, ENGINES, insertRows, uniqueName, type TestDatabase, holdRows } from "./support/databases.js";
+import { describe, expect, test } from "vitest";
+import { createQueue, ENGINES, insertRows, uniqueName, type TestDatabase, holdRows, useTestDatabase } from "./support/databases.js";
 import { sqlinbox, sqlinboxJson } from "./support/run-bin.js";
 
 describe.each(ENGINES)("sqlinbox status on %s", (_name, open) => {
-  let t: TestDatabase;
-  const tables: string[] = [];
-  beforeAll(async () => {
-    t = await open();
-  });
-  afterAll(async () => {
-    await dropTables(t, ...tables);
-    await t.close();
+  let t!: TestDatabase;
+  const { tables } = useTestDatabase(open, (opened) => {
+    t = opened;
   });
   const table = async (prefix: string, extra: Parameters<typeof createQueue>[2]) => {
     const n = await createQueue(t, uniqueName(prefix), extra);

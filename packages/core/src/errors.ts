@@ -20,7 +20,8 @@ export type SqlInboxErrorCode =
   | "Handler"
   | "Timeout"
   | "Cancelled"
-  | "JobEnded";
+  | "JobEnded"
+  | "WorkflowEnded";
 
 /** Where an error happened: every message names what it can of these. */
 export interface ErrorPlace {

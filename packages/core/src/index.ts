@@ -17,6 +17,9 @@ export type {
   DedupKey,
   Result,
   Progress,
+  ResultOf,
+  ResultOfMarker,
+  PayloadOfMarker,
 } from "./roles.js";
 export { column } from "./column.js";
 export { InboxSpec, type RolesOf, type RowOf, type DataOf } from "./spec.js";
@@ -24,3 +27,18 @@ export { field } from "./define.js";
 export { defineInbox } from "./define-inbox.js";
 export { payloadOf, resultOf, progressOf, type ValueTypeMarker } from "./payload-type.js";
 export { PORTABLE_TYPES, type PortableType } from "./portable-type.js";
+export {
+  workflow,
+  Workflow,
+  type AnyWorkflow,
+  type WorkflowInput,
+  type WorkflowSteps,
+  type WorkflowResults,
+  type ResultsOf,
+  type StepType,
+  type StepOptions,
+  type EachOptions,
+  type ReadableResult,
+  type StepDescription,
+  type ItemOf,
+} from "./workflow.js";

@@ -34,3 +34,4 @@ export type { AnyInboxSpec } from "./spec.js";
 export type { Field, InboxDefinition, CheckDefinition, DefinitionErrorAt, RolesOfDefinition, RowOfDefinition, DataOfDefinition, SpecOfDefinition } from "./define.js";
 export type { CheckAgainstDatabase } from "./define-inbox.js";
 export { isStandardSchema, type PayloadType, type PayloadTypeMarker, type PayloadTypeOf, type StandardSchemaLike, type StandardResult } from "./payload-type.js";
+export type { StepDescription } from "./workflow.js";

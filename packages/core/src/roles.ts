@@ -142,11 +142,13 @@ export type HasLeaseColumn<R extends readonly RoleMarker[]> = HasRole<R, Lease["
 export type PayloadOf<R extends readonly RoleMarker[]> = PayloadOfMarker<R[number]>;
 // Distributive over the markers: with no payload marker every member gives `never`. Matching
 // `Extract<…>` instead would test `never extends Payload<infer T>`, which holds with T = unknown.
-type PayloadOfMarker<M> = M extends Payload<infer T> ? T : never;
+/** The payload type of one role marker (`never` for any other role). */
+export type PayloadOfMarker<M> = M extends Payload<infer T> ? T : never;
 
 /** The result type a role tuple's result column holds, or `never` without one. */
 export type ResultOf<R extends readonly RoleMarker[]> = ResultOfMarker<R[number]>;
-type ResultOfMarker<M> = M extends Result<infer T> ? T : never;
+/** The result type of one role marker (`never` for any other role). */
+export type ResultOfMarker<M> = M extends Result<infer T> ? T : never;
 
 /** The progress type a role tuple's progress column holds, or `never` without one. */
 export type ProgressOf<R extends readonly RoleMarker[]> = ProgressOfMarker<R[number]>;

@@ -8,6 +8,7 @@ describe("@sqlinbox/core's public surface", () => {
       "InboxSpec",
       "PORTABLE_TYPES",
       "SqlInboxError",
+      "Workflow",
       "column",
       "defineInbox",
       "field",
@@ -15,6 +16,7 @@ describe("@sqlinbox/core's public surface", () => {
       "payloadOf",
       "progressOf",
       "resultOf",
+      "workflow",
     ]);
   });
 
@@ -25,6 +27,7 @@ describe("@sqlinbox/core's public surface", () => {
       "MAX_IDENTIFIER_LENGTH",
       "PORTABLE_TYPES",
       "SqlInboxError",
+      "Workflow",
       "buildDescription",
       "column",
       "defineInbox",
@@ -35,6 +38,7 @@ describe("@sqlinbox/core's public surface", () => {
       "progressOf",
       "resultOf",
       "validateIdentifier",
+      "workflow",
     ]);
   });
 });

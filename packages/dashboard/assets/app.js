@@ -17,6 +17,9 @@ function h(tag, attrs, ...children) {
 }
 
 const count = (n) => (n === null || n === undefined ? "—" : String(n));
+/** A large table's count that reached its cap is a lower bound: `10,000+` (see `capped` in the status JSON). */
+const countIn = (t, field) => (n) => (n !== null && n !== undefined && (t.capped?.atLeast ?? []).includes(field) ? `${n.toLocaleString("en-US")}+` : count(n));
+const ageIn = (t) => (ms) => `${duration(ms)}${ms !== null && ms !== undefined && (t.capped?.atLeast ?? []).includes("oldestAgeMs") ? "+" : ""}`;
 function duration(ms) {
   if (ms === null || ms === undefined) return "—";
   if (ms < 1000) return `${Math.round(ms)}ms`;
@@ -29,19 +32,20 @@ function duration(ms) {
 }
 const text = (v) => (typeof v === "string" ? v : JSON.stringify(v));
 
-// Every time on the page is shown in one zone, UTC, 24-hour, whatever the browser's zone: the
-// database, the CLI and the logs of a fleet agree on it.
+// Every time on the page is shown in one zone, the browser's, 24-hour, and the header names it
+// ("times in Europe/Berlin"): the operator reads the clock on their wall.
+const ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 const pad = (n) => String(n).padStart(2, "0");
-const clockUtc = (d) => `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`;
-const dateUtc = (d) => `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`;
-/** `2026-12-03 11:02:05 UTC` */
-const utc = (ms) => {
-  const d = new Date(ms);
-  return Number.isNaN(d.getTime()) ? "—" : `${dateUtc(d)} ${clockUtc(d)} UTC`;
+const clock = (d) => `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+const day = (d) => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+/** `2026-12-03 12:02:05`: a time (ms or ISO-8601) in the browser's zone. */
+const shownTime = (at) => {
+  const d = new Date(at);
+  return Number.isNaN(d.getTime()) ? "—" : `${day(d)} ${clock(d)}`;
 };
 // A timestamp with its zone, as a database column reads in JSON (`…Z` or `…+02:00`).
 const ZONED_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}(:?\d{2})?)$/;
-const cellText = (v) => (typeof v === "string" && ZONED_TIME.test(v) ? utc(Date.parse(v.replace(" ", "T"))) : text(v));
+const cellText = (v) => (typeof v === "string" && ZONED_TIME.test(v) ? shownTime(Date.parse(v.replace(" ", "T"))) : text(v));
 
 async function getJson(path) {
   const res = await fetch(path, { cache: "no-store" });
@@ -79,13 +83,13 @@ function groupsTable(t) {
       "tr",
       { "data-testid": `group-${t.table}-${g.group ?? ""}` },
       grouped ? h("td", {}, g.group) : null,
-      h("td", { class: "num" }, count(g.ready)),
-      fifo ? h("td", { class: "num", "data-testid": `waiting-${t.table}-${g.group ?? ""}` }, count(g.waiting)) : null,
-      h("td", { class: "num" }, count(g.inWork)),
-      h("td", { class: "num" }, count(g.delayed)),
-      h("td", { class: "num" }, count(g.dead)),
-      h("td", { class: "num" }, count(g.done)),
-      h("td", { class: "num" }, duration(g.oldestAgeMs)),
+      h("td", { class: "num" }, countIn(t, "ready")(g.ready)),
+      fifo ? h("td", { class: "num", "data-testid": `waiting-${t.table}-${g.group ?? ""}` }, countIn(t, "waiting")(g.waiting)) : null,
+      h("td", { class: "num" }, countIn(t, "inWork")(g.inWork)),
+      h("td", { class: "num" }, countIn(t, "delayed")(g.delayed)),
+      h("td", { class: "num" }, countIn(t, "dead")(g.dead)),
+      h("td", { class: "num" }, countIn(t, "done")(g.done)),
+      h("td", { class: "num" }, ageIn(t)(g.oldestAgeMs)),
       h("td", {}, histogram(g.attempts)),
     ),
   );
@@ -120,11 +124,11 @@ function schedulesSection(schedules) {
                 h("td", {}, s.route),
                 h("td", {}, h("code", {}, s.pattern)),
                 h("td", {}, s.timeZone),
-                h("td", { "data-testid": `schedule-last-${s.route}` }, s.lastTick ? utc(s.lastTick) : "—"),
+                h("td", { "data-testid": `schedule-last-${s.route}` }, s.lastTick ? shownTime(s.lastTick) : "—"),
                 h(
                   "td",
                   { "data-testid": `schedule-next-${s.route}`, class: s.overdue ? "overdue" : "" },
-                  s.overdue ? `${utc(s.nextTick)} (overdue: no app runs it)` : utc(s.nextTick),
+                  s.overdue ? `${shownTime(s.nextTick)} (overdue: no app runs it)` : shownTime(s.nextTick),
                 ),
                 h("td", {}, s.app),
               ),
@@ -161,7 +165,8 @@ function limitsTable(t) {
 function leasesTable(t) {
   if (t.form !== "lease") return null;
   const grouped = t.groups.some((g) => g.group !== null);
-  if (t.expiringLeases.length === 0) return h("div", { class: "empty" }, "No lease runs out in the next minute.");
+  const sampled = (t.capped?.atLeast ?? []).includes("expiringLeases") ? ` among the first ${count(t.capped.cap)} rows not done` : "";
+  if (t.expiringLeases.length === 0) return h("div", { class: "empty" }, `No lease runs out in the next minute${sampled}.`);
   const shown = t.expiringLeases.slice(0, 6);
   const more = t.expiringLeases.length - shown.length;
   return h(
@@ -194,7 +199,7 @@ function leasesTable(t) {
             grouped ? h("td", {}, l.group ?? "—") : null,
             h("td", { class: "num" }, count(l.attempt)),
             h("td", { class: "num" }, duration(l.expiresInMs)),
-            h("td", { "data-testid": `locked-until-${t.table}-${l.id}` }, utc(l.lockedUntil)),
+            h("td", { "data-testid": `locked-until-${t.table}-${l.id}` }, shownTime(l.lockedUntil)),
           ),
         ),
       ),
@@ -467,7 +472,8 @@ function drawCharts(t, samples, boxes) {
   const table = t.table;
   const fifo = t.totals.waiting !== null;
   for (const [kind, box] of Object.entries(boxes)) {
-    if (kind === "throughput" && t.settled.kind === "unknown") continue;
+    // A throughput box that says "unknown" (nothing counts it, or a capped backlog hides it) gets no chart.
+    if (kind === "throughput" && box.querySelector(`[data-testid="throughput-unknown-${table}"]`) !== null) continue;
     const defs = SERIES[kind].filter(([, , , only]) => only !== "fifo" || fifo);
     const xs = samples.map((s) => s.at / 1000);
     const data = [xs, ...defs.map(([, , pick]) => samples.map((s) => (s.tables[table] ? pick(s.tables[table]) : null)))];
@@ -484,14 +490,14 @@ function drawCharts(t, samples, boxes) {
           legend: { show: true },
           cursor: { show: true },
           scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.15)] } },
-          // Times in UTC, one line (the date is in the header): no label hangs off the canvas.
+          // Times in the page's zone, one line (the date is in the header): no label hangs off the canvas.
           padding: [8, 28, 0, 0],
           axes: [
-            { stroke: "#6b7686", grid: { stroke: "#eef0f3" }, values: (_u, splits) => splits.map((s) => clockUtc(new Date(s * 1000))) },
+            { stroke: "#6b7686", grid: { stroke: "#eef0f3" }, values: (_u, splits) => splits.map((s) => clock(new Date(s * 1000))) },
             { stroke: "#6b7686", grid: { stroke: "#eef0f3" }, size: 44 },
           ],
           series: [
-            { label: "UTC", value: (_u, v) => (v === null || v === undefined ? "—" : clockUtc(new Date(v * 1000))) },
+            { label: "Time", value: (_u, v) => (v === null || v === undefined ? "—" : clock(new Date(v * 1000))) },
             ...defs.map(([label, color]) => ({ label, stroke: color, width: 2, fill: `${color}18`, points: { show: false } })),
           ],
         },
@@ -517,7 +523,8 @@ async function refresh() {
     mode.textContent = state.config.writes ? "writes allowed" : "read-only";
     mode.className = `badge ${state.config.writes ? "writes" : "read-only"}`;
     document.getElementById("token-box").hidden = !state.config.writes;
-    document.getElementById("updated").textContent = `updated ${utc(status.at)}`;
+    document.getElementById("updated").textContent = `updated ${shownTime(status.at)}`;
+    document.getElementById("zone").textContent = `times in ${ZONE}`;
     const main = document.getElementById("tables");
     const chartBoxes = [];
     main.replaceChildren(
@@ -525,16 +532,24 @@ async function refresh() {
       ...(status.schedules === undefined ? [] : [schedulesSection(status.schedules)]),
       ...status.tables.map((t, i) => {
         const totals = t.totals;
+        // A large table's backlog counted up to its cap: the depth plots lower bounds, and a delete-ack table's throughput (read from the backlog's growth) is unknown.
+        const backlogCapped = (t.capped?.atLeast ?? []).some((f) => ["ready", "waiting", "inWork", "delayed", "dead"].includes(f));
+        const unknownThroughput =
+          t.settled.kind === "unknown"
+            ? t.settled.reason
+            : t.settled.kind === "idHighWater" && backlogCapped
+              ? `its backlog is counted up to ${count(t.capped.cap)} rows, so the rows finished cannot be told from its growth`
+              : null;
         const boxes = {
-          depth: chartCell(t.table, "depth", "Depth"),
+          depth: chartCell(t.table, "depth", backlogCapped ? `Depth (at least: counts stop at ${t.capped.cap.toLocaleString("en-US")})` : "Depth"),
           // A table where nothing counts the settled rows says so instead of charting a wrong number.
           throughput:
-            t.settled.kind === "unknown"
+            unknownThroughput !== null
               ? h(
                   "div",
                   { class: "chart", "data-testid": `chart-throughput-${t.table}` },
                   h("div", { class: "title" }, "Throughput"),
-                  h("p", { class: "muted", "data-testid": `throughput-unknown-${t.table}` }, `unknown: ${t.settled.reason}`),
+                  h("p", { class: "muted", "data-testid": `throughput-unknown-${t.table}` }, `unknown: ${unknownThroughput}`),
                 )
               : chartCell(t.table, "throughput", "Throughput"),
           failures: chartCell(t.table, "failures", "Failures"),
@@ -549,13 +564,13 @@ async function refresh() {
           h(
             "div",
             { class: "kpis" },
-            kpi("ready", "Ready", count(totals.ready), `ready-${t.table}`),
-            totals.waiting === null ? null : kpi("waiting", "Waiting (fifo)", count(totals.waiting), `waiting-${t.table}`),
-            kpi("work", "In work", count(totals.inWork), `in-work-${t.table}`),
-            kpi("delayed", "Delayed", count(totals.delayed), `delayed-${t.table}`),
-            kpi("dead", "Dead letters", count(totals.dead), `dead-count-${t.table}`),
-            kpi("done", "Done", count(totals.done), `done-${t.table}`),
-            kpi("oldest", "Oldest", duration(totals.oldestAgeMs), `oldest-${t.table}`),
+            kpi("ready", "Ready", countIn(t, "ready")(totals.ready), `ready-${t.table}`),
+            totals.waiting === null ? null : kpi("waiting", "Waiting (fifo)", countIn(t, "waiting")(totals.waiting), `waiting-${t.table}`),
+            kpi("work", "In work", countIn(t, "inWork")(totals.inWork), `in-work-${t.table}`),
+            kpi("delayed", "Delayed", countIn(t, "delayed")(totals.delayed), `delayed-${t.table}`),
+            kpi("dead", "Dead letters", countIn(t, "dead")(totals.dead), `dead-count-${t.table}`),
+            kpi("done", "Done", countIn(t, "done")(totals.done), `done-${t.table}`),
+            kpi("oldest", "Oldest", ageIn(t)(totals.oldestAgeMs), `oldest-${t.table}`),
           ),
           h("h3", {}, "Live, sampled while this page's server runs"),
           h("div", { class: "charts" }, Object.values(boxes)),
@@ -587,6 +602,7 @@ async function refresh() {
   }
 }
 
+document.getElementById("zone").textContent = `times in ${ZONE}`;
 const tokenInput = document.getElementById("token");
 tokenInput.value = sessionStorage.getItem("sqlinbox-token") ?? "";
 tokenInput.addEventListener("input", () => sessionStorage.setItem("sqlinbox-token", tokenInput.value));

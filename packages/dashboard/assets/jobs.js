@@ -1,13 +1,16 @@
 // The job browser: a table's jobs in one state, filtered and keyset paged through /api/jobs, and one
-// job's page from /api/job. Uses h, utc and getJson of app.js. Every value is set as text, never as HTML.
+// job's page from /api/job, and bulk actions on the rows picked or on the whole filter through
+// /api/jobs/bulk. Uses h, shownTime, ZONE and getJson of app.js. Every value is set as text, never as HTML.
 
 const STATE_LABEL = { scheduled: "Scheduled", waiting: "Waiting", running: "Running", done: "Done", deadLettered: "Dead letters" };
 // `cursors` holds the `after` of every page up to the one shown: Previous goes back one, Next adds one.
-const jobs = { tables: [], query: null, cursors: [], page: null, job: null, error: null };
+// `selected` holds the ids picked on the list (kept across its pages, cleared when the filter changes);
+// `scope` whether the bulk bar acts on them or on the filter; `bulk` the open bulk dialog's state.
+const jobs = { tables: [], query: null, cursors: [], page: null, job: null, error: null, config: null, selected: new Set(), scope: "filter", bulk: null };
 
 // One job's state, in the singular.
 const stateOf = (s) => (s === "deadLettered" ? "Dead letter" : (STATE_LABEL[s] ?? s));
-const when = (iso) => (iso === null || iso === undefined ? "—" : utc(Date.parse(iso)));
+const when = (iso) => (iso === null || iso === undefined ? "—" : shownTime(iso));
 
 function jobsUrl(query, after) {
   const params = new URLSearchParams();
@@ -52,6 +55,7 @@ window.browseJobs = (table, state) => {
   location.hash = "#jobs";
   jobs.query = { table, state, route: "", key: "", where: "", sort: "id", limit: "50" };
   jobs.cursors = [];
+  jobs.selected.clear();
   showView();
   void loadPage();
 };
@@ -72,6 +76,7 @@ function filterForm() {
     e?.preventDefault();
     jobs.query = read();
     jobs.cursors = [];
+    jobs.selected.clear();
     void loadPage();
   };
   const [whereColumn, whereValue] = q.where ? [q.where.slice(0, q.where.indexOf(":")), q.where.slice(q.where.indexOf(":") + 1)] : [t?.data[0] ?? "", ""];
@@ -132,7 +137,17 @@ function filterForm() {
 }
 
 function jobsTable(page) {
-  if (page.jobs.length === 0) return h("div", { class: "empty", "data-testid": "jobs-empty" }, `No ${STATE_LABEL[page.state].toLowerCase()} jobs on this page.`);
+  const none = page.state === "deadLettered" ? "No dead letters" : `No ${STATE_LABEL[page.state].toLowerCase()} jobs`;
+  if (page.jobs.length === 0) return h("div", { class: "empty", "data-testid": "jobs-empty" }, `${none} on this page.`);
+  const picking = bulkAllowed(page);
+  const onPage = page.jobs.map((j) => j.id);
+  const all = picking && onPage.every((id) => jobs.selected.has(id));
+  const pick = (ids, on) => {
+    for (const id of ids) on ? jobs.selected.add(id) : jobs.selected.delete(id);
+    // Picking rows means acting on them; the bar can still be set to the whole filter.
+    if (on) jobs.scope = "selected";
+    renderJobs();
+  };
   return h(
     "table",
     { class: "grid", "data-testid": "jobs-list" },
@@ -142,6 +157,19 @@ function jobsTable(page) {
       h(
         "tr",
         {},
+        picking
+          ? h(
+              "th",
+              { class: "pick" },
+              h("input", {
+                type: "checkbox",
+                "data-testid": "jobs-select-page",
+                title: "pick every job of this page",
+                checked: all ? true : undefined,
+                onchange: (e) => pick(onPage, e.target.checked),
+              }),
+            )
+          : null,
         ["Id", "State", "Attempt", "Run at", "Lease until", "Key", "Last error", "Payload"].map((c) => h("th", {}, c)),
       ),
     ),
@@ -151,7 +179,19 @@ function jobsTable(page) {
       page.jobs.map((j) =>
         h(
           "tr",
-          { "data-testid": `job-row-${j.id}` },
+          { "data-testid": `job-row-${j.id}`, class: jobs.selected.has(j.id) ? "picked" : undefined },
+          picking
+            ? h(
+                "td",
+                { class: "pick" },
+                h("input", {
+                  type: "checkbox",
+                  "data-testid": `job-select-${j.id}`,
+                  checked: jobs.selected.has(j.id) ? true : undefined,
+                  onchange: (e) => pick([j.id], e.target.checked),
+                }),
+              )
+            : null,
           h("td", {}, h("a", { href: "#jobs", "data-testid": `job-open-${j.id}`, onclick: (e) => openFromList(e, page.table, j) }, j.id)),
           h("td", {}, stateOf(j.state)),
           h("td", { class: "num" }, j.attempt ?? "—"),
@@ -219,7 +259,7 @@ function jobDetail(job) {
       row("Attempt", job.attempt === null ? null : String(job.attempt), "job-attempt"),
       row("Run at", when(job.runAt), "job-run-at"),
       row("Lease until", when(job.leaseUntil), "job-lease"),
-      row("Held by", job.holder, "job-holder"),
+      row("Held by", job.holder === null ? null : job.state === "running" && job.leaseUntil ? `${job.holder}, until ${when(job.leaseUntil)}` : job.holder, "job-holder"),
       Object.entries(job.columns).flatMap(([k, v]) =>
         row(k, v === null ? null : typeof v === "string" && /^\d{4}-\d{2}-\d{2}T\d\d:/.test(v) ? when(v) : typeof v === "string" ? v : JSON.stringify(v), `job-column-${k}`),
       ),
@@ -232,22 +272,39 @@ function jobDetail(job) {
   );
 }
 
+// The filter form stays the same node while the query it shows is the same: a page that loads while
+// someone types in it (a slow Next, a job closed) keeps what they typed and where the cursor was.
+let kept = { query: null, tables: null, form: null };
+function keptFilterForm() {
+  if (kept.form !== null && kept.query === jobs.query && kept.tables === jobs.tables) return kept.form;
+  kept = { query: jobs.query, tables: jobs.tables, form: filterForm() };
+  return kept.form;
+}
+
 function renderJobs() {
   const box = document.getElementById("jobs");
   if (jobs.query === null) return;
   const page = jobs.page;
+  // Moving the kept form drops the focus: give it back to the field that had it.
+  const focused = document.activeElement;
+  const caret = focused && "selectionStart" in focused ? [focused.selectionStart, focused.selectionEnd] : null;
   box.replaceChildren(
     h(
       "section",
       { class: "card", "data-testid": "jobs-view" },
       h("h2", {}, "Jobs"),
-      h("div", { class: "subtitle", "data-testid": "jobs-zone" }, "Times are in UTC, as everywhere on this page. Pages hold 50 jobs, walked by id (or run-at) from a cursor."),
-      filterForm(),
+      h(
+        "div",
+        { class: "subtitle", "data-testid": "jobs-zone" },
+        `Times are in ${ZONE} (this browser's time zone), as everywhere on this page. Pages hold 50 jobs, walked by id (or run-at) from a cursor.`,
+      ),
+      keptFilterForm(),
       jobs.error ? h("div", { class: "error", "data-testid": "jobs-error" }, jobs.error) : null,
       jobs.job
         ? jobDetail(jobs.job)
         : page
           ? [
+              window.bulkBar(page),
               pager(page),
               jobsTable(page),
               page.notes.length
@@ -261,6 +318,10 @@ function renderJobs() {
           : null,
     ),
   );
+  if (focused instanceof HTMLElement && focused !== document.activeElement && kept.form?.contains(focused)) {
+    focused.focus();
+    if (caret !== null) focused.setSelectionRange(caret[0], caret[1]);
+  }
 }
 
 function showView() {
@@ -272,6 +333,7 @@ function showView() {
 
 async function startJobs() {
   const config = await getJson("/api/config");
+  jobs.config = config;
   jobs.tables = config.jobs ?? [];
   document.getElementById("jobs-tab").hidden = jobs.tables.length === 0;
   if (jobs.tables.length === 0) return;

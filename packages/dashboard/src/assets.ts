@@ -16,6 +16,7 @@ export const ASSETS: Readonly<Record<string, Asset>> = Object.freeze({
   "/": { type: "text/html; charset=utf-8", path: own("index.html") },
   "/assets/app.js": { type: "text/javascript; charset=utf-8", path: own("app.js") },
   "/assets/jobs.js": { type: "text/javascript; charset=utf-8", path: own("jobs.js") },
+  "/assets/jobs-bulk.js": { type: "text/javascript; charset=utf-8", path: own("jobs-bulk.js") },
   "/assets/style.css": { type: "text/css; charset=utf-8", path: own("style.css") },
   "/assets/uPlot.iife.min.js": { type: "text/javascript; charset=utf-8", path: uplot("uPlot.iife.min.js") },
   "/assets/uPlot.min.css": { type: "text/css; charset=utf-8", path: uplot("uPlot.min.css") },

@@ -21,5 +21,10 @@ export type {
   FlowLimitStatus,
   CancelResult,
   SettledCount,
+  CappedCounts,
+  CappedCount,
   ScheduleStatus,
+  BulkJobAction,
+  BulkJobRequest,
+  BulkJobReport,
 } from "./source.js";

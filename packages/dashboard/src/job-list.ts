@@ -148,7 +148,7 @@ export async function listJobs(source: JobTables, request: JobListRequest): Prom
 }
 
 /** The equalities by column: the key filter on the dedup key (else the order key), `where` on a data column. */
-function equalities(spec: InboxDescription, request: JobListRequest): Record<string, unknown> {
+export function equalities(spec: InboxDescription, request: JobListRequest): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (request.key !== undefined && request.key !== "") {
     const column = spec.key ?? spec.orderKey;

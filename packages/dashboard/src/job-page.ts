@@ -1,5 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import type { RawRow } from "@sqlinbox/kysely-dialects/internal";
+import { advisoryKeyOf, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import { operatorFor } from "@sqlinbox/kysely-dialects/operator";
 import type { JobBrowseState } from "./job-list.js";
 import { BadRequest, heldOf, holdsInRow, type JobTables, plain, tableOf } from "./job-tables.js";
@@ -27,7 +27,10 @@ export interface JobDetail {
   readonly attempt: number | null;
   readonly runAt: string | null;
   readonly leaseUntil: string | null;
-  /** Who holds it in work, in words: the lease, a transaction's row lock, a session's advisory key; `null` when nothing does. */
+  /**
+   * Who holds it in work, in words: the lease (its deadline is the worker's token: `leaseUntil`
+   * says until when), a session's row lock, a session's advisory key; `null` when nothing does.
+   */
   readonly holder: string | null;
   readonly lastError: ShownText | null;
   readonly headers: ShownText | null;
@@ -83,12 +86,12 @@ export async function readJob(source: JobTables, tableName: string | undefined, 
   };
   if (at(spec.processedAt?.name) !== null) return detail(source, spec, row, "done", null);
   if (place?.kind === "group" && spec.group !== undefined && String(row[spec.group.name]) === place.deadGroup) return detail(source, spec, row, "deadLettered", null);
-  if (ahead(spec.lease?.name)) return detail(source, spec, row, "running", "a worker's lease, until the time above");
+  if (ahead(spec.lease?.name)) return detail(source, spec, row, "running", `a worker's lease (${spec.lease?.name} holds its token)`);
   if (ahead(spec.retryAfter?.name)) return detail(source, spec, row, "scheduled", null);
   if (holdsInRow(spec)) return detail(source, spec, row, "waiting", null);
   const held = await heldOf(source, spec, [row]);
-  if (held === "unknown") return detail(source, spec, row, "waiting or running", null);
-  const holder = spec.advisoryKey !== undefined ? "a session holds its advisory key" : "a transaction holds its row lock";
+  if (held === "unknown") return detail(source, spec, row, "waiting or running", "cannot be seen from outside (advisory keys on SQLite live in the application's process)");
+  const holder = spec.advisoryKey !== undefined ? `a session holds its advisory key "${advisoryKeyOf(spec, row)}"` : "a session holds its row lock (a claim's open transaction)";
   return held[0] === "held" ? detail(source, spec, row, "running", holder) : detail(source, spec, row, "waiting", null);
 }
 

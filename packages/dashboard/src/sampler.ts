@@ -1,4 +1,4 @@
-import type { DashboardSource, StatusReport, TableStatus } from "./source.js";
+import type { CappedCount, DashboardSource, StatusReport, TableStatus } from "./source.js";
 
 /** One table at one moment, as the charts plot it. */
 export interface TableSample {
@@ -10,6 +10,12 @@ export interface TableSample {
   readonly dead: number | null;
   /** Rows settled per second since the previous sample (`settledPerSecond`); `null` where it cannot be known. */
   readonly finishedPerSecond: number | null;
+  /**
+   * Rows earlier windows read as settled that the counts since took back, still to be taken off the
+   * next windows (a table whose ack deletes rows): a read can see an insert's id and not yet its row,
+   * or the reverse, and a window never reads below 0, so the sum over windows stays exact. 0 when none.
+   */
+  readonly settledOwed?: number;
   /** Why the table's throughput cannot be known (the application writes its ids and the ack deletes rows). */
   readonly finishedUnknown?: string;
   /** Dead letters added per second since the previous sample. */
@@ -23,6 +29,10 @@ export interface Sample {
   readonly from: number;
   readonly tables: Readonly<Record<string, TableSample>>;
 }
+
+/** True when one of `fields` of a large table's read is a lower bound (reached its cap), not a count. */
+const atLeast = (t: TableStatus | undefined, fields: readonly CappedCount[]): boolean => t?.capped?.atLeast.some((f) => fields.includes(f)) ?? false;
+const BACKLOG: readonly CappedCount[] = ["ready", "waiting", "inWork", "delayed", "dead"];
 
 const backlog = (t: TableStatus): number => t.totals.ready + (t.totals.waiting ?? 0) + (t.totals.inWork ?? 0) + t.totals.delayed;
 
@@ -49,21 +59,34 @@ const highWaterOf = (t: TableStatus | undefined): number | null => (t?.settled.k
  * moved. `null` on the first read of such a table, across a move whose jump is unknown, and where
  * nothing counts (`unknown`).
  */
-function settledPerSecond(table: TableStatus, before: TableStatus | undefined, at: number, seconds: number, move: OperatorMoves, deadAdded: number): number | null {
+function settledPerSecond(
+  table: TableStatus,
+  before: TableStatus | undefined,
+  at: number,
+  seconds: number,
+  move: OperatorMoves,
+  deadAdded: number,
+  owed: number,
+): { readonly perSecond: number | null; readonly owed: number } {
   const { settled } = table;
   switch (settled.kind) {
     case "processed": {
       const window = (at - Date.parse(settled.since)) / 1000;
-      return window > 0 ? settled.rows / window : null;
+      return { perSecond: window > 0 ? settled.rows / window : null, owed: 0 };
     }
     case "idHighWater": {
       const earlier = highWaterOf(before);
-      if (before === undefined || earlier === null || seconds <= 0 || move.idJump === null) return null;
+      if (before === undefined || earlier === null || seconds <= 0 || move.idJump === null) return { perSecond: null, owed };
+      // A backlog counted up to a cap does not tell how much it grew: the rows finished cannot be told from the rows inserted.
+      if (atLeast(table, BACKLOG) || atLeast(before, BACKLOG)) return { perSecond: null, owed };
       const inserted = Math.max(0, settled.highWater - earlier - move.idJump) + move.moved;
-      return Math.max(0, inserted - (backlog(table) - backlog(before)) - deadAdded) / seconds;
+      // The id and the counts are separate reads: an insert between them reads as rows settled in one
+      // window and as backlog grown in the next (a negative window), which pays the first back.
+      const rows = inserted - (backlog(table) - backlog(before)) - deadAdded - owed;
+      return { perSecond: Math.max(0, rows) / seconds, owed: Math.max(0, -rows) };
     }
     case "unknown":
-      return null;
+      return { perSecond: null, owed: 0 };
   }
 }
 
@@ -72,23 +95,35 @@ function settledPerSecond(table: TableStatus, before: TableStatus | undefined, a
  * dead letters added are the growth of the dead letters plus those an operator moved out of
  * them, so a retry reads as neither finished nor failed.
  */
-export function sampleOf(report: StatusReport, previous: StatusReport | null, moves: ReadonlyMap<string, OperatorMoves> = new Map()): Sample {
+export function sampleOf(
+  report: StatusReport,
+  previous: StatusReport | null,
+  moves: ReadonlyMap<string, OperatorMoves> = new Map(),
+  owed: ReadonlyMap<string, number> = new Map(),
+): Sample {
   const at = Date.parse(report.at);
   const seconds = previous === null ? 0 : (at - Date.parse(previous.at)) / 1000;
   const tables: Record<string, TableSample> = {};
   for (const table of report.tables) {
     const before = previous?.tables.find((t) => t.table === table.table);
     const move = moves.get(table.table) ?? { moved: 0, idJump: 0 };
-    const deadAdded = before === undefined || seconds <= 0 ? null : Math.max(0, (table.totals.dead ?? 0) - (before.totals.dead ?? 0) + move.moved);
+    const deadCapped = atLeast(table, ["dead"]) || atLeast(before, ["dead"]);
+    const deadAdded = before === undefined || seconds <= 0 || deadCapped ? null : Math.max(0, (table.totals.dead ?? 0) - (before.totals.dead ?? 0) + move.moved);
+    const finished = settledPerSecond(table, before, at, seconds, move, deadAdded ?? 0, owed.get(table.table) ?? 0);
     tables[table.table] = {
       ready: table.totals.ready,
       waiting: table.totals.waiting,
       inWork: table.totals.inWork,
       delayed: table.totals.delayed,
       dead: table.totals.dead,
-      finishedPerSecond: settledPerSecond(table, before, at, seconds, move, deadAdded ?? 0),
+      finishedPerSecond: finished.perSecond,
+      ...(finished.owed > 0 ? { settledOwed: finished.owed } : {}),
       failedPerSecond: deadAdded === null ? null : deadAdded / seconds,
-      ...(table.settled.kind === "unknown" ? { finishedUnknown: table.settled.reason } : {}),
+      ...(table.settled.kind === "unknown"
+        ? { finishedUnknown: table.settled.reason }
+        : table.settled.kind === "idHighWater" && atLeast(table, BACKLOG)
+          ? { finishedUnknown: "a large table whose ack deletes rows: its backlog is counted up to a cap, so its growth, and the rows finished, are unknown" }
+          : {}),
     };
   }
   return { at, from: previous === null ? at : Date.parse(previous.at), tables };
@@ -104,6 +139,8 @@ export class Sampler {
   #previous: StatusReport | null = null;
   /** Operator moves since `#previous`. */
   readonly #moves = new Map<string, OperatorMoves>();
+  /** Rows the windows up to `#previous` read as settled too many, per table (`TableSample.settledOwed`). */
+  readonly #owed = new Map<string, number>();
   /** Status reads and operator moves run one after the other, so a move falls between two reads, never inside one. */
   #chain: Promise<void> = Promise.resolve();
   #latest: StatusReport | null = null;
@@ -185,10 +222,12 @@ export class Sampler {
     } catch {
       return; // a failed read leaves a gap in the charts; the page shows the error from /api/status
     }
-    const sample = sampleOf(report, this.#previous, this.#moves);
+    const sample = sampleOf(report, this.#previous, this.#moves, this.#owed);
     if (this.#previous === null || Date.parse(report.at) - Date.parse(this.#previous.at) >= this.everyMs / 2) {
       this.#previous = report;
       this.#moves.clear();
+      this.#owed.clear();
+      for (const [table, t] of Object.entries(sample.tables)) if (t.settledOwed !== undefined) this.#owed.set(table, t.settledOwed);
     }
     this.#latest = report;
     this.#samples.push(sample);

@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { type Context, Hono } from "hono";
 import { ASSETS, readAsset } from "./assets.js";
+import { bulkRequestOf, type BulkJobBody } from "./job-bulk.js";
 import { listJobs } from "./job-list.js";
 import { readJob } from "./job-page.js";
 import { BadRequest, type JobTables } from "./job-tables.js";
@@ -29,7 +30,7 @@ export interface RunningDashboard {
 
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/** The dashboard's routes: the page and its assets, the status and samples, dead letters, the job browser; retry, pause, resume and cancel (writes). */
+/** The dashboard's routes: the page and its assets, the status and samples, dead letters, the job browser; retry, pause, resume, cancel and bulk actions on jobs (writes). */
 export function dashboardApp(options: DashboardOptions, sampler: Sampler): Hono {
   const app = new Hono();
   const { source, writes } = options;
@@ -43,6 +44,7 @@ export function dashboardApp(options: DashboardOptions, sampler: Sampler): Hono 
       tokenHeader: TOKEN_HEADER,
       sampleEveryMs: options.sampleEveryMs ?? 2000,
       jobs: options.jobs?.tables.map((t) => jobTableConfig(t.spec)) ?? null,
+      bulk: source.bulkJobs !== undefined,
     }),
   );
   const browse = () => {
@@ -53,6 +55,30 @@ export function dashboardApp(options: DashboardOptions, sampler: Sampler): Hono 
   app.get("/api/job", async (c) => {
     const job = await readJob(browse(), c.req.query("table"), c.req.query("id"), c.req.query("dead") === "1");
     return job === null ? c.json({ error: `no job ${c.req.query("id")} in ${c.req.query("table")}${c.req.query("dead") === "1" ? "'s dead letters" : ""}` }, 404) : c.json(job);
+  });
+  // A bulk action of the job browser (a write, dry run included: counting a filter reads every row it takes).
+  app.post("/api/jobs/bulk", async (c) => {
+    const refusal = refuseWrite(writes, c.req.raw.headers);
+    if (refusal !== null) return c.json({ error: refusal.message }, refusal.status);
+    if (source.bulkJobs === undefined) return c.json({ error: "this dashboard's source has no bulk actions" }, 501);
+    const body = (await c.req.json().catch(() => null)) as BulkJobBody | null;
+    if (body === null || typeof body !== "object") return c.json({ error: 'send a JSON object: { "table", "action", "state", "ids" or a filter, "dryRun" }' }, 400);
+    const request = bulkRequestOf(browse(), body);
+    const run = () => source.bulkJobs!(request);
+    // Dead letters moved back are inserted anew: the sampler counts them apart from the rows published.
+    const movesBack = request.state === "deadLettered" && request.action === "retry" && !request.dryRun;
+    const report = movesBack
+      ? await sampler
+          .moveBack(request.table, async () => {
+            const got = await run();
+            return { got, moved: "counts" in got ? (got.counts?.touched ?? 0) : 0 };
+          })
+          .then((r) => r.got)
+      : await run();
+    if ("refused" in report) return c.json({ error: report.refused }, 409);
+    if (report.counts === undefined) return c.json({ action: request.action, dryRun: true, matched: report.matched });
+    await sampler.sampleNow();
+    return c.json({ action: request.action, dryRun: false, matched: report.matched, ...report.counts });
   });
   app.get("/api/status", async (c) => {
     await sampler.sampleNow();

@@ -72,6 +72,31 @@ export interface TableStatus {
   readonly notes: readonly string[];
   /** The caps and rate limits of the table's subscriptions, when a module declares them (`--module`). */
   readonly limits?: readonly FlowLimitStatus[];
+  /**
+   * Present on a large table, whose counts were read through indexes up to a cap instead of over
+   * every row (see `CappedCounts`); absent when every number is an exact count of the whole table.
+   */
+  readonly capped?: CappedCounts;
+}
+
+/** A count a large table's status may give as a lower bound. */
+export type CappedCount = "ready" | "waiting" | "inWork" | "delayed" | "done" | "dead" | "attempts" | "expiringLeases" | "oldestAgeMs";
+
+/**
+ * How a large table's status was read: the table's estimated rows passed the threshold, so each
+ * state was counted through an index up to `cap` rows. The rows not done are read as one sample,
+ * the first `cap` of them in claim order, and told apart there (a live lease has no index); done
+ * rows and dead letters are each counted up to `cap`. Every count in `atLeast` reached its cap:
+ * the page and the CLI show it as "10,000+", and it is a lower bound (per group as well as in the
+ * totals); the others are exact.
+ */
+export interface CappedCounts {
+  /** The most rows any one count reads. */
+  readonly cap: number;
+  /** The estimate that chose capped counts: max(id) − min(id) + 1 through the primary key. */
+  readonly estimatedRows: number;
+  /** The counts that are lower bounds, not exact. Empty when no count reached its cap. */
+  readonly atLeast: readonly CappedCount[];
 }
 
 /** One subscription's flow control, as its module declares it, and what the database holds now. */
@@ -132,6 +157,35 @@ export interface PeekedRow {
 /** What a cancel did: the row will never start (`"removed"`), its handler's signal aborts (`"signalled"`), or there is no such row. */
 export type CancelResult = "removed" | "signalled" | "not found";
 
+/** What a bulk action of the job browser does to each row (see `sqlinbox jobs cancel|delete|retry|reschedule`). */
+export type BulkJobAction = "cancel" | "delete" | "retry" | "reschedule";
+
+/**
+ * A bulk action on a table's rows: the named `ids` (of dead letters when `state` is
+ * `deadLettered`), or every row of `state` whose columns equal `equals`. `dryRun` counts the rows it
+ * would take and changes nothing.
+ */
+export interface BulkJobRequest {
+  readonly table: string;
+  readonly action: BulkJobAction;
+  readonly ids?: readonly string[];
+  readonly state?: "scheduled" | "waiting" | "running" | "deadLettered";
+  readonly equals: Readonly<Record<string, unknown>>;
+  /** `reschedule`: when the rows run. */
+  readonly runAt?: Date;
+  readonly dryRun: boolean;
+}
+
+/**
+ * What a bulk action took (`matched`) and, unless it was a dry run, did: `touched` rows changed
+ * (removed, deleted, made due, rescheduled, moved back); `signalled` rows in work whose handler is
+ * told to stop (cancel); `inWork` rows left alone because a worker holds them; `notFound` rows gone
+ * (or done) meanwhile. `refused`: the request cannot run, in words.
+ */
+export type BulkJobReport =
+  | { readonly matched: number; readonly counts?: { readonly touched: number; readonly signalled: number; readonly inWork: number; readonly notFound: number } }
+  | { readonly refused: string };
+
 /** What the dashboard reads and, with writes allowed, does. */
 export interface DashboardSource {
   /** Every table's status; `settledSince` (an earlier read's `at`) is where processed rows are counted from, the last minute when absent. */
@@ -146,4 +200,6 @@ export interface DashboardSource {
   resume?(route: string): Promise<boolean>;
   /** Cancels a row of a table (a write): `"removed"` (never starts), `"signalled"` (in work: its signal aborts), `"not found"`. */
   cancel?(table: string, id: string): Promise<CancelResult>;
+  /** Runs a bulk action of the job browser (a write), each row fenced as `cancel` fences one. Absent: the Jobs view offers none. */
+  bulkJobs?(request: BulkJobRequest): Promise<BulkJobReport>;
 }

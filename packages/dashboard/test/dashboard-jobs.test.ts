@@ -11,7 +11,7 @@ import { dialectFor, inboxTableSql, type Engine } from "@sqlinbox/kysely-dialect
 import { type Kysely, sql } from "kysely";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { launchChromium } from "./browser.js";
+import { launchChromium, shownIn } from "./browser.js";
 import { startDashboardProcess } from "./dashboard-process.js";
 import { type EngineName, selects } from "../../../test/support/engine-selection.js";
 
@@ -162,7 +162,7 @@ describe("the job browser", () => {
         expect(big.payload.bytes).toBeGreaterThan(100_000);
         expect(Buffer.byteLength(big.payload.text)).toBeLessThanOrEqual(65_536);
 
-        // The page: a browser far from UTC still reads UTC, as the rest of the page does.
+        // The page: a browser in Tokyo reads Tokyo time, as the rest of the page does, and says so.
         const page = await browser.newPage({ viewport: { width: 1360, height: 1000 }, timezoneId: "Asia/Tokyo" });
         const errors: string[] = [];
         page.on("pageerror", (e) => errors.push(e.message));
@@ -181,7 +181,25 @@ describe("the job browser", () => {
         expect(await listed(page, "Page 2 · 50 jobs")).toEqual(seeded.waiting.slice(50, 100));
         await page.getByTestId("jobs-prev").click();
         expect(await listed(page, "Page 1 · 50 jobs")).toEqual(seeded.waiting.slice(0, 50));
-        expect(await page.getByTestId("jobs-zone").textContent()).toMatch(/^Times are in UTC/);
+        expect(await page.getByTestId("jobs-zone").textContent()).toMatch(/^Times are in Asia\/Tokyo \(this browser's time zone\)/);
+        expect(await page.getByTestId("zone").textContent()).toBe("times in Asia/Tokyo");
+
+        // A page that comes back while someone types in a filter leaves what they typed, and the cursor, in place.
+        await page.route("**/api/jobs?*", async (route) => {
+          await new Promise((resolve) => setTimeout(resolve, 600));
+          await route.continue();
+        });
+        await page.getByTestId("jobs-next").click();
+        await page.getByTestId("jobs-key").click();
+        await page.keyboard.type("k-1");
+        expect(await listed(page, "Page 2 · 50 jobs")).toEqual(seeded.waiting.slice(50, 100));
+        await page.unroute("**/api/jobs?*");
+        expect(await page.getByTestId("jobs-key").inputValue()).toBe("k-1");
+        await page.keyboard.type("2");
+        expect(await page.getByTestId("jobs-key").inputValue()).toBe("k-12");
+        await page.getByTestId("jobs-key").fill("");
+        await page.getByTestId("jobs-prev").click();
+        await listed(page, "Page 1 · 50 jobs");
 
         for (const [state, want] of [
           ["running", seeded.running],
@@ -196,7 +214,10 @@ describe("the job browser", () => {
         await page.getByTestId("jobs-sort").selectOption("runAt");
         await expect.poll(() => rowIds(page)).toEqual([...seeded.scheduled].reverse());
         const runAt = await page.locator('[data-testid="jobs-list"] tbody tr td:nth-child(4)').allTextContents();
-        expect(runAt.every((t) => /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/.test(t))).toBe(true);
+        const scheduledAt = (await api(`/api/jobs?table=${LEASE}&state=scheduled&sort=runAt`)).body.jobs.map((j) =>
+          shownIn("Asia/Tokyo", new Date((j as { runAt: string }).runAt)),
+        );
+        expect(runAt).toEqual(scheduledAt);
 
         // Filters: the dedup key, then a data column.
         await page.getByTestId("jobs-state").selectOption("waiting");
@@ -229,9 +250,12 @@ describe("the job browser", () => {
         expect(await page.getByTestId("job-state").textContent()).toBe("Running");
         expect(await page.getByTestId("job-attempt").textContent()).toBe("2");
         expect(await page.getByTestId("job-last-error").textContent()).toBe("TypeError: <b>pages</b> is undefined (1)");
-        expect(await page.getByTestId("job-holder").textContent()).toBe("a worker's lease, until the time above");
+        const leased = (await api(`/api/job?table=${LEASE}&id=${seeded.running[0]}`)).body as unknown as { leaseUntil: string; holder: string };
+        const leaseShown = shownIn("Asia/Tokyo", new Date(leased.leaseUntil));
+        expect(leased.holder).toBe("a worker's lease (locked_until holds its token)");
+        expect(await page.getByTestId("job-holder").textContent()).toBe(`a worker's lease (locked_until holds its token), until ${leaseShown}`);
         expect(await page.getByTestId("job-detail").textContent()).not.toContain("[object");
-        expect(await page.getByTestId("job-lease").textContent()).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
+        expect(await page.getByTestId("job-lease").textContent()).toBe(leaseShown);
         if (target.name === "postgres") await page.screenshot({ path: join(SHOTS, "job-page.png"), fullPage: true });
 
         // A payload over 64 KiB: its first 64 KiB, and a line that says so.
@@ -282,7 +306,7 @@ describe("the job browser", () => {
           expect((await api(`/api/jobs?table=${ROWLOCK}&state=waiting&route=mail`)).body.jobs.map((j) => Number(j.id))).toEqual(heldIds.slice(2));
           expect((await api(`/api/jobs?table=${ROWLOCK}&state=waiting&route=sms`)).body.jobs).toEqual([]);
           const one = (await api(`/api/job?table=${ROWLOCK}&id=${heldIds[0]}`)).body;
-          expect(one).toMatchObject({ state: "running", holder: "a transaction holds its row lock" });
+          expect(one).toMatchObject({ state: "running", holder: "a session holds its row lock (a claim's open transaction)" });
           release();
           await holding;
           expect((await api(`/api/job?table=${ROWLOCK}&id=${heldIds[0]}`)).body).toMatchObject({ state: "waiting", holder: null });

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import pg from "pg";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { launchChromium } from "./browser.js";
+import { launchChromium, shownIn } from "./browser.js";
 import { startDashboardProcess, type DashboardProcess } from "./dashboard-process.js";
 import { selects } from "../../../test/support/engine-selection.js";
 
@@ -58,7 +58,7 @@ describe.runIf(selects("postgres"))("the dashboard in a real headless Chromium, 
   });
 
   test("the page shows the table's numbers, refreshed live, with charts, and takes a screenshot worth looking at", async () => {
-    // A browser far from UTC, with 12-hour clocks: the page still shows every time in UTC.
+    // A browser in New York with 12-hour clocks: the page shows every time in New York time, 24-hour, and says so.
     const page = await browser.newPage({ viewport: { width: 1360, height: 1000 }, timezoneId: "America/New_York", locale: "en-US" });
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(e.message));
@@ -72,16 +72,16 @@ describe.runIf(selects("postgres"))("the dashboard in a real headless Chromium, 
     expect(await page.locator(`[data-testid="dead-${SOURCE}"] tbody tr`).count()).toBe(3);
     await expect.poll(() => page.locator(`[data-testid="table-${SOURCE}"] .uplot canvas`).count()).toBe(3);
 
-    // One zone: the header, the leases and the chart's cursor read UTC, 24-hour.
-    expect(await page.locator("#updated").textContent()).toMatch(/^updated \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
+    // One zone: the header, the leases and the chart's cursor read the browser's zone, 24-hour.
+    expect(await page.getByTestId("zone").textContent()).toBe("times in America/New_York");
+    expect(await page.locator("#updated").textContent()).toMatch(/^updated \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
     const leases = await client.query(`select id, locked_until from ${SOURCE} where locked_until is not null order by id`);
     for (const row of leases.rows as { id: number; locked_until: Date }[]) {
-      const iso = row.locked_until.toISOString();
-      expect(await testId(page, `locked-until-${SOURCE}-${row.id}`).textContent()).toBe(`${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`);
+      expect(await testId(page, `locked-until-${SOURCE}-${row.id}`).textContent()).toBe(shownIn("America/New_York", row.locked_until));
     }
     const depth = page.locator(`[data-testid="chart-depth-${SOURCE}"]`);
     await depth.locator(".u-over").hover();
-    expect(await depth.locator(".u-legend .u-series").first().textContent()).toMatch(/^UTC\d{2}:\d{2}:\d{2}$/);
+    expect(await depth.locator(".u-legend .u-series").first().textContent()).toMatch(/^Time\d{2}:\d{2}:\d{2}$/);
     // Legends only where they apply: this table has no fifo, so no "Waiting (fifo)".
     expect(await depth.locator(".u-legend").textContent()).not.toContain("Waiting");
 

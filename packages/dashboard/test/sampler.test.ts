@@ -66,6 +66,25 @@ describe("a sample from two status reads", () => {
     expect(sampleOf(before, null).tables.jobs!.finishedPerSecond).toBe(0);
   });
 
+  test("an insert read between the id and the counts: one window reads it as settled, the next pays it back, and the sum over windows stays exact", () => {
+    const t0 = report("2026-01-01T00:00:00Z", { ready: 5, inWork: 1, dead: 0, settled: hw(10) });
+    // 4 rows inserted after this read's counts and before its id: 4 ids, no backlog growth yet.
+    const t1 = report("2026-01-01T00:00:01Z", { ready: 5, inWork: 1, dead: 0, settled: hw(14) });
+    const first = sampleOf(t1, t0).tables.jobs!;
+    expect([first.finishedPerSecond, first.settledOwed]).toEqual([4, undefined]);
+    // Next read: the 4 rows are counted, no new id: -4, read as 0 and owed.
+    const t2 = report("2026-01-01T00:00:02Z", { ready: 9, inWork: 1, dead: 0, settled: hw(14) });
+    const second = sampleOf(t2, t1).tables.jobs!;
+    expect([second.finishedPerSecond, second.settledOwed]).toEqual([0, 4]);
+    // Then 10 rows really settle (the backlog drains by 10): the window reads 6, the debt paid.
+    const t3 = report("2026-01-01T00:00:03Z", { ready: 0, inWork: 0, dead: 0, settled: hw(14) });
+    const third = sampleOf(t3, t2, new Map(), new Map([["jobs", second.settledOwed!]])).tables.jobs!;
+    expect([third.finishedPerSecond, third.settledOwed]).toEqual([6, undefined]);
+    expect(first.finishedPerSecond! + second.finishedPerSecond! + third.finishedPerSecond!).toBe(10);
+    // Without the debt carried, the third window alone reads 10 and the sum 14: the bug the carry fixes.
+    expect(sampleOf(t3, t2).tables.jobs!.finishedPerSecond).toBe(10);
+  });
+
   test("unknown says why", () => {
     const read = report("2026-01-01T00:00:00Z", { ready: 0, inWork: 0, dead: 0, settled: { kind: "unknown", reason: "ids written by the application" } });
     expect(sampleOf(read, read).tables.jobs!.finishedUnknown).toBe("ids written by the application");

@@ -41,6 +41,7 @@ export type { PruneOptions } from "./statements/retention.js";
 export type { SlotPlace, RateSlotPick } from "./statements/slots.js";
 export type { FileWakeStatements, LockWaitTraits, NotifyStatements, SchemaStatements, ClusterVariable } from "./forms/engine-traits.js";
 export type { ControlStatements, ControlRow } from "./statements/control.js";
+export type { WorkflowStatements, WorkflowRow, WorkflowChange } from "./statements/workflow.js";
 export type { ObserveStatements } from "./statements/queue-depth.js";
 export type { TableStatements, ExtendTable, TableOptions, QueueStorage } from "./statements/create-table.js";
 export { postgresDialect, mysqlDialect, sqliteDialect };
@@ -137,5 +138,20 @@ export interface InboxTableSqlOptions extends TableOptions {
 export function controlTableSql(engine: Engine): string[] {
   return dialectFor(engine)
     .control.create()
+    .map((q) => q.sql);
+}
+
+/**
+ * The statements that create sqlinbox's workflow table (`sqlinbox_workflows`) on `engine`, for a
+ * migration: the table where each workflow run records its steps (waiting, released, done, failed)
+ * and the results of its done steps, with the index an ack finds its step through. An app that runs
+ * no workflow does not need it.
+ *
+ * @example
+ * for (const statement of workflowTableSql("postgres")) await sql.raw(statement).execute(db);
+ */
+export function workflowTableSql(engine: Engine): string[] {
+  return dialectFor(engine)
+    .workflow.create()
     .map((q) => q.sql);
 }

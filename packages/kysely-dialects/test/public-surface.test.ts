@@ -4,7 +4,7 @@ import * as internal from "../src/internal.js";
 
 describe("@sqlinbox/kysely-dialects' public surface", () => {
   test("the root exports the dialects and nothing else at run time", () => {
-    expect(Object.keys(root).sort()).toEqual(["controlTableSql", "dialectFor", "inboxTableSql", "mysqlDialect", "postgresDialect", "sqliteDialect"]);
+    expect(Object.keys(root).sort()).toEqual(["controlTableSql", "dialectFor", "inboxTableSql", "mysqlDialect", "postgresDialect", "sqliteDialect", "workflowTableSql"]);
   });
 
   test("./internal adds the helpers the runtime and the operator tools share", () => {

@@ -8,3 +8,5 @@ export * from "./errors/queue-errors.js";
 export * from "./errors/startup-errors.js";
 export * from "./errors/delivery-errors.js";
 export * from "./errors/job-errors.js";
+export * from "./errors/workflow-errors.js";
+export * from "./errors/bridge-errors.js";

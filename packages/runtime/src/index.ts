@@ -39,8 +39,8 @@ export {
 } from "./declare/queue.js";
 export { defaultOnError, defaultOnDecodeError, type Backoff, type FailureContext, type FailurePolicy } from "./declare/failure-policy.js";
 export { subscriber, type Handler, type HandlerFunction, type HandlerResult, type HandlerResultFor, type Outputs, type Subscriber } from "./declare/subscriber.js";
-export { createInboxTable, createControlTable, type CreateInboxTableOptions } from "./declare/create-inbox-table.js";
-export { controlTableSql } from "@sqlinbox/kysely-dialects";
+export { createInboxTable, createControlTable, createWorkflowTable, type CreateInboxTableOptions } from "./declare/create-inbox-table.js";
+export { controlTableSql, workflowTableSql } from "@sqlinbox/kysely-dialects";
 export type { ExtendTable, QueueStorage } from "@sqlinbox/kysely-dialects";
 export { HandlerOutcome, type DeadLetterOutcome } from "./declare/outcome.js";
 export type { StopReport } from "./stop-report.js";
@@ -51,3 +51,5 @@ export { consoleLogger, silentLogger, type Logger, type LogFields } from "./logg
 export type { PoolOptions } from "@sqlinbox/database";
 export { SqlInboxError, isSqlInboxError, type SqlInboxErrorCode } from "@sqlinbox/core";
 export { Timeout } from "./errors.js";
+export { WorkflowRun, type WorkflowRunState, type StepState } from "./workflow/workflow-run.js";
+export { WorkflowEnded, type WorkflowEndReason, type WorkflowFailure } from "./errors/workflow-errors.js";

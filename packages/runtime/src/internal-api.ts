@@ -5,6 +5,7 @@
  */
 export * from "./index.js";
 export type { EngineOfUrl } from "@sqlinbox/database";
+export type { Engine } from "@sqlinbox/kysely-dialects";
 export type { RouteAllowed, ListenNotifyAllowed, PublishPayload, PublishOptionsFor, RouteSpecOf } from "./publish/sql-broker.js";
 export type { PayloadOfSpec } from "./declare/queue.js";
 export { backoffMs, DEFAULT_BACKOFF } from "./declare/failure-policy.js";
@@ -14,3 +15,5 @@ export { SystemClock } from "./clock.js";
 export { redactUrl } from "@sqlinbox/database";
 export type { ClaimStrategy, ClaimedDelivery } from "./claim/claim-strategy.js";
 export { rowsToClaim, type ClaimPace } from "./consume/claim-pacer.js";
+export { outboxRelay, type OutboxMessage, type SendMessages, type RelayTarget } from "./bridge/outbox-relay.js";
+export { inboxWriter, type InboundMessage, type InboxRouteAllowed, type InboxWrite } from "./bridge/inbox-writer.js";

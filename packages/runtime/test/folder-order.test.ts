@@ -21,12 +21,15 @@ const LAYERS: readonly (readonly string[])[] = [
   ["stop-report.ts"],
   ["consume/"],
   ["control/"],
-  ["publish/"],
+  // A workflow run is published like any job, and a broker registers its workflows: one layer.
+  ["publish/", "workflow/"],
   ["hooks/"],
   // OpenTelemetry is a user of the public hooks: it sits above them.
   ["telemetry/"],
   ["schedule/"],
   ["startup/"],
+  // The broker bridges: a subscriber (declare/) and a keyed publish (publish/), for @sqlinbox/nats and @sqlinbox/redis.
+  ["bridge/"],
   ["app.ts", "internal.ts", "index.ts", "internal-api.ts", "testing/"],
 ];
 

@@ -13,10 +13,13 @@ describe("@sqlinbox/runtime's public surface", () => {
       "SqlBroker",
       "SqlInboxError",
       "Timeout",
+      "WorkflowEnded",
+      "WorkflowRun",
       "consoleLogger",
       "controlTableSql",
       "createControlTable",
       "createInboxTable",
+      "createWorkflowTable",
       "days",
       "defaultOnDecodeError",
       "defaultOnError",
@@ -28,11 +31,12 @@ describe("@sqlinbox/runtime's public surface", () => {
       "silentLogger",
       "subscriber",
       "systemClock",
+      "workflowTableSql",
     ]);
   });
 
   test("./internal adds what benchmarks and tests reach behind it, and keeps the root's names", () => {
     const added = Object.keys(internal).filter((name) => !(name in root));
-    expect(added.sort()).toEqual(["DEFAULT_BACKOFF", "SystemClock", "backoffMs", "redactUrl", "rowsToClaim"]);
+    expect(added.sort()).toEqual(["DEFAULT_BACKOFF", "SystemClock", "backoffMs", "inboxWriter", "outboxRelay", "redactUrl", "rowsToClaim"]);
   });
 });

@@ -43,7 +43,7 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
   let database = "";
   let statements = 0;
   const precision = LEASE_PRECISION[engine];
-  const heldKeys = new Set<string>(); // SQLite: advisory locks live in the process
+  const heldKeys = new Set<string>(); // SQLite: advisory locks live in the process; batch loops: the keys another loop holds
 
   const exec = <R>(q: CompiledQuery<R>, via: Session = db!): Promise<QueryResult<R>> => via.executeQuery(q);
   const one = (r: QueryResult<unknown>, what: string) => {
@@ -161,6 +161,7 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
 
   async function advisoryLoop(tracker: JobTracker, conn: AnyDb): Promise<void> {
     const A = dialect!.advisory;
+    if (batch > 1 && dialect!.capabilities.advisoryLocks === "session") return advisoryBatchLoop(tracker, conn);
     while (tracker.count < tracker.n) {
       const candidates = (await exec(A.selectCandidates(spec!, { limit: batch, now: new Date() }), conn)).rows;
       let took = 0;
@@ -187,6 +188,70 @@ export function rawDrainCase(engine: EngineName, form: FormName, batch: number, 
           if (sessionLocks) await exec(A.unlock(key, database), conn);
           else heldKeys.delete(key);
         }
+      }
+      if (took === 0) await sleep(1);
+    }
+  }
+
+  /**
+   * The advisory batch claim's statements, as the runtime runs them at batch(n) above 1: the first row of each key no
+   * other loop holds, every key tried in one statement, the locked rows taken in one (read back on MySQL/MariaDB),
+   * then one ack and one unlock for the batch.
+   */
+  async function advisoryBatchLoop(tracker: JobTracker, conn: AnyDb): Promise<void> {
+    const A = dialect!.advisory;
+    while (tracker.count < tracker.n) {
+      // Past the rows the other loops hold, as the runtime reads past the keys its batches hold.
+      const candidates = (await exec(A.selectCandidates(spec!, { limit: batch * (workers + 1), now: new Date() }), conn)).rows;
+      const picked: { id: unknown; key: string }[] = [];
+      for (const row of candidates) {
+        const key = advisoryKeyOf(spec!, row);
+        if (heldKeys.has(key)) continue;
+        heldKeys.add(key);
+        picked.push({ id: row.id, key });
+        if (picked.length === batch) break;
+      }
+      let took = 0;
+      try {
+        if (picked.length > 0) {
+          const tried =
+            (
+              await exec(
+                A.tryLockMany(
+                  picked.map((p) => p.key),
+                  database,
+                ),
+                conn,
+              )
+            ).rows[0] ?? {};
+          const locked = picked.filter((_, i) => Number(tried[String(i)]) === 1 || tried[String(i)] === true);
+          if (locked.length > 0) {
+            const ids = locked.map((p) => p.id);
+            const now = new Date();
+            const taken = await exec(A.takeMany(spec!, ids, now), conn);
+            const rows = A.takeReturnsRow ? taken.rows : (await exec(A.readTakenMany(spec!, ids, now), conn)).rows;
+            for (const row of rows) tracker.handle(row.payload);
+            if (rows.length > 0)
+              await exec(
+                A.settleAckMany(
+                  spec!,
+                  rows.map((r) => r.id),
+                  new Date(),
+                ),
+                conn,
+              );
+            await exec(
+              A.unlockMany(
+                locked.map((p) => p.key),
+                database,
+              ),
+              conn,
+            );
+            took = rows.length;
+          }
+        }
+      } finally {
+        for (const p of picked) heldKeys.delete(p.key);
       }
       if (took === 0) await sleep(1);
     }

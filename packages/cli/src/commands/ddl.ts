@@ -1,5 +1,5 @@
 import { isSqlInboxError } from "@sqlinbox/core";
-import { controlTableSql, dialectFor, inboxTableSql, type Engine, type InboxTableSqlOptions } from "@sqlinbox/kysely-dialects";
+import { controlTableSql, dialectFor, workflowTableSql, inboxTableSql, type Engine, type InboxTableSqlOptions } from "@sqlinbox/kysely-dialects";
 import { Command, Option } from "commander";
 import { CliError, ExitCode } from "../exit-codes.js";
 import { loadModule } from "../load-module.js";
@@ -18,13 +18,14 @@ export function ddlCommand(): Command {
     .description("print the CREATE TABLE and CREATE INDEX statements of the tables a module describes")
     .option("--module <path>", "a module whose exports are the table descriptions (InboxSpec / defineInbox values)")
     .option("--control", "also (or only) the control table that pause, resume and cancel use (sqlinbox_control)")
+    .option("--workflows", "also (or only) the workflow table where workflow runs record their steps (sqlinbox_workflows)")
     .addOption(new Option("--engine <engine>", "the database the statements are for (mysql covers MySQL 8 and MariaDB)").choices([...ENGINES]).makeOptionMandatory())
     .option("--table <name>", "only this table (repeatable); every described table by default", collect)
     .option("--slot-table", "also create sqlinbox_slots (if missing), where maxInWork on a row-lock table and rateLimit count")
     .option("--no-queue-storage", "leave out the storage settings a queue table gets on postgres (fillfactor, autovacuum): the server's own apply")
-    .action(async (options: { module?: string; control?: boolean; engine: Engine; table?: string[]; slotTable?: boolean; queueStorage: boolean }) => {
-      if (options.module === undefined && options.control !== true)
-        throw new CliError(ExitCode.usage, "name what to print: --module <path> (its tables), --control (the control table), or both");
+    .action(async (options: { module?: string; control?: boolean; workflows?: boolean; engine: Engine; table?: string[]; slotTable?: boolean; queueStorage: boolean }) => {
+      if (options.module === undefined && options.control !== true && options.workflows !== true)
+        throw new CliError(ExitCode.usage, "name what to print: --module <path> (its tables), --control (the control table), --workflows (the workflow table), or several");
       const blocks = [];
       if (options.module !== undefined) {
         // `--no-queue-storage`: none; else each engine's defaults.
@@ -32,6 +33,12 @@ export function ddlCommand(): Command {
         blocks.push(await ddlText(options.module, options.engine, options.table ?? [], tableOptions));
       }
       if (options.control === true) blocks.push(controlDdlText(options.engine));
+      if (options.workflows === true)
+        blocks.push(
+          `-- the workflow table (workflow runs and their steps)\n${workflowTableSql(options.engine)
+            .map((s) => `${s};\n`)
+            .join("")}`,
+        );
       process.stdout.write(blocks.join("\n"));
     });
 }

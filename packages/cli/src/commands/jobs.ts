@@ -33,6 +33,7 @@ function jobText(job: ShownJob): string {
   if ("leaseUntil" in job) show("lease until", job.leaseUntil);
   if ("processedAt" in job) show("processed at", job.processedAt);
   if ("lastError" in job) show("last error", job.lastError);
+  show("held by", "holder" in job ? job.holder : "cannot be seen from outside (advisory keys on SQLite live in the application's process)");
   for (const key of ["headers", "result", "progress"] as const) if (key in job) show(key, job[key]);
   for (const [name, value] of Object.entries(job.columns)) show(name, value);
   if (job.payload !== undefined) {

@@ -1,5 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import { dialectFor, type RawRow } from "@sqlinbox/kysely-dialects/internal";
+import { advisoryKeyOf, dialectFor, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import { operatorFor } from "@sqlinbox/kysely-dialects/operator";
 import type { OpenedDatabase } from "../connect.js";
 import type { QueueTable } from "../queue-tables.js";
@@ -18,6 +18,12 @@ export interface ShownJob {
   readonly runAt?: string | null;
   readonly leaseUntil?: string | null;
   readonly processedAt?: string | null;
+  /**
+   * Who holds the job in work, in words, where the form tells: the lease (its deadline is the
+   * worker's token) and when it runs out; a session's row lock or advisory key. `null` when nothing
+   * holds it; absent where it cannot be seen from outside (advisory keys on SQLite).
+   */
+  readonly holder?: string | null;
   readonly lastError?: unknown;
   readonly headers?: unknown;
   readonly result?: unknown;
@@ -51,7 +57,7 @@ const parsedJson = (value: unknown): unknown => {
 };
 
 /** The job built from its row: the role columns named, the other columns plain, the times as ISO-8601. */
-function shown(opened: OpenedDatabase, spec: InboxDescription, row: RawRow, state: ListedJob["state"]): ShownJob {
+function shown(opened: OpenedDatabase, spec: InboxDescription, row: RawRow, state: ListedJob["state"], holder?: string | null): ShownJob {
   const { time } = dialectFor(opened.engine);
   const at = (name: string | undefined) => (name === undefined ? undefined : row[name] === null ? null : (time.decode(row[name])?.toISOString() ?? String(row[name])));
   // The role columns are named below: `columns` holds the others.
@@ -78,6 +84,7 @@ function shown(opened: OpenedDatabase, spec: InboxDescription, row: RawRow, stat
     ...(spec.retryAfter === undefined ? {} : { runAt: at(spec.retryAfter.name) }),
     ...(spec.lease === undefined ? {} : { leaseUntil: at(spec.lease.name) }),
     ...(spec.processedAt === undefined ? {} : { processedAt: at(spec.processedAt.name) }),
+    ...(holder === undefined ? {} : { holder }),
     columns,
     ...(payload === undefined ? {} : { payload: payload.text, ...(payload.bytes === undefined ? {} : { payloadBytes: payload.bytes }) }),
   };
@@ -99,7 +106,7 @@ export async function showJob(opened: OpenedDatabase, table: QueueTable, id: str
     for (const place of table.deadLetters) {
       if (place.kind !== "table") continue;
       const dead = (await opened.db.executeQuery(ops.peekDeadLetters(spec, place, 1, [id]))).rows[0];
-      if (dead !== undefined) return shown(opened, place.destination, dead, "deadLettered");
+      if (dead !== undefined) return shown(opened, place.destination, dead, "deadLettered", null);
     }
     return undefined;
   }
@@ -108,11 +115,19 @@ export async function showJob(opened: OpenedDatabase, table: QueueTable, id: str
     return value !== null && value.getTime() > now.getTime();
   };
   const deadGroups = new Set(table.deadLetters.flatMap((p) => (p.kind === "group" ? [p.deadGroup] : [])));
-  let state: ListedJob["state"];
-  if (spec.processedAt !== undefined && row[spec.processedAt.name] !== null) state = "done";
-  else if (spec.group !== undefined && deadGroups.has(String(row[spec.group.name]))) state = "deadLettered";
-  else if (ahead(spec.lease?.name)) state = "running";
-  else if (ahead(spec.retryAfter?.name)) state = "scheduled";
-  else state = (await heldIds(opened, spec, [row])).size > 0 ? "running" : "waiting";
-  return shown(opened, spec, row, state);
+  const outside = spec.form === "advisory" && dialectFor(opened.engine).capabilities.advisoryLocks !== "session";
+  if (spec.processedAt !== undefined && row[spec.processedAt.name] !== null) return shown(opened, spec, row, "done", null);
+  if (spec.group !== undefined && deadGroups.has(String(row[spec.group.name]))) return shown(opened, spec, row, "deadLettered", null);
+  if (ahead(spec.lease?.name)) return shown(opened, spec, row, "running", leaseHolder(spec, time.decode(row[spec.lease!.name])!));
+  if (ahead(spec.retryAfter?.name)) return shown(opened, spec, row, "scheduled", null);
+  if ((await heldIds(opened, spec, [row])).size > 0) return shown(opened, spec, row, "running", sessionHolder(spec, row));
+  // Advisory keys on SQLite live in the application's process: whether one is held cannot be read here.
+  return shown(opened, spec, row, "waiting", outside ? undefined : null);
 }
+
+/** The lease's holder: the worker whose token is the deadline in the lease column, until then. */
+const leaseHolder = (spec: InboxDescription, until: Date): string => `a worker's lease (${spec.lease?.name} holds its token), until ${until.toISOString()}`;
+
+/** A row-lock or advisory holder: a database session, as the running probes find it. */
+const sessionHolder = (spec: InboxDescription, row: RawRow): string =>
+  spec.form === "advisory" ? `a session holds its advisory key "${advisoryKeyOf(spec, row)}"` : "a session holds its row lock (a claim's open transaction)";

@@ -1,9 +1,10 @@
 import { dialectFor } from "@sqlinbox/kysely-dialects";
 import { deliveredAttempt } from "@sqlinbox/kysely-dialects/internal";
 import { hasHeads, operatorFor, waitingOf } from "@sqlinbox/kysely-dialects/operator";
-import type { AttemptBucket, DeadLetterTarget, ExpiringLease, GroupStatus, TableStatus } from "@sqlinbox/dashboard";
+import type { AttemptBucket, CappedCount, DeadLetterTarget, ExpiringLease, GroupStatus, TableStatus } from "@sqlinbox/dashboard";
 import type { OpenedDatabase } from "../connect.js";
 import type { QueueTable } from "../queue-tables.js";
+import { type CountPlan, DEFAULT_COUNTING, planCounts, readCappedCounts, type StatusCounting } from "./capped.js";
 import { countInWork, groupKey } from "./in-work.js";
 import { readLimits } from "./limits.js";
 import { readSettled } from "./settled.js";
@@ -18,6 +19,8 @@ export interface StatusOptions {
   /** Leases that run out within this many milliseconds are listed. */
   readonly expiringWithinMs: number;
   readonly expiringLimit: number;
+  /** When a table counts as large, and how far each of its counts reads (`DEFAULT_COUNTING`). */
+  readonly counting?: StatusCounting;
 }
 
 /**
@@ -31,28 +34,37 @@ export async function readTableStatus(opened: OpenedDatabase, table: QueueTable,
   const { now } = options;
   const exec = async (query: Parameters<typeof opened.db.executeQuery>[0]) => (await opened.db.executeQuery(query)).rows as Record<string, unknown>[];
 
-  const counts = await exec(ops.countByState({ spec, createdAt: table.createdAt }, now));
+  const plan = await planCounts(opened, table, options.counting ?? DEFAULT_COUNTING);
+  const capped = plan.kind === "capped" ? await readCappedCounts(opened, table, plan, now) : null;
+  const atLeast = new Set<CappedCount>(capped?.atLeast ?? []);
+  const counts = capped?.counts ?? (await exec(ops.countByState({ spec, createdAt: table.createdAt }, now)));
   const deadGroups = new Set(table.deadLetters.flatMap((p) => (p.kind === "group" ? [p.deadGroup] : [])));
   const live = counts.filter((r) => !deadGroups.has(groupKey(r.grp)));
 
   const dead = new Map<string, number>();
   for (const place of table.deadLetters) {
-    for (const row of await exec(ops.countDeadLetters(spec, place))) {
+    const query = plan.kind === "capped" ? ops.cappedCountDeadLetters(spec, place, plan.cap) : ops.countDeadLetters(spec, place);
+    let placeRows = 0;
+    for (const row of await exec(query)) {
       const group = place.kind === "group" ? place.group : spec.group === undefined ? "" : groupKey(row.grp);
       dead.set(group, (dead.get(group) ?? 0) + n(row.rows));
+      placeRows += n(row.rows);
     }
+    if (plan.kind === "capped" && placeRows >= plan.cap) atLeast.add("dead");
   }
 
   const claimable = new Map(live.map((r) => [groupKey(r.grp), n(r.claimable)]));
-  const inWork = await countInWork(opened, table, claimable, now);
+  const inWork = await countInWork(opened, table, claimable, now, plan.kind === "capped" ? { cap: plan.cap, sampleFull: atLeast.has("ready") } : undefined);
+  if (inWork !== null && "atLeast" in inWork && inWork.atLeast) atLeast.add("inWork");
   const notes: string[] = [];
+  if (plan.kind === "capped") notes.push(cappedNote(plan, atLeast));
   if (inWork !== null && "unknown" in inWork) notes.push(inWork.unknown);
   if (table.createdAt === undefined) notes.push("oldest: unknown (the table has no created_at column)");
   if (table.deadLetters.length === 0) notes.push("dead letters: none declared (--module deadLetters, --dead-letter-table or --dead-letter-group)");
 
   const histogram = new Map<string, AttemptBucket[]>();
   if (spec.attempt !== undefined) {
-    for (const row of await exec(ops.attemptHistogram(spec))) {
+    for (const row of capped?.histogram ?? (await exec(ops.attemptHistogram(spec)))) {
       const g = groupKey(row.grp);
       if (deadGroups.has(g)) continue;
       // Attempts made: what a delivery of the row reads (deliveredAttempt: a row never claimed holds 1
@@ -83,8 +95,15 @@ export async function readTableStatus(opened: OpenedDatabase, table: QueueTable,
   });
 
   const expiring: ExpiringLease[] = [];
-  if (spec.lease !== undefined) {
-    for (const row of await exec(ops.expiringLeases(spec, now, new Date(now.getTime() + options.expiringWithinMs), options.expiringLimit))) {
+  // A sample with no live lease has none that runs out: a large table skips the second read of its sample.
+  const sampledLeases = capped === null || counts.some((r) => n(r.leased) > 0);
+  if (spec.lease !== undefined && sampledLeases) {
+    const horizon = new Date(now.getTime() + options.expiringWithinMs);
+    const query =
+      plan.kind === "capped"
+        ? ops.sampledExpiringLeases({ spec, createdAt: table.createdAt }, now, horizon, options.expiringLimit, plan.cap)
+        : ops.expiringLeases(spec, now, horizon, options.expiringLimit);
+    for (const row of await exec(query)) {
       const until = time.decode(row.locked_until) ?? now;
       expiring.push({
         id: String(row.id),
@@ -121,5 +140,16 @@ export async function readTableStatus(opened: OpenedDatabase, table: QueueTable,
     ),
     notes,
     ...(limits === undefined ? {} : { limits }),
+    ...(plan.kind === "capped" ? { capped: { cap: plan.cap, estimatedRows: plan.estimatedRows, atLeast: CAPPED_ORDER.filter((c) => atLeast.has(c)) } } : {}),
   };
+}
+
+const CAPPED_ORDER: readonly CappedCount[] = ["ready", "waiting", "inWork", "delayed", "done", "dead", "oldestAgeMs", "attempts", "expiringLeases"];
+
+/** What a capped read did, in words: the estimate, the cap, and which numbers are lower bounds. */
+function cappedNote(plan: Extract<CountPlan, { kind: "capped" }>, atLeast: ReadonlySet<CappedCount>): string {
+  const cap = plan.cap.toLocaleString("en-US");
+  const head = `large table (about ${plan.estimatedRows.toLocaleString("en-US")} rows by its ids): each count read through an index, up to ${cap} rows`;
+  if (atLeast.size === 0) return `${head}; none reached it, so every number is exact`;
+  return `${head}; a number shown with + reached it and is a lower bound (${CAPPED_ORDER.filter((c) => atLeast.has(c)).join(", ")}); the rows not done are told apart among the first ${cap} in claim order`;
 }

@@ -1,4 +1,4 @@
-import type { AttemptBucket, StatusReport, TableStatus } from "@sqlinbox/dashboard";
+import type { AttemptBucket, CappedCount, StatusReport, TableStatus } from "@sqlinbox/dashboard";
 import { count, duration, textTable } from "./text-table.js";
 
 const FORM_LABEL = { lease: "lease", rowLock: "row lock", advisory: "advisory" } as const;
@@ -11,9 +11,15 @@ function engineLabel(report: Pick<StatusReport, "engine" | "server">): string {
   return /^MariaDB\b/i.test(report.server ?? "") ? "mariadb" : report.engine;
 }
 
-/** `1:40 2:3 5:1`: rows per attempt count. */
-function attemptsText(buckets: readonly AttemptBucket[]): string {
-  return buckets.length === 0 ? "—" : buckets.map((b) => `${b.attempt}:${b.rows}`).join(" ");
+/** `1:40 2:3 5:1`: rows per attempt count; `+` after it when the histogram is of a large table's sample. */
+function attemptsText(buckets: readonly AttemptBucket[], sampled = false): string {
+  return buckets.length === 0 ? "—" : `${buckets.map((b) => `${b.attempt}:${b.rows}`).join(" ")}${sampled ? " (+)" : ""}`;
+}
+
+/** A count as `count` shows it, or `10,000+` when a large table's count reached its cap and is a lower bound. */
+function countOf(table: TableStatus, field: CappedCount) {
+  const capped = new Set(table.capped?.atLeast ?? []);
+  return (n: number | null): string => (n !== null && capped.has(field) ? `${n.toLocaleString("en-US")}+` : count(n));
 }
 
 function deadLetterText(table: TableStatus): string {
@@ -30,27 +36,40 @@ export function statusText(report: StatusReport, expiringWithinMs: number): stri
     const grouped = table.groups.some((g) => g.group !== null);
     // Only a fifo table has rows waiting behind their group's head: other tables keep their columns.
     const fifo = table.totals.waiting !== null;
+    const ready = countOf(table, "ready");
+    const waiting = countOf(table, "waiting");
+    const inWork = countOf(table, "inWork");
+    const delayed = countOf(table, "delayed");
+    const dead = countOf(table, "dead");
+    const done = countOf(table, "done");
+    const atLeast = new Set(table.capped?.atLeast ?? []);
+    const age = (ms: number | null) => `${duration(ms)}${ms !== null && atLeast.has("oldestAgeMs") ? "+" : ""}`;
     const rows = table.groups.map((g) => [
       ...(grouped ? [g.group ?? ""] : []),
-      count(g.ready),
-      ...(fifo ? [count(g.waiting)] : []),
-      count(g.inWork),
-      count(g.delayed),
-      count(g.dead),
-      count(g.done),
-      duration(g.oldestAgeMs),
-      attemptsText(g.attempts),
+      ready(g.ready),
+      ...(fifo ? [waiting(g.waiting)] : []),
+      inWork(g.inWork),
+      delayed(g.delayed),
+      dead(g.dead),
+      done(g.done),
+      age(g.oldestAgeMs),
+      attemptsText(g.attempts, atLeast.has("attempts")),
     ]);
     if (grouped && table.groups.length > 1) {
       const t = table.totals;
-      rows.push(["(all)", count(t.ready), ...(fifo ? [count(t.waiting)] : []), count(t.inWork), count(t.delayed), count(t.dead), count(t.done), duration(t.oldestAgeMs), ""]);
+      rows.push(["(all)", ready(t.ready), ...(fifo ? [waiting(t.waiting)] : []), inWork(t.inWork), delayed(t.delayed), dead(t.dead), done(t.done), age(t.oldestAgeMs), ""]);
     }
     if (rows.length === 0) rows.push([...(grouped ? [""] : []), "0", ...(fifo ? ["0"] : []), "0", "0", count(table.totals.dead), count(table.totals.done), "—", "—"]);
     parts.push(textTable([...(grouped ? ["GROUP"] : []), "READY", ...(fifo ? ["WAITING"] : []), "IN WORK", "DELAYED", "DEAD", "DONE", "OLDEST", "ATTEMPTS MADE (n:rows)"], rows));
     if (table.form === "lease") {
-      if (table.expiringLeases.length === 0) parts.push(`No lease runs out in the next ${duration(expiringWithinMs)}.`);
-      else {
-        parts.push(`Leases running out in the next ${duration(expiringWithinMs)}:`);
+      if (table.expiringLeases.length === 0) {
+        parts.push(
+          `No lease runs out in the next ${duration(expiringWithinMs)}${atLeast.has("expiringLeases") ? ` among the first ${count(table.capped?.cap ?? null)} rows not done` : ""}.`,
+        );
+      } else {
+        parts.push(
+          `Leases running out in the next ${duration(expiringWithinMs)}${atLeast.has("expiringLeases") ? ` (among the first ${count(table.capped?.cap ?? null)} rows not done)` : ""}:`,
+        );
         parts.push(
           textTable(
             ["ID", ...(grouped ? ["GROUP"] : []), "ATTEMPT", "EXPIRES IN", "LOCKED UNTIL"],

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from "vitest";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -117,6 +118,25 @@ export async function createQueue(
   ];
   await sql.raw(`create table ${name} (${cols.join(", ")})`).execute(t.db);
   return name;
+}
+
+/**
+ * Registers the hooks of a describe block on one database: opened before its tests (`onOpen`
+ * receives it), and after them every table pushed into `tables` dropped and the database closed.
+ */
+export function useTestDatabase(open: () => Promise<TestDatabase>, onOpen: (t: TestDatabase) => void): { readonly tables: string[] } {
+  const tables: string[] = [];
+  let t: TestDatabase | undefined;
+  beforeAll(async () => {
+    t = await open();
+    onOpen(t);
+  });
+  afterAll(async () => {
+    if (t === undefined) return;
+    await dropTables(t, ...tables);
+    await t.close();
+  });
+  return { tables };
 }
 
 export async function dropTables(t: TestDatabase, ...names: string[]): Promise<void> {

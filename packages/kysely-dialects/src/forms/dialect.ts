@@ -1,6 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import type { EngineCapabilities, FoundColumn, RawRow, TimeCodec } from "../types.js";
 import { controlStatements, type ControlStatements } from "../statements/control.js";
+import { workflowStatements, type WorkflowStatements } from "../statements/workflow.js";
 import { createTableQueries, type ExtendTable, type TableOptions, type TableStatements } from "../statements/create-table.js";
 import { readFoundColumns } from "../shared/schema-check.js";
 import { checkVersionFloor } from "../shared/server-version.js";
@@ -38,6 +39,8 @@ export interface EngineDialect {
   readonly deadLetter: DeadLetterStatements;
   /** Pauses and cancel requests in the control table; a row not in work taken out of its queue. */
   readonly control: ControlStatements;
+  /** sqlinbox's own table of workflow runs: their steps' states and results. */
+  readonly workflow: WorkflowStatements;
   readonly schema: SchemaStatements;
   readonly observe: ObserveStatements;
   /** Caps on work in progress and rate limits (`InboxQueue.maxInWork`, `InboxQueue.rateLimit`). */
@@ -99,6 +102,7 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
     }),
     deadLetter: deadLetterStatements(engine),
     control: controlStatements(engine.statements, engine.tableTypes),
+    workflow: workflowStatements(engine.statements, engine.tableTypes),
     schema: engine.schema,
     flow: flowStatements(engine),
     jobs: jobStatements(engine),

@@ -19,6 +19,10 @@ export type OneStatementClaim = (ctx: StatementContext, spec: InboxDescription, 
 export interface SessionLockStatements {
   tryLock(key: string, database: string): CompiledQuery<{ locked: unknown }>;
   unlock(key: string, database: string): CompiledQuery;
+  /** Tries every key's lock without waiting, in one statement: one row whose column `"i"` answers for `keys[i]` (taken: true or 1). */
+  tryLockMany(keys: readonly string[], database: string): CompiledQuery<RawRow>;
+  /** Releases every key's lock in one statement: one row whose column `"i"` answers for `keys[i]` (it was held: true or 1). */
+  unlockMany(keys: readonly string[], database: string): CompiledQuery<RawRow>;
 }
 
 /**

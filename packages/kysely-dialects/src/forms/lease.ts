@@ -7,8 +7,8 @@ import { selectClaimableQuery } from "../statements/claimable.js";
 import { lockFifoGroupQuery } from "../statements/fifo-head.js";
 import { ackManyQuery, heldShape, releaseUnstartedQuery, selectHeldQuery } from "../statements/held-leases.js";
 import { extendQuery, readLeasesQuery } from "../statements/lease-extend.js";
-import { selectCrowdedQuery } from "../statements/order-key-head.js";
-import { compiled } from "../statements/query-db.js";
+import { fifoRuleApplies, selectCrowdedQuery } from "../statements/order-key-head.js";
+import { col, compiled } from "../statements/query-db.js";
 import { ackQuery, ackWithResultQuery, leaseRetryQuery, leaseSnoozeQuery, progressQuery } from "../statements/settle.js";
 import { claimOptionsOf, claimShapeKey, claimValues, StatementShapes } from "../statements/shapes.js";
 import type { EngineTraits } from "./engine-traits.js";
@@ -35,6 +35,13 @@ export interface LeaseStatements {
   lockFifoGroup(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow>;
   /** `SELECT … FOR UPDATE SKIP LOCKED` of claimable rows (the first half of a two-statement claim). */
   selectClaimable(spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow>;
+  /**
+   * Whether a claim would find a row: the id of the first claimable row (`LIMIT 1`), read without a
+   * lock and outside a transaction, so one round trip. An idle subscription runs it in place of a
+   * two-statement claim's transaction (three round trips), and claims only once it returns a row. Not for a
+   * fifo table, whose head rule counts the rows the claim's transaction locked.
+   */
+  probeClaimable(spec: InboxDescription, options: Omit<ClaimOptions, "limit">): CompiledQuery<RawRow>;
   /** Writes the deadline and counts the attempt on the selected rows (the second half). */
   stampClaimed(spec: InboxDescription, ids: readonly unknown[], until: Date, precision: number): CompiledQuery;
   /** Moves every lease in `leases` to `until` in one statement; each row only while it still holds its token. Returns the extended ids where the engine can. */
@@ -98,6 +105,14 @@ export function leaseStatements(engine: EngineTraits): LeaseStatements {
             ),
     selectClaimable: (spec: InboxDescription, options: ClaimOptions): CompiledQuery<RawRow> =>
       shapes.fill(spec, claimShapeKey("select", options), claimValues(options), (c, v) => compiled(selectClaimableQuery(c, spec, claimOptionsOf(v, options), { lock }))),
+    probeClaimable: (spec: InboxDescription, options: Omit<ClaimOptions, "limit">): CompiledQuery<RawRow> => {
+      // A fifo table's head rule needs the count of rows the claim's transaction locked: the runtime does not probe those.
+      if (fifoRuleApplies(spec, options)) notOnEngine(ctx.capabilities.engine, "lease.probeClaimable", "a fifo table's claim counts the group's locked rows first (lockFifoGroup)");
+      const probe = { ...options, limit: 1 };
+      return shapes.fill(spec, claimShapeKey("probe", probe), claimValues(probe), (c, v) =>
+        compiled(selectClaimableQuery(c, spec, claimOptionsOf(v, options), { lock: "none", columns: [col(spec, spec.id.name)] })),
+      );
+    },
     stampClaimed: (spec: InboxDescription, ids: readonly unknown[], until: Date, precision: number) =>
       shapes.fill(spec, `stamp|${ids.length}|${precision}`, { ids, until }, (c, v) => stampPickedQuery(c, spec, v.ids, { until: v.until, precision })),
     lockFifoGroup: (spec: InboxDescription, options: ClaimOptions) => lockFifoGroupQuery(ctx, spec, options, oneStatement !== "select then stamp"),

@@ -39,6 +39,20 @@ export function countDeadLettersQuery(ctx: StatementContext, source: InboxDescri
 }
 
 /**
+ * `countDeadLetters` up to `cap` rows (`grp`, `rows`): a dead-letter table's rows in id order (its
+ * primary key), a dead group's rows through the index its group column leads. For a large table's
+ * status: a count that reaches the cap reads "at least".
+ */
+export function cappedCountDeadLettersQuery(ctx: StatementContext, source: InboxDescription, place: DeadLetterPlace, cap: number): CompiledQuery<RawRow> {
+  const { spec, query } = deadLetters(ctx.db, source, place);
+  const group = spec.group;
+  const picked = query.select((eb: Eb) => [group === undefined ? eb.lit(null).as("grp") : eb.ref(group.name).as("grp")]);
+  const bounded = (place.kind === "table" ? picked.orderBy(spec.id.name) : picked).limit(cap).as("dead");
+  const counted = (ctx.db as QueryDb).selectFrom(bounded).select((eb: Eb) => [eb.ref("grp").as("grp"), eb.fn.countAll().as("rows")]);
+  return compiled(counted.groupBy("grp"));
+}
+
+/**
  * The ids of one chunk of a retry, in id order, locked with `FOR UPDATE` until its transaction
  * ends so two retries never move one row twice (no lock clause on SQLite, whose writer is alone).
  */
@@ -62,8 +76,9 @@ export function copiedColumns(source: InboxDescription, destination: InboxDescri
  * The statements that move dead letters back, run in order in one transaction so a crash
  * neither loses nor duplicates a row:
  * - a table: an insert-select copies the `copiedColumns` of the given ids into the source, then
- *   a delete removes those ids from the destination; the source's defaults fill the rest (a new
- *   id, the attempt, no lease, no retryAfter, not processed);
+ *   a delete removes those ids from the destination; the source's defaults fill the rest (the
+ *   attempt, no lease, no retryAfter, not processed). The row keeps the dead letter's id when the
+ *   destination generates none (it is then the source's own id, copied by the move), else gets a new one;
  * - a group: one update of the given ids still in the dead group sets the group back, the
  *   attempt to its column's default, and clears lease, retryAfter and processedAt.
  */
@@ -90,13 +105,16 @@ export function retryDeadLettersQueries(
       table: source.table,
     });
   }
+  // A dead-letter table that generates no id of its own holds the source's: the row goes back under
+  // it, so what knows the job by its id (a workflow's step) finds it again.
+  const keepId = !destination.id.generated && !columns.includes(source.id.name);
   const insert = ctx.db
     .insertInto(source.table)
-    .columns(columns)
+    .columns(keepId ? [source.id.name, ...columns] : columns)
     .expression(
       ctx.db
         .selectFrom(destination.table)
-        .select(columns)
+        .select(keepId ? [destination.id.name, ...columns] : columns)
         .where(destination.id.name, "in", [...ids])
         .orderBy(destination.id.name),
     );

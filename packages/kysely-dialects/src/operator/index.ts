@@ -12,7 +12,8 @@ import type { EngineTraits } from "../forms/engine-traits.js";
 import { traitsOf } from "../forms/dialect.js";
 import { dialectFor } from "../index.js";
 import type { Engine } from "../types.js";
-import { countDeadLettersQuery, lockDeadLetterIdsQuery, peekDeadLettersQuery, purgeDeadLettersQuery, retryDeadLettersQueries } from "./dead-letter.js";
+import { cappedCountDeadLettersQuery, countDeadLettersQuery, lockDeadLetterIdsQuery, peekDeadLettersQuery, purgeDeadLettersQuery, retryDeadLettersQueries } from "./dead-letter.js";
+import { cappedDoneQuery, rowSpanQuery, sampledExpiringLeasesQuery, sampledStateQuery } from "./capped-status.js";
 import { advisoryCandidatesQuery, lockableProbeQuery } from "./probe.js";
 import { countRowsQuery, peekQuery, purgeQuery } from "./rows-by-state.js";
 import { attemptHistogramQuery, countByStateQuery, expiringLeasesQuery } from "./status.js";
@@ -31,13 +32,17 @@ function statements(engine: EngineTraits): OperatorStatements {
   const { operator } = engine;
   const engineName = ctx.capabilities.engine;
   const held = operator.heldAdvisoryKeys;
+  // Where processedAt sits in the claim index (no partial index), a large table's reads order by it too.
+  const { partialIndexes } = engine.tableTypes;
   const built: OperatorStatements = {
     countByState: (table, now) => countByStateQuery(ctx, table, now),
     attemptHistogram: (spec) => attemptHistogramQuery(ctx, spec),
     expiringLeases: (spec, now, until, limit) => expiringLeasesQuery(ctx, spec, now, until, limit),
-    lockableProbe: (spec, now) =>
-      ctx.capabilities.rowLock ? lockableProbeQuery(ctx, spec, now) : notOnEngine(engineName, "operator.lockableProbe", "it has no row locks (capabilities.rowLock is false)"),
-    advisoryCandidates: (spec, now, limit) => advisoryCandidatesQuery(ctx, spec, now, limit),
+    lockableProbe: (spec, now, limit) =>
+      ctx.capabilities.rowLock
+        ? lockableProbeQuery(ctx, spec, now, limit, partialIndexes)
+        : notOnEngine(engineName, "operator.lockableProbe", "it has no row locks (capabilities.rowLock is false)"),
+    advisoryCandidates: (spec, now, limit, order) => advisoryCandidatesQuery(ctx, spec, now, limit, order ?? "id", partialIndexes),
     heldAdvisoryKeys: (keys, database) =>
       held === "process registry"
         ? notOnEngine(engineName, "operator.heldAdvisoryKeys", 'advisory keys live in the application\'s process (capabilities.advisoryLocks is "process")')
@@ -53,6 +58,11 @@ function statements(engine: EngineTraits): OperatorStatements {
     idHighWater: (spec) =>
       spec.id.generated ? operator.idHighWater(spec) : notForTable("operator.idHighWater", "a generated id column (the application writes its ids)", { table: spec.table }),
     countProcessedBetween: (spec, from, to) => countProcessedBetweenQuery(ctx, spec, from, to),
+    rowSpan: (spec) => rowSpanQuery(ctx, spec),
+    sampledState: (table, now, cap) => sampledStateQuery(ctx, table, now, cap, partialIndexes),
+    cappedDone: (spec, cap) => cappedDoneQuery(ctx, spec, cap),
+    sampledExpiringLeases: (table, now, until, limit, cap) => sampledExpiringLeasesQuery(ctx, table, now, until, limit, cap, partialIndexes),
+    cappedCountDeadLetters: (source, place, cap) => cappedCountDeadLettersQuery(ctx, source, place, cap),
   };
   return Object.freeze(built);
 }

@@ -56,13 +56,17 @@ export interface OperatorStatements {
   /** Live leases that run out before `until`, soonest first: `id`, `grp`, `locked_until`, `attempt`. For a table with a lease column. */
   expiringLeases(spec: InboxDescription, now: Date, until: Date, limit: number): CompiledQuery<RawRow>;
   /**
-   * Row lock: the claimable-by-state rows a `FOR UPDATE SKIP LOCKED` probe can take (`id`, `grp`).
+   * Row lock: the claimable-by-state rows a `FOR UPDATE SKIP LOCKED` probe can take (`id`, `grp`);
+   * with `limit`, the first that many in claim order (a large table's probe).
    * Run it in a transaction and roll back; the claimable rows it cannot take are in work. Where
    * the engine locks rows (`capabilities.rowLock`: not SQLite).
    */
-  lockableProbe(spec: InboxDescription, now: Date): CompiledQuery<RawRow>;
-  /** Advisory: the claimable-by-state rows with the columns their keys are made of (`id`, `grp`, key columns). */
-  advisoryCandidates(spec: InboxDescription, now: Date, limit: number): CompiledQuery<RawRow>;
+  lockableProbe(spec: InboxDescription, now: Date, limit?: number): CompiledQuery<RawRow>;
+  /**
+   * Advisory: the claimable-by-state rows with the columns their keys are made of (`id`, `grp`, key
+   * columns), in id order or (a large table) in claim order.
+   */
+  advisoryCandidates(spec: InboxDescription, now: Date, limit: number, order?: "id" | "claim"): CompiledQuery<RawRow>;
   /**
    * Advisory: which of `keys` (at least one) some session holds right now; one row `{ key }` per
    * held key, `key` as given. Where locks live in the server session (`capabilities.advisoryLocks`
@@ -99,6 +103,20 @@ export interface OperatorStatements {
   idHighWater(spec: InboxDescription): CompiledQuery<RawRow>;
   /** One row `{ rows }`: the rows whose processedAt falls in `(from, to]`. For a table with a processedAt column. */
   countProcessedBetween(spec: InboxDescription, from: Date, to: Date): CompiledQuery<RawRow>;
+  /** One row `{ lo, hi }`: the smallest and largest id (both ends of the primary key), from which a status estimates a table's rows. */
+  rowSpan(spec: InboxDescription): CompiledQuery<RawRow>;
+  /**
+   * A large table's `countByState`: the same columns over the first `cap` rows not done in claim
+   * order (through the claim index), `done` 0, one row per group and attempt (`attempt`), plus
+   * `sampled` (the rows each stands for; the sample holds at most `cap`, and below it the counts are exact).
+   */
+  sampledState(table: OperatorTable, now: Date, cap: number): CompiledQuery<RawRow>;
+  /** Done rows per group, at most `cap` in all, in processedAt order: `grp`, `rows`. For a table with a processedAt column. */
+  cappedDone(spec: InboxDescription, cap: number): CompiledQuery<RawRow>;
+  /** `expiringLeases` among `sampledState`'s rows. */
+  sampledExpiringLeases(table: OperatorTable, now: Date, until: Date, limit: number, cap: number): CompiledQuery<RawRow>;
+  /** `countDeadLetters` over at most `cap` dead letters. */
+  cappedCountDeadLetters(source: InboxDescription, place: DeadLetterPlace, cap: number): CompiledQuery<RawRow>;
   /** Deletes dead letters: all of them, or the given ids. */
   purgeDeadLetters(source: InboxDescription, place: DeadLetterPlace, ids?: readonly unknown[]): CompiledQuery;
 }

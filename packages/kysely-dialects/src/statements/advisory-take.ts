@@ -3,6 +3,7 @@ import type { CompiledQuery } from "kysely";
 import type { RawRow } from "../types.js";
 import { describedColumns, whereClaimable } from "./claimable.js";
 import { col, compiled, type Eb, type QueryDb, type StatementContext, tableRef } from "./query-db.js";
+import { idListMatch, type Whole } from "./shapes.js";
 
 /**
  * Takes a row whose key this session has just locked: counts its attempt, only while the row is
@@ -44,4 +45,47 @@ export function takeQuery(ctx: StatementContext, spec: InboxDescription, id: unk
 export function takenRowQuery(ctx: StatementContext, spec: InboxDescription, id: unknown): CompiledQuery<RawRow> {
   const db: QueryDb = ctx.db;
   return compiled(db.selectFrom(tableRef(spec)).select(describedColumns(spec)).where(col(spec, spec.id.name), "=", id));
+}
+
+/**
+ * Takes the rows of a batch claim whose keys this session has just locked, in one statement: counts
+ * each one's attempt while it is still claimable (a row finished by another session between the
+ * candidate read and the lock is left alone). Where the engine has `UPDATE … RETURNING` the rows
+ * come back as counted; elsewhere `takenRowsQuery` reads them back on the same session.
+ *
+ * ```sql postgres:advisory.takeMany(rich, three ids)
+ * update "jobs" set "attempt" = "attempt" + 1 where "id" = any($1)
+ *   and ("jobs"."processed_at" is null and ("jobs"."retry_after" is null or "jobs"."retry_after" <= $2))
+ *   returning "id", "attempt", "payload", "retry_after", "processed_at", "customer_id"
+ * ```
+ */
+export function takeManyQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[] | Whole<unknown>, now: Date): CompiledQuery<RawRow> {
+  const attempt = spec.attempt?.name;
+  const update = ctx.db
+    .updateTable(tableRef(spec))
+    .set((eb: Eb) => (attempt !== undefined ? { [attempt]: eb(attempt, "+", eb.lit(1)) } : { [spec.id.name]: eb.ref(spec.id.name) }))
+    .where((eb: Eb) => idListMatch(eb, spec.id.name, ids));
+  const take = whereClaimable(ctx, spec, { now }, update);
+  return ctx.capabilities.updateReturning ? compiled(take.returning(spec.columns.map((c) => c.name))) : compiled(take);
+}
+
+/**
+ * The rows a batch take just counted, read back on the session that holds their keys (MySQL/MariaDB):
+ * the locks keep every other take off them, and the take changed nothing that makes a row claimable,
+ * so the rows still claimable as of the take's `now` are exactly the rows it counted; a row the take
+ * found finished reads as not claimable and is left out.
+ *
+ * ```sql mysql:advisory.readTakenMany(rich, three ids)
+ * select `jobs`.`id`, `jobs`.`attempt`, `jobs`.`payload`, `jobs`.`retry_after`, `jobs`.`processed_at`, `jobs`.`customer_id`
+ *   from `jobs` where `id` in (?, ?, ?)
+ *   and (`jobs`.`processed_at` is null and (`jobs`.`retry_after` is null or `jobs`.`retry_after` <= ?))
+ * ```
+ */
+export function takenRowsQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[] | Whole<unknown>, now: Date): CompiledQuery<RawRow> {
+  const db: QueryDb = ctx.db;
+  const select = db
+    .selectFrom(tableRef(spec))
+    .select(describedColumns(spec))
+    .where((eb: Eb) => idListMatch(eb, spec.id.name, ids));
+  return compiled(whereClaimable(ctx, spec, { now }, select));
 }

@@ -1,7 +1,7 @@
 import { SqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import { sql, type CompiledQuery, type Expression, type SqlBool } from "kysely";
 import type { RawRow } from "../types.js";
-import { col, COMPARE_PRECISION, compiled, type Eb, type StatementContext, tableRef } from "./query-db.js";
+import { col, COMPARE_PRECISION, compiled, type Eb, probeLock, type StatementContext, tableRef } from "./query-db.js";
 
 /**
  * The rows a page of `jobs.list` reads, as SQL over the row's own columns (the runtime tells the
@@ -137,9 +137,9 @@ export function deadLetterListQuery(ctx: StatementContext, destination: InboxDes
 }
 
 /**
- * Row lock: of the page's rows, those no transaction holds. `FOR UPDATE SKIP LOCKED` in a statement
+ * Row lock: of the page's rows, those no transaction holds. A skipping lock (`probeLock`) in a statement
  * of its own, as `jobs.lockProbe` for one row: the locks last the statement alone.
  */
 export function jobsLockProbeQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<{ id: unknown }> {
-  return compiled(ctx.db.selectFrom(tableRef(spec)).select(sql.ref(spec.id.name).as("id")).where(spec.id.name, "in", ids).forUpdate().skipLocked());
+  return compiled(probeLock(ctx, ctx.db.selectFrom(tableRef(spec)).select(sql.ref(spec.id.name).as("id")).where(spec.id.name, "in", ids)));
 }

@@ -1,7 +1,7 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
 import { sql, type CompiledQuery } from "kysely";
 import type { RawRow } from "../types.js";
-import { compiled, type StatementContext, tableRef } from "./query-db.js";
+import { compiled, probeLock, type StatementContext, tableRef } from "./query-db.js";
 
 /** The columns a job's state is read from: its id and every role column that tells a state, plus its advisory key's columns. */
 function stateColumns(spec: InboxDescription): string[] {
@@ -36,7 +36,7 @@ export function jobReadQuery(ctx: StatementContext, spec: InboxDescription, id: 
 }
 
 /**
- * Row lock: the job's id unless a transaction holds its row. `FOR UPDATE SKIP LOCKED` in a statement
+ * Row lock: the job's id unless a transaction holds its row. A skipping lock (`probeLock`) in a statement
  * of its own (its own transaction): no row back while a claim holds it. The lock lasts the
  * statement alone, and a claim in that instant passes over the row until its next poll.
  *
@@ -46,7 +46,7 @@ export function jobReadQuery(ctx: StatementContext, spec: InboxDescription, id: 
  * ```
  */
 export function jobLockProbeQuery(ctx: StatementContext, spec: InboxDescription, id: unknown): CompiledQuery<{ id: unknown }> {
-  return compiled(ctx.db.selectFrom(tableRef(spec)).select(sql.ref(spec.id.name).as("id")).where(spec.id.name, "=", id).forUpdate().skipLocked());
+  return compiled(probeLock(ctx, ctx.db.selectFrom(tableRef(spec)).select(sql.ref(spec.id.name).as("id")).where(spec.id.name, "=", id)));
 }
 
 /**

@@ -53,3 +53,15 @@ export function tableRef(spec: InboxDescription): string {
 
 /** `table.column`, quoted by Kysely as two identifiers. */
 export const col = (spec: InboxDescription, name: string): string => `${tableRef(spec)}.${name}`;
+
+/**
+ * The lock of a probe that asks which rows a claim's transaction holds: `FOR SHARE SKIP LOCKED` on
+ * Postgres, where share locks do not conflict with each other, so two operators probing at once never
+ * see each other's rows as held (a claim's `FOR UPDATE` still makes a row skipped); `FOR UPDATE SKIP
+ * LOCKED` on MySQL/MariaDB, which share no syntax for a skipping share lock (MySQL 8 `FOR SHARE`, MariaDB
+ * `LOCK IN SHARE MODE`): there a probe running at the same moment as another sees its rows held.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: accepts every Kysely select builder; each declares its own lock methods
+export function probeLock<Q extends { forShare(): any; forUpdate(): any }>(ctx: StatementContext, query: Q): Q {
+  return (ctx.capabilities.engine === "postgres" ? query.forShare().skipLocked() : query.forUpdate().skipLocked()) as Q;
+}

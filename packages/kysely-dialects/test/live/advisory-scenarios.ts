@@ -71,6 +71,38 @@ export function advisoryScenarios(get: () => LiveEngine): void {
     expect([rows.get(acme1!), rows.get(acme2!), rows.get(beta!)]).toEqual([2, 2, 2]);
   });
 
+  test("advisory batch: one statement tries every key (a key another session holds reads not taken), one takes the locked rows as counted, one unlocks them", async () => {
+    const engine = get();
+    const table = await jobsTable(engine, "adv_batch");
+    const spec = byId(table);
+    const { advisory } = engine.dialect;
+    const ids = await publish(engine, spec, [{ payload: "a" }, { payload: "b" }, { payload: "c" }, { payload: "d" }]);
+    const [free, heldElsewhere, finished, alsoFree] = ids as [number, number, number, number];
+    const keyOf = (id: number) => advisoryKeyOf(spec, { id });
+    const answers = (row: Record<string, unknown> | undefined, n: number) => Array.from({ length: n }, (_, i) => row?.[String(i)] === true || Number(row?.[String(i)]) === 1);
+    const now = new Date();
+    await twoSessions(engine.db, async (a, b) => {
+      expect(await tryLock(engine, b, keyOf(heldElsewhere))).toBe(true);
+      // Finished by another session after the candidates were read: locked, but the take leaves it.
+      await sql`DELETE FROM ${sql.id(table)} WHERE id = ${finished}`.execute(engine.db);
+      const keys = [free, heldElsewhere, finished, alsoFree].map(keyOf);
+      const tried = (await run(a, advisory.tryLockMany(keys, engine.database))).rows[0];
+      expect(answers(tried, 4)).toEqual([true, false, true, true]);
+      const lockedIds = [free, finished, alsoFree];
+      const take = await run(a, advisory.takeMany(spec, lockedIds, now));
+      const rows = advisory.takeReturnsRow ? take.rows : (await run(a, advisory.readTakenMany(spec, lockedIds, now))).rows;
+      expect(rows.map((r) => [Number(r.id), Number(r.attempt)]).sort((x, y) => (x[0] as number) - (y[0] as number))).toEqual([
+        [free, 2],
+        [alsoFree, 2],
+      ]);
+      // The session holds each key once: one unlock frees it, and another session can take it.
+      const unlocked = (await run(a, advisory.unlockMany([keyOf(free), keyOf(finished), keyOf(alsoFree)], engine.database))).rows[0];
+      expect(answers(unlocked, 3)).toEqual([true, true, true]);
+      expect(await tryLock(engine, b, keyOf(free))).toBe(true);
+      expect(answers((await run(b, advisory.unlockMany([keyOf(free), keyOf(heldElsewhere)], engine.database))).rows[0], 2)).toEqual([true, true]);
+    });
+  });
+
   test("advisory: the take reads back the attempt it counted, not the candidate's (RETURNING, or a read on the key's session)", async () => {
     const engine = get();
     const table = await jobsTable(engine, "adv_read_back");

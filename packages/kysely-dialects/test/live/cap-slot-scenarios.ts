@@ -17,6 +17,29 @@ async function lockWaitOf(engine: LiveEngine, tx: ControlledTransaction<any>): P
   return String((await query.execute(tx)).rows[0]?.v);
 }
 
+/** The session id of a transaction's connection, as the server's lock views name it. */
+// biome-ignore lint/suspicious/noExplicitAny: test tables are created at run time
+async function sessionOf(engine: LiveEngine, tx: ControlledTransaction<any>): Promise<number> {
+  const query = engine.name === "postgres" ? sql<{ id: unknown }>`select pg_backend_pid() as id` : sql<{ id: unknown }>`select connection_id() as id`;
+  return Number((await query.execute(tx)).rows[0]?.id);
+}
+
+/**
+ * Resolves once the server shows `session` waiting for a row lock (a fixed sleep is not enough on a
+ * loaded machine: the wait's statement may not have reached the server when the holder commits).
+ */
+async function untilWaiting(engine: LiveEngine, session: number): Promise<void> {
+  const query =
+    engine.name === "postgres"
+      ? sql<{ n: unknown }>`select count(*) as n from pg_stat_activity where pid = ${session} and wait_event_type = 'Lock'`
+      : sql<{ n: unknown }>`select count(*) as n from information_schema.innodb_trx where trx_mysql_thread_id = ${session} and trx_state = 'LOCK WAIT'`;
+  const deadline = Date.now() + 10_000;
+  while (Number((await query.execute(engine.db)).rows[0]?.n) === 0) {
+    if (Date.now() > deadline) throw new Error(`session ${session} never waited for the slot's lock`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 /** A cap's slot queue on a live engine with row locks (Postgres, MariaDB): `flow.waitCapSlot` inside `flow.lockWait`. */
 export function capSlotScenarios(get: () => LiveEngine): void {
   test("cap slots: a slot freed goes to the transaction waiting for it, not to a claim that skips locked slots right after; a wait past its bound fails as timed out, and the session's bound is set back", async () => {
@@ -31,12 +54,13 @@ export function capSlotScenarios(get: () => LiveEngine): void {
     const timedOut = await begin(engine);
     try {
       const before = await lockWaitOf(engine, waiter);
+      const waiterSession = await sessionOf(engine, waiter);
       expect((await run(holder, flow.lockCapSlots(place, 1, 1))).rows.map((r) => Number(r.slot))).toEqual([0]);
       expect((await run(waiter, flow.lockCapSlots(place, 1, 1))).rows).toEqual([]);
       await run(waiter, flow.lockWait.bound(5000));
       const waiting = run(waiter, flow.waitCapSlot(place, 0));
       // The waiter queues behind the holder; then the holder's transaction ends and another claim tries at once.
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await untilWaiting(engine, waiterSession);
       await holder.commit().execute();
       const skipped = (await run(latecomer, flow.lockCapSlots(place, 1, 1))).rows;
       expect((await waiting).rows.map((r) => Number(r.slot))).toEqual([0]);

@@ -77,6 +77,8 @@ function claimStatements(engine: LiveEngine, spec: InboxDescription, form: Claim
     if (locksFirst) out.push(["lease.lockFifoGroup", d.lease.lockFifoGroup(spec, options)]);
     const leaseOptions = { ...options, until: new Date(now.getTime() + 30_000), precision: engine.precision, ...(locksFirst ? { fifoLocked: 1 } : {}) };
     out.push(["lease.claim", d.lease.claimsInOneStatement ? d.lease.claim(spec, leaseOptions) : d.lease.selectClaimable(spec, leaseOptions)]);
+    // An idle two-statement claim's probe.
+    if (!d.lease.claimsInOneStatement && !fifo) out.push(["lease.probeClaimable", d.lease.probeClaimable(spec, { now, ...(spec.group !== undefined ? { group: "g7" } : {}) })]);
   } else {
     out.push(["advisory.selectCandidates", d.advisory.selectCandidates(spec, options)]);
   }

@@ -236,6 +236,42 @@ function inWorkScenarios(get: () => LiveEngine): void {
     }
   });
 
+  test("lockableProbe beside another probe's open transaction: on Postgres share locks pass each other (only the claim's row is in work); MySQL/MariaDB's probe locks for update and sees them held", async () => {
+    const engine = get();
+    const spec: InboxDescription = rowLocked(await jobsTable(engine, "op_probe2"));
+    const [first] = await publish(engine, spec, [
+      { payload: "a", grp: "g" },
+      { payload: "b", grp: "g" },
+      { payload: "c", grp: "h" },
+    ]);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    /** A transaction that runs `statement`, tells it ran, and stays open until the test releases it. */
+    const open = (statement: (trx: typeof engine.db) => Promise<unknown>) => {
+      let ran!: () => void;
+      const done = new Promise<void>((r) => (ran = r));
+      const trx = engine.db.transaction().execute(async (t) => {
+        await statement(t as unknown as typeof engine.db);
+        ran();
+        await held;
+      });
+      return { ran: done, trx };
+    };
+    // A claim holds the first row; then another operator's probe is mid-transaction, holding what it locked.
+    const claim = open((t) => sql`select id from ${sql.id(spec.table)} where id = ${first} for update`.execute(t));
+    await claim.ran;
+    const other = open((t) => run(t, ops().lockableProbe(spec, new Date())));
+    await other.ran;
+    try {
+      const lockable = await engine.db.transaction().execute(async (trx) => (await run(trx, ops().lockableProbe(spec, new Date()))).rows);
+      expect(lockable.map((r) => num(r.id))).toEqual(engine.dialect.capabilities.engine === "postgres" ? [first! + 1, first! + 2] : []);
+    } finally {
+      release();
+      await claim.trx;
+      await other.trx;
+    }
+  });
+
   test("fifo row lock: a group a claim holds has its head ready by state but not lockable (in work); the rows behind it wait", async () => {
     const engine = get();
     const spec = fifoRowLocked(await jobsTable(engine, "op_fifo_rl"));

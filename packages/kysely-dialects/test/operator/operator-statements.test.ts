@@ -151,7 +151,7 @@ describe("operator: status", () => {
 });
 
 describe("operator: what is in work", () => {
-  test("lockableProbe: FOR UPDATE SKIP LOCKED over ready rows (SQLite has no row locks)", () => {
+  test("lockableProbe: a skipping lock over ready rows (FOR SHARE on Postgres, FOR UPDATE on MySQL; SQLite has no row locks)", () => {
     expect(perEngine((o) => o.lockableProbe(richRowLock(), now))).toMatchInlineSnapshot(`
       {
         "mysql": {
@@ -164,7 +164,7 @@ describe("operator: what is in work", () => {
           "parameters": [
             2024-05-01T12:00:00.123Z,
           ],
-          "sql": "select "id" as "id", "grp" as "grp" from "jobs" where ("processed_at" is null and ("retry_after" is null or "retry_after" <= $1)) for update skip locked",
+          "sql": "select "id" as "id", "grp" as "grp" from "jobs" where ("processed_at" is null and ("retry_after" is null or "retry_after" <= $1)) for share skip locked",
         },
         "sqlite": "NOT_SUPPORTED",
       }
@@ -558,6 +558,11 @@ describe("operator: dead letters", () => {
         },
       }
     `);
+  });
+  test("a dead-letter table that generates no id holds the source's: the row goes back under it", () => {
+    const keeping = InboxSpec.table("jobs_dead", column("id")).payload(column("payload")).group(column("grp")).description;
+    const [insert] = operatorFor("postgres").retryDeadLetters(richLease(), { kind: "table", destination: keeping }, [7]);
+    expect(insert?.sql).toBe('insert into "jobs" ("id", "payload", "grp") select "id", "payload", "grp" from "jobs_dead" where "id" in ($1) order by "id"');
   });
   test("a dead group: the group set back, attempt to its default, lease and delays cleared", () => {
     expect({

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { advisoryKeyOf, mysqlLockName } from "../../src/internal.js";
+import { mysqlDialect, postgresDialect } from "../../src/index.js";
 import { perEngine } from "../support/render.js";
 import { idAdvisory, richAdvisory } from "../support/specs.js";
 
@@ -75,6 +76,155 @@ describe("advisory (SQLite: keys in the process, tryLock/unlock NOT_SUPPORTED)",
         },
       }
     `);
+  });
+
+  test("batch claim: every key tried in one statement, the locked rows taken in one (MySQL: read back on the batch's session), acked and unlocked in one each", () => {
+    const keys = ["jobs:report-acme", "jobs:report-bolt"];
+    const ids = [7, 8];
+    expect({
+      tryLockMany: perEngine((d) => d.advisory.tryLockMany(keys, "test")),
+      unlockMany: perEngine((d) => d.advisory.unlockMany(keys, "test")),
+      takeMany: perEngine((d) => d.advisory.takeMany(richAdvisory(), ids, now)),
+      readTakenMany: perEngine((d) => d.advisory.readTakenMany(richAdvisory(), ids, now)),
+      settleAckMany: perEngine((d) => d.advisory.settleAckMany(richAdvisory(), ids, now)),
+      uncountMany: perEngine((d) => d.advisory.uncountMany(richAdvisory(), ids)),
+    }).toMatchInlineSnapshot(`
+      {
+        "readTakenMany": {
+          "mysql": {
+            "parameters": [
+              7,
+              8,
+              "2024-05-01 12:00:00.123",
+            ],
+            "sql": "select \`jobs\`.\`id\`, \`jobs\`.\`attempt\`, \`jobs\`.\`payload\`, \`jobs\`.\`retry_after\`, \`jobs\`.\`processed_at\`, \`jobs\`.\`customer_id\` from \`jobs\` where \`id\` in (?, ?) and (\`jobs\`.\`processed_at\` is null and (\`jobs\`.\`retry_after\` is null or \`jobs\`.\`retry_after\` <= ?))",
+          },
+          "postgres": "NOT_SUPPORTED",
+          "sqlite": "NOT_SUPPORTED",
+        },
+        "settleAckMany": {
+          "mysql": {
+            "parameters": [
+              "2024-05-01 12:00:00.123",
+              7,
+              8,
+            ],
+            "sql": "update \`jobs\` set \`processed_at\` = ? where \`id\` in (?, ?)",
+          },
+          "postgres": {
+            "parameters": [
+              2024-05-01T12:00:00.123Z,
+              [
+                7,
+                8,
+              ],
+            ],
+            "sql": "update "jobs" set "processed_at" = $1 where "id" = any($2)",
+          },
+          "sqlite": {
+            "parameters": [
+              "2024-05-01T12:00:00.123Z",
+              7,
+              8,
+            ],
+            "sql": "update "jobs" set "processed_at" = ? where "id" in (?, ?)",
+          },
+        },
+        "takeMany": {
+          "mysql": {
+            "parameters": [
+              7,
+              8,
+              "2024-05-01 12:00:00.123",
+            ],
+            "sql": "update \`jobs\` set \`attempt\` = \`attempt\` + 1 where \`id\` in (?, ?) and (\`jobs\`.\`processed_at\` is null and (\`jobs\`.\`retry_after\` is null or \`jobs\`.\`retry_after\` <= ?))",
+          },
+          "postgres": {
+            "parameters": [
+              [
+                7,
+                8,
+              ],
+              2024-05-01T12:00:00.123Z,
+            ],
+            "sql": "update "jobs" set "attempt" = "attempt" + 1 where "id" = any($1) and ("jobs"."processed_at" is null and ("jobs"."retry_after" is null or "jobs"."retry_after" <= $2)) returning "id", "attempt", "payload", "retry_after", "processed_at", "customer_id"",
+          },
+          "sqlite": {
+            "parameters": [
+              7,
+              8,
+              "2024-05-01T12:00:00.123Z",
+            ],
+            "sql": "update "jobs" set "attempt" = "attempt" + 1 where "id" in (?, ?) and ("jobs"."processed_at" is null and ("jobs"."retry_after" is null or "jobs"."retry_after" <= ?)) returning "id", "attempt", "payload", "retry_after", "processed_at", "customer_id"",
+          },
+        },
+        "tryLockMany": {
+          "mysql": {
+            "parameters": [
+              "test.jobs:report-acme",
+              "test.jobs:report-bolt",
+            ],
+            "sql": "select GET_LOCK(?, 0) as \`0\`, GET_LOCK(?, 0) as \`1\`",
+          },
+          "postgres": {
+            "parameters": [
+              "jobs:report-acme",
+              "jobs:report-bolt",
+            ],
+            "sql": "select pg_try_advisory_lock(hashtextextended($1, 0)) as "0", pg_try_advisory_lock(hashtextextended($2, 0)) as "1"",
+          },
+          "sqlite": "NOT_SUPPORTED",
+        },
+        "uncountMany": {
+          "mysql": {
+            "parameters": [
+              7,
+              8,
+            ],
+            "sql": "update \`jobs\` set \`attempt\` = \`attempt\` - 1 where \`id\` in (?, ?)",
+          },
+          "postgres": {
+            "parameters": [
+              7,
+              8,
+            ],
+            "sql": "update "jobs" set "attempt" = "attempt" - 1 where "id" in ($1, $2)",
+          },
+          "sqlite": {
+            "parameters": [
+              7,
+              8,
+            ],
+            "sql": "update "jobs" set "attempt" = "attempt" - 1 where "id" in (?, ?)",
+          },
+        },
+        "unlockMany": {
+          "mysql": {
+            "parameters": [
+              "test.jobs:report-acme",
+              "test.jobs:report-bolt",
+            ],
+            "sql": "select RELEASE_LOCK(?) as \`0\`, RELEASE_LOCK(?) as \`1\`",
+          },
+          "postgres": {
+            "parameters": [
+              "jobs:report-acme",
+              "jobs:report-bolt",
+            ],
+            "sql": "select pg_advisory_unlock(hashtextextended($1, 0)) as "0", pg_advisory_unlock(hashtextextended($2, 0)) as "1"",
+          },
+          "sqlite": "NOT_SUPPORTED",
+        },
+      }
+    `);
+  });
+
+  test("batch claim: a key listed twice or an empty list is refused (a session that locks a key twice holds it twice)", () => {
+    for (const d of [postgresDialect, mysqlDialect]) {
+      expect(() => d.advisory.tryLockMany(["jobs:a", "jobs:a"], "test")).toThrow(/a key is listed twice \(jobs:a, jobs:a\)/);
+      expect(() => d.advisory.tryLockMany([], "test")).toThrow(/no keys/);
+      expect(() => d.advisory.takeMany(richAdvisory(), [], now)).toThrow(/no ids/);
+    }
   });
 
   test("take: count the attempt while the row is still claimable, returning the row as counted (MySQL: read back on the key's session)", () => {

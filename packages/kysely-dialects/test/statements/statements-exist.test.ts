@@ -119,6 +119,9 @@ describe.each(dialects)("%s: each trait says whether its statement builds", (eng
     expect(builds(() => d.advisory.tryLock("k", "db"))).toBe(capabilities.advisoryLocks === "session");
     expect(builds(() => d.advisory.unlock("k", "db"))).toBe(capabilities.advisoryLocks === "session");
     expect(builds(() => d.advisory.readTaken(richAdvisory(), 7))).toBe(!d.advisory.takeReturnsRow);
+    expect(builds(() => d.advisory.tryLockMany(["k", "l"], "db"))).toBe(capabilities.advisoryLocks === "session");
+    expect(builds(() => d.advisory.unlockMany(["k", "l"], "db"))).toBe(capabilities.advisoryLocks === "session");
+    expect(builds(() => d.advisory.readTakenMany(richAdvisory(), [7, 8], now))).toBe(!d.advisory.takeReturnsRow);
     expect(builds(() => d.publish.insertKeyed(keyed, [{ payload: "p", job_key: "k" }]))).toBe(capabilities.insertReturning);
     expect(builds(() => d.flow.takeRateSlots(place, { max: 2, take: 1, freeBefore: 0 }, 1))).toBe(capabilities.updateReturning);
     expect(builds(() => d.flow.lockCapSlots(place, 2, 1))).toBe(capabilities.rowLock);

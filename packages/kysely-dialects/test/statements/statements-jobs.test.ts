@@ -50,7 +50,7 @@ describe("jobs", () => {
           "parameters": [
             7,
           ],
-          "sql": "select "id" as "id" from "report_jobs" where "id" = $1 for update skip locked",
+          "sql": "select "id" as "id" from "report_jobs" where "id" = $1 for share skip locked",
         },
         "sqlite": "NOT_SUPPORTED",
       }
@@ -279,7 +279,7 @@ describe("jobs", () => {
             7,
             8,
           ],
-          "sql": "select "id" as "id" from "report_jobs" where "id" in ($1, $2) for update skip locked",
+          "sql": "select "id" as "id" from "report_jobs" where "id" in ($1, $2) for share skip locked",
         },
         "sqlite": "NOT_SUPPORTED",
       }

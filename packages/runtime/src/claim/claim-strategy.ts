@@ -8,7 +8,25 @@ import type { ParkedRows } from "./parked-rows.js";
 import type { DeadLetterTarget } from "../declare/queue.js";
 import { FORM_FACTS, type StopFate } from "./form-facts.js";
 import type { KeyRegistry } from "./held/key-registry.js";
+import type { CompiledQuery, QueryResult } from "kysely";
 import type { Settlement } from "./settlement.js";
+
+/** Runs one statement inside the transaction a settlement is written in. */
+export type StatementRunner = <R>(query: CompiledQuery<R>) => Promise<QueryResult<R>>;
+
+/**
+ * More statements a settlement carries in its own transaction (a workflow step's ack writes its
+ * result into the workflow table and releases the steps now due): run after the settlement's
+ * statements took, before the commit, on every form. A settlement it `wants` is never batched
+ * with others: it is written in a transaction of its own (or in the hold's, where the form has one).
+ * A throw rolls the settlement back with it.
+ */
+export interface SettlementFollowUp {
+  wants(settlement: Settlement): boolean;
+  run(on: StatementRunner, id: unknown, settlement: Settlement): Promise<void>;
+  /** The settlement of row `id` that `run` joined has committed (told by the form once its settlement resolved). */
+  committed(id: unknown): void;
+}
 
 /**
  * Told once a settlement was written (`ok`), or why not; called from the write's end, it must not throw.
@@ -47,8 +65,9 @@ export interface ClaimedDelivery {
   /**
    * Claimed ahead and about to start: true when its hold is gone already (the lease form: lost, or
    * run out while it waited in the buffer, its extensions hung or failing), so the row may be
-   * another claim's and the delivery must not run. The form has then given it up (logged). Absent
-   * where a hold cannot lapse while the process lives (a row lock, an advisory lock).
+   * another claim's and the delivery must not run (the advisory form: the session of its batch
+   * ended). The form has then given it up (logged). False where a hold cannot lapse while the
+   * process lives (a row lock, an advisory lock of its own session).
    */
   lapsedBeforeStart?(): boolean;
   /**
@@ -176,6 +195,8 @@ export interface ClaimSetup {
   readonly transactional?: boolean;
   /** Row lock: the rows of one claim share one transaction (`.sharedTransaction()`, or a batch handler). */
   readonly sharedTransaction?: boolean;
+  /** Rows a claim takes at most (`.batch(n)`): above 1, an advisory claim locks its keys together on one session. */
+  readonly batch?: number;
   /** Where a `deadLetter` outcome moves the row (`InboxQueue.deadLetter`). */
   readonly deadLetter?: DeadLetterTarget | undefined;
   /** Rows this process keeps out of its claims (a delay on a held table with no retryAfter column). */
@@ -188,6 +209,8 @@ export interface ClaimSetup {
    * `n` slot locks on its session (`SlotLocks`).
    */
   readonly capSlots?: CapSlots | undefined;
+  /** Statements each settlement it wants carries in its own transaction (a workflow step's release). */
+  readonly followUp?: SettlementFollowUp | undefined;
 }
 
 /** The slots of a cap on rows in work (`maxInWork`), where the delivery's hold keeps one. */

@@ -180,6 +180,17 @@ export function snoozedFor(settlement: Settlement): number | undefined {
   return step.step === "release" && step.refund ? (step.delayMs ?? 0) : undefined;
 }
 
+/**
+ * How a settlement ends its row, when it does: done (an ack, with its result as JSON text), or given up
+ * (a drop, a dead letter, with why); `undefined` for a release (the row runs again).
+ */
+export function rowEndOf(settlement: Settlement): { readonly done: true; readonly result: string | undefined } | { readonly done: false; readonly reason: string } | undefined {
+  const { step } = settlement;
+  if (step.step === "release") return undefined;
+  if (step.step === "deadLetter") return { done: false, reason: step.reason ?? "dead-lettered" };
+  return step.how === "ack" ? { done: true, result: step.result } : { done: false, reason: "dropped" };
+}
+
 /** The settlement drops the row: finished without success, logged as a warning. */
 export function dropsRow(settlement: Settlement): boolean {
   return finishOf(settlement) === "drop";

@@ -1,7 +1,7 @@
 import type { ErrorPlace, InboxDescription, RoleMarker } from "@sqlinbox/core/internal";
 import type { ClaimedDelivery } from "../claim/claim-strategy.js";
 import type { Clock } from "../clock.js";
-import { batchContext } from "../declare/context.js";
+import { batchContext, type ContextPlace } from "../declare/context.js";
 import { batchOutcomesMismatch, Timeout } from "../errors.js";
 import { errorFields, type Logger } from "../logger.js";
 import { type HandlerOutcome, toOutcome } from "../declare/outcome.js";
@@ -18,6 +18,8 @@ export interface BatchRun {
   readonly subscriber: BatchSubscriber;
   readonly spec: InboxDescription;
   readonly place: { readonly subscription: string; readonly table: string };
+  /** Where each row's context reads its headers (`keys.headers`): the place and the headers column. */
+  readonly contextPlace: ContextPlace;
   readonly clock: Clock;
   readonly logger: Logger;
   /** Tells the observer a row is delivered (in order behind a settlement of the same id being written). */
@@ -44,6 +46,7 @@ export function batchRunOf(setup: SubscriptionSetup, run: DeliveryRun): BatchRun
     subscriber,
     spec: setup.spec,
     place: Object.freeze({ subscription: subscriber.name, table: setup.spec.table }),
+    contextPlace: Object.freeze({ subscription: subscriber.name, table: setup.spec.table, headersColumn: setup.spec.headers?.name }),
     clock: setup.clock,
     logger: setup.logger,
     delivered: (d, payload) => run.delivered(d, payload),
@@ -91,7 +94,7 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
   if (ready.length > 0) {
     for (const [i, d] of ready.entries()) run.delivered(d, payloads[i]);
     try {
-      const ctx = batchContext<readonly RoleMarker[]>(place, ready, run.clock);
+      const ctx = batchContext<readonly RoleMarker[]>(run.contextPlace, ready, run.clock);
       const called = run.subscriber.invoke(payloads as never, ctx as never);
       const timedOut = run.timeout === undefined ? undefined : await batchWithin(run, run.timeout, ready, Promise.resolve(called));
       if (timedOut !== undefined) handler = "threw";

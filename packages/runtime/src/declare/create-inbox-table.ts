@@ -90,3 +90,18 @@ export async function createControlTable<DB>(db: Kysely<DB>): Promise<void> {
   const dialect = dialectFor(engineOfKysely(anyDb));
   for (const statement of dialect.control.create()) await anyDb.executeQuery(statement as CompiledQuery<unknown>);
 }
+
+/**
+ * Creates sqlinbox's workflow table (`sqlinbox_workflows`) and its index unless they exist: where each
+ * workflow run (`broker.startWorkflow`) records its steps — waiting, released, done, failed — and the
+ * results of its done steps, written in the transactions of the steps' acks. For a migration written
+ * by hand, `workflowTableSql(engine)` gives the statements (`sqlinbox ddl --workflows` prints them).
+ *
+ * @example
+ * await createWorkflowTable(db);
+ */
+export async function createWorkflowTable<DB>(db: Kysely<DB>): Promise<void> {
+  const anyDb = db as unknown as Kysely<unknown>;
+  const dialect = dialectFor(engineOfKysely(anyDb));
+  for (const statement of dialect.workflow.create()) await anyDb.executeQuery(statement as CompiledQuery<unknown>);
+}

@@ -4,6 +4,7 @@ import type { DeliveryObserver, SettledEvent } from "../consume/setup.js";
 import type { HandlerOutcome } from "../declare/outcome.js";
 import { errorFields, type Logger } from "../logger.js";
 import type { PublishEvent, PublishObserver } from "../publish/publisher.js";
+import { PublishOrder } from "./publish-order.js";
 
 /** What every event of a job carries: where it runs and which row it is. */
 export interface JobEventBase {
@@ -98,19 +99,27 @@ export function lifecycleEmitter(listeners: readonly Registered[], logger: Logge
       }
     }
   };
+  // Only a listener of `published` needs it before `started`: with none, nothing is held.
+  const order = byEvent.has("published") ? new PublishOrder() : undefined;
+  const row = (subscription: string, id: unknown, starts: boolean, notice: () => void): void => (order === undefined ? notice() : order.notify(subscription, id, starts, notice));
+  const publishes: PublishObserver = Object.assign(
+    (event: PublishEvent) => {
+      for (const [i, p] of event.published.entries()) emit("published", { route: event.route, id: p.id, created: p.created, payload: event.payloads[i] });
+    },
+    order === undefined ? {} : { publishing: order.publishing },
+  );
   return {
     deliveries: {
-      delivered: ({ subscription, id, attempt, payload }) => emit("started", { route: subscription, id, attempt, payload }),
-      settled: (event) => settledEvents(event, emit),
+      delivered: ({ subscription, id, attempt, payload }) => row(subscription, id, true, () => emit("started", { route: subscription, id, attempt, payload })),
+      settled: (event) => row(event.subscription, event.id, false, () => settledEvents(event, emit)),
       // Absent with no listener of it: claims are then neither timed nor told.
       claimed: byEvent.has("claimed") ? ({ subscription, rows, durationMs }) => emit("claimed", { route: subscription, rows, durationMs }) : undefined,
       undecodable: byEvent.has("undecodable")
-        ? ({ subscription, id, attempt, cause, written, error }) => emit("undecodable", { route: subscription, id, attempt, error: cause, written, settleError: error })
+        ? ({ subscription, id, attempt, cause, written, error }) =>
+            row(subscription, id, true, () => emit("undecodable", { route: subscription, id, attempt, error: cause, written, settleError: error }))
         : undefined,
     },
-    publishes: (event: PublishEvent) => {
-      for (const [i, p] of event.published.entries()) emit("published", { route: event.route, id: p.id, created: p.created, payload: event.payloads[i] });
-    },
+    publishes,
   };
 }
 
@@ -166,13 +175,23 @@ function both<E>(a: ((e: E) => void) | undefined, b: ((e: E) => void) | undefine
   };
 }
 
-/** Both publish observers, in order. */
+/** Both publish observers, in order; a publish begins and ends for both. */
 export function bothPublishObservers(a: PublishObserver | undefined, b: PublishObserver | undefined): PublishObserver | undefined {
   if (a === undefined || b === undefined) return a ?? b;
-  return (e) => {
+  const begins = [a.publishing, b.publishing].filter((f) => f !== undefined);
+  const told = (e: PublishEvent): void => {
     a(e);
     b(e);
   };
+  if (begins.length === 0) return told;
+  return Object.assign(told, {
+    publishing: () => {
+      const ends = begins.map((begin) => begin());
+      return () => {
+        for (const end of ends) end();
+      };
+    },
+  });
 }
 
 export type { Registered as RegisteredListener };

@@ -6,6 +6,7 @@ import type { PublishMiddleware } from "./publish-hooks.js";
 import { BrokerConnection, type BrokerSource } from "./connection.js";
 import { Publisher, type PublishObserver } from "./publisher.js";
 import { RouteTable } from "./route-table.js";
+import { WorkflowRegistry } from "../workflow/workflow-registry.js";
 import { DatabaseClock, type LeaseClock } from "../time/database-clock.js";
 
 /**
@@ -17,6 +18,8 @@ import { DatabaseClock, type LeaseClock } from "../time/database-clock.js";
 export class BrokerParts {
   readonly connection: BrokerConnection;
   readonly routes: RouteTable;
+  /** The workflows this broker runs (`broker.workflow(…)`). */
+  readonly workflows = new WorkflowRegistry();
   readonly #plain: Publisher;
   readonly #producerLogger: Logger;
   #bound: Publisher | undefined;

@@ -23,8 +23,12 @@ export interface PublishEvent {
   readonly via: AnyKysely | undefined;
 }
 
-/** Told of every publish that went through (an app started by `TestApp` passes one). */
-export type PublishObserver = (event: PublishEvent) => void;
+/**
+ * Told of every publish that went through (an app started by `TestApp` passes one). `publishing`, when
+ * present, is told as a publish begins its insert, and the function it returns once that publish has
+ * ended (told, or failed): the app's job events hold a `started` behind it, so `published` comes first.
+ */
+export type PublishObserver = ((event: PublishEvent) => void) & { readonly publishing?: () => () => void };
 
 /**
  * Publishes to one broker's routes: the insert, the `NOTIFY` (asked for by `listenNotify()`), and the
@@ -181,20 +185,29 @@ export class Publisher {
         : insertAll(on);
     };
     let published: Inserted[];
+    let out: Published[];
+    // Outside a transaction, a claim on another connection may take a committed row before this insert's
+    // reply is read: the observer holds that row's `started` until this publish was told (or failed).
+    // Inside one, the row is seen at the caller's commit, after it was told.
+    const ended = (on as { isTransaction?: boolean } | undefined)?.isTransaction === true ? undefined : this.#observer?.publishing?.();
     try {
-      published = this.#middleware.length === 0 ? await insert() : ((await this.#around(name, description, rows, options, insert)) as Inserted[]);
-    } catch (error) {
-      // A publish middleware failed before the insert began: nothing was written.
-      if (!attempt.started) throw error;
-      const inTransaction = on !== undefined && (on as { isTransaction?: boolean }).isTransaction === true;
-      // Unknown: a statement of this publish committed already, or the last one (or the commit) may have reached the server.
-      const unknown = attempt.committed || (!inTransaction && !isSqlInboxError(error) && (!ownTransaction || attempt.committing) && !database.dialect.wroteNothing(error));
-      if (unknown) throw publishOutcomeUnknown(rows.length, keyed, error, { route: name, table: description.table });
-      throw error;
+      try {
+        published = this.#middleware.length === 0 ? await insert() : ((await this.#around(name, description, rows, options, insert)) as Inserted[]);
+      } catch (error) {
+        // A publish middleware failed before the insert began: nothing was written.
+        if (!attempt.started) throw error;
+        const inTransaction = on !== undefined && (on as { isTransaction?: boolean }).isTransaction === true;
+        // Unknown: a statement of this publish committed already, or the last one (or the commit) may have reached the server.
+        const unknown = attempt.committed || (!inTransaction && !isSqlInboxError(error) && (!ownTransaction || attempt.committing) && !database.dialect.wroteNothing(error));
+        if (unknown) throw publishOutcomeUnknown(rows.length, keyed, error, { route: name, table: description.table });
+        throw error;
+      }
+      out = published.map((p) => ({ ...p, id: idText(p.id) }));
+      // Told before the wake and the NOTIFY: a subscription they wake starts the row after its `published`, never before.
+      this.#observer?.({ route: name, payloads, options, published: out, via: on });
+    } finally {
+      ended?.();
     }
-    const out = published.map((p) => ({ ...p, id: idText(p.id) }));
-    // Told before the wake and the NOTIFY: a subscription they wake starts the row after its `published`, never before.
-    this.#observer?.({ route: name, payloads, options, published: out, via: on });
     if (published.some((p) => p.created || p.replaced === true)) await this.#announce(name, description, on, notify, runAt?.getTime());
     return out;
   }

@@ -29,6 +29,8 @@ import type { BrokerUse } from "./broker-scope.js";
 import type { Pruner } from "../schedule/pruner.js";
 import { pruners, type KeptRows } from "./retention.js";
 import { withMiddleware, type MiddlewareUse } from "../hooks/middleware.js";
+import { WorkflowFollowUp } from "../workflow/workflow-registry.js";
+import { workflowTableMissing } from "../errors.js";
 import { refuseListenAndSayPooler, refuseOnOpen, refusePoolBudget, refuseRoutes, refuseSkew } from "./refusals.js";
 
 /** What startup builds up, and takes down again if a step fails. */
@@ -108,13 +110,18 @@ export async function startBroker(run: Startup, { broker, scope }: BrokerUse, na
 /** Checks each subscribed table against the database (once per table) and builds its claim strategy. */
 async function planClaims(
   run: Startup,
-  { connection, routes }: BrokerParts,
+  parts: BrokerParts,
   database: Database,
   clock: Clock,
   brokerLeaseMs: number,
   subscribers: readonly Subscriber[],
 ): Promise<PlannedSubscription[]> {
+  const { connection, routes } = parts;
   const planned: PlannedSubscription[] = [];
+  const { workflows } = parts;
+  // Every step's table checked once, before any subscription can ack a step and publish the next.
+  const targets = subscribers.some((sub) => workflows.hasStepsOn(sub.queue.spec.description)) ? await workflows.targets(routes) : undefined;
+  if (targets !== undefined) await checkWorkflowTable(database);
   for (const sub of subscribers) {
     const spec = sub.queue.spec.description;
     const table = await routes.table(spec);
@@ -134,13 +141,29 @@ async function planClaims(
       transactional: sub.queue.options.transactional === true,
       // A batch handler's rows share their claim's transaction in the row-lock form.
       sharedTransaction: sub.queue.options.sharedTransaction === true || sub.kind === "batch",
+      batch: sub.queue.options.batch,
       deadLetter: await deadLetterChecked(routes, sub.queue.options.deadLetter),
       parked: new ParkedRows(clock),
       perKey: sub.queue.options.maxInWorkPerKey,
+      followUp:
+        targets !== undefined && workflows.hasStepsOn(spec)
+          ? new WorkflowFollowUp(workflows, database, clock, spec, targets, {
+              wake: (table, group) => parts.publisher.wake(table, group),
+              // As a publish does: NOTIFY when a connection of the broker listens (listenNotify()).
+              notify: () => parts.connection.listening,
+            })
+          : undefined,
     };
     planned.push({ sub, strategy: await flowControlledStrategy(setup, sub.queue.options), leaseMs, logger: subLogger });
   }
   return planned;
+}
+
+/** The acks of workflow steps write the workflow table: a missing one fails the start, not every ack. */
+async function checkWorkflowTable(database: Database): Promise<void> {
+  const { schema, workflow } = database.dialect;
+  const { rows } = await database.execute("schema", schema.describeTable(workflow.table, undefined));
+  if (rows.length === 0) throw workflowTableMissing(workflow.table);
 }
 
 /** A dead-letter table is checked against the database like a routed one: a missing column fails the start. */

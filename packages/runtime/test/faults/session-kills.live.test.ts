@@ -61,8 +61,9 @@ describe.each(serverEngines.flatMap((engine) => FORMS.map((form) => ({ engine, f
       let kills = 0;
       let rounds = 0;
       // What each kill round could hand again: no more rows than were in work (started and still in the table, plus
-      // a claim's worth per worker not started yet), and no more than the sessions killed, since a row lock or an
-      // advisory key lives on the one session of its delivery (the lease form holds nothing on a session).
+      // a claim's worth per worker not started yet), and no more than the sessions killed (times the keys a batch
+      // session holds), since a row lock or an advisory key lives on the session of its delivery (the lease form
+      // holds nothing on a session).
       let inWorkBound = 0;
       const faultEnd = Date.now() + FAULT_MS;
       while (Date.now() < faultEnd) {
@@ -73,7 +74,10 @@ describe.each(serverEngines.flatMap((engine) => FORMS.map((form) => ({ engine, f
         kills += killed;
         if (killed > 0) {
           rounds++;
-          inWorkBound += Math.min(killed, inWork + WORKERS * BATCH);
+          // An advisory batch claim holds up to BATCH keys on its one session (Postgres, MariaDB): a killed session
+          // frees them all, and each of its rows may run again.
+          const perSession = form === "advisory" ? BATCH : 1;
+          inWorkBound += Math.min(killed * perSession, inWork + WORKERS * BATCH);
         }
         await new Promise((r) => setTimeout(r, 100 + Math.random() * 100));
       }

@@ -3,9 +3,14 @@
  * servers: waiting → running → done (a table that keeps handled rows) or gone (one whose ack deletes
  * them), scheduled on the database's clock, dead-lettered into a table or a group, cancelled queued
  * and in work, `finished()` timing out and aborted, and an id no row has. The handle reads through
- * a broker of its own where the form allows (a second pool, as another process would); on SQLite
- * the app's broker, whose process registry holds the advisory keys.
+ * a broker of its own where the form allows (a second pool); on SQLite the app's broker, whose
+ * process registry holds the advisory keys. One test follows a job from another process
+ * (test/support/fixtures/state-reader.ts) through scheduled, waiting, running and done.
  */
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { defineInbox, field } from "@sqlinbox/core";
 import { describe, expect, test } from "vitest";
 import type { AnyKysely } from "../../src/drivers/database.js";
@@ -13,37 +18,11 @@ import { App, HandlerOutcome, InboxQueue, JobEnded, SqlBroker, createInboxTable,
 import { matrix, until } from "../support/claim-forms.js";
 import { unique } from "../support/engines.js";
 import { useJobTables } from "../support/fixtures.js";
+import { type HandleJob as Job, handleSpecOf } from "../support/job-handle-tables.js";
 import { sleep } from "../support/sleep.js";
 
-interface Job {
-  readonly n: number;
-}
-
 const POLL_MS = 50;
-
-const columnsOf = () => ({
-  id: field.id().generated(),
-  attempt: field.attempt().generated(),
-  payload: field.payload<Job>(),
-  k: field.data("k").holds<string>().type("text"),
-  grp: field.group("grp"),
-  retryAfter: field.retryAfter("retry_after"),
-  lastError: field.lastError("last_error"),
-});
-
-/** The jobs table in `form`: keeping handled rows (a processedAt column) or deleting them. */
-function specOf(table: string, form: string, keeps: boolean) {
-  if (keeps) {
-    const columns = { ...columnsOf(), processedAt: field.processedAt("processed_at") };
-    if (form === "lease") return defineInbox({ table, columns: { ...columns, lockedUntil: field.lease("locked_until") } });
-    if (form === "advisory") return defineInbox({ table, columns, advisoryLock: "{k}" });
-    return defineInbox({ table, columns });
-  }
-  const columns = columnsOf();
-  if (form === "lease") return defineInbox({ table, columns: { ...columns, lockedUntil: field.lease("locked_until") } });
-  if (form === "advisory") return defineInbox({ table, columns, advisoryLock: "{k}" });
-  return defineInbox({ table, columns });
-}
+const specOf = handleSpecOf;
 type Spec = ReturnType<typeof specOf>;
 
 /** A dead-letter table that keeps the job's id (its id column is not generated). */
@@ -78,6 +57,45 @@ class Gates {
   openAll(): void {
     for (const open of this.#open.values()) open();
   }
+}
+
+const runtimeRoot = join(dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** A process of its own that reads job states on request (test/support/fixtures/state-reader.ts). */
+async function startReader(env: { url: string; table: string; form: string; keeps: boolean }) {
+  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", "test/support/fixtures/state-reader.ts"], {
+    cwd: runtimeRoot,
+    env: { ...process.env, READER_URL: env.url, READER_TABLE: env.table, READER_FORM: env.form, READER_KEEPS: env.keeps ? "1" : "0" },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const answers: Array<(line: { state: string; attempt: number | null }) => void> = [];
+  let ready!: () => void;
+  const isReady = new Promise<void>((resolve) => (ready = resolve));
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (text) => {
+    const line = JSON.parse(text) as { event?: string; state: string; attempt: number | null };
+    if (line.event === "ready") ready();
+    else answers.shift()?.({ state: line.state, attempt: line.attempt });
+  });
+  const exited = new Promise<never>((_, reject) => child.on("exit", (code) => reject(new Error(`the state reader exited (${code}): ${stderr}`))));
+  await Promise.race([isReady, exited]);
+  return {
+    pid: child.pid,
+    read: (id: string) =>
+      Promise.race([
+        new Promise<{ state: string; attempt: number | null }>((resolve) => {
+          answers.push(resolve);
+          child.stdin?.write(`${id}\n`);
+        }),
+        exited,
+      ]),
+    close: () => {
+      exited.catch(() => {});
+      child.stdin?.end();
+      return new Promise<void>((resolve) => (child.exitCode === null ? child.on("exit", () => resolve()) : resolve()));
+    },
+  };
 }
 
 describe.each(matrix)("a job's handle on $engine.name × $form", ({ engine, form }) => {
@@ -125,7 +143,11 @@ describe.each(matrix)("a job's handle on $engine.name × $form", ({ engine, form
       return how === "aborted" ? HandlerOutcome.drop() : outcome(job.n);
     });
     const app = await new App({ name: "jobs", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
-    closers.push(() => app.stop());
+    // Closed last first: no handler still waits on its gate when the app stops (a stop would wait out its grace).
+    closers.push(
+      () => app.stop(),
+      async () => gates.openAll(),
+    );
     return app;
   }
 
@@ -158,6 +180,27 @@ describe.each(matrix)("a job's handle on $engine.name × $form", ({ engine, form
       expect((await job.state()).state).toBe(ends);
       await app.stop();
     });
+  });
+
+  test("followed from another process: scheduled, waiting, running in attempt 1, then done", async () => {
+    const { table, spec, broker } = await setup(true);
+    const reader = await startReader({ url, table, form, keeps: true });
+    closers.push(() => reader.close());
+    const later = await broker.publish("jobs", { n: 1 }, { columns: { k: "a" }, delay: 1500 });
+    const now = await broker.publish("jobs", { n: 2 }, { columns: { k: "b" } });
+    expect(await reader.read(later.id)).toEqual({ state: "scheduled", attempt: 0 });
+    expect(await reader.read(now.id)).toEqual({ state: "waiting", attempt: 0 });
+    const gates = new Gates();
+    await startApp(broker, spec, gates);
+    // A key held on SQLite lives in the process that holds it: another process sees the row waiting (its attempt counted).
+    const inWork = engine.engine === "sqlite" && form === "advisory" ? { state: "waiting", attempt: 1 } : { state: "running", attempt: 1 };
+    await until(() => gates.started.has(2), 10_000, "the due job to start");
+    expect(await reader.read(now.id)).toEqual(inWork);
+    expect((await reader.read(later.id)).state).toBe(gates.started.has(1) ? inWork.state : "scheduled");
+    await until(() => gates.started.has(1), 10_000, "the scheduled job to start once due");
+    expect(await reader.read(later.id)).toEqual(inWork);
+    gates.openAll();
+    for (const id of [now.id, later.id]) await until(async () => (await reader.read(id)).state === "done", 10_000, `job ${id} done as another process reads it`);
   });
 
   test("scheduled while its run-at is ahead on the database's clock, waiting once it is due", async () => {

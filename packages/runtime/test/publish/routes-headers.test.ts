@@ -139,3 +139,40 @@ describe("the group value of a prefix route", () => {
     }
   });
 });
+
+describe.each(matrix)("headers in a batch on $engine.name × $form", ({ engine, form }) => {
+  test("each row of a batch reads its own headers through ctx.rows[i]", async () => {
+    const url = engine.url();
+    const db = await engine.connect(url);
+    const table = unique(`rb_${form}`);
+    try {
+      await createTable(engine, db, table);
+      const spec = specOf(table, form) as never;
+      const broker = SqlBroker.fromUrl(url, { pool: { max: 12 } }).route(spec, "batch");
+      const seen: Array<{ n: number; headers: Readonly<Record<string, string>> }> = [];
+      const batch = subscriber.batch(InboxQueue.of(spec, "batch").batch(4).pollInterval(50), async (jobs: readonly unknown[], ctx) => {
+        jobs.forEach((job, i) => {
+          const row = ctx.rows[i] as unknown as { get(k: typeof keys.headers): Readonly<Record<string, string>> };
+          seen.push({ n: (job as { n: number }).n, headers: row.get(keys.headers) });
+        });
+      });
+      await broker.publish("batch", { n: 1 } as never, { headers: { traceparent } } as never);
+      await broker.publish("batch", { n: 2 } as never);
+      await broker.publish("batch", { n: 3 } as never, { headers: { tenant: "acme" } } as never);
+      const running = await new App({ name: "rb", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(batch)).start();
+      try {
+        await until(() => seen.length === 3, 10_000, "three rows");
+      } finally {
+        await running.stop();
+      }
+      expect([...seen].sort((a, b) => a.n - b.n)).toEqual([
+        { n: 1, headers: { traceparent } },
+        { n: 2, headers: {} },
+        { n: 3, headers: { tenant: "acme" } },
+      ]);
+    } finally {
+      await engine.dropTable(db, table).catch(() => {});
+      await db.destroy();
+    }
+  });
+});

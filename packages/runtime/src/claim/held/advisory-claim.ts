@@ -1,6 +1,6 @@
 import { advisoryKeyOf, type AdvisoryStatements, type RawRow } from "@sqlinbox/kysely-dialects/internal";
-import type { CompiledQuery } from "kysely";
-import { missingTableError, ownStatementsOn, type AnyTransaction, type OwnStatementSession } from "../../drivers/database.js";
+import type { CompiledQuery, QueryResult } from "kysely";
+import { missingTableError, ownStatementsOn } from "../../drivers/database.js";
 import { lockSessionLost } from "../../errors.js";
 import { errorFields } from "../../logger.js";
 import { commitsHandlerWrites, type Settlement } from "../settlement.js";
@@ -16,23 +16,11 @@ import {
   profileOf,
 } from "../claim-strategy.js";
 import { type CapPlace, MaxInWork } from "../cap/max-in-work.js";
-import { AdvisoryLocks } from "./advisory-locks.js";
+import { AdvisoryBatchClaim, CANDIDATES_PER_WORKER, MIN_CANDIDATES } from "./advisory-batch-claim.js";
+import { AdvisoryLocks, type KeyHold } from "./advisory-locks.js";
 import { CandidateWindow, type SetAside } from "./candidate-window.js";
-import { SessionTransaction } from "./claim-transaction.js";
 import { holdConnection, type HeldConnection } from "./held-connection.js";
 import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
-
-/** What an advisory delivery holds: its key's lock, on its own session where locks are per session. */
-interface KeyHold {
-  readonly key: string;
-  readonly connection: HeldConnection | undefined;
-  /** The `maxInWork` slot the delivery holds (a slot lock on its session, or a place counted in this process). */
-  readonly slot?: CapPlace | undefined;
-}
-
-/** Candidates read per claim round, per free worker: enough to reach past keys already in work. */
-const CANDIDATES_PER_WORKER = 8;
-const MIN_CANDIDATES = 64;
 
 /** One claim round: the keys it tried, the rows it took and set aside, and the connection (with a cap slot) it holds for the next take. */
 class Round {
@@ -82,11 +70,16 @@ class Round {
  *
  * A transactional handler writes in a transaction on the lock's session: an ack writes the
  * settlement inside it and commits, then unlocks; any other outcome rolls it back first.
+ *
+ * With `batch(n)` above 1 where locks live in the session, and neither a transactional handler nor
+ * a cap (each needs a row's session to itself), claims take their rows together on one session:
+ * `AdvisoryBatchClaim`.
  */
 export class AdvisoryClaim implements ClaimStrategy {
   readonly profile: ClaimProfile;
-  readonly heldTransactions = 0;
   readonly #setup: ClaimSetup;
+  /** Claims lock their keys together, on one session per claim; absent where each row needs its session alone. */
+  readonly #batches: AdvisoryBatchClaim | undefined;
   readonly #statements: AdvisoryStatements;
   readonly #locks: AdvisoryLocks;
   readonly #window = new CandidateWindow();
@@ -98,8 +91,15 @@ export class AdvisoryClaim implements ClaimStrategy {
     this.#setup = setup;
     this.#statements = setup.database.dialect.advisory;
     this.#locks = new AdvisoryLocks(setup);
-    // A claimed row holds its key's session at once (none where the process holds the keys: SQLite).
-    this.profile = profileOf(setup, { pace: "perWorker", claimsSideBySide: setup.database.dialect.capabilities.rowLock, connectionsPerDelivery: this.#locks.sessionLocks ? 1 : 0 });
+    // Row by row where a row needs its session alone: a handler's transaction runs on it, or a cap's slot lock is taken with the key.
+    const batched = this.#locks.sessionLocks && (setup.batch ?? 1) > 1 && setup.transactional !== true && setup.capSlots === undefined;
+    // A claimed row holds its key's session at once (none where the process holds the keys: SQLite);
+    // a batch claim's rows share one session, which stays open until the last of them ends.
+    this.profile = profileOf(setup, {
+      pace: batched ? "shared" : "perWorker",
+      claimsSideBySide: setup.database.dialect.capabilities.rowLock,
+      connectionsPerDelivery: this.#locks.sessionLocks ? 1 : 0,
+    });
     const cap = setup.capSlots === undefined ? undefined : new MaxInWork(this.#locks.capOf(setup.capSlots));
     this.#cap = cap;
     if (cap !== undefined) this.atCap = () => cap.atCap();
@@ -117,11 +117,15 @@ export class AdvisoryClaim implements ClaimStrategy {
               () => undefined,
               () => undefined,
             ),
-      abandon: (d) => {
-        this.#release(d.hold).catch((error: unknown) =>
-          this.#setup.logger.warn({ ...errorFields(error), ...d.place }, "advisory unlock at shutdown failed; the lock ends with its session"),
-        );
+      abandon: (d, started) => {
+        // A batch row that never started gives its attempt back on the session before its key is unlocked.
+        const session = d.hold.session;
+        const release = session !== undefined && !started && this.#batches !== undefined ? this.#batches.leave(session, d) : this.#release(d.hold);
+        release.catch((error: unknown) => this.#setup.logger.warn({ ...errorFields(error), ...d.place }, "advisory unlock at shutdown failed; the lock ends with its session"));
       },
+      // A batch row whose session ended while it waited for a worker: its key is free, so another claim may run it.
+      lapsed: (d) => d.hold.session?.lost === true,
+      committed: (d) => setup.followUp?.committed(d.id),
       settle: (d, settlement) => this.#settle(d, settlement),
       // On the key's session, where no handler's transaction holds it (its writes would show only at its commit): a lost session fails the write.
       // A single writer's one connection is the handler's transaction's: the value shows when it commits.
@@ -129,7 +133,9 @@ export class AdvisoryClaim implements ClaimStrategy {
         const { database, spec } = this.#setup;
         const tx = d.handlerTransaction;
         const via = tx === undefined ? d.hold.connection : database.dialect.capabilities.singleWriter ? tx : undefined;
-        await database.execute("settle", this.#statements.writeProgress(spec, d.id, progress), via);
+        const write = () => database.execute("settle", this.#statements.writeProgress(spec, d.id, progress), via);
+        // A batch's session runs one statement at a time: between its settlements.
+        await (d.hold.session === undefined ? write() : d.hold.session.run(write));
       },
       // Where there are no session locks (SQLite) the pool's one connection carries it.
       openHandlerTransaction: (d) => {
@@ -140,6 +146,12 @@ export class AdvisoryClaim implements ClaimStrategy {
         return this.#setup.database.activity.track(() => on.startTransaction().execute());
       },
     };
+    this.#batches = batched ? new AdvisoryBatchClaim(setup, this.#locks, this.#window, (row, hold) => this.#delivery(row, hold)) : undefined;
+  }
+
+  /** Batch claims' sessions still open, one connection each (the pacer keeps them within `workers`). */
+  get heldTransactions(): number {
+    return this.#batches?.open ?? 0;
   }
 
   start(): void {}
@@ -164,6 +176,7 @@ export class AdvisoryClaim implements ClaimStrategy {
    * it is read again once, so a stale window never makes a claim come back short while rows wait.
    */
   async claim(limit: number): Promise<ClaimedDelivery[]> {
+    if (this.#batches !== undefined) return this.#batches.claim(limit);
     const round = new Round(limit);
     // The lock names' database is read (once) before a connection is held for lock tries.
     if (this.#locks.sessionLocks) await this.#locks.lockDatabase();
@@ -277,6 +290,7 @@ export class AdvisoryClaim implements ClaimStrategy {
   /** Unlocks the delivery's key (and its cap slot) and forgets it in this process; true when the session still held the lock. */
   async #release(hold: KeyHold): Promise<boolean> {
     try {
+      if (hold.session !== undefined) return await hold.session.unlock(hold.key);
       return await this.#locks.unlock(hold.connection, hold.key, this.#cap, hold.slot);
     } finally {
       this.#locks.keys.drop(hold.key);
@@ -284,8 +298,10 @@ export class AdvisoryClaim implements ClaimStrategy {
   }
 
   async #settle(delivery: HeldDelivery<KeyHold>, settlement: Settlement): Promise<void> {
-    const { database, spec, clock, deadLetter } = this.#setup;
+    if (delivery.hold.session !== undefined && this.#batches !== undefined) return this.#batches.settle(delivery, settlement, delivery.hold.session);
+    const { database, spec, clock, deadLetter, followUp } = this.#setup;
     const { hold, id, place, attempt } = delivery;
+    const followed = followUp?.wants(settlement) === true;
     const connection = hold.connection;
     const handlerTx = delivery.handlerTransaction;
     delivery.handlerTransaction = undefined;
@@ -294,21 +310,16 @@ export class AdvisoryClaim implements ClaimStrategy {
       const queries = heldSettlement(this.#statements, spec, id, settlement, clock.now(), { deadLetters: database.dialect.deadLetter, target: deadLetter, attempt, place });
       if (handlerTx !== undefined && commitsHandlerWrites(settlement)) {
         // In the handler's transaction, on the lock's session: its writes and the ack commit together.
-        for (const query of queries) await database.activity.track(() => ownStatementsOn(handlerTx).executeQuery(query));
+        const run = <R>(query: CompiledQuery<R>) => database.activity.track(() => ownStatementsOn(handlerTx).executeQuery(query) as Promise<QueryResult<R>>);
+        for (const query of queries) await run(query);
+        if (followed) await followUp.run(run, id, settlement);
         await database.activity.track(() => handlerTx.commit().execute());
       } else {
         if (handlerTx !== undefined) await handlerTx.rollback().execute();
         // On the delivery's own session: once that session is gone, so is the lock, and the
         // row may already be in another delivery — the settlement must fail, not land.
-        // A move is two statements: one transaction on that session.
-        if (queries.length === 1) await database.execute("settle", queries[0] as CompiledQuery, connection);
-        else if (queries.length > 1) {
-          const move = async (trx: OwnStatementSession | AnyTransaction) => {
-            for (const query of queries) await database.execute("settle", query, trx);
-          };
-          // SQLite holds no session of its own: the pool's one connection carries the move.
-          await (connection === undefined ? database.db.transaction().execute(move) : SessionTransaction.within(connection, database.dialect.transaction, move));
-        }
+        // A follow-up (a workflow step's release) joins the settlement in one transaction on that session.
+        await this.#locks.writeOn(connection, queries, followed ? (run) => followUp.run(run, id, settlement) : undefined);
       }
       stillHeld = await this.#release(hold);
     } catch (error) {

@@ -25,8 +25,12 @@ export interface HoldingForm<H> {
   closedBeforeSettle(delivery: HeldDelivery<H>): Promise<void>;
   /** Gives the hold back at once, not waiting (the shutdown grace is over; `started: false`: never started); never rejects. */
   abandon(delivery: HeldDelivery<H>, started: boolean): void;
+  /** Claimed ahead and about to start: true when the hold is known gone (an advisory batch's session ended); the delivery is then given up. */
+  lapsed?(delivery: HeldDelivery<H>): boolean;
   /** Writes the settlement on the hold and ends it (committing the handler's writes on an ack); throws when the hold was lost. */
   settle(delivery: HeldDelivery<H>, settlement: Settlement): Promise<void>;
+  /** The settlement of `delivery` committed (`settle` resolved): what waits for that commit is told. */
+  committed?(delivery: HeldDelivery<H>): void;
   /** Writes a progress value (JSON text) while the row is held, visible to other sessions at once; absent where the form cannot show it (row lock). */
   writeProgress?(delivery: HeldDelivery<H>, progress: string): Promise<void>;
   /** Transactional mode: opens the handler's transaction on the hold (a savepoint, or a transaction on the lock's session). */
@@ -77,6 +81,13 @@ export class HeldDelivery<H> implements ClaimedDelivery {
 
   leaseDeadline(): undefined {
     return undefined;
+  }
+
+  /** About to start: when the form knows the hold is gone, the delivery is given up (never started) and not run. */
+  lapsedBeforeStart(): boolean {
+    if (this.#form.lapsed?.(this) !== true) return false;
+    this.abandon(new Error("the hold ended before the delivery started"), false);
+    return true;
   }
 
   async openHandlerTransaction(): Promise<AnyTransaction> {
@@ -130,6 +141,7 @@ export class HeldDelivery<H> implements ClaimedDelivery {
       // claims meanwhile — parked before the release, so no claim can take it in between.
       if (settlement.parked === true) form.parked?.park(this.id, delayOf(settlement) ?? 0);
       await form.settle(this, settlement);
+      form.committed?.(this);
     } finally {
       this.#state = "done";
     }

@@ -10,6 +10,11 @@ export class KeyRegistry {
   readonly #keys = new Set<string>();
   readonly #counts = new Map<string, number>();
 
+  /** Keys held now. */
+  get size(): number {
+    return this.#keys.size;
+  }
+
   /** Whether a delivery of this process holds `key`. */
   has(key: string): boolean {
     return this.#keys.has(key);

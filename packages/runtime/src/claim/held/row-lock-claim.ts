@@ -1,6 +1,6 @@
 import type { ErrorPlace } from "@sqlinbox/core/internal";
 import type { RawRow, RowLockStatements } from "@sqlinbox/kysely-dialects";
-import type { CompiledQuery, QueryResult } from "kysely";
+import type { CompiledQuery } from "kysely";
 import { isDeadlock, missingTableError } from "../../drivers/database.js";
 import { noRowLocks, settlementDeadlockedTooOften, transactionLost } from "../../errors.js";
 import { errorFields } from "../../logger.js";
@@ -9,7 +9,6 @@ import {
   deliveryPlace,
   excludedBy,
   groupOf,
-  MAX_ACKS_PER_STATEMENT,
   perKeyOf,
   type ClaimedDelivery,
   type ClaimSetup,
@@ -18,9 +17,10 @@ import {
   profileOf,
 } from "../claim-strategy.js";
 import { KyselyClaimTransaction, SessionTransaction, type ClaimTransaction } from "./claim-transaction.js";
-import { abandonUnstarted, HeldDelivery, heldSettlement, type HoldingForm } from "./held-delivery.js";
+import { abandonUnstarted, HeldDelivery, type HoldingForm } from "./held-delivery.js";
 import { SharedTransaction } from "./shared-transaction.js";
 import { RowLockRows, type TransactionRun } from "./row-lock-rows.js";
+import { RowLockWrites } from "./row-lock-writes.js";
 import { MaxInWork } from "../cap/max-in-work.js";
 import { SlotRows } from "../cap/slot-rows.js";
 import { batchedFinishOf, commitsHandlerWrites, type Settlement } from "../settlement.js";
@@ -75,6 +75,8 @@ export class RowLockClaim implements ClaimStrategy {
   #heldShared = 0;
   /** What a claim's transaction takes: the fifo group's lock, the rows, their order keys, their attempt. */
   readonly #rows: RowLockRows;
+  /** What a claim's transaction writes: statements, settlements with their follow-up, a shared claim's acks. */
+  readonly #writes: RowLockWrites;
   /** `maxInWork`: one slot row per row, locked in the claim's transaction (`SlotRows`). */
   readonly #cap: MaxInWork | undefined;
   /** Claims of one row under way: their transactions are open and hold no slot yet. */
@@ -86,6 +88,7 @@ export class RowLockClaim implements ClaimStrategy {
     this.#setup = setup;
     this.#statements = statements;
     this.#rows = new RowLockRows(setup, statements);
+    this.#writes = new RowLockWrites(setup, statements);
     this.#shared = setup.sharedTransaction === true;
     // One row per claim's transaction, unless the rows of a claim share one (their connection counted once, by the pacer).
     this.profile = profileOf(setup, { pace: this.#shared ? "shared" : "oneRow", claimsSideBySide: true, connectionsPerDelivery: 1 });
@@ -113,6 +116,7 @@ export class RowLockClaim implements ClaimStrategy {
         else if (d.hold.shared !== undefined) void d.hold.shared.leave(d.id);
         else void this.#giveBack(d.hold, "the app stopped before the delivery started");
       },
+      committed: (d) => setup.followUp?.committed(d.id),
       settle: (d, settlement) => (d.hold.shared === undefined ? this.#settle(d, settlement) : this.#settleShared(d, d.hold.shared, settlement)),
       openHandlerTransaction: (d) => {
         // A transactional queue's claims open Kysely's own transaction (`#begin`): the handler's `ctx.tx` is a savepoint in it.
@@ -210,8 +214,8 @@ export class RowLockClaim implements ClaimStrategy {
         const shared = new SharedTransaction(rows.length, {
           commit: () => this.#commit(trx).then(release),
           rollback: () => this.#rollback(trx).finally(release),
-          uncount: (ids) => (ids.length === 0 || spec.attempt === undefined ? Promise.resolve() : this.#run(trx, "settle", this.#statements.uncountAttempts(spec, ids))),
-          ...(this.#acksTogether ? { ackMany: (ids: readonly unknown[]) => this.#ackMany(trx, ids) } : {}),
+          uncount: (ids) => (ids.length === 0 || spec.attempt === undefined ? Promise.resolve() : this.#writes.run(trx, "settle", this.#statements.uncountAttempts(spec, ids))),
+          ...(this.#acksTogether ? { ackMany: (ids: readonly unknown[]) => this.#writes.ackMany(trx, ids) } : {}),
         });
         const hold: RowHold = { trx, shared };
         return rows.map((row) => this.#delivery(hold, row));
@@ -251,7 +255,7 @@ export class RowLockClaim implements ClaimStrategy {
 
   /** Runs claim statements in `trx`. */
   #claimRun(trx: HeldTransaction): TransactionRun {
-    return (query) => this.#run(trx, "claim", query);
+    return (query) => this.#writes.run(trx, "claim", query);
   }
 
   async #commit(trx: HeldTransaction): Promise<void> {
@@ -280,12 +284,6 @@ export class RowLockClaim implements ClaimStrategy {
     return trx;
   }
 
-  #run<R>(trx: HeldTransaction, kind: "claim" | "settle", query: CompiledQuery<R>): Promise<QueryResult<R>> {
-    const injected = this.#setup.database.fault?.(kind);
-    if (injected) return Promise.reject(injected);
-    return this.#setup.database.activity.track(() => trx.executeQuery(query));
-  }
-
   /** Rolls back and gives the connection back; a dead session (killed, crashed) already rolled back. */
   async #rollback(trx: HeldTransaction): Promise<void> {
     this.#open.delete(trx);
@@ -311,7 +309,7 @@ export class RowLockClaim implements ClaimStrategy {
       if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
       // Any outcome but an ack undoes the handler's writes; the settlement still commits the attempt.
       if (handlerTx !== undefined && !commitsHandlerWrites(settlement)) await handlerTx.rollbackToSavepoint(HANDLER_SAVEPOINT).execute();
-      await this.#runAll(trx, this.#settlement(id, settlement, place, attempt));
+      await this.#writes.settle(trx, id, settlement, place, attempt);
       await this.#setup.database.activity.track(() => trx.commit());
       this.#open.delete(trx);
     } catch (error) {
@@ -331,35 +329,17 @@ export class RowLockClaim implements ClaimStrategy {
    */
   #settleShared(delivery: HeldDelivery<RowHold>, shared: SharedTransaction, settlement: Settlement): Promise<void> {
     const { trx } = delivery.hold;
-    const finish = this.#acksTogether ? batchedFinishOf(settlement) : undefined;
+    const followed = this.#setup.followUp?.wants(settlement) === true;
+    const finish = this.#acksTogether && !followed ? batchedFinishOf(settlement) : undefined;
     if (finish !== undefined) return shared.ack(delivery.id, finish, delivery.place);
     return shared.settle(settlement.outcome.kind, delivery.place, () => {
       if (trx.isRolledBack) return Promise.reject(new Error("the transaction was rolled back at shutdown"));
-      const queries = this.#settlement(delivery.id, settlement, delivery.place, delivery.attempt);
+      if (followed) return this.#writes.settle(trx, delivery.id, settlement, delivery.place, delivery.attempt);
+      const queries = this.#writes.settlement(delivery.id, settlement, delivery.place, delivery.attempt);
       // An ack is one statement: no loop, no extra promise per row.
-      if (queries.length === 1) return this.#run(trx, "settle", queries[0] as CompiledQuery);
-      return this.#runAll(trx, queries);
+      if (queries.length === 1) return this.#writes.run(trx, "settle", queries[0] as CompiledQuery);
+      return this.#writes.runAll(trx, queries);
     });
-  }
-
-  /** Acks rows of a shared claim in its transaction: one statement per `MAX_ACKS_PER_STATEMENT` rows. */
-  async #ackMany(trx: HeldTransaction, ids: readonly unknown[]): Promise<void> {
-    if (trx.isRolledBack) throw new Error("the transaction was rolled back at shutdown");
-    const now = this.#setup.clock.now();
-    for (let i = 0; i < ids.length; i += MAX_ACKS_PER_STATEMENT) {
-      const chunk = ids.length <= MAX_ACKS_PER_STATEMENT ? ids : ids.slice(i, i + MAX_ACKS_PER_STATEMENT);
-      await this.#run(trx, "settle", this.#statements.settleAckMany(this.#setup.spec, chunk, now));
-    }
-  }
-
-  /** Runs one settlement's statements in turn, in its transaction. */
-  async #runAll(trx: HeldTransaction, queries: readonly CompiledQuery[]): Promise<void> {
-    for (const query of queries) await this.#run(trx, "settle", query);
-  }
-
-  #settlement(id: unknown, settlement: Settlement, place: ErrorPlace, attempt: number | undefined): CompiledQuery[] {
-    const { spec, clock, database, deadLetter } = this.#setup;
-    return heldSettlement(this.#statements, spec, id, settlement, clock.now(), { deadLetters: database.dialect.deadLetter, target: deadLetter, attempt, place });
   }
 
   /**
@@ -376,8 +356,8 @@ export class RowLockClaim implements ClaimStrategy {
       }
       const trx = await this.#begin();
       try {
-        await this.#rows.countAgain((query) => this.#run(trx, "settle", query), [id]);
-        await this.#runAll(trx, this.#settlement(id, settlement, place, attempt));
+        await this.#rows.countAgain((query) => this.#writes.run(trx, "settle", query), [id]);
+        await this.#writes.settle(trx, id, settlement, place, attempt);
         await database.activity.track(() => trx.commit());
         this.#open.delete(trx);
         return;

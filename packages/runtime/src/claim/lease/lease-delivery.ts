@@ -19,6 +19,10 @@ import type { HandlerTransaction } from "../held/held-delivery.js";
 export interface LeaseSettlements {
   readonly keeper: LeaseKeeper;
   readonly acks: LeaseAcks;
+  /** The settlement carries statements of a follow-up (a workflow step's release): written in a transaction of its own, never batched. */
+  followed(settlement: Settlement): boolean;
+  /** A settlement of row `id` written on its own has committed: its follow-up is told. */
+  committed(id: unknown): void;
   /** Any settlement but a plain ack: the handler's transaction ends first (committed with an ack, else rolled back). */
   settle(delivery: LeaseDelivery, settlement: Settlement): Promise<void>;
   openHandlerTransaction(delivery: LeaseDelivery): Promise<AnyTransaction>;
@@ -65,10 +69,13 @@ export class LeaseDelivery implements ClaimedDelivery {
   settle(settlement: Settlement, done: SettleDone): void {
     const finish = batchedFinishOf(settlement);
     // The hot path: a plain ack joins the next batched statement (which refuses it once the broker closed).
-    if (finish !== undefined && this.handlerTransaction === undefined && !this.abandoned) this.#writes.acks.ackThen(this.lease, finish, done);
+    if (finish !== undefined && this.handlerTransaction === undefined && !this.abandoned && !this.#writes.followed(settlement)) this.#writes.acks.ackThen(this.lease, finish, done);
     else
       this.#writes.settle(this, settlement).then(
-        () => done.settled(true),
+        () => {
+          this.#writes.committed(this.id);
+          done.settled(true);
+        },
         (error: unknown) => done.settled(false, error),
       );
   }

@@ -24,6 +24,14 @@ export class LeaseWrites implements LeaseSettlements {
     this.acks = new LeaseAcks(setup, keeper);
   }
 
+  followed(settlement: Settlement): boolean {
+    return this.#setup.followUp?.wants(settlement) === true;
+  }
+
+  committed(id: unknown): void {
+    this.#setup.followUp?.committed(id);
+  }
+
   /** Any settlement but a plain ack: the handler's transaction ends first (committed with an ack, else rolled back). */
   settle(delivery: LeaseDelivery, settlement: Settlement): Promise<void> {
     const { lease } = delivery;
@@ -31,7 +39,7 @@ export class LeaseWrites implements LeaseSettlements {
     if (tx !== undefined) {
       delivery.handlerTransaction = undefined;
       if (commitsHandlerWrites(settlement) && !delivery.abandoned && !this.#setup.isClosed())
-        return this.#ackWithin(tx, lease, deliveryPlace(this.#setup, delivery.id), settlement.step.step === "finish" ? settlement.step.result : undefined);
+        return this.#ackWithin(tx, lease, deliveryPlace(this.#setup, delivery.id), settlement);
       // Any other settlement: the handler's writes roll back, then the row settles as usual.
       return rollbackQuietly(tx).then(() => this.settle(delivery, settlement));
     }
@@ -44,12 +52,14 @@ export class LeaseWrites implements LeaseSettlements {
 
   /** Each step on a lease: an ack joins the next batched statement; a release or a dead-letter move runs on its own, carrying the token. */
   readonly #steps: StepWriter<LeaseDelivery, Settlement, Promise<void>> = {
-    finish: (how, delivery, _settlement, result) =>
-      result !== undefined
-        ? this.#ackWithResult(delivery.lease, result)
-        : new Promise<void>((resolve, reject) => this.acks.ackThen(delivery.lease, how, { settled: (ok, error) => (ok ? resolve() : reject(error)) })),
+    finish: (how, delivery, settlement, result) =>
+      this.followed(settlement)
+        ? this.#ackFollowed(delivery.lease, settlement)
+        : result !== undefined
+          ? this.#ackWithResult(delivery.lease, result)
+          : new Promise<void>((resolve, reject) => this.acks.ackThen(delivery.lease, how, { settled: (ok, error) => (ok ? resolve() : reject(error)) })),
     release: (delayMs, refund, delivery, settlement) => this.#release(delivery.lease, delayMs, refund, settlement.outcome.kind),
-    deadLetter: (reason, delivery, settlement) => this.#deadLetter(delivery.lease, reason, settlement.outcome.kind, delivery.attempt),
+    deadLetter: (reason, delivery, settlement) => this.#deadLetter(delivery.lease, reason, settlement, delivery.attempt),
   };
 
   /** Transactional mode: a transaction of the handler's own, on a connection it holds until the settlement. */
@@ -72,9 +82,10 @@ export class LeaseWrites implements LeaseSettlements {
    * The ack of a transactional handler: the settlement runs in the handler's transaction, still
    * carrying the lease token, and the transaction commits only if it took.
    */
-  async #ackWithin(tx: HandlerTransaction, lease: KeptLease, place: ErrorPlace, ackResult: string | undefined): Promise<void> {
-    const { database, spec, clock, precision } = this.#setup;
+  async #ackWithin(tx: HandlerTransaction, lease: KeptLease, place: ErrorPlace, settlement: Settlement): Promise<void> {
+    const { database, spec, clock, precision, followUp } = this.#setup;
     const { lease: statements, capabilities } = database.dialect;
+    const ackResult = settlement.step.step === "finish" ? settlement.step.result : undefined;
     try {
       // A single writer (SQLite) has one connection, which this transaction holds: a running extension waits
       // for it, so waiting for the extension would never end (and no extension can run until this commits).
@@ -87,6 +98,7 @@ export class LeaseWrites implements LeaseSettlements {
       const result = await database.activity.track(() => ownStatementsOn(tx).executeQuery(query));
       const written = capabilities.updateReturning && ackResult === undefined ? result.rows.length : Number(result.numAffectedRows ?? 0n);
       if (written === 0) throw leaseNotHeld("ack", lease.held, place);
+      if (followUp?.wants(settlement) === true) await followUp.run((q) => database.activity.track(() => ownStatementsOn(tx).executeQuery(q)), lease.id, settlement);
       await database.activity.track(() => tx.commit().execute());
     } catch (error) {
       await rollbackQuietly(tx);
@@ -96,10 +108,45 @@ export class LeaseWrites implements LeaseSettlements {
     }
   }
 
-  async #deadLetter(lease: KeptLease, reason: string | undefined, kind: string, attempt: number | undefined): Promise<void> {
+  async #deadLetter(lease: KeptLease, reason: string | undefined, settlement: Settlement, attempt: number | undefined): Promise<void> {
     await this.keeper.beginSettle(lease);
     try {
-      await moveHeld(this.#setup, lease, reason, kind, attempt);
+      await moveHeld(this.#setup, lease, reason, settlement, attempt);
+    } finally {
+      this.keeper.release(lease);
+    }
+  }
+
+  /**
+   * An ack (or a drop) whose settlement carries a follow-up: the ack's statement, carrying the token,
+   * then the follow-up's, in one transaction that commits only if the ack took. Zero rows: the lease
+   * was lost, nothing is written (`LeaseLost`). A deadlock runs the whole transaction again.
+   */
+  async #ackFollowed(lease: KeptLease, settlement: Settlement): Promise<void> {
+    const { database, spec, clock, precision, followUp } = this.#setup;
+    const { lease: statements, capabilities } = database.dialect;
+    const result = settlement.step.step === "finish" ? settlement.step.result : undefined;
+    await this.keeper.beginSettle(lease);
+    try {
+      for (;;) {
+        try {
+          await database.transaction("settle", async (trx) => {
+            const token = { id: lease.id, held: lease.held };
+            const now = clock.now();
+            const query = result === undefined ? statements.settleAckMany(spec, [token], now, precision) : statements.settleAckWithResult(spec, token, now, result, precision);
+            const done = await database.execute("settle", query, trx);
+            const written = capabilities.updateReturning && result === undefined ? done.rows.length : Number(done.numAffectedRows ?? 0n);
+            if (written === 0) throw leaseNotHeld(settlement.outcome.kind, lease.held, deliveryPlace(this.#setup, lease.id));
+            await followUp?.run((q) => database.execute("settle", q, trx), lease.id, settlement);
+          });
+          return;
+        } catch (error) {
+          // A lost connection, or a busy SQLite file: nothing was written, and the lease still holds for a while, so it goes again.
+          if (isSqlInboxError(error) || this.#setup.isClosed() || !leaseHoldsFor(lease, clock.now())) throw error;
+          this.#setup.logger.warn({ ...errorFields(error), id: lease.id }, "settlement failed; retrying while the lease holds");
+          await new Promise((resolve) => setTimeout(resolve, SETTLE_RETRY_MS));
+        }
+      }
     } finally {
       this.keeper.release(lease);
     }
@@ -170,8 +217,9 @@ export class LeaseWrites implements LeaseSettlements {
  * of the row holding the token, then the delete with the same token (or the group update alone).
  * Zero rows from either: the lease was lost; the transaction rolls back, nothing is inserted.
  */
-async function moveHeld(setup: ClaimSetup, lease: KeptLease, reason: string | undefined, kind: string, attempt: number | undefined): Promise<void> {
-  const { database, spec, precision, deadLetter } = setup;
+async function moveHeld(setup: ClaimSetup, lease: KeptLease, reason: string | undefined, settlement: Settlement, attempt: number | undefined): Promise<void> {
+  const { database, spec, precision, deadLetter, followUp } = setup;
+  const kind = settlement.outcome.kind;
   const place = deliveryPlace(setup, lease.id);
   if (deadLetter === undefined) throw noDeadLetter(place);
   const statements = database.dialect.deadLetter;
@@ -186,6 +234,7 @@ async function moveHeld(setup: ClaimSetup, lease: KeptLease, reason: string | un
       const result = await database.execute("settle", query, trx);
       if (Number(result.numAffectedRows ?? 0n) === 0) throw leaseNotHeld(kind, lease.held, place);
     }
+    if (followUp?.wants(settlement) === true) await followUp.run((q) => database.execute("settle", q, trx), lease.id, settlement);
   });
 }
 

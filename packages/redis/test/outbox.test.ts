@@ -1,0 +1,165 @@
+/**
+ * The Redis outbox relay on every engine × form: rows published in the application's transactions reach
+ * the stream, each with its row id and headers; a batch sent again adds its entries again (Redis does not
+ * deduplicate), and a redisInbox on the other side stores each row once; an order key keeps each key's
+ * order on the stream; the outbox table ends empty.
+ */
+import type { ClaimForm } from "@sqlinbox/core/internal";
+import { App, HandlerOutcome, InboxQueue, type RunningApp, SqlBroker, createInboxTable, silentLogger } from "@sqlinbox/runtime";
+import type { Redis } from "ioredis";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type TestEngine, engines, unique } from "../../runtime/test/support/engines.js";
+import { until } from "../../runtime/test/support/claim-forms.js";
+import { type Order, formsOn, inboxSpecOf, orderedOutboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
+import { redisInbox, redisOutbox } from "../src/index.js";
+import { connectRedis, streamEntries } from "./support/redis.js";
+
+const matrix = engines.flatMap((engine) => formsOn(engine.name).map((form) => ({ engine, form })));
+const traceparent = (n: number) => `00-${(n + 1).toString(16).padStart(32, "0")}-${"1".padStart(16, "0")}-01`;
+
+let redis: Redis;
+beforeAll(async () => {
+  redis = await connectRedis();
+});
+afterAll(() => {
+  redis?.disconnect();
+});
+
+describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: TestEngine; form: ClaimForm }) => {
+  const url = engine.url();
+  const running: RunningApp[] = [];
+  const streams: string[] = [];
+  const tables: string[] = [];
+  let db: Awaited<ReturnType<TestEngine["connect"]>>;
+
+  beforeAll(async () => {
+    db = await engine.connect(url);
+  });
+  afterAll(async () => {
+    for (const app of running.splice(0)) await app.stop().catch(() => {});
+    for (const stream of streams.splice(0)) await redis.del(stream).catch(() => {});
+    for (const table of tables.splice(0)) await engine.dropTable(db, table).catch(() => {});
+    await db.destroy();
+  });
+
+  const freshTable = (prefix: string) => {
+    const table = unique(prefix).toLowerCase();
+    tables.push(table);
+    return table;
+  };
+  const freshStream = (prefix: string) => {
+    const stream = unique(prefix);
+    streams.push(stream);
+    return stream;
+  };
+  async function rowsLeft(table: string): Promise<number> {
+    const { rows } = await sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql.id(table)}`.execute(db);
+    return Number(rows[0]?.n);
+  }
+
+  test("rows published in transactions reach the stream with their ids and headers; the inbox on the other side stores each once", async () => {
+    const outboxTable = freshTable("redis_outbox");
+    const inboxTable = freshTable("redis_inbox");
+    const Outbox = outboxSpecOf(outboxTable, form);
+    const Inbox = inboxSpecOf(inboxTable);
+    await createInboxTable(db, Outbox);
+    await createInboxTable(db, Inbox);
+    const stream = freshStream("orders");
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 40 } })
+      .lease(2000)
+      .route(Outbox, "orders")
+      .route(Inbox, "orders.in");
+    const N = 60;
+    for (let t = 0; t < 6; t++)
+      await db.transaction().execute(async (trx) => {
+        for (let i = 0; i < 10; i++) {
+          const n = t * 10 + i;
+          await broker.publish("orders", { n, customer: n % 3 }, { via: trx, headers: { traceparent: traceparent(n) } });
+        }
+      });
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        await broker.publish("orders", { n: 999, customer: 0 }, { via: trx });
+        throw new Error("rolled back");
+      })
+      .catch(() => {});
+
+    // The group exists before the relay adds anything, so the inbox reads every entry.
+    const inbox = redisInbox(broker, "orders.in", { redis: redis.duplicate(), stream, group: "billing", consumer: "billing-1", blockMs: 100, logger: silentLogger });
+    await inbox.start();
+    // Row n = 5 fails once, after rows of its batch were added: the batch goes again, and so do their entries.
+    let failed = false;
+    const relay = redisOutbox(
+      InboxQueue.of(Outbox, "orders")
+        .batch(16)
+        .workers(2)
+        .pollInterval(50)
+        .onError(() => HandlerOutcome.retry()),
+      {
+        redis,
+        stream: (order) => {
+          if (order.n === 5 && !failed) {
+            failed = true;
+            throw new Error("no stream yet");
+          }
+          return stream;
+        },
+      },
+    );
+    const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
+    running.push(app);
+    try {
+      await until(async () => (await rowsLeft(outboxTable)) === 0, 20_000, "every outbox row acked");
+      await until(
+        async () => (await rowsLeft(inboxTable)) === N && inbox.counts.stored + inbox.counts.duplicates === (await streamEntries(redis, stream)).length,
+        20_000,
+        "every entry stored",
+      );
+    } finally {
+      await inbox.stop();
+      await app.stop();
+    }
+    expect(failed).toBe(true);
+    const entries = await streamEntries(redis, stream);
+    // Redis kept the resent entries: more entries than rows, each row's id among them.
+    expect(entries.length).toBeGreaterThan(N);
+    expect(new Set(entries.map((e) => e.fields["id"])).size).toBe(N);
+    for (const e of entries) {
+      const order = JSON.parse(e.fields["payload"] ?? "") as Order;
+      expect(e.fields["id"]).toMatch(new RegExp(`^${outboxTable}:\\d+$`));
+      expect(JSON.parse(e.fields["headers"] ?? "")).toEqual({ traceparent: traceparent(order.n) });
+    }
+    // The inbox deduplicated on the id: one row per outbox row.
+    expect(inbox.counts).toEqual({ stored: N, duplicates: entries.length - N });
+    const { rows } = await sql<{ message_id: string; payload: unknown }>`SELECT message_id, payload FROM ${sql.id(inboxTable)}`.execute(db);
+    expect(new Set(rows.map((r) => r.message_id))).toEqual(new Set(entries.map((e) => e.fields["id"])));
+    const pending = (await redis.call("XPENDING", [stream, "billing"])) as [number, ...unknown[]];
+    expect(pending[0]).toBe(0);
+  });
+
+  if (form !== "advisory")
+    test("an order key keeps each key's entries in id order on the stream", async () => {
+      const table = freshTable("redis_ordered");
+      const spec = orderedOutboxSpecOf(table, form);
+      await createInboxTable(db, spec);
+      const stream = freshStream("ordered");
+      const broker = SqlBroker.fromUrl(url, { pool: { max: 40 } })
+        .lease(2000)
+        .route(spec, "orders");
+      const N = 90;
+      const orders = Array.from({ length: N }, (_, n) => ({ n, customer: n % 4 }));
+      await broker.publishMany("orders", orders, { columns: (o) => ({ customer: o.customer }) });
+      const relay = redisOutbox(InboxQueue.of(spec, "orders").batch(8).workers(4).pollInterval(50), { redis, stream });
+      const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
+      running.push(app);
+      await until(async () => (await rowsLeft(table)) === 0, 30_000, "every ordered row acked");
+      await app.stop();
+      const bodies = (await streamEntries(redis, stream)).map((e) => JSON.parse(e.fields["payload"] ?? "") as Order);
+      expect(bodies).toHaveLength(N);
+      for (let c = 0; c < 4; c++) {
+        expect(bodies.filter((o) => o.customer === c).map((o) => o.n)).toEqual(orders.filter((o) => o.customer === c).map((o) => o.n));
+      }
+    });
+});
