@@ -33,9 +33,16 @@ async function untilWaiting(engine: LiveEngine, session: number): Promise<void> 
     engine.name === "postgres"
       ? sql<{ n: unknown }>`select count(*) as n from pg_stat_activity where pid = ${session} and wait_event_type = 'Lock'`
       : sql<{ n: unknown }>`select count(*) as n from information_schema.innodb_trx where trx_mysql_thread_id = ${session} and trx_state = 'LOCK WAIT'`;
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 30_000;
   while (Number((await query.execute(engine.db)).rows[0]?.n) === 0) {
-    if (Date.now() > deadline) throw new Error(`session ${session} never waited for the slot's lock`);
+    if (Date.now() > deadline) {
+      // What the server shows of the session instead: the next failure says where it was.
+      const seen =
+        engine.name === "postgres"
+          ? sql`select state, wait_event_type, wait_event, query from pg_stat_activity where pid = ${session}`
+          : sql`select command, state, info from information_schema.processlist where id = ${session}`;
+      throw new Error(`session ${session} never waited for the slot's lock: ${JSON.stringify((await seen.execute(engine.db)).rows)}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -57,8 +64,11 @@ export function capSlotScenarios(get: () => LiveEngine): void {
       const waiterSession = await sessionOf(engine, waiter);
       expect((await run(holder, flow.lockCapSlots(place, 1, 1))).rows.map((r) => Number(r.slot))).toEqual([0]);
       expect((await run(waiter, flow.lockCapSlots(place, 1, 1))).rows).toEqual([]);
-      await run(waiter, flow.lockWait.bound(5000));
+      // Bounded well past the wait for it below (a loaded server may take seconds to show the wait).
+      await run(waiter, flow.lockWait.bound(60_000));
       const waiting = run(waiter, flow.waitCapSlot(place, 0));
+      // Failing while the test waits elsewhere, it is awaited below: not an unhandled rejection meanwhile.
+      waiting.catch(() => {});
       // The waiter queues behind the holder; then the holder's transaction ends and another claim tries at once.
       await untilWaiting(engine, waiterSession);
       await holder.commit().execute();

@@ -75,8 +75,12 @@ export class RateLimitedClaim extends WrappedClaim {
     });
   }
 
-  /** After a claim the limit made short (no free slot, or fewer than wanted): until the window frees one; otherwise the poll interval. */
+  /**
+   * After a claim the limit made short (no free slot, or fewer than wanted): until the window frees one;
+   * otherwise what the strategy within says (a cap's), or the poll interval.
+   */
   waitAfterShortMs(): number | undefined {
-    return this.#wait;
+    const inner = this.inner.waitAfterShortMs?.();
+    return this.#wait === undefined || inner === undefined ? (this.#wait ?? inner) : Math.min(this.#wait, inner);
   }
 }

@@ -10,6 +10,8 @@ import { SlotLocks } from "../../../src/claim/cap/slot-locks.js";
 import { SlotRows } from "../../../src/claim/cap/slot-rows.js";
 import { mysqlDialect, postgresDialect } from "@sqlinbox/kysely-dialects";
 import { KeyRegistry } from "../../../src/claim/held/key-registry.js";
+import { CappedClaim } from "../../../src/claim/cap/capped-claim.js";
+import type { ClaimedDelivery, ClaimStrategy } from "../../../src/claim/claim-strategy.js";
 
 /** A hold that gives whatever room it is told: only `MaxInWork`'s own bookkeeping is under test here. */
 const room = (n: number): CapHold => ({
@@ -158,5 +160,96 @@ describe("KeyRegistry", () => {
     keys.uncount("cap", 3);
     keys.uncount("cap", 1);
     expect(keys.count("cap", 3, 5)).toBe(3);
+  });
+});
+
+/**
+ * The lease form's cap counts live leases twice around a claim (`LeaseCount`): room before, and what
+ * to keep after the rows are committed. Here the "table" is a count of rows in work, and every step
+ * yields to the event loop as a statement would, so claims started together interleave as they do live.
+ */
+function leaseTable(n: number) {
+  const state = { inWork: 0, pending: 12 };
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+  const hold: CapHold = {
+    n,
+    take: async (_run, want) => {
+      await turn();
+      return Array.from({ length: Math.min(want, Math.max(0, n - state.inWork)) }, (_, i) => i);
+    },
+    release: async () => {},
+    kept: async (_run, taken) => {
+      await turn();
+      return Math.min(taken, Math.max(0, n - (state.inWork - taken)));
+    },
+  };
+  const inner: ClaimStrategy = {
+    profile: Object.freeze({
+      form: "lease",
+      pace: "perWorker",
+      claimsSideBySide: true,
+      claimsContend: false,
+      storesDelay: true,
+      connectionsPerDelivery: 0,
+      holdsWorker: false,
+      batchSharesHold: false,
+      describedAs: "a lease table",
+      stop: "released",
+    }) as ClaimStrategy["profile"],
+    heldTransactions: 0,
+    claim: async (limit) => {
+      await turn();
+      const rows = Math.min(limit, state.pending);
+      state.pending -= rows;
+      state.inWork += rows;
+      return Array.from({ length: rows }, () => ({}) as ClaimedDelivery);
+    },
+    releaseUnstarted: async (deliveries) => {
+      await turn();
+      state.inWork -= deliveries.length;
+      state.pending += deliveries.length;
+    },
+    invalidate: () => {},
+    start: () => {},
+    stop: () => {},
+  };
+  return { state, hold, inner };
+}
+
+describe("CappedClaim (the lease form's cap)", () => {
+  it("claims of one process run one after another: four at once under a cap of 2 keep 2, never give every row back", async () => {
+    const { state, hold, inner } = leaseTable(2);
+    const capped = new CappedClaim(inner, new MaxInWork(hold), noStatement);
+    const kept = await Promise.all([1, 2, 3, 4].map(() => capped.claim(1)));
+    // Side by side, each claim's recount saw the other three and all four went back: nothing in work, and
+    // no delivery whose end would wake a claim before the poll interval.
+    expect(kept.map((rows) => rows.length)).toEqual([1, 1, 0, 0]);
+    expect(state.inWork).toBe(2);
+    expect(capped.atCap()).toBe(true);
+  });
+
+  it("a claim that gave rows back (another process's claim ran beside it) is followed by one within 100 ms, not the poll interval", async () => {
+    const { state, hold, inner } = leaseTable(2);
+    // Two processes: two CappedClaims on one table.
+    const one = new CappedClaim(inner, new MaxInWork(hold), noStatement);
+    const two = new CappedClaim(inner, new MaxInWork(hold), noStatement);
+    const [a, b] = await Promise.all([one.claim(2), two.claim(2)]);
+    expect(a.length + b.length).toBeLessThanOrEqual(2);
+    expect(state.inWork).toBe(a.length + b.length);
+    for (const [claim, rows] of [
+      [one, a],
+      [two, b],
+    ] as const) {
+      const wait = claim.waitAfterShortMs();
+      if (rows.length < 2) {
+        expect(wait).toBeGreaterThanOrEqual(50);
+        expect(wait).toBeLessThan(100);
+      }
+    }
+    // Both gave every row back here (each recount saw the other's two): the short wait is what brings the work back.
+    expect(a.length + b.length).toBe(0);
+    const again = await one.claim(2);
+    expect(again).toHaveLength(2);
+    expect(one.waitAfterShortMs()).toBeUndefined();
   });
 });

@@ -142,6 +142,9 @@ describe.each(matrix)("a subscription at its cap on $engine.name × $form", ({ e
         b.include(
           subscriber(queue, async () => {
             most = Math.max(most, ++inWork);
+            // Each row waits (a second at most) for a second one in work: the cap is reached, however slowly claims run.
+            const until2 = Date.now() + 1000;
+            while (inWork < 2 && Date.now() < until2) await new Promise((r) => setTimeout(r, 5));
             await new Promise((r) => setTimeout(r, 20));
             inWork--;
             done++;
