@@ -1,5 +1,6 @@
 import { sql, type ControlledTransaction } from "kysely";
 import { expect, test } from "vitest";
+import { innodbTransactions } from "../../../../test/support/innodb-status.js";
 import { run, uniqueTable, type LiveEngine } from "../support/servers.js";
 
 /** Opens a transaction the way a row-lock claim does (READ COMMITTED on MySQL/MariaDB). */
@@ -27,14 +28,16 @@ async function sessionOf(engine: LiveEngine, tx: ControlledTransaction<any>): Pr
 /**
  * Resolves once the server shows `session` waiting for a row lock (a fixed sleep is not enough on a
  * loaded machine: the wait's statement may not have reached the server when the holder commits).
+ * MySQL/MariaDB: from the InnoDB status, not `INNODB_TRX`, which a poll keeps from being refreshed.
  */
 async function untilWaiting(engine: LiveEngine, session: number): Promise<void> {
-  const query =
-    engine.name === "postgres"
-      ? sql<{ n: unknown }>`select count(*) as n from pg_stat_activity where pid = ${session} and wait_event_type = 'Lock'`
-      : sql<{ n: unknown }>`select count(*) as n from information_schema.innodb_trx where trx_mysql_thread_id = ${session} and trx_state = 'LOCK WAIT'`;
-  const deadline = Date.now() + 30_000;
-  while (Number((await query.execute(engine.db)).rows[0]?.n) === 0) {
+  const waiting = async (): Promise<boolean> => {
+    if (engine.name !== "postgres") return (await innodbTransactions(engine.db)).some((t) => t.session === session && t.lockWait);
+    const query = sql<{ n: unknown }>`select count(*) as n from pg_stat_activity where pid = ${session} and wait_event_type = 'Lock'`;
+    return Number((await query.execute(engine.db)).rows[0]?.n) > 0;
+  };
+  const deadline = Date.now() + 20_000;
+  while (!(await waiting())) {
     if (Date.now() > deadline) {
       // What the server shows of the session instead: the next failure says where it was.
       const seen =

@@ -16,7 +16,7 @@ import {
   jobsSpecOf,
   killSession,
   matrix,
-  sessionsOf,
+  heldTransactionOf,
   readJobs,
   scopedUrl,
   serverEngines,
@@ -124,11 +124,8 @@ describe.each(rowLockCases)("row-lock shared transaction on $engine.name: $shape
       if (killed) return;
       killed = true;
       const session = await sharedSession(engine.engine, setup, scope);
-      if (session !== undefined) return void (await killSession(engine, setup, session));
-      // MariaDB does not always list the shared claim's transaction in INNODB_TRX by the time every row
-      // is in work (seen with per-row handlers): end every session of the app's scope instead, which ends it too.
-      if (engine.engine !== "mysql") throw new Error("no session in a transaction");
-      for (const id of await sessionsOf(engine, setup, scope)) await killSession(engine, setup, id).catch(() => undefined);
+      if (session === undefined) throw new Error("no session of the app's scope in a transaction");
+      await killSession(engine, setup, session);
     };
     try {
       await createJobsTable(engine, db, table);
@@ -175,13 +172,10 @@ async function sharedSession(engine: string, setup: AnyKysely, scope: string): P
     const { rows } = await sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE application_name = ${scope} AND state LIKE 'idle in transaction%'`.execute(setup);
     return rows[0]?.pid;
   }
-  // InnoDB refreshes INNODB_TRX from a cache at most every 0.1 s: a transaction that began a moment ago
-  // may not be listed yet (and one killed a moment ago still is), so look again for up to 2 s.
+  // A transaction that began a moment ago may not hold its locks yet: look again for up to 2 s.
   for (let tries = 0; tries < 40; tries++) {
-    const { rows } = await sql<{ id: number }>`
-      SELECT t.trx_mysql_thread_id AS id FROM information_schema.INNODB_TRX t
-      JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE p.DB = ${scope}`.execute(setup);
-    if (rows[0] !== undefined) return rows[0].id;
+    const session = await heldTransactionOf(setup, scope);
+    if (session !== undefined) return session;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return undefined;

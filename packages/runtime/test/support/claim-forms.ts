@@ -14,6 +14,7 @@ import type { AnyKysely } from "../../src/drivers/database.js";
 import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber, type LogFields, type Logger } from "../../src/index.js";
 import { MYSQL_URL, PG_URL, engines, type TestEngine } from "./engines.js";
 import { sleep } from "./sleep.js";
+import { innodbTransactions } from "../../../../test/support/innodb-status.js";
 
 export interface Job {
   readonly n: number;
@@ -129,10 +130,17 @@ export async function deliverySession(engine: TestEngine, setup: AnyKysely, scop
     const { rows } = await sql<{ id: number | null }>`SELECT IS_USED_LOCK(${mysqlLockName(scope, `${table}:${key}`)}) AS id`.execute(setup);
     return rows[0]?.id ?? undefined;
   }
-  const { rows } = await sql<{ id: number }>`
-    SELECT t.trx_mysql_thread_id AS id FROM information_schema.INNODB_TRX t
-    JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE p.DB = ${scope}`.execute(setup);
-  return rows[0]?.id;
+  return heldTransactionOf(setup, scope);
+}
+
+/**
+ * MySQL/MariaDB: a session of the scope with a transaction that holds locks (a row-lock claim's), from the
+ * InnoDB status: `INNODB_TRX` is not refreshed while it is polled (`innodbTransactions`).
+ */
+export async function heldTransactionOf(setup: AnyKysely, scope: string): Promise<number | undefined> {
+  const { rows } = await sql<{ id: number }>`SELECT ID AS id FROM information_schema.PROCESSLIST WHERE DB = ${scope}`.execute(setup);
+  const sessions = new Set(rows.map((r) => Number(r.id)));
+  return (await innodbTransactions(setup)).find((t) => sessions.has(t.session) && t.lockStructs > 0)?.session;
 }
 
 /** Ends a session from the server side: `pg_terminate_backend`, MariaDB `KILL`. */

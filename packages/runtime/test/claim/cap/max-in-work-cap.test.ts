@@ -11,6 +11,7 @@ import { SlotRows } from "../../../src/claim/cap/slot-rows.js";
 import { mysqlDialect, postgresDialect } from "@sqlinbox/kysely-dialects";
 import { KeyRegistry } from "../../../src/claim/held/key-registry.js";
 import { CappedClaim } from "../../../src/claim/cap/capped-claim.js";
+import { FORM_FACTS } from "../../../src/claim/form-facts.js";
 import type { ClaimedDelivery, ClaimStrategy } from "../../../src/claim/claim-strategy.js";
 
 /** A hold that gives whatever room it is told: only `MaxInWork`'s own bookkeeping is under test here. */
@@ -193,9 +194,9 @@ function leaseTable(n: number) {
       connectionsPerDelivery: 0,
       holdsWorker: false,
       batchSharesHold: false,
-      describedAs: "a lease table",
-      stop: "released",
-    }) as ClaimStrategy["profile"],
+      describedAs: FORM_FACTS.lease.describedAs,
+      stop: FORM_FACTS.lease.stop,
+    }),
     heldTransactions: 0,
     claim: async (limit) => {
       await turn();
