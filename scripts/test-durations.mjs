@@ -16,5 +16,5 @@ const durations = Object.fromEntries(
     .sort(([, a], [, b]) => b.duration - a.duration)
     .map(([key, r]) => [key, Math.round(r.duration)]),
 );
-writeFileSync("test/support/file-durations.json", `${JSON.stringify(durations, null, 1)}\n`);
+writeFileSync("test/support/file-durations.json", `${JSON.stringify(durations, null, 2)}\n`);
 console.log(`test/support/file-durations.json: ${Object.keys(durations).length} files`);
