@@ -23,8 +23,11 @@ export interface JobEvents {
   readonly started: JobEventBase & { readonly payload: unknown };
   /** The ack was written: the row is done. */
   readonly succeeded: JobEventBase & { readonly durationMs: number | undefined };
-  /** The row went back to the queue, due again after `delayMs` (0: at once). */
-  readonly retried: JobEventBase & { readonly delayMs: number };
+  /**
+   * The row went back to the queue, due again after `delayMs` (0: at once). `outcome`: `retry` (back at once)
+   * or `retryAfter` (after a delay, which a backoff's jitter may make 0 ms).
+   */
+  readonly retried: JobEventBase & { readonly delayMs: number; readonly outcome: "retry" | "retryAfter" };
   /** The handler snoozed the row: due again after `delayMs`, its attempt not spent. */
   readonly snoozed: JobEventBase & { readonly delayMs: number };
   /** The handler threw (or timed out); the event that follows says what became of the row. */
@@ -143,7 +146,7 @@ function settledEvents(event: SettledEvent, emit: Emit): void {
   const as = settledAs(settlement);
   if (event.cancelled === true) emit("cancelled", base);
   else if (as === "succeeded") emit("succeeded", { ...base, durationMs: event.handlerMs });
-  else if (as === "retried") emit("retried", { ...base, delayMs: event.delayMs ?? 0 });
+  else if (as === "retried") emit("retried", { ...base, delayMs: event.delayMs ?? 0, outcome: settlement.outcome.kind === "retry" ? "retry" : "retryAfter" });
   else if (as === "snoozed") emit("snoozed", { ...base, delayMs: event.delayMs ?? 0 });
   else if (as === "deadLettered") emit("deadLettered", { ...base, reason: settlement.step.step === "deadLetter" ? settlement.step.reason : undefined });
   else emit("dropped", base);

@@ -292,7 +292,7 @@ class OtelHooks implements TelemetryHooks {
     const settled = (outcome: string) => (e: JobEventBase) => ends(e.route, e.id, e.attempt, outcome, undefined);
     this.listeners = [
       listen("succeeded", settled("ack")),
-      listen("retried", (e) => ends(e.route, e.id, e.attempt, e.delayMs > 0 ? "retryAfter" : "retry", undefined)),
+      listen("retried", (e) => ends(e.route, e.id, e.attempt, e.outcome, undefined)),
       listen("snoozed", settled("snooze")),
       listen("deadLettered", settled("deadLetter")),
       listen("dropped", settled("drop")),

@@ -48,6 +48,7 @@ describe("middleware, as types", () => {
 describe("lifecycle events, as types", () => {
   test("each event carries what it says", () => {
     app.on("retried", (e) => expectTypeOf(e.delayMs).toEqualTypeOf<number>());
+    app.on("retried", (e) => expectTypeOf(e.outcome).toEqualTypeOf<"retry" | "retryAfter">());
     app.on("failed", (e) => expectTypeOf(e.error).toEqualTypeOf<unknown>());
     app.on("deadLettered", (e) => expectTypeOf(e.reason).toEqualTypeOf<string | undefined>());
     app.on("published", (e) => {

@@ -34,6 +34,7 @@ describe.each(matrix)("lifecycle hooks on $engine.name × $form", ({ engine, for
     // Per id: the event names, and what the retried events carried.
     const seen = new Map<string, string[]>();
     const delays: number[] = [];
+    const retries: string[] = [];
     const record = (name: string, id: unknown): void => {
       const list = seen.get(String(id)) ?? [];
       list.push(name);
@@ -49,7 +50,10 @@ describe.each(matrix)("lifecycle hooks on $engine.name × $form", ({ engine, for
     let app = new App({ name: "t", version: "0", logger, shutdownGrace: 2000 });
     for (const name of EVENTS) app = app.on(name, (e) => record(name, e.id));
     app = app
-      .on("retried", (e) => void delays.push(e.delayMs))
+      .on("retried", (e) => {
+        delays.push(e.delayMs);
+        retries.push(`${e.outcome} ${e.delayMs}`);
+      })
       .on("snoozed", (e) => void snoozed.push(e.delayMs))
       .on("started", (e) => void startedIds.set((e.payload as { n: number }).n, String(e.id)))
       // A listener that throws at every event (logged once), and one that never settles.
@@ -92,6 +96,9 @@ describe.each(matrix)("lifecycle hooks on $engine.name × $form", ({ engine, for
             // A snooze gives its attempt back, so the second delivery is attempt 1 again: counted here instead.
             snoozes++;
             return snoozes === 1 ? HandlerOutcome.snooze(150) : HandlerOutcome.ack();
+          case 9:
+            // A delay of 0 ms (as a backoff's jitter can give) is still a retryAfter.
+            return attempt === 1 ? HandlerOutcome.retryAfter(0) : HandlerOutcome.ack();
           default:
             return HandlerOutcome.ack();
         }
@@ -99,7 +106,7 @@ describe.each(matrix)("lifecycle hooks on $engine.name × $form", ({ engine, for
     );
     const running = await app.withBroker(broker, (b) => b.include(sub)).start();
     try {
-      const ns = [1, 2, 3, 4, 5, ...(cancels ? [6] : []), ...(lease ? [7] : []), 8];
+      const ns = [1, 2, 3, 4, 5, ...(cancels ? [6] : []), ...(lease ? [7] : []), 8, 9];
       const ids = new Map<number, string>();
       for (const n of ns) ids.set(n, (await broker.publish(route, { n }, { columns: { k: `k${n}` } })).id);
       if (cancels) {
@@ -118,8 +125,11 @@ describe.each(matrix)("lifecycle hooks on $engine.name × $form", ({ engine, for
       if (cancels) expect(of(6)).toEqual(["published", "started", "cancelled"]);
       if (lease) expect(of(7)).toEqual(["published", "started", "leaseLost", "started", "succeeded"]);
       expect(of(8)).toEqual(["published", "started", "snoozed", "started", "succeeded"]);
+      expect(of(9)).toEqual(["published", "started", "retried", "started", "succeeded"]);
       expect(snoozed).toEqual([150]);
-      expect([...delays].sort((a, b) => a - b)).toEqual([0, 100, 100, 200]);
+      expect([...delays].sort((a, b) => a - b)).toEqual([0, 0, 100, 100, 200]);
+      // Job 5's retry() and job 9's retryAfter(0) both come back at once; the event tells them apart.
+      expect([...retries].sort()).toEqual(["retry 0", "retryAfter 0", "retryAfter 100", "retryAfter 100", "retryAfter 200"]);
       expect(await readDead(db, dead)).toHaveLength(1);
       // The throwing listener failed at every success, and was logged once.
       expect(logger.find("a job event listener failed")).toHaveLength(1);
