@@ -229,3 +229,8 @@ export function settledAs(settlement: Settlement): "succeeded" | "retried" | "sn
   if (step.step === "deadLetter") return "deadLettered";
   return step.how === "ack" ? "succeeded" : "dropped";
 }
+
+/** A settlement that put its row back (`settledAs` says `retried`): at once by `retry`, or `retryAfter` (any other outcome turned into a delay). */
+export function retriedAs(settlement: Settlement): "retry" | "retryAfter" {
+  return settlement.outcome.kind === "retry" ? "retry" : "retryAfter";
+}

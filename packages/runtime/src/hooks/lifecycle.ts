@@ -1,5 +1,5 @@
 import { isSqlInboxError } from "@sqlinbox/core/internal";
-import { settledAs } from "../claim/settlement.js";
+import { retriedAs, settledAs } from "../claim/settlement.js";
 import type { DeliveryObserver, SettledEvent } from "../consume/setup.js";
 import type { HandlerOutcome } from "../declare/outcome.js";
 import { errorFields, type Logger } from "../logger.js";
@@ -146,7 +146,7 @@ function settledEvents(event: SettledEvent, emit: Emit): void {
   const as = settledAs(settlement);
   if (event.cancelled === true) emit("cancelled", base);
   else if (as === "succeeded") emit("succeeded", { ...base, durationMs: event.handlerMs });
-  else if (as === "retried") emit("retried", { ...base, delayMs: event.delayMs ?? 0, outcome: settlement.outcome.kind === "retry" ? "retry" : "retryAfter" });
+  else if (as === "retried") emit("retried", { ...base, delayMs: event.delayMs ?? 0, outcome: retriedAs(settlement) });
   else if (as === "snoozed") emit("snoozed", { ...base, delayMs: event.delayMs ?? 0 });
   else if (as === "deadLettered") emit("deadLettered", { ...base, reason: settlement.step.step === "deadLetter" ? settlement.step.reason : undefined });
   else emit("dropped", base);
