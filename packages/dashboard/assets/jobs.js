@@ -77,6 +77,12 @@ function filterForm() {
     jobs.query = read();
     jobs.cursors = [];
     jobs.selected.clear();
+    // Drawn at once from the query just read: the form stays the same node while its list loads, so what is
+    // typed meanwhile is kept (drawn when the list came back, it was replaced by the query's older values),
+    // and no page of the former filter is left under the new one, for a bulk action to take.
+    jobs.page = null;
+    jobs.job = null;
+    renderJobs();
     void loadPage();
   };
   const [whereColumn, whereValue] = q.where ? [q.where.slice(0, q.where.indexOf(":")), q.where.slice(q.where.indexOf(":") + 1)] : [t?.data[0] ?? "", ""];

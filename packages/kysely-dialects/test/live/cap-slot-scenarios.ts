@@ -36,7 +36,7 @@ async function untilWaiting(engine: LiveEngine, session: number): Promise<void> 
     const query = sql<{ n: unknown }>`select count(*) as n from pg_stat_activity where pid = ${session} and wait_event_type = 'Lock'`;
     return Number((await query.execute(engine.db)).rows[0]?.n) > 0;
   };
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 10_000;
   while (!(await waiting())) {
     if (Date.now() > deadline) {
       // What the server shows of the session instead: the next failure says where it was.
@@ -67,8 +67,9 @@ export function capSlotScenarios(get: () => LiveEngine): void {
       const waiterSession = await sessionOf(engine, waiter);
       expect((await run(holder, flow.lockCapSlots(place, 1, 1))).rows.map((r) => Number(r.slot))).toEqual([0]);
       expect((await run(waiter, flow.lockCapSlots(place, 1, 1))).rows).toEqual([]);
-      // Bounded well past the wait for it below (a loaded server may take seconds to show the wait).
-      await run(waiter, flow.lockWait.bound(60_000));
+      // Bounded past the wait for it below (a loaded server may take seconds to show the wait), and short enough
+      // that a failure's rollback, queued behind this statement on its connection, ends within the test's time.
+      await run(waiter, flow.lockWait.bound(15_000));
       const waiting = run(waiter, flow.waitCapSlot(place, 0));
       // Failing while the test waits elsewhere, it is awaited below: not an unhandled rejection meanwhile.
       waiting.catch(() => {});
@@ -98,5 +99,5 @@ export function capSlotScenarios(get: () => LiveEngine): void {
     } finally {
       for (const tx of [holder, waiter, latecomer, timedOut]) if (!tx.isCommitted && !tx.isRolledBack) await tx.rollback().execute();
     }
-  });
+  }, 60_000);
 }
