@@ -3,7 +3,8 @@
  * SQLite, through the dashboard an operator starts (`sqlinbox dashboard --allow-writes --token`):
  * a filter of 100 waiting jobs cancelled, 10 picked jobs rescheduled, 100 dead letters moved back,
  * each counted by a dry run first (the moved dead letters then handled by a subscriber, and listed as done); a row in work left alone and counted; a write without the token
- * refused. The browser runs in Europe/Berlin: every time reads in that zone, and the page says so.
+ * refused. The browser runs in Europe/Berlin: every time reads in that zone, and the page says so. And
+ * (SQLite only: the page's own code) a filter typed while a list loads is kept when that list comes back.
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync } from "node:fs";
@@ -300,4 +301,51 @@ describe("bulk actions of the job browser", () => {
       },
     );
   }
+
+  // The page's own code, not the engine's: one engine is enough.
+  test.runIf(selects("sqlite"))(
+    "a filter typed while a list is loading is still there when the list comes back, and is the one a bulk action takes",
+    { timeout: 60_000 },
+    async () => {
+      const url = `sqlite:${join(mkdtempSync(join(tmpdir(), "sqlinbox-bulk-")), "app.db")}`;
+      const { db } = (await parseDatabaseUrl(url).open({ max: 1 })) as unknown as { db: Db };
+      await seed(db, "sqlite");
+      const dashboard = await startDashboardProcess(["--url", url, "--module", MODULE, "--table", LEASE, "--allow-writes", "--token", TOKEN, "--sample-every", "30"]);
+      try {
+        const page = await browser.newPage({ viewport: { width: 1360, height: 900 }, timezoneId: ZONE });
+        await page.goto(`${dashboard.url}#jobs`);
+        await page.getByTestId("jobs-view").waitFor();
+        await listed(page, "Page 1 · 50 jobs");
+        // The next list is held until the filter has been typed, as a slow server would hold it.
+        let release: () => void = () => {};
+        const held = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        let heldOne = false;
+        await page.route("**/api/jobs?*", async (route) => {
+          if (!heldOne) {
+            heldOne = true;
+            await held;
+          }
+          await route.continue();
+        });
+        await page.getByTestId("jobs-state").selectOption("scheduled");
+        await page.getByTestId("jobs-where-column").selectOption("customer");
+        await page.getByTestId("jobs-where-value").fill("acme");
+        release();
+        await listed(page, "Page 1 · 0 jobs");
+        expect(await page.getByTestId("jobs-where-value").inputValue()).toBe("acme");
+        // Back to waiting, with the filter typed: the bulk dialog counts acme's 100, not the 120 waiting jobs.
+        await page.getByTestId("jobs-state").selectOption("waiting");
+        await listed(page, "Page 1 · 50 jobs");
+        await page.getByTestId("token").fill(TOKEN);
+        await page.getByTestId("bulk-cancel").click();
+        await expect.poll(() => page.getByTestId("bulk-matched").textContent()).toBe("Dry run: this takes 100 waiting jobs. Nothing has changed yet.");
+        await page.close();
+      } finally {
+        await dashboard.stop();
+        await db.destroy();
+      }
+    },
+  );
 });
