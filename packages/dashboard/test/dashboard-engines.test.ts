@@ -91,6 +91,7 @@ describe("the dashboard's numbers on the other engines and forms", () => {
     }
   });
 
+  // Each case is one engine's; skipped only when SQLINBOX_ENGINES leaves that engine out.
   test.runIf(selects("sqlite"))("SQLite, lease without groups: the leases table has no Group column, and its times read in the browser's zone", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sqlinbox-dash-"));
     const file = join(dir, "app.db");

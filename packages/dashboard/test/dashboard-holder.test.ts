@@ -63,6 +63,7 @@ describe("who holds an advisory job, on the job page", () => {
   });
 
   for (const target of ENGINES) {
+    // An engine SQLINBOX_ENGINES leaves out is skipped (the test runs every engine when it is unset, as in CI).
     test.runIf(selects(target.name))(`${target.name}: the session holding the key, or (SQLite) that it cannot be seen`, async () => {
       const url = target.url();
       const { db } = (await parseDatabaseUrl(url).open({ max: 3 })) as unknown as { db: Db };

@@ -15,6 +15,7 @@ import { jobsSpec, useEngineConnection } from "../../support/fixtures.js";
 
 const engine = engineNamed("mariadb");
 
+// Only MariaDB has the probe (above): skipped only when SQLINBOX_ENGINES leaves MariaDB out.
 describe.runIf(selects("mariadb"))("an idle lease subscription on mariadb", () => {
   let setup!: AnyKysely;
   let url = "";
