@@ -17,7 +17,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { engines, unique } from "../../runtime/test/support/engines.js";
 import { until } from "../../runtime/test/support/claim-forms.js";
-import { inboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
+import { inboxSpecOf, outboxSpecOf, rowsIn } from "../../../test/support/bridge-tables.js";
 import { amqpInbox, amqpOutbox } from "../src/index.js";
 
 const run = promisify(execFile);
@@ -96,7 +96,6 @@ describe.each(engines)("$name × lease", (engine) => {
     const db = await engine.connect(dbUrl);
     const outboxTable = unique("amqp_restart_out").toLowerCase();
     const inboxTable = unique("amqp_restart_in").toLowerCase();
-    const count = async (table: string) => Number((await sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql.id(table)}`.execute(db)).rows[0]?.n);
     try {
       const Outbox = outboxSpecOf(outboxTable, "lease");
       const Inbox = inboxSpecOf(inboxTable);
@@ -127,7 +126,7 @@ describe.each(engines)("$name × lease", (engine) => {
           "orders",
           Array.from({ length: 20 }, (_, n) => ({ n, customer: 0 })),
         );
-        await until(async () => (await count(inboxTable)) === 20, 20_000, "the first rows relayed and stored");
+        await until(async () => (await rowsIn(db, inboxTable)) === 20, 20_000, "the first rows relayed and stored");
 
         await ctl("stop_app");
         await broker.publishMany(
@@ -135,11 +134,11 @@ describe.each(engines)("$name × lease", (engine) => {
           Array.from({ length: 20 }, (_, n) => ({ n: 20 + n, customer: 0 })),
         );
         await until(() => errors.length >= 3, 20_000, "three failed sends");
-        expect(await count(outboxTable)).toBe(20);
+        expect(await rowsIn(db, outboxTable)).toBe(20);
 
         await ctl("start_app");
-        await until(async () => (await count(outboxTable)) === 0, 30_000, "the rows relayed once the broker is back");
-        await until(async () => (await count(inboxTable)) === 40, 30_000, "the bridge consuming again, every row stored");
+        await until(async () => (await rowsIn(db, outboxTable)) === 0, 30_000, "the rows relayed once the broker is back");
+        await until(async () => (await rowsIn(db, inboxTable)) === 40, 30_000, "the bridge consuming again, every row stored");
       } finally {
         await app.stop();
         await relay.close();

@@ -12,12 +12,11 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type TestEngine, engines, unique } from "../../runtime/test/support/engines.js";
 import { until } from "../../runtime/test/support/claim-forms.js";
-import { type Order, formsOn, inboxSpecOf, orderedOutboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
+import { type Order, formsOn, publishSixtyOrders, rowsIn, traceparentOf, inboxSpecOf, orderedOutboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
 import { amqpInbox, amqpOutbox } from "../src/index.js";
 import { connectAmqp, drainQueue } from "./support/amqp.js";
 
 const matrix = engines.flatMap((engine) => formsOn(engine.name).map((form) => ({ engine, form })));
-const traceparent = (n: number) => `00-${(n + 1).toString(16).padStart(32, "0")}-${"1".padStart(16, "0")}-01`;
 
 let connection: ChannelModel;
 let admin: Channel;
@@ -65,11 +64,6 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     await admin.assertExchange(exchange, "topic", { durable: true });
     return exchange;
   };
-  async function rowsLeft(table: string): Promise<number> {
-    const { rows } = await sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql.id(table)}`.execute(db);
-    return Number(rows[0]?.n);
-  }
-
   test("rows published in transactions reach the queues persistent, with their ids and headers; the inbox on the other side stores each once", async () => {
     const outboxTable = freshTable("amqp_outbox");
     const inboxTable = freshTable("amqp_inbox");
@@ -88,20 +82,8 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
       .route(Outbox, "orders")
       .route(Inbox, "orders.in");
     const N = 60;
-    for (let t = 0; t < 6; t++)
-      await db.transaction().execute(async (trx) => {
-        for (let i = 0; i < 10; i++) {
-          const n = t * 10 + i;
-          await broker.publish("orders", { n, customer: n % 3 }, { via: trx, headers: { traceparent: traceparent(n) } });
-        }
-      });
-    await db
-      .transaction()
-      .execute(async (trx) => {
-        await broker.publish("orders", { n: 999, customer: 0 }, { via: trx });
-        throw new Error("rolled back");
-      })
-      .catch(() => {});
+    // Six transactions of ten rows (the traceparent of each in its headers), and one rolled back, never relayed.
+    await publishSixtyOrders(db, (order, options) => broker.publish("orders", order, options));
 
     const inbox = amqpInbox(broker, "orders.in", { connection, queue: billing, prefetch: 16, logger: silentLogger });
     await inbox.start();
@@ -128,8 +110,8 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
     running.push(app);
     try {
-      await until(async () => (await rowsLeft(outboxTable)) === 0, 20_000, "every outbox row acked");
-      await until(async () => (await rowsLeft(inboxTable)) === N && (await admin.checkQueue(billing)).messageCount === 0, 20_000, "every message stored");
+      await until(async () => (await rowsIn(db, outboxTable)) === 0, 20_000, "every outbox row acked");
+      await until(async () => (await rowsIn(db, inboxTable)) === N && (await admin.checkQueue(billing)).messageCount === 0, 20_000, "every message stored");
     } finally {
       await inbox.stop();
       await app.stop();
@@ -144,7 +126,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
       expect(m.properties.messageId).toMatch(new RegExp(`^${outboxTable}:\\d+$`));
       expect(m.properties.deliveryMode).toBe(2);
       expect(m.properties.contentType).toBe("application/json");
-      expect(m.properties.headers).toEqual({ traceparent: traceparent(order.n) });
+      expect(m.properties.headers).toEqual({ traceparent: traceparentOf(order.n) });
       expect(m.fields.routingKey).toBe(`orders.${order.customer}`);
     }
     // The inbox deduplicated on the message id: one row per outbox row, with its headers.
@@ -171,7 +153,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
       const relay = amqpOutbox(InboxQueue.of(spec, "orders").batch(8).workers(4).pollInterval(50), { connection, routingKey: queue });
       const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
       running.push(app);
-      await until(async () => (await rowsLeft(table)) === 0, 30_000, "every ordered row acked");
+      await until(async () => (await rowsIn(db, table)) === 0, 30_000, "every ordered row acked");
       await app.stop();
       const bodies = (await drainQueue(admin, queue)).map((m) => JSON.parse(m.content.toString()) as Order);
       expect(bodies).toHaveLength(N);
@@ -207,11 +189,11 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     running.push(app);
     try {
       await until(() => errors.length >= 2, 15_000, "the batch failed twice");
-      expect(await rowsLeft(table)).toBe(2);
+      expect(await rowsIn(db, table)).toBe(2);
       expect(String((errors[0] as Error).message)).toContain("RabbitMQ");
       const queue = await freshQueue("late");
       await admin.bindQueue(queue, exchange, "orders");
-      await until(async () => (await rowsLeft(table)) === 0, 15_000, "the rows relayed once a queue is bound");
+      await until(async () => (await rowsIn(db, table)) === 0, 15_000, "the rows relayed once a queue is bound");
       expect((await drainQueue(admin, queue)).map((m) => (JSON.parse(m.content.toString()) as Order).n).sort()).toEqual([1, 2]);
     } finally {
       await app.stop();

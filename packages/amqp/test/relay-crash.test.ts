@@ -6,11 +6,10 @@
 import { fileURLToPath } from "node:url";
 import { App, InboxQueue, SqlBroker, createInboxTable, silentLogger } from "@sqlinbox/runtime";
 import type { Channel, ChannelModel } from "amqplib";
-import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { engines, unique } from "../../runtime/test/support/engines.js";
 import { startFixture, until } from "../../runtime/test/support/claim-forms.js";
-import { formsOn, inboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
+import { formsOn, inboxSpecOf, outboxSpecOf, rowsIn } from "../../../test/support/bridge-tables.js";
 import { amqpInbox, amqpOutbox } from "../src/index.js";
 import { connectAmqp } from "./support/amqp.js";
 
@@ -36,7 +35,6 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }) => {
     const outboxTable = unique("amqp_crash").toLowerCase();
     const inboxTable = unique("amqp_crash_in").toLowerCase();
     const queue = unique("crash");
-    const count = async (table: string) => Number((await sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql.id(table)}`.execute(db)).rows[0]?.n);
     try {
       const Outbox = outboxSpecOf(outboxTable, form);
       const Inbox = inboxSpecOf(inboxTable);
@@ -65,7 +63,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }) => {
 
       // The queue holds the confirmed messages; the second batch's rows are still in the table.
       const queued = (await admin.checkQueue(queue)).messageCount;
-      const left = await count(outboxTable);
+      const left = await rowsIn(db, outboxTable);
       expect(queued).toBe(16);
       expect(left).toBe(N - 8);
 
@@ -74,7 +72,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }) => {
       const relay = amqpOutbox(InboxQueue.of(Outbox, "orders").batch(8).pollInterval(50), { connection, routingKey: queue });
       const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
       try {
-        await until(async () => (await count(outboxTable)) === 0, LEASE_MS + 20_000, "every row relayed");
+        await until(async () => (await rowsIn(db, outboxTable)) === 0, LEASE_MS + 20_000, "every row relayed");
         await until(async () => inbox.counts.stored + inbox.counts.duplicates === N + 8 && (await admin.checkQueue(queue)).messageCount === 0, 20_000, "every message read");
       } finally {
         await app.stop();
@@ -82,7 +80,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }) => {
       }
       // The 8 rows confirmed but not acked at the kill went twice; the inbox stored each row once.
       expect(inbox.counts).toEqual({ stored: N, duplicates: 8 });
-      expect(await count(inboxTable)).toBe(N);
+      expect(await rowsIn(db, inboxTable)).toBe(N);
       console.log(`amqp relay SIGKILL ${engine.name} × ${form}: 8 rows confirmed but not acked at the kill; ${N + 8} messages, ${N} inbox rows`);
       await broker.close();
     } finally {

@@ -12,12 +12,11 @@ import type { MqttClient } from "mqtt";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type TestEngine, engines, unique } from "../../runtime/test/support/engines.js";
 import { until } from "../../runtime/test/support/claim-forms.js";
-import { type Order, formsOn, inboxSpecOf, orderedOutboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
+import { type Order, formsOn, publishSixtyOrders, rowsIn, traceparentOf, inboxSpecOf, orderedOutboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
 import { mqttInbox, mqttOutbox } from "../src/index.js";
 import { MQTT_URL, connectMqtt, dropSession, recorder } from "./support/mqtt.js";
 
 const matrix = engines.flatMap((engine) => formsOn(engine.name).map((form) => ({ engine, form })));
-const traceparent = (n: number) => `00-${(n + 1).toString(16).padStart(32, "0")}-${"1".padStart(16, "0")}-01`;
 
 let client: MqttClient;
 beforeAll(async () => {
@@ -49,11 +48,6 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     tables.push(table);
     return table;
   };
-  async function rowsLeft(table: string): Promise<number> {
-    const { rows } = await sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql.id(table)}`.execute(db);
-    return Number(rows[0]?.n);
-  }
-
   test("rows published in transactions reach subscribers with their ids and headers; the inbox on the other side stores each once", async () => {
     const outboxTable = freshTable("mqtt_outbox");
     const inboxTable = freshTable("mqtt_inbox");
@@ -67,20 +61,8 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
       .route(Outbox, "orders")
       .route(Inbox, "orders.in");
     const N = 60;
-    for (let t = 0; t < 6; t++)
-      await db.transaction().execute(async (trx) => {
-        for (let i = 0; i < 10; i++) {
-          const n = t * 10 + i;
-          await broker.publish("orders", { n, customer: n % 3 }, { via: trx, headers: { traceparent: traceparent(n) } });
-        }
-      });
-    await db
-      .transaction()
-      .execute(async (trx) => {
-        await broker.publish("orders", { n: 999, customer: 0 }, { via: trx });
-        throw new Error("rolled back");
-      })
-      .catch(() => {});
+    // Six transactions of ten rows (the traceparent of each in its headers), and one rolled back, never relayed.
+    await publishSixtyOrders(db, (order, options) => broker.publish("orders", order, options));
 
     const seen = await recorder(`${base}/#`);
     const clientId = unique("billing");
@@ -109,8 +91,8 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
     running.push(app);
     try {
-      await until(async () => (await rowsLeft(outboxTable)) === 0, 20_000, "every outbox row acked");
-      await until(async () => (await rowsLeft(inboxTable)) === N && inbox.counts.stored + inbox.counts.duplicates === seen.received.length, 20_000, "every message stored");
+      await until(async () => (await rowsIn(db, outboxTable)) === 0, 20_000, "every outbox row acked");
+      await until(async () => (await rowsIn(db, inboxTable)) === N && inbox.counts.stored + inbox.counts.duplicates === seen.received.length, 20_000, "every message stored");
     } finally {
       await inbox.stop();
       await app.stop();
@@ -123,7 +105,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     expect(new Set(ids).size).toBe(N);
     for (const m of messages) {
       const order = JSON.parse(m.body) as Order;
-      expect(m.userProperties).toEqual({ traceparent: traceparent(order.n), "sqlinbox-id": expect.stringMatching(new RegExp(`^${outboxTable}:\\d+$`)) });
+      expect(m.userProperties).toEqual({ traceparent: traceparentOf(order.n), "sqlinbox-id": expect.stringMatching(new RegExp(`^${outboxTable}:\\d+$`)) });
       expect(m.topic).toBe(`${base}/${order.customer}`);
     }
     expect(inbox.counts).toEqual({ stored: N, duplicates: messages.length - N });
@@ -150,7 +132,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
       const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
       running.push(app);
       try {
-        await until(async () => (await rowsLeft(table)) === 0, 30_000, "every ordered row acked");
+        await until(async () => (await rowsIn(db, table)) === 0, 30_000, "every ordered row acked");
         await until(() => seen.received.length >= N, 10_000, "every message received");
       } finally {
         await app.stop();

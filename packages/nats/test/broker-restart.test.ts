@@ -11,11 +11,10 @@ import { join } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { App, InboxQueue, SqlBroker, createInboxTable, defaultOnError, silentLogger } from "@sqlinbox/runtime";
-import { sql } from "kysely";
 import { afterAll, describe, expect, test } from "vitest";
 import { engines, unique } from "../../runtime/test/support/engines.js";
 import { until } from "../../runtime/test/support/claim-forms.js";
-import { outboxSpecOf } from "../../../test/support/bridge-tables.js";
+import { outboxSpecOf, rowsIn } from "../../../test/support/bridge-tables.js";
 import { natsOutbox } from "../src/index.js";
 import { connectNats, jetstreamManager, streamMessages } from "./support/nats.js";
 
@@ -63,7 +62,7 @@ describe.each(engines)("$name × lease", (engine) => {
     const url = engine.url();
     const db = await engine.connect(url);
     const table = unique("nats_restart").toLowerCase();
-    const left = async () => Number((await sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql.id(table)}`.execute(db)).rows[0]?.n);
+    const left = () => rowsIn(db, table);
     try {
       const spec = outboxSpecOf(table, "lease");
       await createInboxTable(db, spec);

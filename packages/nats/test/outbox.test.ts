@@ -8,16 +8,14 @@ import { type JetStreamManager, jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { ClaimForm } from "@sqlinbox/core/internal";
 import { App, HandlerOutcome, InboxQueue, type RunningApp, SqlBroker, createInboxTable, silentLogger } from "@sqlinbox/runtime";
-import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type TestEngine, engines, unique } from "../../runtime/test/support/engines.js";
 import { until } from "../../runtime/test/support/claim-forms.js";
-import { type Order, formsOn, orderedOutboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
+import { type Order, formsOn, publishSixtyOrders, rowsIn, traceparentOf, orderedOutboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
 import { natsOutbox } from "../src/index.js";
 import { connectNats, freshStream, jetstreamManager, streamMessages } from "./support/nats.js";
 
 const matrix = engines.flatMap((engine) => formsOn(engine.name).map((form) => ({ engine, form })));
-const traceparent = (n: number) => `00-${n.toString(16).padStart(32, "0")}-${"1".padStart(16, "0")}-01`;
 
 let nc: NatsConnection;
 let jsm: JetStreamManager;
@@ -59,30 +57,11 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     return { table, spec, stream, broker, route: `${stream}.orders` as const };
   }
 
-  async function rowsLeft(table: string): Promise<number> {
-    const { rows } = await sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql.id(table)}`.execute(db);
-    return Number(rows[0]?.n);
-  }
-
   test("rows published in transactions reach the stream once each, with their headers; a batch sent again is deduplicated", async () => {
     const { table, spec, stream, broker, route } = await freshOutbox();
     const N = 60;
-    // Six transactions of ten rows, each committed with the rows' business write (here: nothing else).
-    for (let t = 0; t < 6; t++)
-      await db.transaction().execute(async (trx) => {
-        for (let i = 0; i < 10; i++) {
-          const n = t * 10 + i;
-          await broker.publish(route, { n, customer: n % 3 }, { via: trx, headers: { traceparent: traceparent(n) } });
-        }
-      });
-    // A rolled-back transaction's rows never reach the stream.
-    await db
-      .transaction()
-      .execute(async (trx) => {
-        await broker.publish(route, { n: 999, customer: 0 }, { via: trx });
-        throw new Error("rolled back");
-      })
-      .catch(() => {});
+    // Six transactions of ten rows (the traceparent of each in its headers), and one rolled back, never relayed.
+    await publishSixtyOrders(db, (order, options) => broker.publish(route, order, options));
 
     // The subject of row n = 5 fails once, after rows of its batch were published: the batch is sent again.
     let failed = false;
@@ -105,7 +84,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     );
     const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
     running.push(app);
-    await until(async () => (await rowsLeft(table)) === 0, 20_000, "every outbox row acked");
+    await until(async () => (await rowsIn(db, table)) === 0, 20_000, "every outbox row acked");
     await app.stop();
 
     expect(failed).toBe(true);
@@ -118,7 +97,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     for (const m of messages) {
       const o = m.body as Order;
       expect(m.msgId).toMatch(new RegExp(`^${table}:\\d+$`));
-      expect(m.headers, JSON.stringify(m)).toMatchObject({ traceparent: traceparent(o.n) });
+      expect(m.headers, JSON.stringify(m)).toMatchObject({ traceparent: traceparentOf(o.n) });
       expect(m.subject).toBe(`${stream}.orders.${o.customer}`);
     }
   });
@@ -144,10 +123,10 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
     running.push(app);
     await until(() => errors.length >= 2, 20_000, "two failed sends");
-    expect(await rowsLeft(table)).toBe(3);
+    expect(await rowsIn(db, table)).toBe(3);
     expect(String(errors[0])).toMatch(/^SqlInboxError: Handler: JetStream did not confirm 3 of 3 messages \(row ids \d+, \d+, \d+\): .+; the rows stay in the table/);
     subject = `${stream}.orders`;
-    await until(async () => (await rowsLeft(table)) === 0, 20_000, "the rows sent once the subject has a stream");
+    await until(async () => (await rowsIn(db, table)) === 0, 20_000, "the rows sent once the subject has a stream");
     await app.stop();
     expect((await streamMessages(jsm, stream)).map((m) => (m.body as Order).n)).toEqual([0, 1, 2]);
   });
@@ -185,7 +164,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
       );
       const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
       running.push(app);
-      await until(async () => (await rowsLeft(table)) === 0, 30_000, "every ordered row acked");
+      await until(async () => (await rowsIn(db, table)) === 0, 30_000, "every ordered row acked");
       await app.stop();
       const bodies = (await streamMessages(jsm, stream)).map((m) => m.body as Order);
       expect(bodies).toHaveLength(N);

@@ -14,7 +14,7 @@ import { sql } from "kysely";
 import { afterAll, describe, expect, test } from "vitest";
 import { engines, unique } from "../../runtime/test/support/engines.js";
 import { until } from "../../runtime/test/support/claim-forms.js";
-import { inboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
+import { inboxSpecOf, outboxSpecOf, rowsIn } from "../../../test/support/bridge-tables.js";
 import { redisInbox, redisOutbox } from "../src/index.js";
 import { streamEntries } from "./support/redis.js";
 
@@ -73,7 +73,6 @@ describe.each(engines)("$name × lease", (engine) => {
     const db = await engine.connect(dbUrl);
     const outboxTable = unique("redis_restart_out").toLowerCase();
     const inboxTable = unique("redis_restart_in").toLowerCase();
-    const count = async (table: string) => Number((await sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql.id(table)}`.execute(db)).rows[0]?.n);
     try {
       const Outbox = outboxSpecOf(outboxTable, "lease");
       const Inbox = inboxSpecOf(inboxTable);
@@ -104,7 +103,7 @@ describe.each(engines)("$name × lease", (engine) => {
           "orders",
           Array.from({ length: 20 }, (_, n) => ({ n, customer: 0 })),
         );
-        await until(async () => (await count(inboxTable)) === 20, 20_000, "the first rows relayed and stored");
+        await until(async () => (await rowsIn(db, inboxTable)) === 20, 20_000, "the first rows relayed and stored");
 
         await killServer();
         await broker.publishMany(
@@ -112,11 +111,11 @@ describe.each(engines)("$name × lease", (engine) => {
           Array.from({ length: 20 }, (_, n) => ({ n: 20 + n, customer: 0 })),
         );
         await until(() => errors.length >= 3, 20_000, "three failed sends");
-        expect(await count(outboxTable)).toBe(20);
+        expect(await rowsIn(db, outboxTable)).toBe(20);
 
         await startServer();
-        await until(async () => (await count(outboxTable)) === 0, 30_000, "the rows relayed once the server is back");
-        await until(async () => (await count(inboxTable)) === 40, 30_000, "the bridge reading again, every row stored");
+        await until(async () => (await rowsIn(db, outboxTable)) === 0, 30_000, "the rows relayed once the server is back");
+        await until(async () => (await rowsIn(db, inboxTable)) === 40, 30_000, "the bridge reading again, every row stored");
       } finally {
         await app.stop();
         await inbox.stop();

@@ -11,12 +11,11 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type TestEngine, engines, unique } from "../../runtime/test/support/engines.js";
 import { until } from "../../runtime/test/support/claim-forms.js";
-import { type Order, formsOn, inboxSpecOf, orderedOutboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
+import { type Order, formsOn, publishSixtyOrders, rowsIn, traceparentOf, inboxSpecOf, orderedOutboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
 import { redisInbox, redisOutbox } from "../src/index.js";
 import { connectRedis, streamEntries } from "./support/redis.js";
 
 const matrix = engines.flatMap((engine) => formsOn(engine.name).map((form) => ({ engine, form })));
-const traceparent = (n: number) => `00-${(n + 1).toString(16).padStart(32, "0")}-${"1".padStart(16, "0")}-01`;
 
 let redis: Redis;
 beforeAll(async () => {
@@ -53,11 +52,6 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     streams.push(stream);
     return stream;
   };
-  async function rowsLeft(table: string): Promise<number> {
-    const { rows } = await sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql.id(table)}`.execute(db);
-    return Number(rows[0]?.n);
-  }
-
   test("rows published in transactions reach the stream with their ids and headers; the inbox on the other side stores each once", async () => {
     const outboxTable = freshTable("redis_outbox");
     const inboxTable = freshTable("redis_inbox");
@@ -71,20 +65,8 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
       .route(Outbox, "orders")
       .route(Inbox, "orders.in");
     const N = 60;
-    for (let t = 0; t < 6; t++)
-      await db.transaction().execute(async (trx) => {
-        for (let i = 0; i < 10; i++) {
-          const n = t * 10 + i;
-          await broker.publish("orders", { n, customer: n % 3 }, { via: trx, headers: { traceparent: traceparent(n) } });
-        }
-      });
-    await db
-      .transaction()
-      .execute(async (trx) => {
-        await broker.publish("orders", { n: 999, customer: 0 }, { via: trx });
-        throw new Error("rolled back");
-      })
-      .catch(() => {});
+    // Six transactions of ten rows (the traceparent of each in its headers), and one rolled back, never relayed.
+    await publishSixtyOrders(db, (order, options) => broker.publish("orders", order, options));
 
     // The group exists before the relay adds anything, so the inbox reads every entry.
     const inbox = redisInbox(broker, "orders.in", { redis: redis.duplicate(), stream, group: "billing", consumer: "billing-1", blockMs: 100, logger: silentLogger });
@@ -111,9 +93,9 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
     running.push(app);
     try {
-      await until(async () => (await rowsLeft(outboxTable)) === 0, 20_000, "every outbox row acked");
+      await until(async () => (await rowsIn(db, outboxTable)) === 0, 20_000, "every outbox row acked");
       await until(
-        async () => (await rowsLeft(inboxTable)) === N && inbox.counts.stored + inbox.counts.duplicates === (await streamEntries(redis, stream)).length,
+        async () => (await rowsIn(db, inboxTable)) === N && inbox.counts.stored + inbox.counts.duplicates === (await streamEntries(redis, stream)).length,
         20_000,
         "every entry stored",
       );
@@ -129,7 +111,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     for (const e of entries) {
       const order = JSON.parse(e.fields["payload"] ?? "") as Order;
       expect(e.fields["id"]).toMatch(new RegExp(`^${outboxTable}:\\d+$`));
-      expect(JSON.parse(e.fields["headers"] ?? "")).toEqual({ traceparent: traceparent(order.n) });
+      expect(JSON.parse(e.fields["headers"] ?? "")).toEqual({ traceparent: traceparentOf(order.n) });
     }
     // The inbox deduplicated on the id: one row per outbox row.
     expect(inbox.counts).toEqual({ stored: N, duplicates: entries.length - N });
@@ -154,7 +136,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
       const relay = redisOutbox(InboxQueue.of(spec, "orders").batch(8).workers(4).pollInterval(50), { redis, stream });
       const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
       running.push(app);
-      await until(async () => (await rowsLeft(table)) === 0, 30_000, "every ordered row acked");
+      await until(async () => (await rowsIn(db, table)) === 0, 30_000, "every ordered row acked");
       await app.stop();
       const bodies = (await streamEntries(redis, stream)).map((e) => JSON.parse(e.fields["payload"] ?? "") as Order);
       expect(bodies).toHaveLength(N);

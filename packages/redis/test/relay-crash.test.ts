@@ -10,7 +10,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { engines, unique } from "../../runtime/test/support/engines.js";
 import { startFixture, until } from "../../runtime/test/support/claim-forms.js";
-import { formsOn, inboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
+import { formsOn, inboxSpecOf, outboxSpecOf, rowsIn } from "../../../test/support/bridge-tables.js";
 import { redisInbox, redisOutbox } from "../src/index.js";
 import { connectRedis, streamEntries } from "./support/redis.js";
 
@@ -34,7 +34,6 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }) => {
     const outboxTable = unique("redis_crash").toLowerCase();
     const inboxTable = unique("redis_crash_in").toLowerCase();
     const stream = unique("crash");
-    const count = async (table: string) => Number((await sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql.id(table)}`.execute(db)).rows[0]?.n);
     try {
       const Outbox = outboxSpecOf(outboxTable, form);
       const Inbox = inboxSpecOf(inboxTable);
@@ -71,7 +70,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }) => {
       const relay = redisOutbox(InboxQueue.of(Outbox, "orders").batch(8).pollInterval(50), { redis, stream });
       const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
       try {
-        await until(async () => (await count(outboxTable)) === 0, LEASE_MS + 20_000, "every row relayed");
+        await until(async () => (await rowsIn(db, outboxTable)) === 0, LEASE_MS + 20_000, "every row relayed");
         await until(async () => inbox.counts.stored + inbox.counts.duplicates === (await streamEntries(redis, stream)).length, 20_000, "every entry read");
       } finally {
         await app.stop();
@@ -80,7 +79,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }) => {
       const entries = await streamEntries(redis, stream);
       expect(entries.length).toBe(N + inBoth.length);
       expect(inbox.counts).toEqual({ stored: N, duplicates: inBoth.length });
-      expect(await count(inboxTable)).toBe(N);
+      expect(await rowsIn(db, inboxTable)).toBe(N);
       console.log(`redis relay SIGKILL ${engine.name} × ${form}: ${inBoth.length} rows added but not acked at the kill; ${entries.length} entries, ${N} inbox rows`);
     } finally {
       await redis.del(stream).catch(() => {});
