@@ -17,7 +17,8 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { engines, unique } from "../../runtime/test/support/engines.js";
 import { until } from "../../runtime/test/support/claim-forms.js";
-import { inboxSpecOf, outboxSpecOf, rowsIn } from "../../../test/support/bridge-tables.js";
+import { inboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
+import { relayThroughRestart } from "../../../test/support/bridge-restart.js";
 import { amqpInbox, amqpOutbox } from "../src/index.js";
 
 const run = promisify(execFile);
@@ -122,23 +123,12 @@ describe.each(engines)("$name × lease", (engine) => {
       await inbox.start();
       const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
       try {
-        await broker.publishMany(
-          "orders",
-          Array.from({ length: 20 }, (_, n) => ({ n, customer: 0 })),
+        await relayThroughRestart(
+          db,
+          broker,
+          { outbox: outboxTable, inbox: inboxTable },
+          { stop: () => ctl("stop_app"), start: () => ctl("start_app"), failedSends: () => errors.length },
         );
-        await until(async () => (await rowsIn(db, inboxTable)) === 20, 20_000, "the first rows relayed and stored");
-
-        await ctl("stop_app");
-        await broker.publishMany(
-          "orders",
-          Array.from({ length: 20 }, (_, n) => ({ n: 20 + n, customer: 0 })),
-        );
-        await until(() => errors.length >= 3, 20_000, "three failed sends");
-        expect(await rowsIn(db, outboxTable)).toBe(20);
-
-        await ctl("start_app");
-        await until(async () => (await rowsIn(db, outboxTable)) === 0, 30_000, "the rows relayed once the broker is back");
-        await until(async () => (await rowsIn(db, inboxTable)) === 40, 30_000, "the bridge consuming again, every row stored");
       } finally {
         await app.stop();
         await relay.close();

@@ -17,6 +17,7 @@ import { afterAll, describe, expect, test } from "vitest";
 import { engines, unique } from "../../runtime/test/support/engines.js";
 import { until } from "../../runtime/test/support/claim-forms.js";
 import { inboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
+import { relayThroughRestart } from "../../../test/support/bridge-restart.js";
 import { mqttInbox, mqttOutbox } from "../src/index.js";
 
 const port = 19_000 + Math.floor(Math.random() * 2000);
@@ -65,7 +66,6 @@ describe.each(engines)("$name × lease", (engine) => {
     const db = await engine.connect(dbUrl);
     const outboxTable = unique("mqtt_restart_out").toLowerCase();
     const inboxTable = unique("mqtt_restart_in").toLowerCase();
-    const count = async (table: string) => Number((await sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql.id(table)}`.execute(db)).rows[0]?.n);
     try {
       const Outbox = outboxSpecOf(outboxTable, "lease");
       const Inbox = inboxSpecOf(inboxTable);
@@ -91,23 +91,12 @@ describe.each(engines)("$name × lease", (engine) => {
       await inbox.start();
       const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
       try {
-        await broker.publishMany(
-          "orders",
-          Array.from({ length: 20 }, (_, n) => ({ n, customer: 0 })),
+        await relayThroughRestart(
+          db,
+          broker,
+          { outbox: outboxTable, inbox: inboxTable },
+          { stop: () => stopServer(), start: () => startServer(), failedSends: () => errors.length },
         );
-        await until(async () => (await count(inboxTable)) === 20, 20_000, "the first rows relayed and stored");
-
-        await stopServer();
-        await broker.publishMany(
-          "orders",
-          Array.from({ length: 20 }, (_, n) => ({ n: 20 + n, customer: 0 })),
-        );
-        await until(() => errors.length >= 3, 20_000, "three failed sends");
-        expect(await count(outboxTable)).toBe(20);
-
-        await startServer();
-        await until(async () => (await count(outboxTable)) === 0, 30_000, "the rows relayed once the broker is back");
-        await until(async () => (await count(inboxTable)) === 40, 30_000, "the bridge's session resumed, every row stored");
       } finally {
         await app.stop();
         await inbox.stop();

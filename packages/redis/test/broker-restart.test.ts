@@ -14,7 +14,8 @@ import { sql } from "kysely";
 import { afterAll, describe, expect, test } from "vitest";
 import { engines, unique } from "../../runtime/test/support/engines.js";
 import { until } from "../../runtime/test/support/claim-forms.js";
-import { inboxSpecOf, outboxSpecOf, rowsIn } from "../../../test/support/bridge-tables.js";
+import { inboxSpecOf, outboxSpecOf } from "../../../test/support/bridge-tables.js";
+import { relayThroughRestart } from "../../../test/support/bridge-restart.js";
 import { redisInbox, redisOutbox } from "../src/index.js";
 import { streamEntries } from "./support/redis.js";
 
@@ -99,23 +100,12 @@ describe.each(engines)("$name × lease", (engine) => {
       await inbox.start();
       const app = await new App({ name: "relay", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(relay)).start();
       try {
-        await broker.publishMany(
-          "orders",
-          Array.from({ length: 20 }, (_, n) => ({ n, customer: 0 })),
+        await relayThroughRestart(
+          db,
+          broker,
+          { outbox: outboxTable, inbox: inboxTable },
+          { stop: () => killServer(), start: () => startServer(), failedSends: () => errors.length },
         );
-        await until(async () => (await rowsIn(db, inboxTable)) === 20, 20_000, "the first rows relayed and stored");
-
-        await killServer();
-        await broker.publishMany(
-          "orders",
-          Array.from({ length: 20 }, (_, n) => ({ n: 20 + n, customer: 0 })),
-        );
-        await until(() => errors.length >= 3, 20_000, "three failed sends");
-        expect(await rowsIn(db, outboxTable)).toBe(20);
-
-        await startServer();
-        await until(async () => (await rowsIn(db, outboxTable)) === 0, 30_000, "the rows relayed once the server is back");
-        await until(async () => (await rowsIn(db, inboxTable)) === 40, 30_000, "the bridge reading again, every row stored");
       } finally {
         await app.stop();
         await inbox.stop();
