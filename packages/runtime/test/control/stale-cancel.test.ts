@@ -72,8 +72,8 @@ describe.each(matrix)("cancel requests whose row is gone, $engine.name × $form"
     const app = await serve(table, route);
     try {
       await until(async () => (await requestsOf(route)).length === 0, 5000, "the stale request to be cleared");
+      // The new row takes id 1 again (the start below says so: the app may finish it before any read of the table).
       await insertJobs(db, table, 1);
-      expect((await readJobs(db, table)).map((r) => r.id)).toEqual([1]);
       await until(() => app.events.length === 1, 10_000, "row 1 to finish");
       expect(app.starts).toEqual([{ id: "1", aborted: false }]);
       expect(app.events).toEqual(["succeeded 1"]);
