@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { InboxDescription } from "@sqlinbox/core/internal";
+import type { RoutePolicy } from "@sqlinbox/dashboard";
 import { CliError, ExitCode } from "./exit-codes.js";
 
 /** A dead-letter declaration a module exports: a destination table, or a dead group of the same table. */
@@ -26,6 +27,8 @@ export interface LoadedModule {
   readonly routes: readonly string[];
   /** Each exported queue's or subscriber's route with its table's description, one per route, sorted by route. */
   readonly subscriptions: readonly { readonly route: string; readonly description: InboxDescription }[];
+  /** Each exported queue's or subscriber's policy (attempts, timeout, …), one per table and route. */
+  readonly policies: readonly (RoutePolicy & { readonly table: string })[];
 }
 
 /** A queue (`InboxQueue`) or a subscriber's (its `queue`), read structurally like a description; `undefined` for anything else. */
@@ -48,6 +51,43 @@ function limitsOf(value: unknown): DeclaredLimits | undefined {
   const rate = typeof rateLimit?.max === "number" && typeof rateLimit.perMs === "number" ? { rateLimit: { max: rateLimit.max, perMs: rateLimit.perMs } } : {};
   if (!("maxInWork" in cap) && !("rateLimit" in rate)) return undefined;
   return { table: q.table, route: q.name, ...cap, ...rate };
+}
+
+const num = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined);
+
+/** What a queue or a subscriber declares about how its jobs run and fail; `undefined` for anything else. */
+function policyOf(value: unknown): (RoutePolicy & { readonly table: string }) | undefined {
+  const q = queueOf(value);
+  if (q === undefined) return undefined;
+  const o = q.options as Record<string, unknown>;
+  const dead = o.deadLetter as { target?: { table?: { table?: unknown }; group?: unknown }; maxAttempts?: unknown } | undefined;
+  const deadTable = dead?.target?.table?.table;
+  const deadLetter = typeof deadTable === "string" ? `table ${deadTable}` : typeof dead?.target?.group === "string" ? `group ${dead.target.group}` : undefined;
+  const timeout = o.timeout as { ms?: unknown; graceMs?: unknown } | undefined;
+  const rate = o.rateLimit as { max?: unknown; perMs?: unknown } | undefined;
+  const retain = o.retain as { done?: unknown; deadLettered?: unknown } | undefined;
+  const maxAttempts = num(dead?.maxAttempts);
+  const [ms, graceMs, max, perMs] = [num(timeout?.ms), num(timeout?.graceMs), num(rate?.max), num(rate?.perMs)];
+  const [leaseMs, maxInWork, maxInWorkPerKey] = [num(o.lease), num(o.maxInWork), num(o.maxInWorkPerKey)];
+  const [doneMs, deadLetteredMs] = [num(retain?.done), num(retain?.deadLettered)];
+  return {
+    table: q.table,
+    route: q.name,
+    ...(maxAttempts === undefined ? {} : { maxAttempts }),
+    ...(deadLetter === undefined ? {} : { deadLetter }),
+    ...(ms === undefined ? {} : { timeout: { ms, graceMs: graceMs ?? 0 } }),
+    ...(leaseMs === undefined ? {} : { leaseMs }),
+    onError: typeof o.onError === "function" ? "the queue's own policy" : "default backoff",
+    workers: num(o.workers) ?? 1,
+    batch: num(o.batch) ?? 1,
+    pollIntervalMs: num(o.pollInterval) ?? 0,
+    ...(maxInWork === undefined ? {} : { maxInWork }),
+    ...(maxInWorkPerKey === undefined ? {} : { maxInWorkPerKey }),
+    ...(max === undefined || perMs === undefined ? {} : { rateLimit: { max, perMs } }),
+    ...(doneMs === undefined && deadLetteredMs === undefined
+      ? {}
+      : { retain: { ...(doneMs === undefined ? {} : { doneMs }), ...(deadLetteredMs === undefined ? {} : { deadLetteredMs }) } }),
+  };
 }
 
 /**
@@ -127,6 +167,7 @@ export async function loadModule(path: string): Promise<LoadedModule> {
   const tables = new Map<string, InboxDescription>();
   const limits = new Map<string, DeclaredLimits>();
   const routes = new Map<string, InboxDescription>();
+  const policies = new Map<string, RoutePolicy & { readonly table: string }>();
   for (const [name, value] of Object.entries(exports)) {
     if (name === "deadLetters") continue;
     const description = descriptionOf(value);
@@ -136,6 +177,8 @@ export async function loadModule(path: string): Promise<LoadedModule> {
     const declared = limitsOf(value);
     // A queue and its subscriber are the same subscription: one entry per table and route.
     if (declared !== undefined) limits.set(`${declared.table}\u0000${declared.route}`, declared);
+    const policy = policyOf(value);
+    if (policy !== undefined) policies.set(`${policy.table}\u0000${policy.route}`, policy);
   }
   if (tables.size === 0) {
     throw new CliError(ExitCode.usage, `the module ${path} exports no table description (an InboxSpec or a defineInbox value).${started}`);
@@ -153,6 +196,7 @@ export async function loadModule(path: string): Promise<LoadedModule> {
     limits: [...limits.values()],
     routes: names,
     subscriptions: names.map((route) => ({ route, description: routes.get(route) as InboxDescription })),
+    policies: [...policies.values()].sort((a, b) => (a.route < b.route ? -1 : a.route > b.route ? 1 : 0)),
   };
 }
 

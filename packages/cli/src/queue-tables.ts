@@ -1,10 +1,11 @@
 import { isSqlInboxError, type InboxDescription } from "@sqlinbox/core/internal";
 import { checkSchema, dialectFor, type FoundColumn } from "@sqlinbox/kysely-dialects/internal";
+import type { RoutePolicy } from "@sqlinbox/dashboard";
 import type { DeadLetterPlace } from "@sqlinbox/kysely-dialects/operator";
 import type { OpenedDatabase } from "./connect.js";
 import { CliError, ExitCode } from "./exit-codes.js";
 import { createdAtColumn, inferDescription } from "./infer-table.js";
-import { loadModule, type DeclaredDeadLetter, type DeclaredLimits } from "./load-module.js";
+import { loadModule, type DeclaredDeadLetter, type DeclaredLimits, type LoadedModule } from "./load-module.js";
 
 /** A queue table the commands work on: its description, checked against the real table. */
 export interface QueueTable {
@@ -17,6 +18,8 @@ export interface QueueTable {
   readonly deadLetters: readonly DeadLetterPlace[];
   /** The caps and rate limits the module declares on this table's subscriptions (none without `--module`). */
   readonly limits?: readonly DeclaredLimits[];
+  /** The policies the module declares on this table's routes: attempts, timeout, … (none without `--module`). */
+  readonly policies?: readonly RoutePolicy[];
 }
 
 /** How the command line names the tables. */
@@ -40,10 +43,12 @@ export async function resolveTables(opened: OpenedDatabase, selection: TableSele
   let sources: InboxDescription[];
   let declared: readonly DeclaredDeadLetter[] = [];
   let limits: readonly DeclaredLimits[] = [];
+  let policies: LoadedModule["policies"] = [];
   if (selection.module !== undefined) {
     const loaded = await loadModule(selection.module);
     declared = loaded.deadLetters;
     limits = loaded.limits;
+    policies = loaded.policies;
     const destinations = new Set(declared.flatMap((d) => ("destination" in d ? [d.destination.table] : [])));
     const all = [...loaded.tables.entries()];
     sources =
@@ -88,7 +93,14 @@ export async function resolveTables(opened: OpenedDatabase, selection: TableSele
       if (spec.group === undefined) usage(`--dead-letter-group needs a group column in "${spec.table}"`);
       places.push({ kind: "group", group: group!, deadGroup: deadGroup! });
     }
-    out.push({ spec, found, createdAt: createdAtColumn(found), deadLetters: places, limits: limits.filter((l) => l.table === spec.table) });
+    out.push({
+      spec,
+      found,
+      createdAt: createdAtColumn(found),
+      deadLetters: places,
+      limits: limits.filter((l) => l.table === spec.table),
+      policies: policies.filter((p) => p.table === spec.table).map(({ table: _, ...policy }) => policy),
+    });
   }
   return out;
 }

@@ -206,6 +206,62 @@ describe.each(ENGINES)("sqlinbox jobs list and show on %s", (name, open) => {
       q.run(["jobs", "list", q.table, "--state", "waiting", "--where", "color=red"]),
     ]);
     expect([bare.code, bare.stderr]).toEqual([ExitCode.usage, `sqlinbox: table "${q.dead}" has no retryAfter column, so no row is ever in state scheduled\n`]);
-    expect([where.code, where.stderr]).toEqual([ExitCode.usage, `sqlinbox: --where names "color", which is not a column of table "${q.table}" (payloads cannot be filtered on)\n`]);
+    expect([where.code, where.stderr]).toEqual([ExitCode.usage, `sqlinbox: --where names "color", which is not a column of table "${q.table}" (a payload is searched with --search)\n`]);
   });
+
+  test("--search finds text in payloads a window of 10,000 rows a page, wildcards as themselves; show tells the route's policy", async () => {
+    const q = await jobsTables(t, "lease", true, { TEST_JOBS_POLICY: "1" });
+    tables.push(q.table, q.dead);
+    // Ids 1–10 030 waiting; those whose id ends in 007 hold "Needle" (7, 1007, …, 10007); then two
+    // codes whose search text has a LIKE wildcard in it, one scheduled needle, one done, one leased.
+    const waiting = Array.from({ length: 10_030 }, (_, i) => ({ payload: JSON.stringify({ n: i + 1, tag: (i + 1) % 1000 === 7 ? `Needle-${i + 1}` : "hay" }) }));
+    await insertRows(t, q.table, waiting);
+    await insertRows(t, q.table, [{ payload: '{"code":"50%_off"}' }, { payload: '{"code":"5000 off"}' }]);
+    await insertRows(t, q.table, [
+      { payload: '{"tag":"needle-later"}', retry_after: t.types.now(3_600_000) },
+      { payload: '{"tag":"needle-done"}', processed_at: t.types.now(-60_000) },
+      { payload: '{"tag":"needle-held"}', locked_until: t.types.now(60_000) },
+    ]);
+    await insertRows(t, q.dead, [{ payload: '{"dead":"needle-dead"}', attempts: 5 }, { payload: '{"dead":"other"}', attempts: 5 }]);
+    const list = (args: string[], code?: number) => q.json<Page>(["jobs", "list", q.table, ...args], code);
+    const needles = (to: number) => Array.from({ length: 11 }, (_, i) => i * 1000 + 7).filter((id) => id <= to);
+
+    const [first, limited, wild, scheduled, done, running, dead] = await Promise.all([
+      list(["--state", "waiting", "--search", "NEEDLE"]),
+      list(["--state", "waiting", "--search", "needle", "--limit", "3"]),
+      list(["--state", "waiting", "--search", "0%_o", "--after", "10000"]),
+      list(["--state", "scheduled", "--search", "needle"]),
+      list(["--state", "done", "--search", "needle"]),
+      list(["--state", "running", "--search", "needle"]),
+      list(["--state", "deadLettered", "--search", "needle"]),
+    ]);
+    // The first page read the window of ids 1–10 000 and found 10 there: it goes on from the window's end.
+    expect([ids(first), first.next]).toEqual([needles(10_000), "10000"]);
+    expect(first.rows[0]?.payload).toEqual({ n: 7, tag: "Needle-7" });
+    expect([ids(limited), limited.next]).toEqual([[7, 1007, 2007], "2007"]);
+    // "%" and "_" match themselves: "5000 off" would match them as wildcards.
+    expect([ids(wild), wild.next]).toEqual([[10_031], null]);
+    expect([ids(scheduled), ids(done), ids(running)]).toEqual([[10_033], [10_034], [10_035]]);
+    expect([dead.rows.map((r) => r.payload), dead.next]).toEqual([[{ dead: "needle-dead" }], null]);
+
+    const [second, all, none, noPayload] = await Promise.all([
+      list(["--state", "waiting", "--search", "needle", "--after", first.next!]),
+      list(["--state", "all", "--search", "needle", "--after", "10000"]),
+      q.run(["jobs", "list", q.table, "--state", "waiting", "--search", "absent", "--after", "10000"]),
+      sqlinbox(["jobs", "list", "sqlinbox_control", "--state", "waiting", "--search", "x", "--url", t.url]),
+    ]);
+    expect([ids(second), second.next]).toEqual([[10_007], null]);
+    expect(all.rows.map((r) => `${r.id}:${r.state}`)).toEqual(["10007:waiting", "10033:scheduled", "10034:done", "10035:running"]);
+    expect([none.code, none.stdout, none.stderr]).toEqual([ExitCode.nothingMatched, "", `sqlinbox: no waiting jobs whose payload holds "absent" in ${q.table} after id 10000\n`]);
+    expect(noPayload.code).not.toBe(0);
+
+    const [shown, text] = await Promise.all([q.json<Shown & { policies: unknown[] }>(["jobs", "show", q.table, "7"]), q.run(["jobs", "show", q.table, "7"])]);
+    expect(shown.policies).toEqual([
+      { route: "jobs", maxAttempts: 5, deadLetter: `table ${q.dead}`, timeout: { ms: 30_000, graceMs: 2_000 }, onError: "default backoff", workers: 4, batch: 1, pollIntervalMs: expect.any(Number), maxInWork: 8 },
+    ]);
+    expect(text.stdout).toContain(
+      `\nroute jobs: max attempts 5, dead letters table ${q.dead}, timeout 30000 ms + 2000 ms grace, on a throw default backoff, 4 workers × batch 1, at most 8 in work\n`,
+    );
+  }, 120_000);
 });
+

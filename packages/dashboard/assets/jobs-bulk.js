@@ -43,7 +43,9 @@ window.bulkBar = (page) => {
     );
   }
   const picked = jobs.selected.size;
-  if (picked === 0) jobs.scope = "filter";
+  // A search's matches are known a page at a time: a bulk action takes them as picked rows, never as a filter.
+  const searched = (jobs.query?.search ?? "") !== "";
+  if (picked === 0 || searched) jobs.scope = picked === 0 && !searched ? "filter" : "selected";
   const one = page.state === "deadLettered" ? "dead letter" : `${STATE_LABEL[page.state].toLowerCase()} job`;
   return h(
     "div",
@@ -56,11 +58,25 @@ window.bulkBar = (page) => {
         "select",
         { "data-testid": "bulk-scope", onchange: (e) => (jobs.scope = e.target.value) },
         h("option", { value: "selected", disabled: picked === 0 ? true : undefined, selected: jobs.scope === "selected" ? true : undefined }, `the ${picked} picked`),
-        h("option", { value: "filter", selected: jobs.scope === "filter" ? true : undefined }, `every ${one} the filter matches`),
+        h(
+          "option",
+          { value: "filter", disabled: searched ? true : undefined, selected: jobs.scope === "filter" ? true : undefined },
+          searched ? `every ${one} the filter matches (not with a payload search: pick them)` : `every ${one} the filter matches`,
+        ),
       ),
     ),
     bulkActions(page).map(([action, said]) =>
-      h("button", { class: action === "cancel" || action === "delete" ? "danger" : "", "data-testid": `bulk-${action}`, onclick: () => openBulk(page, action) }, said.button),
+      h(
+        "button",
+        {
+          class: action === "cancel" || action === "delete" ? "danger" : "",
+          "data-testid": `bulk-${action}`,
+          disabled: searched && picked === 0 ? true : undefined,
+          title: searched && picked === 0 ? "pick the jobs the search listed" : undefined,
+          onclick: () => openBulk(page, action),
+        },
+        said.button,
+      ),
     ),
     picked > 0
       ? h(
@@ -107,7 +123,8 @@ function openBulk(page, action) {
   const target =
     scope === "selected"
       ? { table: page.table, state: page.state, ids: [...jobs.selected] }
-      : { table: page.table, state: page.state, route: q.route || undefined, key: q.key || undefined, where: q.where || undefined };
+      : // A search is sent so that the server refuses it: its matches are acted on as picked rows only.
+        { table: page.table, state: page.state, route: q.route || undefined, key: q.key || undefined, where: q.where || undefined, search: q.search || undefined };
   jobs.bulk = {
     action,
     scope,

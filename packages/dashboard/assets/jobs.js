@@ -53,7 +53,7 @@ async function openJob(table, id, dead) {
 /** Opens the Jobs view on a table's state (the dead-letter section's "Browse all" calls it). */
 window.browseJobs = (table, state) => {
   location.hash = "#jobs";
-  jobs.query = { table, state, route: "", key: "", where: "", sort: "id", limit: "50" };
+  jobs.query = { table, state, route: "", key: "", where: "", search: "", sort: "id", limit: "50" };
   jobs.cursors = [];
   jobs.selected.clear();
   showView();
@@ -69,8 +69,19 @@ function filterForm() {
     const value = v("jobs-where-value");
     const state = v("jobs-state");
     // Run-at order is for scheduled jobs only: another state goes back to id order.
-    const sort = state === "scheduled" && v("jobs-table") === q.table ? v("jobs-sort") : "id";
-    return { table: v("jobs-table"), state, route: v("jobs-route"), key: v("jobs-key"), where: column && value !== "" ? `${column}:${value}` : "", sort, limit: "50" };
+    const search = v("jobs-search");
+    // A search lists by id: run-at order is for scheduled jobs without one.
+    const sort = state === "scheduled" && v("jobs-table") === q.table && search === "" ? v("jobs-sort") : "id";
+    return {
+      table: v("jobs-table"),
+      state,
+      route: v("jobs-route"),
+      key: v("jobs-key"),
+      where: column && value !== "" ? `${column}:${value}` : "",
+      search,
+      sort,
+      limit: "50",
+    };
   };
   const apply = (e) => {
     e?.preventDefault();
@@ -125,6 +136,14 @@ function filterForm() {
           ),
           " = ",
           h("input", { id: "jobs-where-value", "data-testid": "jobs-where-value", value: whereValue, size: 12 }),
+        )
+      : null,
+    t?.payload
+      ? h(
+          "label",
+          { title: "text the payload holds, as the database prints it (case-insensitive); a page reads at most 10,000 rows" },
+          "Payload has ",
+          h("input", { id: "jobs-search", "data-testid": "jobs-search", value: q.search ?? "", placeholder: "text", size: 14 }),
         )
       : null,
     h(
@@ -246,6 +265,56 @@ function shown(label, value, testId) {
   );
 }
 
+/** A span of milliseconds in words: 1500 → "1.5 s", 90000 → "1.5 min". */
+function span(ms) {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${+(ms / 1000).toFixed(1)} s`;
+  if (ms < 3_600_000) return `${+(ms / 60_000).toFixed(1)} min`;
+  if (ms < 86_400_000) return `${+(ms / 3_600_000).toFixed(1)} h`;
+  return `${+(ms / 86_400_000).toFixed(1)} d`;
+}
+
+/** What the route that runs the job declares: attempts, dead letter, timeout, lease, limits, retention. */
+function policyOf(job) {
+  const box = (...body) => h("div", { class: "field", "data-testid": "job-policy" }, h("h3", {}, "Route policy"), ...body);
+  if (job.policies.length === 0) {
+    return box(
+      h("p", { class: "muted" }, "Not known here: start the dashboard with --module, a module that exports the queues, to see each route's attempts, timeout and limits."),
+    );
+  }
+  return box(
+    job.policies.map((p) => {
+      const row = (label, value, testId) => [h("dt", {}, label), h("dd", { "data-testid": `${testId}-${p.route}` }, value)];
+      return h(
+        "dl",
+        { class: "facts" },
+        row("Route", p.route, "policy-route"),
+        row("Max attempts", p.maxAttempts === undefined ? "no limit: a throw is retried for ever" : String(p.maxAttempts), "policy-max-attempts"),
+        row("Dead letters", p.deadLetter ?? "none declared", "policy-dead-letter"),
+        row("Timeout", p.timeout === undefined ? "none: a delivery runs as long as it takes" : `${span(p.timeout.ms)}, then ${span(p.timeout.graceMs)} grace`, "policy-timeout"),
+        row("On a throw", p.onError === "default backoff" ? "retried after a backoff: 1 s doubling to 1 h, jittered" : "the queue's own onError decides", "policy-on-error"),
+        p.leaseMs === undefined ? null : row("Lease", span(p.leaseMs), "policy-lease"),
+        row("Workers × batch", `${p.workers} × ${p.batch}, polling every ${span(p.pollIntervalMs)}`, "policy-workers"),
+        p.maxInWork === undefined ? null : row("Max in work", String(p.maxInWork), "policy-max-in-work"),
+        p.maxInWorkPerKey === undefined ? null : row("Max in work per key", String(p.maxInWorkPerKey), "policy-max-per-key"),
+        p.rateLimit === undefined ? null : row("Rate limit", `${p.rateLimit.max} per ${span(p.rateLimit.perMs)}`, "policy-rate-limit"),
+        p.retain === undefined
+          ? null
+          : row(
+              "Kept",
+              [
+                p.retain.doneMs === undefined ? null : `handled ${span(p.retain.doneMs)}`,
+                p.retain.deadLetteredMs === undefined ? null : `dead letters ${span(p.retain.deadLetteredMs)}`,
+              ]
+                .filter(Boolean)
+                .join(", "),
+              "policy-retain",
+            ),
+      );
+    }),
+  );
+}
+
 function closeJob() {
   jobs.job = null;
   renderJobs();
@@ -270,6 +339,7 @@ function jobDetail(job) {
         row(k, v === null ? null : typeof v === "string" && /^\d{4}-\d{2}-\d{2}T\d\d:/.test(v) ? when(v) : typeof v === "string" ? v : JSON.stringify(v), `job-column-${k}`),
       ),
     ),
+    policyOf(job),
     shown("Last error", job.lastError, "job-last-error"),
     shown("Payload", job.payload, "job-payload"),
     shown("Headers", job.headers, "job-headers"),
@@ -343,7 +413,7 @@ async function startJobs() {
   jobs.tables = config.jobs ?? [];
   document.getElementById("jobs-tab").hidden = jobs.tables.length === 0;
   if (jobs.tables.length === 0) return;
-  jobs.query ??= { table: jobs.tables[0].table, state: "waiting", route: "", key: "", where: "", sort: "id", limit: "50" };
+  jobs.query ??= { table: jobs.tables[0].table, state: "waiting", route: "", key: "", where: "", search: "", sort: "id", limit: "50" };
   window.addEventListener("hashchange", showView);
   showView();
   if (jobs.page === null) await loadPage();

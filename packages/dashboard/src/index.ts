@@ -4,7 +4,7 @@
  */
 export { startDashboard, dashboardApp, type DashboardOptions, type RunningDashboard } from "./server.js";
 export { Sampler, sampleOf, type OperatorMoves, type Sample, type TableSample } from "./sampler.js";
-export type { JobTables } from "./job-tables.js";
+export { policiesOf, type JobTables, type RoutePolicy } from "./job-tables.js";
 export type { JobBrowseState, JobListPage, JobListRequest, ListedJob } from "./job-list.js";
 export type { JobDetail, ShownText } from "./job-page.js";
 export { refuseWrite, TOKEN_HEADER, type WriteRefusal } from "./write-guard.js";

@@ -20,6 +20,8 @@ export interface BulkJobBody {
   readonly route?: unknown;
   readonly key?: unknown;
   readonly where?: unknown;
+  /** Refused: a payload search is paged a window at a time, so its matches are sent as `ids`. */
+  readonly search?: unknown;
   readonly runAt?: unknown;
   readonly dryRun?: unknown;
 }
@@ -62,6 +64,9 @@ export function bulkRequestOf(source: JobTables, body: BulkJobBody): BulkJobRequ
   }
   if (body.dryRun !== undefined && typeof body.dryRun !== "boolean") throw new BadRequest(`dryRun must be true or false, got ${JSON.stringify(body.dryRun)}`);
   const dryRun = body.dryRun === true;
+  if (body.search !== undefined && body.search !== "") {
+    throw new BadRequest("a bulk action does not take a payload search as its filter (a search reads a window of rows a page): pick the jobs it listed and send their ids");
+  }
   const common = { table: spec.table, action, dryRun, ...(runAt === undefined ? {} : { runAt }) };
   if (body.ids !== undefined) {
     const ids = body.ids;

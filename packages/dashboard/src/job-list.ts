@@ -1,5 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import { dialectFor, jobListRowsExist, type JobListFilter, type JobListRows, type RawRow } from "@sqlinbox/kysely-dialects/internal";
+import { dialectFor, jobListRowsExist, SEARCH_WINDOW, type JobListFilter, type JobListRows, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import { BadRequest, heldOf, holdsInRow, type JobTables, plain, tableOf } from "./job-tables.js";
 
 /** The states the job browser pages through. */
@@ -16,6 +16,8 @@ export interface JobListRequest {
   readonly key?: string;
   /** `column:value`: a data column equals the value. */
   readonly where?: string;
+  /** Text the payload holds (case-insensitive): a page reads at most `SEARCH_WINDOW` rows from its cursor. */
+  readonly search?: string;
   /** `id` (default) or `runAt` (scheduled rows, by their retryAfter). */
   readonly sort?: string;
   /** The `next` of the page before. */
@@ -74,16 +76,38 @@ export async function listJobs(source: JobTables, request: JobListRequest): Prom
       `sort by run-at lists scheduled jobs of a table with a retryAfter column; "${spec.table}" ${spec.retryAfter === undefined ? "has none" : `lists ${state} jobs by id`}`,
     );
   }
+  const search = request.search === undefined || request.search === "" ? undefined : request.search;
+  if (search !== undefined && sort === "runAt") throw new BadRequest("a search lists jobs by id: drop sort=runAt, or the search");
+  if (search !== undefined && search.length > 200) throw new BadRequest(`search takes at most 200 characters, got ${search.length}`);
   const cursor = request.after === undefined || request.after === "" ? undefined : readCursor(request.after, state, sort);
   const equals = equalities(spec, request);
   const { engine } = source.opened;
   const jobs = dialectFor(engine).jobs;
   const notes: string[] = [];
   const place = table.deadLetters[0];
+  // A searched page ends at its window's end when it found fewer jobs than its size.
+  let through: unknown;
   const page = (rows: readonly RawRow[], of: InboxDescription, listed: ListedJob[]): JobListPage => {
     const last = rows.at(-1);
-    const next = rows.length === limit && last !== undefined ? writeCursor(state, sort, of, last, engine) : null;
+    const next =
+      rows.length === limit && last !== undefined
+        ? writeCursor(state, sort, of, last, engine)
+        : through !== undefined
+          ? writeCursor(state, sort, of, { [of.id.name]: through }, engine)
+          : null;
     return { table: spec.table, state, sort, jobs: listed, next, notes };
+  };
+  const searched = (of: InboxDescription) => {
+    if (search === undefined) return {};
+    if (of.payload === undefined) throw new BadRequest(`${of.table} has no payload column to search`);
+    notes.push(
+      `a search reads the payload's text of each row (no index serves it): a page reads at most ${SEARCH_WINDOW.toLocaleString("en-US")} rows from its cursor, so it may list fewer jobs than its size while more pages follow`,
+    );
+    return { search: { text: search } };
+  };
+  const windowEnd = async (query: Parameters<typeof source.opened.db.executeQuery>[0]): Promise<unknown> => {
+    const end = (await source.opened.db.executeQuery(query)).rows[0] as { id: unknown } | undefined;
+    return end?.id;
   };
   const after = cursor?.id;
 
@@ -91,7 +115,10 @@ export async function listJobs(source: JobTables, request: JobListRequest): Prom
     const destination = place.destination;
     const missing = Object.keys(equals).find((name) => !destination.columns.some((c) => c.name === name));
     if (missing !== undefined) throw new BadRequest(`the dead-letter table "${destination.table}" has no column "${missing}" to filter on`);
-    const rows = (await source.opened.db.executeQuery(jobs.listDeadLetters(destination, { after, limit, equals }))).rows;
+    const base = { after, limit, equals, ...searched(destination) };
+    if (base.search !== undefined) through = await windowEnd(jobs.deadLettersWindowEnd(destination, base, SEARCH_WINDOW));
+    const rows = (await source.opened.db.executeQuery(jobs.listDeadLetters(destination, through === undefined ? base : { ...base, search: { text: base.search!.text, through } })))
+      .rows;
     return page(
       rows,
       destination,
@@ -131,7 +158,13 @@ export async function listJobs(source: JobTables, request: JobListRequest): Prom
     notes.push(`${spec.table} holds no ${state} jobs: it has no ${missing[state]}`);
     return { table: spec.table, state, sort, jobs: [], next: null, notes };
   }
-  const rows = (await source.opened.db.executeQuery(jobs.list(spec, filter))).rows;
+  const looked = searched(spec);
+  if (looked.search !== undefined) through = await windowEnd(jobs.listWindowEnd(spec, filter, SEARCH_WINDOW));
+  const rows = (
+    await source.opened.db.executeQuery(
+      jobs.list(spec, looked.search === undefined ? filter : { ...filter, search: { text: looked.search.text, ...(through === undefined ? {} : { through }) } }),
+    )
+  ).rows;
   const probed = (state === "waiting" || state === "running") && !holdsInRow(spec);
   const held = probed ? await heldOf(source, spec, rows) : [];
   if (held === "unknown") {

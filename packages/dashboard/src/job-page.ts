@@ -2,7 +2,7 @@ import type { InboxDescription } from "@sqlinbox/core/internal";
 import { advisoryKeyOf, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import { operatorFor } from "@sqlinbox/kysely-dialects/operator";
 import type { JobBrowseState } from "./job-list.js";
-import { BadRequest, heldOf, holdsInRow, type JobTables, plain, tableOf } from "./job-tables.js";
+import { BadRequest, heldOf, holdsInRow, type JobTables, plain, policiesOf, type RoutePolicy, tableOf } from "./job-tables.js";
 
 /** How much of a payload, result or header text the job page shows: the first 64 KiB. */
 const SHOWN_BYTES = 64 * 1024;
@@ -39,6 +39,12 @@ export interface JobDetail {
   readonly payload: ShownText | null;
   /** Every other column of the real row, as JSON values. */
   readonly columns: Readonly<Record<string, unknown>>;
+  /**
+   * The policy of the route(s) that run the job (max attempts, timeout, …), as the dashboard's
+   * `--module` declares them; empty when it was started without one, or the module exports no queue
+   * of the table.
+   */
+  readonly policies: readonly RoutePolicy[];
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: false });
@@ -75,10 +81,18 @@ export async function readJob(source: JobTables, tableName: string | undefined, 
   if (dead) {
     if (place?.kind !== "table") throw new BadRequest(`${spec.table} keeps no dead-letter table (dead letters in a group are rows of the table: open them without dead)`);
     const row = (await db.executeQuery(ops.peekDeadLetters(spec, place, 1, [id]))).rows[0];
-    return row === undefined ? null : detail(source, place.destination, row, "deadLettered", null, place.destination.table);
+    return row === undefined ? null : { ...detail(source, place.destination, row, "deadLettered", null, place.destination.table), policies: table.policies ?? [] };
   }
   const row = (await db.executeQuery(ops.peek({ spec }, { state: "all", now, ids: [id], limit: 1 }))).rows[0];
   if (row === undefined) return null;
+  return { ...(await stateOf(source, table, row, now)), policies: policiesOf(table, row) };
+}
+
+/** The job page of a row of the table itself, its state told as the list tells it. */
+async function stateOf(source: JobTables, table: JobTables["tables"][number], row: RawRow, now: Date): Promise<Omit<JobDetail, "policies">> {
+  const { spec } = table;
+  const { engine } = source.opened;
+  const place = table.deadLetters[0];
   const at = (name: string | undefined) => (name === undefined ? null : plain(engine, spec, name, row[name]));
   const ahead = (name: string | undefined) => {
     const t = at(name);
@@ -95,7 +109,7 @@ export async function readJob(source: JobTables, tableName: string | undefined, 
   return held[0] === "held" ? detail(source, spec, row, "running", holder) : detail(source, spec, row, "waiting", null);
 }
 
-function detail(source: JobTables, spec: InboxDescription, row: RawRow, state: JobDetail["state"], holder: string | null, deadLetterTable?: string): JobDetail {
+function detail(source: JobTables, spec: InboxDescription, row: RawRow, state: JobDetail["state"], holder: string | null, deadLetterTable?: string): Omit<JobDetail, "policies"> {
   const { engine } = source.opened;
   const value = (c: { name: string } | undefined) => (c === undefined ? null : plain(engine, spec, c.name, row[c.name]));
   const text = (c: { name: string } | undefined) => (c === undefined ? null : shownText(row[c.name]));

@@ -16,7 +16,49 @@ export interface JobTables {
     /** The database's time. */
     now(): Date;
   };
-  readonly tables: readonly { readonly spec: InboxDescription; readonly deadLetters: readonly DeadLetterPlace[] }[];
+  readonly tables: readonly {
+    readonly spec: InboxDescription;
+    readonly deadLetters: readonly DeadLetterPlace[];
+    /** The policies of the routes that consume the table, as a `--module` declares them (none without one). */
+    readonly policies?: readonly RoutePolicy[];
+  }[];
+}
+
+/**
+ * What a route's queue declares about how its jobs run and fail, as the job page and `jobs show`
+ * tell it: read from the queues and subscribers a `--module` exports (an operator tool has no app).
+ */
+export interface RoutePolicy {
+  readonly route: string;
+  /** The attempt at which a throw becomes a dead letter; absent: a throw is retried for ever. */
+  readonly maxAttempts?: number;
+  /** Where dead letters go, in words (`table dead_jobs`, `group dead`); absent: none is declared. */
+  readonly deadLetter?: string;
+  /** How long a delivery may run before `ctx.signal` aborts it, and the grace after; absent: as long as it takes. */
+  readonly timeout?: { readonly ms: number; readonly graceMs: number };
+  /** The lease term in ms (lease form); absent: the broker's. */
+  readonly leaseMs?: number;
+  /** What a throw becomes: the default backoff (1 s doubling to 1 h, jittered), or the queue's own `onError`. */
+  readonly onError: "default backoff" | "the queue's own policy";
+  readonly workers: number;
+  readonly batch: number;
+  readonly pollIntervalMs: number;
+  readonly maxInWork?: number;
+  readonly maxInWorkPerKey?: number;
+  readonly rateLimit?: { readonly max: number; readonly perMs: number };
+  /** How long handled rows and dead letters are kept, in ms; absent: for ever. */
+  readonly retain?: { readonly doneMs?: number; readonly deadLetteredMs?: number };
+}
+
+/** The policies that apply to a row of the table: the route its group column names, else every route of the table. */
+export function policiesOf(table: JobTables["tables"][number], row: Readonly<Record<string, unknown>>): readonly RoutePolicy[] {
+  const all = table.policies ?? [];
+  const group = table.spec.group?.name;
+  if (group === undefined || all.length <= 1) return all;
+  const route = row[group];
+  const mine = all.filter((p) => p.route === String(route));
+  // A dead group's row names no route of its own: every route's policy is shown, each under its name.
+  return mine.length > 0 ? mine : all;
 }
 
 /** A request the page or a script got wrong: the server answers 400 with its message. */

@@ -146,6 +146,7 @@ function jobTableConfig(spec: JobTables["tables"][number]["spec"]) {
     key: (spec.key ?? spec.orderKey)?.name ?? null,
     data: spec.columns.filter((c) => c.role === "data").map((c) => c.name),
     runAt: spec.retryAfter !== undefined,
+    payload: spec.payload !== undefined,
     done: spec.processedAt !== undefined,
   };
 }

@@ -49,7 +49,7 @@ export function equalsOf(table: QueueTable, target: string, options: FilterOptio
     const column = spec.columns.find((c) => c.name === name || c.key === name);
     if (state === "deadLettered" && column === undefined) out[name] = pair.slice(at + 1);
     else if (column === undefined || column.role === "payload") {
-      throw new CliError(ExitCode.usage, `--where names "${name}", which is not a column of table "${spec.table}" (payloads cannot be filtered on)`);
+      throw new CliError(ExitCode.usage, `--where names "${name}", which is not a column of table "${spec.table}" (a payload is searched with --search)`);
     } else out[column.name] = pair.slice(at + 1);
   }
   if (spec.group !== undefined && target !== spec.table && !target.endsWith("*") && state !== "deadLettered") out[spec.group.name] = target;

@@ -1,3 +1,4 @@
+import { SEARCH_WINDOW } from "@sqlinbox/kysely-dialects/internal";
 import { Command, Option } from "commander";
 import { CliError, ExitCode } from "../exit-codes.js";
 import { JOB_STATES, listJobs, type JobState, type ListedJob } from "../inspect/job-list.js";
@@ -36,6 +37,19 @@ function jobText(job: ShownJob): string {
   show("held by", "holder" in job ? job.holder : "cannot be seen from outside (advisory keys on SQLite live in the application's process)");
   for (const key of ["headers", "result", "progress"] as const) if (key in job) show(key, job[key]);
   for (const [name, value] of Object.entries(job.columns)) show(name, value);
+  for (const p of job.policies) {
+    const limits = [
+      p.maxInWork === undefined ? null : `at most ${p.maxInWork} in work`,
+      p.maxInWorkPerKey === undefined ? null : `${p.maxInWorkPerKey} per key`,
+      p.rateLimit === undefined ? null : `${p.rateLimit.max} starts per ${p.rateLimit.perMs} ms`,
+    ].filter((x) => x !== null);
+    lines.push(
+      `route ${p.route}: max attempts ${p.maxAttempts ?? "none (retried for ever)"}, dead letters ${p.deadLetter ?? "none declared"}, ` +
+        `timeout ${p.timeout === undefined ? "none" : `${p.timeout.ms} ms + ${p.timeout.graceMs} ms grace`}, on a throw ${p.onError}` +
+        `${p.leaseMs === undefined ? "" : `, lease ${p.leaseMs} ms`}, ${p.workers} workers × batch ${p.batch}${limits.length === 0 ? "" : `, ${limits.join(", ")}`}`,
+    );
+  }
+  if (job.policies.length === 0) lines.push("route policy: not known (give --module, a module that exports the queues)");
   if (job.payload !== undefined) {
     lines.push("payload:", job.payload);
     if (job.payloadBytes !== undefined) lines.push(`(payload cut: showing the first 64 KiB of ${job.payloadBytes} bytes)`);
@@ -48,12 +62,19 @@ function listCommand(): Command {
     .addOption(new Option("--state <state>", "which jobs").choices(JOB_STATES as unknown as string[]).makeOptionMandatory())
     .option("--limit <n>", "jobs per page (at most 1000)", positiveInt("--limit"), 50)
     .option("--after <id>", "start after this id: the `next` of the page before")
-    .action(async (target: string, raw: FilterOptions & { state: JobState; limit: number; after?: string }) => {
+    .option("--search <text>", `only jobs whose payload text holds this (case-insensitive; a page reads at most ${SEARCH_WINDOW.toLocaleString("en-US")} rows from --after)`)
+    .action(async (target: string, raw: FilterOptions & { state: JobState; limit: number; after?: string; search?: string }) => {
       if (raw.limit > 1000) throw new CliError(ExitCode.usage, `--limit takes at most 1000, got ${raw.limit}`);
       const options = tableOptionsFor(target, raw);
       const page = await withConsole(options, async (c) => {
         const table = targetTable(c, target, options);
-        return listJobs(c.opened, table, { state: options.state, equals: equalsOf(table, target, options, options.state), after: options.after, limit: options.limit });
+        return listJobs(c.opened, table, {
+          state: options.state,
+          equals: equalsOf(table, target, options, options.state),
+          after: options.after,
+          limit: options.limit,
+          search: options.search,
+        });
       });
       if (options.json === true) printJson(page);
       else {
@@ -61,7 +82,10 @@ function listCommand(): Command {
         if (page.next !== null) process.stdout.write(`next page: --after ${page.next}\n`);
       }
       if (page.rows.length === 0 && page.next === null)
-        throw new CliError(ExitCode.nothingMatched, `no ${options.state} jobs in ${target}${options.after === undefined ? "" : ` after id ${options.after}`}`);
+        throw new CliError(
+          ExitCode.nothingMatched,
+          `no ${options.state} jobs${options.search === undefined ? "" : ` whose payload holds "${options.search}"`} in ${target}${options.after === undefined ? "" : ` after id ${options.after}`}`,
+        );
     });
 }
 

@@ -1,5 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import { advisoryKeyOf, dialectFor, jobListRowsExist, type JobListRows, type RawRow } from "@sqlinbox/kysely-dialects/internal";
+import { advisoryKeyOf, dialectFor, jobListRowsExist, SEARCH_WINDOW, type JobListRows, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { DeadLetterPlace } from "@sqlinbox/kysely-dialects/operator";
 import type { OpenedDatabase } from "../connect.js";
 import { CliError, ExitCode } from "../exit-codes.js";
@@ -25,6 +25,8 @@ export interface JobListRequest {
   readonly equals: Readonly<Record<string, unknown>>;
   readonly after?: string | undefined;
   readonly limit: number;
+  /** Text the payload holds (case-insensitive): each row set reads at most `SEARCH_WINDOW` rows from the cursor. */
+  readonly search?: string | undefined;
 }
 
 /** A page in id order, and the cursor of the next (`null`: this page is the last). */
@@ -124,83 +126,115 @@ export async function listJobs(opened: OpenedDatabase, table: QueueTable, reques
       const destination = place.destination;
       const unknown = Object.keys(request.equals).find((name) => !destination.columns.some((c) => c.name === name));
       if (unknown !== undefined) usage(`the dead-letter table "${destination.table}" has no column "${unknown}" to filter on`);
-      const rows = (await opened.db.executeQuery(dialect.jobs.listDeadLetters(destination, { after: request.after, limit, equals: request.equals }))).rows;
+      const base = { after: request.after, limit, equals: request.equals };
+      const search = searchOf(destination, request);
+      const through = search === undefined ? undefined : await windowEnd(opened, dialect.jobs.deadLettersWindowEnd(destination, { ...base, search }, SEARCH_WINDOW));
+      const rows = (await opened.db.executeQuery(dialect.jobs.listDeadLetters(destination, search === undefined ? base : { ...base, search: { ...search, through } }))).rows;
       return page(
         rows.map((row) => listed(opened, destination, row, "deadLettered", destination.table)),
         rows,
         destination,
         limit,
+        through,
       );
     }
-    const rows = (
-      await opened.db.executeQuery(dialect.jobs.list(spec, { rows: "deadGroup", deadGroup: place.deadGroup, now, after: request.after, limit, equals: request.equals }))
-    ).rows;
+    const { rows, through } = await read("deadGroup", place.deadGroup);
     return page(
       rows.map((row) => listed(opened, spec, row, "deadLettered")),
       rows,
       spec,
       limit,
+      through,
     );
   }
-  const deadGroup = deadGroupOf(table);
-  const read = async (rows: JobListRows): Promise<RawRow[]> => {
+  const search = searchOf(spec, request);
+  // Reads a row set's page; with a search, only up to its window's end (`through`, unset when the window reached the set's end).
+  async function read(rows: JobListRows, deadGroup = deadGroupOf(table)): Promise<{ rows: RawRow[]; through?: unknown }> {
     const filter = { rows, now, after: request.after, limit, equals: request.equals, ...(deadGroup === undefined ? {} : { deadGroup }) };
-    if (!jobListRowsExist(spec, filter)) return [];
-    return (await opened.db.executeQuery(dialect.jobs.list(spec, filter))).rows;
-  };
-  const due = async (): Promise<{ rows: RawRow[]; held: Set<string> }> => {
-    const rows = await read("due");
-    return { rows, held: await heldIds(opened, spec, rows) };
+    if (!jobListRowsExist(spec, filter)) return { rows: [] };
+    if (search === undefined) return { rows: (await opened.db.executeQuery(dialect.jobs.list(spec, filter))).rows };
+    const through = await windowEnd(opened, dialect.jobs.listWindowEnd(spec, filter, SEARCH_WINDOW));
+    return { rows: (await opened.db.executeQuery(dialect.jobs.list(spec, { ...filter, search: { ...search, through } }))).rows, through };
+  }
+  const due = async (): Promise<{ rows: RawRow[]; through?: unknown; held: Set<string> }> => {
+    const read_ = await read("due");
+    return { ...read_, held: await heldIds(opened, spec, read_.rows) };
   };
   switch (request.state) {
     case "scheduled":
     case "done": {
-      const rows = await read(request.state);
+      const { rows, through } = await read(request.state);
       return page(
         rows.map((row) => listed(opened, spec, row, request.state as ListedJob["state"])),
         rows,
         spec,
         limit,
+        through,
       );
     }
     case "waiting":
     case "running": {
       if (request.state === "running" && spec.form === "lease") {
-        const rows = await read("leased");
+        const { rows, through } = await read("leased");
         return page(
           rows.map((row) => listed(opened, spec, row, "running")),
           rows,
           spec,
           limit,
+          through,
         );
       }
-      const { rows, held } = await due();
+      const { rows, held, through } = await due();
       const keep = rows.filter((row) => held.has(String(row[spec.id.name])) === (request.state === "running"));
       return page(
         keep.map((row) => listed(opened, spec, row, request.state as ListedJob["state"])),
         rows,
         spec,
         limit,
+        through,
       );
     }
     case "all": {
-      const { rows: dueRows, held } = await due();
-      const sets: Array<[RawRow[], (row: RawRow) => ListedJob["state"]]> = [
-        [dueRows, (row) => (held.has(String(row[spec.id.name])) ? "running" : "waiting")],
+      const deadGroup = deadGroupOf(table);
+      const { held, ...dueRead } = await due();
+      const sets: Array<[{ rows: RawRow[]; through?: unknown }, (row: RawRow) => ListedJob["state"]]> = [
+        [dueRead, (row) => (held.has(String(row[spec.id.name])) ? "running" : "waiting")],
         [await read("scheduled"), () => "scheduled"],
         [await read("leased"), () => "running"],
         [await read("done"), () => "done"],
-        [deadGroup === undefined ? [] : await read("deadGroup"), () => "deadLettered"],
+        [deadGroup === undefined ? { rows: [] } : await read("deadGroup"), () => "deadLettered"],
       ];
-      const merged = sets.flatMap(([rows, stateOf]) => rows.map((row) => ({ row, state: stateOf(row) })));
+      // Where each set goes on from: past its last row when its read was full, past its window's end
+      // when a search stopped there; a set with neither is read to its end. Rows past the nearest of
+      // these wait for the next page, so no set's rows are skipped.
+      const goesOn = sets.flatMap(([read]) => {
+        const last = read.rows.at(-1);
+        return read.rows.length === limit && last !== undefined ? [last[spec.id.name]] : read.through !== undefined ? [read.through] : [];
+      });
+      const bound = goesOn.sort(compareIds)[0];
+      const merged = sets
+        .flatMap(([read, stateOf]) => read.rows.map((row) => ({ row, state: stateOf(row) })))
+        .filter(({ row }) => bound === undefined || compareIds(row[spec.id.name], bound) <= 0);
       merged.sort((a, b) => compareIds(a.row[spec.id.name], b.row[spec.id.name]));
       const taken = merged.slice(0, limit);
-      // Each set read `limit` rows at most: past the last one taken, a full set may hold more.
-      const more = merged.length > limit || sets.some(([rows]) => rows.length === limit);
       const last = taken.at(-1);
-      return { rows: taken.map(({ row, state }) => listed(opened, spec, row, state)), next: more && last !== undefined ? String(last.row[spec.id.name]) : null };
+      const next = taken.length === limit && last !== undefined ? String(last.row[spec.id.name]) : bound === undefined ? null : String(bound);
+      return { rows: taken.map(({ row, state }) => listed(opened, spec, row, state)), next };
     }
   }
+}
+
+/** The search of a request, on a table with a payload column (else a usage error). */
+function searchOf(spec: InboxDescription, request: JobListRequest): { readonly text: string } | undefined {
+  if (request.search === undefined || request.search === "") return undefined;
+  if (spec.payload === undefined) usage(`--search looks in the payload, and table "${spec.table}" has no payload column`);
+  return { text: request.search };
+}
+
+/** A searched window's end: the id of its last row, or `undefined` when the window reaches the row set's end. */
+async function windowEnd(opened: OpenedDatabase, query: Parameters<OpenedDatabase["db"]["executeQuery"]>[0]): Promise<unknown> {
+  const row = (await opened.db.executeQuery(query)).rows[0] as { id: unknown } | undefined;
+  return row?.id;
 }
 
 /** Ids in the order the database sorts them: numbers (and numeric text) by value, other text as text. */
@@ -213,8 +247,8 @@ function compareIds(a: unknown, b: unknown): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-/** The page's jobs, and the cursor past the last row read when the read was full. */
-function page(jobs: ListedJob[], read: readonly RawRow[], spec: InboxDescription, limit: number): JobPage {
+/** The page's jobs, and the cursor past the last row read when the read was full, else past a searched window's end. */
+function page(jobs: ListedJob[], read: readonly RawRow[], spec: InboxDescription, limit: number, through?: unknown): JobPage {
   const last = read.at(-1);
-  return { rows: jobs, next: read.length === limit && last !== undefined ? String(last[spec.id.name]) : null };
+  return { rows: jobs, next: read.length === limit && last !== undefined ? String(last[spec.id.name]) : through === undefined ? null : String(through) };
 }

@@ -1,4 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
+import { policiesOf, type RoutePolicy } from "@sqlinbox/dashboard";
 import { advisoryKeyOf, dialectFor, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import { operatorFor } from "@sqlinbox/kysely-dialects/operator";
 import type { OpenedDatabase } from "../connect.js";
@@ -33,6 +34,8 @@ export interface ShownJob {
   readonly payload?: string;
   /** Set when the payload was cut: its full size in bytes. */
   readonly payloadBytes?: number;
+  /** The policy of the route(s) that run the job, as `--module` declares them; empty without one. */
+  readonly policies: readonly RoutePolicy[];
 }
 
 const encoder = new TextEncoder();
@@ -57,7 +60,7 @@ const parsedJson = (value: unknown): unknown => {
 };
 
 /** The job built from its row: the role columns named, the other columns plain, the times as ISO-8601. */
-function shown(opened: OpenedDatabase, spec: InboxDescription, row: RawRow, state: ListedJob["state"], holder?: string | null): ShownJob {
+function shown(opened: OpenedDatabase, spec: InboxDescription, row: RawRow, state: ListedJob["state"], holder?: string | null): Omit<ShownJob, "policies"> {
   const { time } = dialectFor(opened.engine);
   const at = (name: string | undefined) => (name === undefined ? undefined : row[name] === null ? null : (time.decode(row[name])?.toISOString() ?? String(row[name])));
   // The role columns are named below: `columns` holds the others.
@@ -97,6 +100,12 @@ function shown(opened: OpenedDatabase, spec: InboxDescription, row: RawRow, stat
  * scheduled (its run-at ahead), or waiting.
  */
 export async function showJob(opened: OpenedDatabase, table: QueueTable, id: string): Promise<ShownJob | undefined> {
+  const found = await jobOf(opened, table, id);
+  return found === undefined ? undefined : { ...found.job, policies: policiesOf(table, found.row) };
+}
+
+async function jobOf(opened: OpenedDatabase, table: QueueTable, id: string): Promise<{ job: Omit<ShownJob, "policies">; row: RawRow } | undefined> {
+  const job = (row: RawRow, shownJob: Omit<ShownJob, "policies">) => ({ job: shownJob, row });
   const ops = operatorFor(opened.engine);
   const { time } = dialectFor(opened.engine);
   const { spec } = table;
@@ -106,7 +115,8 @@ export async function showJob(opened: OpenedDatabase, table: QueueTable, id: str
     for (const place of table.deadLetters) {
       if (place.kind !== "table") continue;
       const dead = (await opened.db.executeQuery(ops.peekDeadLetters(spec, place, 1, [id]))).rows[0];
-      if (dead !== undefined) return shown(opened, place.destination, dead, "deadLettered", null);
+      // A dead-letter table's row names no route: every route's policy is shown.
+      if (dead !== undefined) return job({}, shown(opened, place.destination, dead, "deadLettered", null));
     }
     return undefined;
   }
@@ -116,13 +126,13 @@ export async function showJob(opened: OpenedDatabase, table: QueueTable, id: str
   };
   const deadGroups = new Set(table.deadLetters.flatMap((p) => (p.kind === "group" ? [p.deadGroup] : [])));
   const outside = spec.form === "advisory" && dialectFor(opened.engine).capabilities.advisoryLocks !== "session";
-  if (spec.processedAt !== undefined && row[spec.processedAt.name] !== null) return shown(opened, spec, row, "done", null);
-  if (spec.group !== undefined && deadGroups.has(String(row[spec.group.name]))) return shown(opened, spec, row, "deadLettered", null);
-  if (ahead(spec.lease?.name)) return shown(opened, spec, row, "running", leaseHolder(spec, time.decode(row[spec.lease!.name])!));
-  if (ahead(spec.retryAfter?.name)) return shown(opened, spec, row, "scheduled", null);
-  if ((await heldIds(opened, spec, [row])).size > 0) return shown(opened, spec, row, "running", sessionHolder(spec, row));
+  if (spec.processedAt !== undefined && row[spec.processedAt.name] !== null) return job(row, shown(opened, spec, row, "done", null));
+  if (spec.group !== undefined && deadGroups.has(String(row[spec.group.name]))) return job(row, shown(opened, spec, row, "deadLettered", null));
+  if (ahead(spec.lease?.name)) return job(row, shown(opened, spec, row, "running", leaseHolder(spec, time.decode(row[spec.lease!.name])!)));
+  if (ahead(spec.retryAfter?.name)) return job(row, shown(opened, spec, row, "scheduled", null));
+  if ((await heldIds(opened, spec, [row])).size > 0) return job(row, shown(opened, spec, row, "running", sessionHolder(spec, row)));
   // Advisory keys on SQLite live in the application's process: whether one is held cannot be read here.
-  return shown(opened, spec, row, "waiting", outside ? undefined : null);
+  return job(row, shown(opened, spec, row, "waiting", outside ? undefined : null));
 }
 
 /** The lease's holder: the worker whose token is the deadline in the lease column, until then. */

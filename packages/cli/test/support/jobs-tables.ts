@@ -18,7 +18,7 @@ export interface JobsTables {
 }
 
 /** Creates the tables of the form (`lease` adds locked_until; `done` keeps handled rows in processed_at, not with `advisory`). */
-export async function jobsTables(t: TestDatabase, form: "lease" | "rowLock" | "advisory", done: boolean): Promise<JobsTables> {
+export async function jobsTables(t: TestDatabase, form: "lease" | "rowLock" | "advisory", done: boolean, extraEnv: Readonly<Record<string, string>> = {}): Promise<JobsTables> {
   const { types } = t;
   const table = uniqueName(`jobs_${form === "lease" ? "ls" : form === "rowLock" ? "rl" : "ad"}`);
   const dead = `${table}_dead`;
@@ -38,7 +38,7 @@ export async function jobsTables(t: TestDatabase, form: "lease" | "rowLock" | "a
   await sql
     .raw(`create table ${dead} (id ${types.id}, attempts int not null default 1, payload ${types.text}, last_error ${types.text} null, created_at ${types.time} null)`)
     .execute(t.db);
-  const env = { TEST_JOBS_TABLE: table, TEST_JOBS_DEAD: dead, TEST_JOBS_FORM: form, TEST_JOBS_DONE: done ? "1" : "0" };
+  const env = { TEST_JOBS_TABLE: table, TEST_JOBS_DEAD: dead, TEST_JOBS_FORM: form, TEST_JOBS_DONE: done ? "1" : "0", ...extraEnv };
   const run = (args: readonly string[]) => sqlinbox([...args, "--url", t.url, "--module", MODULE], { env });
   return {
     table,

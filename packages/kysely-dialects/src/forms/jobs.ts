@@ -3,7 +3,15 @@ import type { CompiledQuery } from "kysely";
 import type { RawRow } from "../types.js";
 import { notOnEngine } from "../shared/no-statement.js";
 import { CONTROL_TABLE } from "../statements/control.js";
-import { deadLetterListQuery, jobListQuery, jobsLockProbeQuery, type JobListFilter } from "../statements/job-list.js";
+import {
+  deadLetterListQuery,
+  deadLetterWindowEndQuery,
+  jobListQuery,
+  jobListWindowEndQuery,
+  jobsLockProbeQuery,
+  type DeadLetterListFilter,
+  type JobListFilter,
+} from "../statements/job-list.js";
 import { cancelRequestedQuery, deadLetterReadQuery, jobLockProbeQuery, jobReadQuery } from "../statements/job-state.js";
 import type { EngineTraits } from "./engine-traits.js";
 
@@ -25,8 +33,12 @@ export interface JobStatements {
   readDeadLetter(destination: InboxDescription, id: unknown): CompiledQuery<RawRow>;
   /** A page of the table's rows in one row set, in id order after the cursor; a set the table cannot hold (`jobListRowsExist`) fails. */
   list(spec: InboxDescription, filter: JobListFilter): CompiledQuery<RawRow>;
+  /** A searched page's window end: the id of the `window`-th row of the set after the cursor, no search applied; no row when fewer follow. */
+  listWindowEnd(spec: InboxDescription, filter: JobListFilter, window: number): CompiledQuery<{ id: unknown }>;
   /** A page of a dead-letter table in id order after the cursor. */
-  listDeadLetters(destination: InboxDescription, filter: Pick<JobListFilter, "after" | "limit" | "equals">): CompiledQuery<RawRow>;
+  listDeadLetters(destination: InboxDescription, filter: DeadLetterListFilter): CompiledQuery<RawRow>;
+  /** A dead-letter table's searched window end, as `listWindowEnd`. */
+  deadLettersWindowEnd(destination: InboxDescription, filter: DeadLetterListFilter, window: number): CompiledQuery<{ id: unknown }>;
   /** Row lock: of `ids`, those no transaction holds (`FOR UPDATE SKIP LOCKED`, alone in its statement). */
   lockProbeMany(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery<{ id: unknown }>;
   /** Advisory: of `keys`, those some session holds, as `keyHeld` for one. */
@@ -49,7 +61,9 @@ export function jobStatements(engine: EngineTraits): JobStatements {
         ? notOnEngine(engineName, "jobs.keyHeld", 'advisory keys live in the application\'s process (capabilities.advisoryLocks is "process")')
         : held([key], database),
     list: (spec: InboxDescription, filter: JobListFilter) => jobListQuery(ctx, spec, filter, engine.listWalk),
-    listDeadLetters: (destination: InboxDescription, filter: Pick<JobListFilter, "after" | "limit" | "equals">) => deadLetterListQuery(ctx, destination, filter),
+    listWindowEnd: (spec: InboxDescription, filter: JobListFilter, window: number) => jobListWindowEndQuery(ctx, spec, filter, engine.listWalk, window),
+    listDeadLetters: (destination: InboxDescription, filter: DeadLetterListFilter) => deadLetterListQuery(ctx, destination, filter),
+    deadLettersWindowEnd: (destination: InboxDescription, filter: DeadLetterListFilter, window: number) => deadLetterWindowEndQuery(ctx, destination, filter, window),
     lockProbeMany: (spec: InboxDescription, ids: readonly unknown[]) =>
       ctx.capabilities.rowLock ? jobsLockProbeQuery(ctx, spec, ids) : notOnEngine(engineName, "jobs.lockProbeMany", "it has no row locks (capabilities.rowLock is false)"),
     keysHeld: (keys: readonly string[], database: string) =>

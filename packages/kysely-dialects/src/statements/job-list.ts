@@ -31,6 +31,27 @@ export interface JobListFilter {
    * cursor `{ at, id }` (the last row's retryAfter and id) when given; `after` is ignored then.
    */
   readonly byRunAt?: { readonly after?: { readonly at: Date; readonly id: unknown } };
+  /**
+   * Only rows whose payload, as the database prints it as text, holds `text` (case-insensitively;
+   * `%` and `_` match themselves), up to the id `through` when given: the end of the window of rows
+   * a searched page reads (`jobListWindowEndQuery`). In id order only: not with `byRunAt`.
+   */
+  readonly search?: { readonly text: string; readonly through?: unknown };
+}
+
+/** How many rows of the row set, from the cursor, one searched page reads at most: no index serves a search inside payloads. */
+export const SEARCH_WINDOW = 10_000;
+
+/** `text` as a LIKE pattern that holds it anywhere, with `!` escaping the wildcards and itself. */
+const containing = (text: string): string => `%${text.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`;
+
+/** The payload holds the search text, and the row is within the window: lower-cased text of the payload, LIKE with `!` as the escape. */
+function searchConditions(ctx: StatementContext, spec: InboxDescription, search: NonNullable<JobListFilter["search"]>, eb: Eb): Expression<SqlBool>[] {
+  if (spec.payload === undefined) throw new SqlInboxError("Declaration", "jobs.list: a search reads the payload, and the table has no payload column", { table: spec.table });
+  const text = sql`lower(cast(${sql.ref(col(spec, spec.payload.name))} as ${sql.raw(ctx.capabilities.jsonTextCast)}))`;
+  const out: Expression<SqlBool>[] = [sql<SqlBool>`${text} like ${containing(search.text)} escape '!'`];
+  if (search.through !== undefined) out.push(eb(eb.ref(col(spec, spec.id.name)), "<=", search.through));
+  return out;
 }
 
 /** The described columns, result and progress as their JSON text (as `jobs.read` reads them). */
@@ -101,12 +122,22 @@ export function jobListQuery(ctx: StatementContext, spec: InboxDescription, filt
   if (filter.byRunAt !== undefined && (runAt === undefined || filter.rows !== "scheduled")) {
     throw new SqlInboxError("Declaration", `jobs.list: run-at order is for "scheduled" rows of a table with a retryAfter column, not "${filter.rows}"`, { table: spec.table });
   }
+  if (filter.search !== undefined && runAt !== undefined) {
+    throw new SqlInboxError("Declaration", "jobs.list: a search lists rows in id order, not in run-at order", { table: spec.table });
+  }
+  const ordered = pageQuery(ctx, spec, filter, walk, false);
+  return compiled(ordered.limit(filter.limit));
+}
+
+/** The page's select over the row set: its conditions, the equalities, the cursor, the search when asked, in id (or run-at) order. */
+function pageQuery(ctx: StatementContext, spec: InboxDescription, filter: JobListFilter, walk: "planner's choice" | "primary key", idOnly: boolean) {
+  const runAt = filter.byRunAt === undefined ? undefined : spec.retryAfter?.name;
   const equalities = Object.keys(filter.equals ?? {}).length > 0 || filter.rows === "deadGroup" || runAt !== undefined;
   // SQLite's `NOT INDEXED` leaves it the rowid: the page walks ids in order from the cursor and stops at the limit.
   const from = walk === "primary key" && !equalities ? (sql`${sql.table(tableRef(spec))} not indexed` as unknown as string) : tableRef(spec);
   const query = ctx.db
     .selectFrom(from)
-    .select(listedColumns(ctx, spec))
+    .select(idOnly ? [sql<string>`${sql.ref(col(spec, spec.id.name))}`.as("id")] : listedColumns(ctx, spec))
     .where((eb) => {
       const all = rowConditions(ctx, spec, filter, eb);
       for (const [name, value] of Object.entries(filter.equals ?? {})) all.push(value === null ? eb(eb.ref(col(spec, name)), "is", null) : eb(eb.ref(col(spec, name)), "=", value));
@@ -118,22 +149,60 @@ export function jobListQuery(ctx: StatementContext, spec: InboxDescription, filt
         const ra = eb.ref(col(spec, runAt));
         all.push(eb.or([eb(ra, ">", at), eb.and([eb(ra, "=", at), eb(id, ">", cursor.id)])]));
       } else if (runAt === undefined && filter.after !== undefined) all.push(eb(id, ">", filter.after));
+      if (!idOnly && filter.search !== undefined) all.push(...searchConditions(ctx, spec, filter.search, eb));
       return eb.and(all);
     });
-  const ordered = runAt === undefined ? query.orderBy(col(spec, spec.id.name)) : query.orderBy(col(spec, runAt)).orderBy(col(spec, spec.id.name));
-  return compiled(ordered.limit(filter.limit));
+  return runAt === undefined ? query.orderBy(col(spec, spec.id.name)) : query.orderBy(col(spec, runAt)).orderBy(col(spec, spec.id.name));
+}
+
+/**
+ * The end of a searched page's window: the id of the `window`-th row of the row set after the
+ * cursor (the same conditions and equalities, no search), or no row when fewer follow. The page
+ * then searches the rows up to it (`search.through`), so it reads at most `window` rows whatever the
+ * search finds; a page that found fewer than its limit continues from this id.
+ */
+export function jobListWindowEndQuery(
+  ctx: StatementContext,
+  spec: InboxDescription,
+  filter: JobListFilter,
+  walk: "planner's choice" | "primary key",
+  window: number,
+): CompiledQuery<{ id: unknown }> {
+  if (!jobListRowsExist(spec, filter)) {
+    throw new SqlInboxError("Declaration", `jobs.listWindowEnd: the table has no column that holds "${filter.rows}" rows (ask jobListRowsExist first)`, { table: spec.table });
+  }
+  const query = pageQuery(ctx, spec, { ...filter, byRunAt: undefined } as JobListFilter, walk, true);
+  return compiled(query.limit(1).offset(window - 1));
 }
 
 /**
  * A page of a dead-letter table, in id order after the cursor: every described column, at most
  * `limit` rows, with the equalities given by column name.
  */
-export function deadLetterListQuery(ctx: StatementContext, destination: InboxDescription, filter: Pick<JobListFilter, "after" | "limit" | "equals">): CompiledQuery<RawRow> {
-  let query = ctx.db.selectFrom(tableRef(destination)).select(listedColumns(ctx, destination));
+export function deadLetterListQuery(ctx: StatementContext, destination: InboxDescription, filter: DeadLetterListFilter): CompiledQuery<RawRow> {
+  return compiled(deadLetterPage(ctx, destination, filter, false).limit(filter.limit));
+}
+
+/** What a page of a dead-letter table selects: the cursor, the size, equalities, and a search as `JobListFilter.search`. */
+export type DeadLetterListFilter = Pick<JobListFilter, "after" | "limit" | "equals" | "search">;
+
+function deadLetterPage(ctx: StatementContext, destination: InboxDescription, filter: DeadLetterListFilter, idOnly: boolean) {
+  let query = ctx.db.selectFrom(tableRef(destination)).select(idOnly ? [sql<string>`${sql.ref(col(destination, destination.id.name))}`.as("id")] : listedColumns(ctx, destination));
   for (const [name, value] of Object.entries(filter.equals ?? {}))
     query = value === null ? query.where(col(destination, name), "is", null) : query.where(col(destination, name), "=", value);
   if (filter.after !== undefined) query = query.where(col(destination, destination.id.name), ">", filter.after);
-  return compiled(query.orderBy(col(destination, destination.id.name)).limit(filter.limit));
+  const search = filter.search;
+  if (!idOnly && search !== undefined) query = query.where((eb) => eb.and(searchConditions(ctx, destination, search, eb)));
+  return query.orderBy(col(destination, destination.id.name));
+}
+
+/** A dead-letter table's searched window end, as `jobListWindowEndQuery`. */
+export function deadLetterWindowEndQuery(ctx: StatementContext, destination: InboxDescription, filter: DeadLetterListFilter, window: number): CompiledQuery<{ id: unknown }> {
+  return compiled(
+    deadLetterPage(ctx, destination, filter, true)
+      .limit(1)
+      .offset(window - 1),
+  );
 }
 
 /**
