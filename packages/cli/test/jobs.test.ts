@@ -206,7 +206,10 @@ describe.each(ENGINES)("sqlinbox jobs list and show on %s", (name, open) => {
       q.run(["jobs", "list", q.table, "--state", "waiting", "--where", "color=red"]),
     ]);
     expect([bare.code, bare.stderr]).toEqual([ExitCode.usage, `sqlinbox: table "${q.dead}" has no retryAfter column, so no row is ever in state scheduled\n`]);
-    expect([where.code, where.stderr]).toEqual([ExitCode.usage, `sqlinbox: --where names "color", which is not a column of table "${q.table}" (a payload is searched with --search)\n`]);
+    expect([where.code, where.stderr]).toEqual([
+      ExitCode.usage,
+      `sqlinbox: --where names "color", which is not a column of table "${q.table}" (a payload is searched with --search)\n`,
+    ]);
   });
 
   test("--search finds text in payloads a window of 10,000 rows a page, wildcards as themselves; show tells the route's policy", async () => {
@@ -222,7 +225,10 @@ describe.each(ENGINES)("sqlinbox jobs list and show on %s", (name, open) => {
       { payload: '{"tag":"needle-done"}', processed_at: t.types.now(-60_000) },
       { payload: '{"tag":"needle-held"}', locked_until: t.types.now(60_000) },
     ]);
-    await insertRows(t, q.dead, [{ payload: '{"dead":"needle-dead"}', attempts: 5 }, { payload: '{"dead":"other"}', attempts: 5 }]);
+    await insertRows(t, q.dead, [
+      { payload: '{"dead":"needle-dead"}', attempts: 5 },
+      { payload: '{"dead":"other"}', attempts: 5 },
+    ]);
     const list = (args: string[], code?: number) => q.json<Page>(["jobs", "list", q.table, ...args], code);
     const needles = (to: number) => Array.from({ length: 11 }, (_, i) => i * 1000 + 7).filter((id) => id <= to);
 
@@ -257,11 +263,20 @@ describe.each(ENGINES)("sqlinbox jobs list and show on %s", (name, open) => {
 
     const [shown, text] = await Promise.all([q.json<Shown & { policies: unknown[] }>(["jobs", "show", q.table, "7"]), q.run(["jobs", "show", q.table, "7"])]);
     expect(shown.policies).toEqual([
-      { route: "jobs", maxAttempts: 5, deadLetter: `table ${q.dead}`, timeout: { ms: 30_000, graceMs: 2_000 }, onError: "default backoff", workers: 4, batch: 1, pollIntervalMs: expect.any(Number), maxInWork: 8 },
+      {
+        route: "jobs",
+        maxAttempts: 5,
+        deadLetter: `table ${q.dead}`,
+        timeout: { ms: 30_000, graceMs: 2_000 },
+        onError: "default backoff",
+        workers: 4,
+        batch: 1,
+        pollIntervalMs: expect.any(Number),
+        maxInWork: 8,
+      },
     ]);
     expect(text.stdout).toContain(
       `\nroute jobs: max attempts 5, dead letters table ${q.dead}, timeout 30000 ms + 2000 ms grace, on a throw default backoff, 4 workers × batch 1, at most 8 in work\n`,
     );
   }, 120_000);
 });
-

@@ -1,5 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import { dialectFor, jobListRowsExist, SEARCH_WINDOW, type JobListFilter, type JobListRows, type RawRow } from "@sqlinbox/kysely-dialects/internal";
+import { dialectFor, jobListRowsExist, payloadSearch, SEARCH_WINDOW, type JobListFilter, type JobListRows, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import { BadRequest, heldOf, holdsInRow, type JobTables, plain, tableOf } from "./job-tables.js";
 
 /** The states the job browser pages through. */
@@ -97,13 +97,13 @@ export async function listJobs(source: JobTables, request: JobListRequest): Prom
           : null;
     return { table: spec.table, state, sort, jobs: listed, next, notes };
   };
-  const searched = (of: InboxDescription) => {
+  const searched = async (of: InboxDescription) => {
     if (search === undefined) return {};
     if (of.payload === undefined) throw new BadRequest(`${of.table} has no payload column to search`);
     notes.push(
       `a search reads the payload's text of each row (no index serves it): a page reads at most ${SEARCH_WINDOW.toLocaleString("en-US")} rows from its cursor, so it may list fewer jobs than its size while more pages follow`,
     );
-    return { search: { text: search } };
+    return { search: await payloadSearch(source.opened.db, engine, of, search) };
   };
   const windowEnd = async (query: Parameters<typeof source.opened.db.executeQuery>[0]): Promise<unknown> => {
     const end = (await source.opened.db.executeQuery(query)).rows[0] as { id: unknown } | undefined;
@@ -115,10 +115,9 @@ export async function listJobs(source: JobTables, request: JobListRequest): Prom
     const destination = place.destination;
     const missing = Object.keys(equals).find((name) => !destination.columns.some((c) => c.name === name));
     if (missing !== undefined) throw new BadRequest(`the dead-letter table "${destination.table}" has no column "${missing}" to filter on`);
-    const base = { after, limit, equals, ...searched(destination) };
+    const base = { after, limit, equals, ...(await searched(destination)) };
     if (base.search !== undefined) through = await windowEnd(jobs.deadLettersWindowEnd(destination, base, SEARCH_WINDOW));
-    const rows = (await source.opened.db.executeQuery(jobs.listDeadLetters(destination, through === undefined ? base : { ...base, search: { text: base.search!.text, through } })))
-      .rows;
+    const rows = (await source.opened.db.executeQuery(jobs.listDeadLetters(destination, base.search === undefined ? base : { ...base, search: { ...base.search, through } }))).rows;
     return page(
       rows,
       destination,
@@ -158,13 +157,9 @@ export async function listJobs(source: JobTables, request: JobListRequest): Prom
     notes.push(`${spec.table} holds no ${state} jobs: it has no ${missing[state]}`);
     return { table: spec.table, state, sort, jobs: [], next: null, notes };
   }
-  const looked = searched(spec);
+  const looked = await searched(spec);
   if (looked.search !== undefined) through = await windowEnd(jobs.listWindowEnd(spec, filter, SEARCH_WINDOW));
-  const rows = (
-    await source.opened.db.executeQuery(
-      jobs.list(spec, looked.search === undefined ? filter : { ...filter, search: { text: looked.search.text, ...(through === undefined ? {} : { through }) } }),
-    )
-  ).rows;
+  const rows = (await source.opened.db.executeQuery(jobs.list(spec, looked.search === undefined ? filter : { ...filter, search: { ...looked.search, through } }))).rows;
   const probed = (state === "waiting" || state === "running") && !holdsInRow(spec);
   const held = probed ? await heldOf(source, spec, rows) : [];
   if (held === "unknown") {

@@ -1,5 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import { advisoryKeyOf, dialectFor, jobListRowsExist, SEARCH_WINDOW, type JobListRows, type RawRow } from "@sqlinbox/kysely-dialects/internal";
+import { advisoryKeyOf, dialectFor, jobListRowsExist, type PayloadSearch, payloadSearch, SEARCH_WINDOW, type JobListRows, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import type { DeadLetterPlace } from "@sqlinbox/kysely-dialects/operator";
 import type { OpenedDatabase } from "../connect.js";
 import { CliError, ExitCode } from "../exit-codes.js";
@@ -127,7 +127,7 @@ export async function listJobs(opened: OpenedDatabase, table: QueueTable, reques
       const unknown = Object.keys(request.equals).find((name) => !destination.columns.some((c) => c.name === name));
       if (unknown !== undefined) usage(`the dead-letter table "${destination.table}" has no column "${unknown}" to filter on`);
       const base = { after: request.after, limit, equals: request.equals };
-      const search = searchOf(destination, request);
+      const search = await searchOf(opened, destination, request);
       const through = search === undefined ? undefined : await windowEnd(opened, dialect.jobs.deadLettersWindowEnd(destination, { ...base, search }, SEARCH_WINDOW));
       const rows = (await opened.db.executeQuery(dialect.jobs.listDeadLetters(destination, search === undefined ? base : { ...base, search: { ...search, through } }))).rows;
       return page(
@@ -147,7 +147,7 @@ export async function listJobs(opened: OpenedDatabase, table: QueueTable, reques
       through,
     );
   }
-  const search = searchOf(spec, request);
+  const search = await searchOf(opened, spec, request);
   // Reads a row set's page; with a search, only up to its window's end (`through`, unset when the window reached the set's end).
   async function read(rows: JobListRows, deadGroup = deadGroupOf(table)): Promise<{ rows: RawRow[]; through?: unknown }> {
     const filter = { rows, now, after: request.after, limit, equals: request.equals, ...(deadGroup === undefined ? {} : { deadGroup }) };
@@ -225,10 +225,10 @@ export async function listJobs(opened: OpenedDatabase, table: QueueTable, reques
 }
 
 /** The search of a request, on a table with a payload column (else a usage error). */
-function searchOf(spec: InboxDescription, request: JobListRequest): { readonly text: string } | undefined {
+async function searchOf(opened: OpenedDatabase, spec: InboxDescription, request: JobListRequest): Promise<PayloadSearch | undefined> {
   if (request.search === undefined || request.search === "") return undefined;
   if (spec.payload === undefined) usage(`--search looks in the payload, and table "${spec.table}" has no payload column`);
-  return { text: request.search };
+  return payloadSearch(opened.db, opened.engine, spec, request.search);
 }
 
 /** A searched window's end: the id of its last row, or `undefined` when the window reaches the row set's end. */

@@ -32,24 +32,56 @@ export interface JobListFilter {
    */
   readonly byRunAt?: { readonly after?: { readonly at: Date; readonly id: unknown } };
   /**
-   * Only rows whose payload, as the database prints it as text, holds `text` (case-insensitively;
-   * `%` and `_` match themselves), up to the id `through` when given: the end of the window of rows
-   * a searched page reads (`jobListWindowEndQuery`). In id order only: not with `byRunAt`.
+   * Only rows whose payload, read as text, holds `text` (`%` and `_` match themselves), up to the
+   * id `through` when given: the end of the window of rows a searched page reads
+   * (`jobListWindowEndQuery`). `bytes`: the payload column holds bytes (`bytea`, a blob), which
+   * Postgres reads through `encode(…, 'escape')`. Letters match in either case; on SQLite and in a
+   * Postgres `bytea`, only A–Z do (other letters match as typed). In id order only: not with `byRunAt`.
    */
-  readonly search?: { readonly text: string; readonly through?: unknown };
+  readonly search?: PayloadSearch;
+}
+
+/** A search in the payloads: see `JobListFilter.search`. */
+export interface PayloadSearch {
+  readonly text: string;
+  readonly bytes: boolean;
+  readonly through?: unknown;
 }
 
 /** How many rows of the row set, from the cursor, one searched page reads at most: no index serves a search inside payloads. */
 export const SEARCH_WINDOW = 10_000;
 
 /** `text` as a LIKE pattern that holds it anywhere, with `!` escaping the wildcards and itself. */
-const containing = (text: string): string => `%${text.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`;
+const containing = (text: string): string => `%${text.replace(/[!%_]/g, (c) => `!${c}`)}%`;
+
+/** A-Z lower-cased, as SQLite's `lower()` does, and Postgres's on the ASCII text `encode` gives. */
+const asciiLower = (text: string): string => text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+
+/**
+ * The text as Postgres's `encode(bytes, 'escape')` prints its UTF-8: a zero byte and bytes of 128
+ * and up as `\nnn` (octal), a backslash doubled, the others as themselves.
+ */
+function escapeEncoded(text: string): string {
+  let out = "";
+  for (const byte of Buffer.from(text, "utf8")) {
+    if (byte === 0 || byte >= 0x80) out += `\\${byte.toString(8).padStart(3, "0")}`;
+    else if (byte === 0x5c) out += "\\\\";
+    else out += String.fromCharCode(byte);
+  }
+  return out;
+}
 
 /** The payload holds the search text, and the row is within the window: lower-cased text of the payload, LIKE with `!` as the escape. */
 function searchConditions(ctx: StatementContext, spec: InboxDescription, search: NonNullable<JobListFilter["search"]>, eb: Eb): Expression<SqlBool>[] {
   if (spec.payload === undefined) throw new SqlInboxError("Declaration", "jobs.list: a search reads the payload, and the table has no payload column", { table: spec.table });
-  const text = sql`lower(cast(${sql.ref(col(spec, spec.payload.name))} as ${sql.raw(ctx.capabilities.jsonTextCast)}))`;
-  const out: Expression<SqlBool>[] = [sql<SqlBool>`${text} like ${containing(search.text)} escape '!'`];
+  const payload = sql.ref(col(spec, spec.payload.name));
+  const { engine } = ctx.capabilities;
+  // Bytes are read as text (MySQL converts them to the connection's character set, SQLite reads them as
+  // UTF-8); Postgres cannot read bytes that are not UTF-8 as text, and its escape encoding always works.
+  const escaped = engine === "postgres" && search.bytes;
+  const text = escaped ? sql`lower(encode(${payload}, 'escape'))` : sql`lower(cast(${payload} as ${sql.raw(ctx.capabilities.jsonTextCast)}))`;
+  const needle = escaped ? escapeEncoded(asciiLower(search.text)) : engine === "sqlite" ? asciiLower(search.text) : search.text.toLowerCase();
+  const out: Expression<SqlBool>[] = [sql<SqlBool>`${text} like ${containing(needle)} escape '!'`];
   if (search.through !== undefined) out.push(eb(eb.ref(col(spec, spec.id.name)), "<=", search.through));
   return out;
 }
