@@ -73,111 +73,115 @@ describe("the job browser's payload search and the job page's route policy", () 
 
   for (const target of ENGINES) {
     // An engine SQLINBOX_ENGINES leaves out is skipped (the test runs every engine when it is unset, as in CI).
-    test.runIf(selects(target.name))(`${target.name}: a window of 10,000 rows a page, text as typed, bytes read as text, the route's policy`, async () => {
-      const url = target.url();
-      const { db } = (await parseDatabaseUrl(url).open({ max: 2 })) as unknown as { db: Db };
-      const odd = await seed(db, target.engine);
-      const dashboard = await startDashboardProcess(["--url", url, "--module", MODULE, "--table", LEASE, "--allow-writes", "--token", TOKEN, "--sample-every", "30"]);
-      try {
-        type Listed = { jobs: { id: string; preview: string | null }[]; next: string | null; notes: string[]; error?: string };
-        const api = async (path: string) => {
-          const res = await fetch(new URL(path, dashboard.url));
-          return { status: res.status, body: (await res.json()) as Listed };
-        };
-        const ids = (listed: { body: Listed }) => listed.body.jobs.map((j) => Number(j.id));
-        // The page's cursor after an id: opaque to the page, built here to start a search past the waiting rows.
-        const after = (id: number) => `&after=${Buffer.from(JSON.stringify(["waiting", "id", id])).toString("base64url")}`;
-        const search = (text: string, more = "") => api(`/api/jobs?table=${LEASE}&state=waiting&search=${encodeURIComponent(text)}${more}`);
+    test.runIf(selects(target.name))(
+      `${target.name}: a window of 10,000 rows a page, text as typed, bytes read as text, the route's policy`,
+      async () => {
+        const url = target.url();
+        const { db } = (await parseDatabaseUrl(url).open({ max: 2 })) as unknown as { db: Db };
+        const odd = await seed(db, target.engine);
+        const dashboard = await startDashboardProcess(["--url", url, "--module", MODULE, "--table", LEASE, "--allow-writes", "--token", TOKEN, "--sample-every", "30"]);
+        try {
+          type Listed = { jobs: { id: string; preview: string | null }[]; next: string | null; notes: string[]; error?: string };
+          const api = async (path: string) => {
+            const res = await fetch(new URL(path, dashboard.url));
+            return { status: res.status, body: (await res.json()) as Listed };
+          };
+          const ids = (listed: { body: Listed }) => listed.body.jobs.map((j) => Number(j.id));
+          // The page's cursor after an id: opaque to the page, built here to start a search past the waiting rows.
+          const after = (id: number) => `&after=${Buffer.from(JSON.stringify(["waiting", "id", id])).toString("base64url")}`;
+          const search = (text: string, more = "") => api(`/api/jobs?table=${LEASE}&state=waiting&search=${encodeURIComponent(text)}${more}`);
 
-        // The first page read ids 1–10 000 and found ten: it goes on from the window's end, and says why it is short.
-        const first = await search("NEEDLE");
-        expect(ids(first)).toEqual(NEEDLES.slice(0, 10));
-        expect(first.body.next).not.toBeNull();
-        expect(first.body.notes).toContain(
-          "a search reads the payload's text of each row (no index serves it): a page reads at most 10,000 rows from its cursor, so it may list fewer jobs than its size while more pages follow",
-        );
-        const second = await search("needle", `&after=${first.body.next}`);
-        expect([ids(second), second.body.next]).toEqual([[10_007], null]);
-        // A full page before the window's end goes on from its last job.
-        const hay = await search("hay", "&limit=5");
-        expect([ids(hay), (await search("hay", `&limit=5&after=${hay.body.next}`)).body.jobs.map((j) => Number(j.id))]).toEqual([
-          [1, 2, 3, 4, 5],
-          [6, 8, 9, 10, 11],
-        ]);
-        // A-Z in either case, ü as typed; a backslash as JSON writes it; % and _ as themselves, not wildcards.
-        expect(ids(await search("ZüRICH", after(WAITING)))).toEqual([odd.zurich]);
-        expect(ids(await search('"c:\\\\temp"', after(WAITING)))).toEqual([odd.path]);
-        expect(ids(await search("0%_o", after(WAITING)))).toEqual([odd.code]);
-        expect(ids(await search("5000 off", after(WAITING)))).toEqual([odd.decoy]);
-        // Bytes that are not UTF-8 break no search: the A among them is found.
-        expect(ids(await search("a", after(odd.decoy)))).toEqual([odd.binary]);
-        const dead = await api(`/api/jobs?table=${LEASE}&state=deadLettered&search=needle`);
-        expect(dead.body.jobs.map((j) => j.preview)).toEqual(['{"tag":"needle-dead"}']);
-        expect(await search("needle", "&state=scheduled&sort=runAt")).toMatchObject({ status: 400 });
-        const bulk = await fetch(new URL("/api/jobs/bulk", dashboard.url), {
-          method: "POST",
-          headers: { "content-type": "application/json", "x-sqlinbox-token": TOKEN },
-          body: JSON.stringify({ table: LEASE, action: "cancel", state: "waiting", search: "needle", dryRun: true }),
-        });
-        expect([bulk.status, ((await bulk.json()) as { error: string }).error]).toEqual([
-          400,
-          "a bulk action does not take a payload search as its filter (a search reads a window of rows a page): pick the jobs it listed and send their ids",
-        ]);
-        expect(Number((await db.selectFrom(LEASE).select(sql<number>`count(*)`.as("n")).executeTakeFirstOrThrow()).n)).toBe(WAITING + 5);
+          // The first page read ids 1–10 000 and found ten: it goes on from the window's end, and says why it is short.
+          const first = await search("NEEDLE");
+          expect(ids(first)).toEqual(NEEDLES.slice(0, 10));
+          expect(first.body.next).not.toBeNull();
+          expect(first.body.notes).toContain(
+            "a search reads the payload's text of each row (no index serves it): a page reads at most 10,000 rows from its cursor, so it may list fewer jobs than its size while more pages follow",
+          );
+          const second = await search("needle", `&after=${first.body.next}`);
+          expect([ids(second), second.body.next]).toEqual([[10_007], null]);
+          // A full page before the window's end goes on from its last job.
+          const hay = await search("hay", "&limit=5");
+          expect([ids(hay), (await search("hay", `&limit=5&after=${hay.body.next}`)).body.jobs.map((j) => Number(j.id))]).toEqual([
+            [1, 2, 3, 4, 5],
+            [6, 8, 9, 10, 11],
+          ]);
+          // A-Z in either case, ü as typed; a backslash as JSON writes it; % and _ as themselves, not wildcards.
+          expect(ids(await search("ZüRICH", after(WAITING)))).toEqual([odd.zurich]);
+          expect(ids(await search('"c:\\\\temp"', after(WAITING)))).toEqual([odd.path]);
+          expect(ids(await search("0%_o", after(WAITING)))).toEqual([odd.code]);
+          expect(ids(await search("5000 off", after(WAITING)))).toEqual([odd.decoy]);
+          // Bytes that are not UTF-8 break no search: the A among them is found.
+          expect(ids(await search("a", after(odd.decoy)))).toEqual([odd.binary]);
+          const dead = await api(`/api/jobs?table=${LEASE}&state=deadLettered&search=needle`);
+          expect(dead.body.jobs.map((j) => j.preview)).toEqual(['{"tag":"needle-dead"}']);
+          expect(await search("needle", "&state=scheduled&sort=runAt")).toMatchObject({ status: 400 });
+          const bulk = await fetch(new URL("/api/jobs/bulk", dashboard.url), {
+            method: "POST",
+            headers: { "content-type": "application/json", "x-sqlinbox-token": TOKEN },
+            body: JSON.stringify({ table: LEASE, action: "cancel", state: "waiting", search: "needle", dryRun: true }),
+          });
+          expect([bulk.status, ((await bulk.json()) as { error: string }).error]).toEqual([
+            400,
+            "a bulk action does not take a payload search as its filter (a search reads a window of rows a page): pick the jobs it listed and send their ids",
+          ]);
+          expect(Number((await db.selectFrom(LEASE).select(sql<number>`count(*)`.as("n")).executeTakeFirstOrThrow()).n)).toBe(WAITING + 5);
 
-        // The route's policy, as the module declares the queue.
-        const job = (await (await fetch(new URL(`/api/job?table=${LEASE}&id=7`, dashboard.url))).json()) as { policies: unknown[] };
-        expect(job.policies).toEqual([
-          {
-            route: "reports",
-            maxAttempts: 5,
-            deadLetter: `table ${DEAD}`,
-            timeout: { ms: 90_000, graceMs: 5_000 },
-            onError: "default backoff",
-            workers: 4,
-            batch: 10,
-            pollIntervalMs: expect.any(Number),
-            rateLimit: { max: 100, perMs: 60_000 },
-          },
-        ]);
+          // The route's policy, as the module declares the queue.
+          const job = (await (await fetch(new URL(`/api/job?table=${LEASE}&id=7`, dashboard.url))).json()) as { policies: unknown[] };
+          expect(job.policies).toEqual([
+            {
+              route: "reports",
+              maxAttempts: 5,
+              deadLetter: `table ${DEAD}`,
+              timeout: { ms: 90_000, graceMs: 5_000 },
+              onError: "default backoff",
+              workers: 4,
+              batch: 10,
+              pollIntervalMs: expect.any(Number),
+              rateLimit: { max: 100, perMs: 60_000 },
+            },
+          ]);
 
-        // The page: the search box, the short first page and the next, the job's page with its policy.
-        const page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
-        const errors: string[] = [];
-        page.on("pageerror", (e) => errors.push(e.message));
-        await page.goto(`${dashboard.url}#jobs`);
-        await page.getByTestId("token").fill(TOKEN);
-        await page.getByTestId("jobs-view").waitFor();
-        await page.getByTestId("jobs-table").selectOption(LEASE);
-        await page.getByTestId("jobs-search").fill("needle");
-        await page.getByTestId("jobs-apply").click();
-        await expect.poll(() => page.getByTestId("jobs-page").textContent(), { timeout: 10_000 }).toBe("Page 1 · 10 jobs");
-        // A search's matches are acted on as picked rows only: nothing picked, no action.
-        expect(await page.getByTestId("bulk-cancel").isDisabled()).toBe(true);
-        expect(await page.locator('[data-testid="bulk-scope"] option[value="filter"]').isDisabled()).toBe(true);
-        await page.getByTestId(`job-select-${NEEDLES[0]}`).check();
-        expect(await page.getByTestId("bulk-cancel").isDisabled()).toBe(false);
-        if (target.name === "postgres") await page.screenshot({ path: join(SHOTS, "search.png"), fullPage: false });
-        await page.getByTestId("jobs-next").click();
-        await expect.poll(() => page.getByTestId("jobs-page").textContent(), { timeout: 10_000 }).toBe("Page 2 · 1 job");
-        await page.getByTestId(`job-open-${NEEDLES[10]}`).click();
-        await page.getByTestId("job-detail").waitFor();
-        expect(await page.getByTestId("policy-max-attempts-reports").textContent()).toBe("5");
-        expect(await page.getByTestId("policy-timeout-reports").textContent()).toBe("1.5 min, then 5 s grace");
-        expect(await page.getByTestId("policy-dead-letter-reports").textContent()).toBe(`table ${DEAD}`);
-        expect(await page.getByTestId("policy-rate-limit-reports").textContent()).toBe("100 per 1 min");
-        expect(await page.getByTestId("job-payload").textContent()).toBe(JSON.stringify({ n: 10_007, tag: "Needle-10007" }, null, 2));
-        if (target.name === "postgres") {
-          await page.screenshot({ path: join(SHOTS, "job-policy.png"), fullPage: true });
-          console.log(`screenshots: ${join(SHOTS, "search.png")}, ${join(SHOTS, "job-policy.png")}`);
+          // The page: the search box, the short first page and the next, the job's page with its policy.
+          const page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
+          const errors: string[] = [];
+          page.on("pageerror", (e) => errors.push(e.message));
+          await page.goto(`${dashboard.url}#jobs`);
+          await page.getByTestId("token").fill(TOKEN);
+          await page.getByTestId("jobs-view").waitFor();
+          await page.getByTestId("jobs-table").selectOption(LEASE);
+          await page.getByTestId("jobs-search").fill("needle");
+          await page.getByTestId("jobs-apply").click();
+          await expect.poll(() => page.getByTestId("jobs-page").textContent(), { timeout: 10_000 }).toBe("Page 1 · 10 jobs");
+          // A search's matches are acted on as picked rows only: nothing picked, no action.
+          expect(await page.getByTestId("bulk-cancel").isDisabled()).toBe(true);
+          expect(await page.locator('[data-testid="bulk-scope"] option[value="filter"]').isDisabled()).toBe(true);
+          await page.getByTestId(`job-select-${NEEDLES[0]}`).check();
+          expect(await page.getByTestId("bulk-cancel").isDisabled()).toBe(false);
+          if (target.name === "postgres") await page.screenshot({ path: join(SHOTS, "search.png"), fullPage: false });
+          await page.getByTestId("jobs-next").click();
+          await expect.poll(() => page.getByTestId("jobs-page").textContent(), { timeout: 10_000 }).toBe("Page 2 · 1 job");
+          await page.getByTestId(`job-open-${NEEDLES[10]}`).click();
+          await page.getByTestId("job-detail").waitFor();
+          expect(await page.getByTestId("policy-max-attempts-reports").textContent()).toBe("5");
+          expect(await page.getByTestId("policy-timeout-reports").textContent()).toBe("1.5 min, then 5 s grace");
+          expect(await page.getByTestId("policy-dead-letter-reports").textContent()).toBe(`table ${DEAD}`);
+          expect(await page.getByTestId("policy-rate-limit-reports").textContent()).toBe("100 per 1 min");
+          expect(await page.getByTestId("job-payload").textContent()).toBe(JSON.stringify({ n: 10_007, tag: "Needle-10007" }, null, 2));
+          if (target.name === "postgres") {
+            await page.screenshot({ path: join(SHOTS, "job-policy.png"), fullPage: true });
+            console.log(`screenshots: ${join(SHOTS, "search.png")}, ${join(SHOTS, "job-policy.png")}`);
+          }
+          expect(errors).toEqual([]);
+          await page.close();
+        } finally {
+          await dashboard.stop();
+          for (const table of [LEASE, DEAD]) await sql.raw(`drop table if exists ${table}`).execute(db);
+          await db.destroy();
         }
-        expect(errors).toEqual([]);
-        await page.close();
-      } finally {
-        await dashboard.stop();
-        for (const table of [LEASE, DEAD]) await sql.raw(`drop table if exists ${table}`).execute(db);
-        await db.destroy();
-      }
-    }, 120_000);
+      },
+      120_000,
+    );
   }
 });
