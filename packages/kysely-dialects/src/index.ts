@@ -35,7 +35,7 @@ export type { DeadLetterStatements } from "./forms/dead-letter.js";
 export type { DeadLetterRecord } from "./statements/dead-letter.js";
 export type { FlowStatements } from "./forms/flow.js";
 export type { JobStatements } from "./forms/jobs.js";
-export type { DeadLetterListFilter, JobListFilter, JobListRows } from "./statements/job-list.js";
+export type { DeadLetterListFilter, JobListFilter, JobListRows, PayloadSearch } from "./statements/job-list.js";
 export type { RetentionStatements } from "./forms/retention.js";
 export type { PruneOptions } from "./statements/retention.js";
 export type { SlotPlace, RateSlotPick } from "./statements/slots.js";

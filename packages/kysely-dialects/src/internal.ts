@@ -17,7 +17,7 @@ import type { Engine, FoundColumn, LeaseColumnInfo, TableKeys } from "./types.js
 export * from "./index.js";
 export { advisoryKeyOf } from "./shared/advisory-key.js";
 export { channelOf, type ChannelTable } from "./postgres/notify.js";
-export { jobListRowsExist, SEARCH_WINDOW, type PayloadSearch } from "./statements/job-list.js";
+export { jobListRowsExist, SEARCH_WINDOW } from "./statements/job-list.js";
 export { deliveredAttempt } from "./statements/claim-stamp.js";
 export { fifoRuleApplies, orderedKey } from "./statements/order-key-head.js";
 export { mysqlLockName, MYSQL_LOCK_NAME_MAX } from "./mysql/lock-name.js";

@@ -11,6 +11,7 @@ describe("@sqlinbox/kysely-dialects' public surface", () => {
     const added = Object.keys(internal).filter((name) => !(name in root));
     expect(added.sort()).toEqual([
       "MYSQL_LOCK_NAME_MAX",
+      "SEARCH_WINDOW",
       "VERSION_FLOORS",
       "advisoryKeyOf",
       "channelOf",
@@ -26,6 +27,7 @@ describe("@sqlinbox/kysely-dialects' public surface", () => {
       "mysqlLockName",
       "orderedKey",
       "parseUtcText",
+      "payloadSearch",
       "postgresQueueStorage",
       "readFoundColumns",
       "truncateToPrecision",
