@@ -9,8 +9,8 @@ export const PAGES = 10;
 export function soakWorkflow(prefix: string, form: ClaimForm) {
   const Charges = stepTable<{ order: number }, number[]>(`${prefix}_charge`, form);
   const Pages = stepTable<{ order: number; page: number }, number>(`${prefix}_page`, form);
-  const Merges = stepTable<{ order: number; pages: number[] }, number>(`${prefix}_merge`, form);
-  const Emails = stepTable<{ order: number; total: number }, string>(`${prefix}_email`, form);
+  const Merges = stepTable<{ order: number; pages: readonly (number | null)[] }, number>(`${prefix}_merge`, form);
+  const Emails = stepTable<{ order: number; total: number | null }, string>(`${prefix}_email`, form);
   const Order = workflow("soak", payloadOf<{ order: number }>())
     .step("charge", Charges, (input) => input)
     .each("page", Pages, { over: "charge" }, (input, page) => ({ order: input.order, page }))
