@@ -70,7 +70,16 @@ async function measure(engine: EngineName, which: "chain" | "fan"): Promise<{ ru
       await sql`drop table if exists ${sql.id(t.table)}`.execute(db);
       await createInboxTable(db, t);
     }
-    const broker = SqlBroker.fromKysely(db).lease(30_000).route(A, "a").route(B, "b").route(C, "c").route(Split, "split").route(Part, "part").route(Merge, "merge").workflow(Chain).workflow(Fan);
+    const broker = SqlBroker.fromKysely(db)
+      .lease(30_000)
+      .route(A, "a")
+      .route(B, "b")
+      .route(C, "c")
+      .route(Split, "split")
+      .route(Part, "part")
+      .route(Merge, "merge")
+      .workflow(Chain)
+      .workflow(Fan);
     const runs = which === "chain" ? chains : fanouts;
     statements = 0;
     for (let n = 0; n < runs; n++) {
