@@ -41,4 +41,5 @@ export {
   type ReadableResult,
   type StepDescription,
   type ItemOf,
+  type WorkflowRetention,
 } from "./workflow.js";

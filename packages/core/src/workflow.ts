@@ -108,12 +108,39 @@ export class Workflow<Name extends string = string, Input = unknown, Steps exten
   declare readonly "~steps": Steps;
   readonly name: Name;
   readonly steps: readonly StepDescription[];
+  /** How long finished runs are kept (`retain`); absent: for ever. */
+  readonly retention: WorkflowRetention | undefined;
 
   /** Use `workflow(name, payloadOf<Input>())`. */
-  constructor(name: Name, steps: readonly StepDescription[]) {
+  constructor(name: Name, steps: readonly StepDescription[], retention?: WorkflowRetention) {
     this.name = name;
     this.steps = Object.freeze([...steps]);
+    this.retention = retention;
     Object.freeze(this);
+  }
+
+  /**
+   * How long the workflow table keeps a finished run (its own row, its steps' and its children's), in ms
+   * after it finished, by how it ended; a state left out keeps those runs for ever. Every app whose broker
+   * registers the workflow deletes them in small batches, with no leader. A `failed` run is resumed by
+   * moving its dead letter back, which needs the run: keep failed runs at least as long as a dead letter
+   * may wait to be moved back. The step jobs' own rows are the queues' (`InboxQueue.retain`).
+   *
+   * @example
+   * workflow("order", payloadOf<Order>()).step(…).retain({ done: 7 * 24 * 3_600_000, cancelled: 24 * 3_600_000 })
+   */
+  retain(windows: WorkflowRetention): Workflow<Name, Input, Steps> {
+    const at = `workflow "${this.name}": retain`;
+    const keys = Object.keys(windows);
+    if (keys.length === 0) throw new SqlInboxError("Declaration", `${at} names no window: give done, cancelled or failed (ms)`);
+    for (const key of keys) {
+      if (key !== "done" && key !== "cancelled" && key !== "failed")
+        throw new SqlInboxError("Declaration", `${at}: "${key}" is no run state a window applies to (done, cancelled, failed)`);
+      const ms = windows[key];
+      if (typeof ms !== "number" || !Number.isInteger(ms) || ms < 1)
+        throw new SqlInboxError("Declaration", `${at}: ${key} must be a whole number of ms, at least 1; got ${String(ms)}`);
+    }
+    return new Workflow(this.name, this.steps, Object.freeze({ ...windows }));
   }
 
   /**
@@ -170,8 +197,18 @@ export class Workflow<Name extends string = string, Input = unknown, Steps exten
       over,
       build: build as StepDescription["build"],
     });
-    return new Workflow(this.name, [...this.steps, step]);
+    return new Workflow(this.name, [...this.steps, step], this.retention);
   }
+}
+
+/** How long finished runs are kept, in ms after they finished, by how they ended (`Workflow.retain`). */
+export interface WorkflowRetention {
+  /** Runs whose every step was acked. */
+  readonly done?: number;
+  /** Runs cancelled (`run.cancel()`, `sqlinbox workflow cancel`). */
+  readonly cancelled?: number;
+  /** Runs a step of which failed for good (dead-lettered, dropped, a payload builder that threw). */
+  readonly failed?: number;
 }
 
 /** Any workflow, whatever its input and steps: what a broker registers. */

@@ -41,7 +41,7 @@ export type { PruneOptions } from "./statements/retention.js";
 export type { SlotPlace, RateSlotPick } from "./statements/slots.js";
 export type { FileWakeStatements, LockWaitTraits, NotifyStatements, SchemaStatements, ClusterVariable } from "./forms/engine-traits.js";
 export type { ControlStatements, ControlRow } from "./statements/control.js";
-export type { WorkflowStatements, WorkflowRow, WorkflowChange } from "./statements/workflow.js";
+export type { WorkflowStatements, WorkflowRow, WorkflowChange, PruneRunsOptions } from "./statements/workflow.js";
 export type { ObserveStatements } from "./statements/queue-depth.js";
 export type { TableStatements, ExtendTable, TableOptions, QueueStorage } from "./statements/create-table.js";
 export { postgresDialect, mysqlDialect, sqliteDialect };

@@ -102,7 +102,7 @@ export function buildDialect(engine: EngineTraits): EngineDialect {
     }),
     deadLetter: deadLetterStatements(engine),
     control: controlStatements(engine.statements, engine.tableTypes),
-    workflow: workflowStatements(engine.statements, engine.tableTypes),
+    workflow: workflowStatements(engine.statements, engine.tableTypes, engine.batchDelete),
     schema: engine.schema,
     flow: flowStatements(engine),
     jobs: jobStatements(engine),

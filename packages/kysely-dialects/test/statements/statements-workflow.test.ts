@@ -9,14 +9,53 @@ describe("workflow", () => {
     expect({ postgres: workflowTableSql("postgres"), mysql: workflowTableSql("mysql"), sqlite: workflowTableSql("sqlite") }).toMatchInlineSnapshot(`
       {
         "mysql": [
-          "create table if not exists \`sqlinbox_workflows\` (\`workflow_id\` varchar(255) not null, \`step\` varchar(255) not null, \`item\` int not null, \`workflow\` varchar(255) not null, \`state\` varchar(255) not null, \`job_table\` varchar(255), \`job_id\` varchar(255), \`data\` text, \`updated_at\` datetime(3) not null, constraint \`sqlinbox_workflows_pkey\` primary key (\`workflow_id\`, \`step\`, \`item\`), constraint \`sqlinbox_workflows_job\` unique (\`job_table\`, \`job_id\`))",
+          "create table if not exists \`sqlinbox_workflows\` (\`workflow_id\` varchar(255) not null, \`step\` varchar(255) not null, \`item\` int not null, \`workflow\` varchar(255) not null, \`state\` varchar(255) not null, \`job_table\` varchar(255), \`job_id\` varchar(255), \`data\` text, \`updated_at\` datetime(3) not null, constraint \`sqlinbox_workflows_pkey\` primary key (\`workflow_id\`, \`step\`, \`item\`), constraint \`sqlinbox_workflows_job\` unique (\`job_table\`, \`job_id\`), index \`sqlinbox_workflows_finished\` (\`workflow\`, \`state\`, \`updated_at\`))",
         ],
         "postgres": [
           "create table if not exists "sqlinbox_workflows" ("workflow_id" text not null, "step" text not null, "item" integer not null, "workflow" text not null, "state" text not null, "job_table" text, "job_id" text, "data" text, "updated_at" timestamptz not null, constraint "sqlinbox_workflows_pkey" primary key ("workflow_id", "step", "item"), constraint "sqlinbox_workflows_job" unique ("job_table", "job_id"))",
+          "create index if not exists "sqlinbox_workflows_finished" on "sqlinbox_workflows" ("workflow", "state", "updated_at") where "step" = ''",
         ],
         "sqlite": [
           "create table if not exists "sqlinbox_workflows" ("workflow_id" text not null, "step" text not null, "item" integer not null, "workflow" text not null, "state" text not null, "job_table" text, "job_id" text, "data" text, "updated_at" text not null, constraint "sqlinbox_workflows_pkey" primary key ("workflow_id", "step", "item"), constraint "sqlinbox_workflows_job" unique ("job_table", "job_id"))",
+          "create index if not exists "sqlinbox_workflows_finished" on "sqlinbox_workflows" ("workflow", "state", "updated_at") where "step" = ''",
         ],
+      }
+    `);
+  });
+
+  test("retention deletes every row of up to a batch of finished runs, picked oldest first through the finished-runs index", () => {
+    expect(perEngine((d) => d.workflow.pruneRuns({ workflow: "order", state: "done", before: now, limit: 100 }))).toMatchInlineSnapshot(`
+      {
+        "mysql": {
+          "parameters": [
+            "order",
+            "done",
+            "2024-05-01 12:00:00.123",
+            -1,
+            100,
+          ],
+          "sql": "delete from \`sqlinbox_workflows\` using \`sqlinbox_workflows\` inner join (select \`workflow_id\` from \`sqlinbox_workflows\` where \`workflow\` = ? and \`state\` = ? and \`updated_at\` < ? and \`step\` = '' and \`item\` = ? order by \`updated_at\` limit ?) as \`picked\` on \`picked\`.\`workflow_id\` = \`sqlinbox_workflows\`.\`workflow_id\`",
+        },
+        "postgres": {
+          "parameters": [
+            "order",
+            "done",
+            2024-05-01T12:00:00.123Z,
+            -1,
+            100,
+          ],
+          "sql": "delete from "sqlinbox_workflows" where "workflow_id" = any(array((select "workflow_id" from "sqlinbox_workflows" where "workflow" = $1 and "state" = $2 and "updated_at" < $3 and "step" = '' and "item" = $4 order by "updated_at" limit $5 for update skip locked)))",
+        },
+        "sqlite": {
+          "parameters": [
+            "order",
+            "done",
+            "2024-05-01T12:00:00.123Z",
+            -1,
+            100,
+          ],
+          "sql": "delete from "sqlinbox_workflows" where "workflow_id" in (select "workflow_id" from "sqlinbox_workflows" where "workflow" = ? and "state" = ? and "updated_at" < ? and "step" = '' and "item" = ? order by "updated_at" limit ?)",
+        },
       }
     `);
   });

@@ -21,6 +21,16 @@ export interface PruneTarget {
   readonly what: "done" | "deadLettered";
 }
 
+/** Or: the runs of `workflow` that ended in `state` more than `windowMs` ago, with every row of each (`Workflow.retain`). */
+export interface RunPruneTarget {
+  readonly workflow: string;
+  readonly state: "done" | "cancelled" | "failed";
+  readonly windowMs: number;
+}
+
+/** Runs one prune statement deletes at most: each is a few rows (its own, its steps', its children's). */
+const RUN_PRUNE_BATCH = 100;
+
 /**
  * Deletes one table's rows once they are older than their window, in every app that runs the
  * subscription, with no leader: each run deletes batches of `PRUNE_BATCH` of the oldest rows handled
@@ -31,7 +41,7 @@ export interface PruneTarget {
  * A failed run is logged and tried again at the next interval.
  */
 export class Pruner {
-  readonly #target: PruneTarget;
+  readonly #target: PruneTarget | RunPruneTarget;
   readonly #database: Database;
   readonly #clock: Clock;
   readonly #logger: CalmLogger;
@@ -43,7 +53,7 @@ export class Pruner {
   deleted = 0;
 
   /** `logger` writes a failure that repeats once, then summaries (an outage fails every run); `stop` closes it. */
-  constructor(target: PruneTarget, database: Database, clock: Clock, logger: CalmLogger) {
+  constructor(target: PruneTarget | RunPruneTarget, database: Database, clock: Clock, logger: CalmLogger) {
     this.#target = target;
     this.#database = database;
     this.#clock = clock;
@@ -53,10 +63,7 @@ export class Pruner {
 
   /** Prunes at once, then every interval until `stop`. */
   start(): void {
-    this.#logger.info(
-      { table: this.#target.spec.table, retain: this.#target.what, windowMs: this.#target.windowMs, everyMs: this.#intervalMs },
-      "pruning rows older than the retention window",
-    );
+    this.#logger.info({ ...this.#fields(), windowMs: this.#target.windowMs, everyMs: this.#intervalMs }, "pruning rows older than the retention window");
     this.#schedule(0);
   }
 
@@ -75,20 +82,31 @@ export class Pruner {
     });
   }
 
+  /** What the logs name: the table and the window's kind, or the workflow and the state of its runs. */
+  #fields(): Record<string, unknown> {
+    const target = this.#target;
+    return "spec" in target ? { table: target.spec.table, retain: target.what } : { workflow: target.workflow, retain: target.state };
+  }
+
   async #run(): Promise<void> {
-    const { spec, group, windowMs } = this.#target;
-    const before = new Date(this.#clock.now().getTime() - windowMs);
-    const query = this.#database.dialect.retention.prune(spec, { before, limit: PRUNE_BATCH, ...(group !== undefined ? { group } : {}) });
+    const target = this.#target;
+    const before = new Date(this.#clock.now().getTime() - target.windowMs);
+    const { retention, workflow } = this.#database.dialect;
+    // A batch of runs deletes at least as many rows as runs: a full batch of rows may be followed by one that finds none.
+    const [query, full] =
+      "spec" in target
+        ? [retention.prune(target.spec, { before, limit: PRUNE_BATCH, ...(target.group !== undefined ? { group: target.group } : {}) }), PRUNE_BATCH]
+        : [workflow.pruneRuns({ workflow: target.workflow, state: target.state, before, limit: RUN_PRUNE_BATCH }), RUN_PRUNE_BATCH];
     try {
-      let removed = PRUNE_BATCH;
-      while (removed >= PRUNE_BATCH && !this.#stopped) {
+      let removed = full;
+      while (removed >= full && !this.#stopped) {
         // In the engine's claim isolation (READ COMMITTED on MySQL/MariaDB): a batch locks the rows it deletes and no
         // gap, so a publish or an ack never waits on it; a deadlock is retried with the transaction.
         removed = Number((await this.#database.transaction("prune", (trx) => this.#database.execute("prune", query, trx))).numAffectedRows ?? 0n);
         this.deleted += removed;
       }
     } catch (error) {
-      this.#logger.warn({ ...errorFields(error), table: spec.table, retain: this.#target.what }, "pruning failed; trying again at the next interval");
+      this.#logger.warn({ ...errorFields(error), ...this.#fields() }, "pruning failed; trying again at the next interval");
     }
   }
 }

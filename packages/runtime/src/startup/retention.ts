@@ -3,7 +3,7 @@
  * warning for each table that keeps its handled rows for ever, and one for each cron whose catch-up
  * reaches further back than the window its table keeps.
  */
-import type { InboxDescription } from "@sqlinbox/core/internal";
+import type { AnyWorkflow, InboxDescription } from "@sqlinbox/core/internal";
 import type { Clock } from "../clock.js";
 import type { Subscriber } from "../declare/subscriber.js";
 import type { Database } from "../drivers/database.js";
@@ -49,6 +49,19 @@ export function pruners(subscribers: readonly Subscriber[], database: Database, 
       const target = deadLetter?.target;
       if (target === undefined || !("table" in target)) throw retainNeedsDeadLetterTable(place);
       built.push(new Pruner({ spec: target.table, windowMs: retain.deadLettered, what: "deadLettered", ...onGroup(target.table) }, database, clock, calm()));
+    }
+  }
+  return built;
+}
+
+/** The pruners of the finished runs of each workflow that declares a window (`Workflow.retain`), one per run state. */
+export function runPruners(workflows: readonly AnyWorkflow[], database: Database, clock: Clock, logger: Logger): Pruner[] {
+  const built: Pruner[] = [];
+  for (const w of workflows) {
+    for (const state of ["done", "cancelled", "failed"] as const) {
+      const windowMs = w.retention?.[state];
+      if (windowMs === undefined) continue;
+      built.push(new Pruner({ workflow: w.name, state, windowMs }, database, clock, calmLogger(childLogger(logger, { workflow: w.name }), clock)));
     }
   }
   return built;

@@ -27,7 +27,7 @@ import type { PublishMiddleware } from "../publish/publish-hooks.js";
 import { DatabaseClock, type LeaseClock } from "../time/database-clock.js";
 import type { BrokerUse } from "./broker-scope.js";
 import type { Pruner } from "../schedule/pruner.js";
-import { pruners, type KeptRows } from "./retention.js";
+import { pruners, runPruners, type KeptRows } from "./retention.js";
 import { withMiddleware, type MiddlewareUse } from "../hooks/middleware.js";
 import { WorkflowFollowUp } from "../workflow/workflow-registry.js";
 import { workflowTableMissing } from "../errors.js";
@@ -99,7 +99,7 @@ export async function startBroker(run: Startup, { broker, scope }: BrokerUse, na
   if (run.telemetry.enabled) run.observed.databases.push(observedDatabase(database, dbSystem));
   const watch = controlWatchOf(run, parts, database, planned);
   startSubscriptions(run, parts, database, clock, dbSystem, planned, watch);
-  run.pruners.push(...pruners(scope.subscribers, database, clock, run.logger, run.kept));
+  run.pruners.push(...pruners(scope.subscribers, database, clock, run.logger, run.kept), ...runPruners(parts.workflows.all(), database, clock, run.logger));
   // Before the first claim: a route paused before this app started claims nothing.
   await watch?.start();
   if (broker.listening) await parts.listen(run.logger);

@@ -33,6 +33,11 @@ export class WorkflowRegistry {
     return this.#byName.get(name);
   }
 
+  /** Every registered workflow. */
+  all(): readonly AnyWorkflow[] {
+    return [...this.#byName.values()];
+  }
+
   /** Whether a step of a registered workflow publishes to `table` (the subscription of that table then carries the follow-up). */
   hasStepsOn(table: InboxDescription): boolean {
     const key = jobTableOf(table);
