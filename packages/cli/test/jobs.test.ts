@@ -1,3 +1,5 @@
+import { column, InboxSpec, payloadOf, workflow } from "@sqlinbox/core";
+import { createWorkflowTable, SqlBroker } from "@sqlinbox/runtime";
 import { sql } from "kysely";
 import { describe, expect, test } from "vitest";
 import { ExitCode } from "../src/exit-codes.js";
@@ -278,5 +280,33 @@ describe.each(ENGINES)("sqlinbox jobs list and show on %s", (name, open) => {
     expect(text.stdout).toContain(
       `\nroute jobs: max attempts 5, dead letters table ${q.dead}, timeout 30000 ms + 2000 ms grace, on a throw default backoff, 4 workers × batch 1, at most 8 in work\n`,
     );
+
+    // A job that is a workflow's step: show names its run and every step of it.
+    await createWorkflowTable(t.db);
+    const Steps = InboxSpec.table(q.table, column("id").generated())
+      .lease(column("locked_until"))
+      .processedAt(column("processed_at"))
+      .payload(column("payload"), payloadOf<{ tag: string }>());
+    const Flow = workflow(`${q.table}_flow`, payloadOf<{ tag: string }>())
+      .step("first", Steps, (input) => input)
+      .step("second", Steps, { after: ["first"] }, (input) => input);
+    const broker = SqlBroker.fromUrl(t.url).route(Steps, "first").route(Steps, "second").workflow(Flow);
+    const run = await broker.startWorkflow(Flow, { tag: "flow-step" });
+    await broker.close();
+    const [stepId] = ids(await list(["--state", "waiting", "--search", "flow-step", "--after", "10035"]));
+    const [step, stepText] = await Promise.all([q.json<{ workflow: unknown }>(["jobs", "show", q.table, String(stepId)]), q.run(["jobs", "show", q.table, String(stepId)])]);
+    expect(step.workflow).toEqual({
+      id: run.id,
+      name: `${q.table}_flow`,
+      state: "running",
+      step: "first",
+      item: null,
+      steps: [
+        { step: "first", item: null, state: "released", jobTable: q.table, jobId: String(stepId) },
+        { step: "second", item: null, state: "waiting", jobTable: null, jobId: null },
+      ],
+    });
+    expect(stepText.stdout).toContain(`\nworkflow run ${q.table}_flow ${run.id}: running; this job is step first\n  first: released (${q.table} #${stepId})\n  second: waiting\n`);
+    expect(shown).toMatchObject({ workflow: null });
   }, 120_000);
 });

@@ -315,6 +315,64 @@ function policyOf(job) {
   );
 }
 
+/** The workflow run the job is a step of: the run, and every step with its state and the job it published. */
+function workflowOf(job) {
+  const run = job.workflow;
+  if (!run) return null;
+  const served = (table) => jobs.tables.some((t) => t.table === table);
+  const name = (s) => (s.item === null ? s.step : `${s.step} [${s.item}]`);
+  return h(
+    "div",
+    { class: "field", "data-testid": "job-workflow" },
+    h("h3", {}, "Workflow run"),
+    h("p", { "data-testid": "job-workflow-run" }, `${run.name} ${run.id}: ${run.state}. This job is step ${name(run)}.`),
+    h(
+      "table",
+      { class: "grid", "data-testid": "job-workflow-steps" },
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          ["Step", "State", "Job"].map((c) => h("th", {}, c)),
+        ),
+      ),
+      h(
+        "tbody",
+        {},
+        run.steps.map((s) =>
+          h(
+            "tr",
+            { "data-testid": `workflow-step-${s.step}${s.item === null ? "" : `-${s.item}`}`, class: s.step === run.step && s.item === run.item ? "picked" : undefined },
+            h("td", {}, name(s)),
+            h("td", {}, s.state),
+            h(
+              "td",
+              {},
+              s.jobId === null
+                ? "—"
+                : served(s.jobTable)
+                  ? h(
+                      "a",
+                      {
+                        href: "#jobs",
+                        onclick: (e) => {
+                          e.preventDefault();
+                          void openJob(s.jobTable, s.jobId, false);
+                        },
+                      },
+                      `${s.jobTable} #${s.jobId}`,
+                    )
+                  : `${s.jobTable} #${s.jobId}`,
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
 function closeJob() {
   jobs.job = null;
   renderJobs();
@@ -340,6 +398,7 @@ function jobDetail(job) {
       ),
     ),
     policyOf(job),
+    workflowOf(job),
     shown("Last error", job.lastError, "job-last-error"),
     shown("Payload", job.payload, "job-payload"),
     shown("Headers", job.headers, "job-headers"),

@@ -6,7 +6,7 @@ export { startDashboard, dashboardApp, type DashboardOptions, type RunningDashbo
 export { Sampler, sampleOf, type OperatorMoves, type Sample, type TableSample } from "./sampler.js";
 export { policiesOf, type JobTables, type RoutePolicy } from "./job-tables.js";
 export type { JobBrowseState, JobListPage, JobListRequest, ListedJob } from "./job-list.js";
-export type { JobDetail, ShownText } from "./job-page.js";
+export { workflowOfJob, type JobDetail, type JobWorkflow, type ShownText } from "./job-page.js";
 export { refuseWrite, TOKEN_HEADER, type WriteRefusal } from "./write-guard.js";
 export type {
   DashboardSource,

@@ -1,5 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import { advisoryKeyOf, type RawRow } from "@sqlinbox/kysely-dialects/internal";
+import { advisoryKeyOf, dialectFor, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import { operatorFor } from "@sqlinbox/kysely-dialects/operator";
 import type { JobBrowseState } from "./job-list.js";
 import { BadRequest, heldOf, holdsInRow, type JobTables, plain, policiesOf, type RoutePolicy, tableOf } from "./job-tables.js";
@@ -45,6 +45,58 @@ export interface JobDetail {
    * of the table.
    */
   readonly policies: readonly RoutePolicy[];
+  /** The workflow run the job is a step (or a fan-out child) of, with every step of the run; `null` when it is none's. */
+  readonly workflow: JobWorkflow | null;
+}
+
+/** A workflow run as the job page shows it: the run, which step the job is, and every step of the run. */
+export interface JobWorkflow {
+  readonly id: string;
+  readonly name: string;
+  /** `running`, `done`, `failed` or `cancelled`. */
+  readonly state: string;
+  /** The step this job is, and its fan-out item (`null`: the step itself). */
+  readonly step: string;
+  readonly item: number | null;
+  /** Every step and fan-out child of the run, in step then item order. */
+  readonly steps: readonly {
+    readonly step: string;
+    readonly item: number | null;
+    /** `waiting`, `released`, `done`, `failed` or `cancelled`. */
+    readonly state: string;
+    /** The job it published (its table as the run records it: `schema.table` or the table), once released. */
+    readonly jobTable: string | null;
+    readonly jobId: string | null;
+  }[];
+}
+
+/**
+ * The workflow run job `id` of `spec`'s table belongs to, read from sqlinbox's workflow table by the
+ * job's table and id (its unique index), then the run's rows by its key; `null` when the job is no
+ * step of a run, or the database has no workflow table.
+ */
+export async function workflowOfJob(source: { readonly opened: Pick<JobTables["opened"], "db" | "engine"> }, spec: InboxDescription, id: string): Promise<JobWorkflow | null> {
+  const { db, engine } = source.opened;
+  const dialect = dialectFor(engine);
+  const statements = dialect.workflow;
+  const exists = dialect.readFoundColumns((await db.executeQuery(dialect.schema.describeTable(statements.table))).rows).length > 0;
+  if (!exists) return null;
+  const jobTable = spec.schema === undefined ? spec.table : `${spec.schema}.${spec.table}`;
+  const found = (await db.executeQuery(statements.findByJob(jobTable, id))).rows[0];
+  if (found === undefined) return null;
+  const rows = (await db.executeQuery(statements.readRun(found.workflow_id, false))).rows;
+  const own = rows.find((r) => r.step === "");
+  const item = (n: unknown) => (Number(n) < 0 ? null : Number(n));
+  return {
+    id: found.workflow_id,
+    name: own?.workflow ?? "",
+    state: own?.state ?? "gone",
+    step: found.step,
+    item: item(found.item),
+    steps: rows
+      .filter((r) => r.step !== "")
+      .map((r) => ({ step: r.step, item: item(r.item), state: r.state, jobTable: r.job_table, jobId: r.job_id === null ? null : String(r.job_id) })),
+  };
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: false });
@@ -81,15 +133,22 @@ export async function readJob(source: JobTables, tableName: string | undefined, 
   if (dead) {
     if (place?.kind !== "table") throw new BadRequest(`${spec.table} keeps no dead-letter table (dead letters in a group are rows of the table: open them without dead)`);
     const row = (await db.executeQuery(ops.peekDeadLetters(spec, place, 1, [id]))).rows[0];
-    return row === undefined ? null : { ...detail(source, place.destination, row, "deadLettered", null, place.destination.table), policies: table.policies ?? [] };
+    return row === undefined
+      ? null
+      : {
+          ...detail(source, place.destination, row, "deadLettered", null, place.destination.table),
+          policies: table.policies ?? [],
+          // A dead-letter table that keeps the job's own id (not generated) names it as the run knows it: by the source table.
+          workflow: place.destination.id.generated ? null : await workflowOfJob(source, spec, id),
+        };
   }
   const row = (await db.executeQuery(ops.peek({ spec }, { state: "all", now, ids: [id], limit: 1 }))).rows[0];
   if (row === undefined) return null;
-  return { ...(await stateOf(source, table, row, now)), policies: policiesOf(table, row) };
+  return { ...(await stateOf(source, table, row, now)), policies: policiesOf(table, row), workflow: await workflowOfJob(source, spec, id) };
 }
 
 /** The job page of a row of the table itself, its state told as the list tells it. */
-async function stateOf(source: JobTables, table: JobTables["tables"][number], row: RawRow, now: Date): Promise<Omit<JobDetail, "policies">> {
+async function stateOf(source: JobTables, table: JobTables["tables"][number], row: RawRow, now: Date): Promise<Omit<JobDetail, "policies" | "workflow">> {
   const { spec } = table;
   const { engine } = source.opened;
   const place = table.deadLetters[0];
@@ -109,7 +168,14 @@ async function stateOf(source: JobTables, table: JobTables["tables"][number], ro
   return held[0] === "held" ? detail(source, spec, row, "running", holder) : detail(source, spec, row, "waiting", null);
 }
 
-function detail(source: JobTables, spec: InboxDescription, row: RawRow, state: JobDetail["state"], holder: string | null, deadLetterTable?: string): Omit<JobDetail, "policies"> {
+function detail(
+  source: JobTables,
+  spec: InboxDescription,
+  row: RawRow,
+  state: JobDetail["state"],
+  holder: string | null,
+  deadLetterTable?: string,
+): Omit<JobDetail, "policies" | "workflow"> {
   const { engine } = source.opened;
   const value = (c: { name: string } | undefined) => (c === undefined ? null : plain(engine, spec, c.name, row[c.name]));
   const text = (c: { name: string } | undefined) => (c === undefined ? null : shownText(row[c.name]));

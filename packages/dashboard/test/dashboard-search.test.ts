@@ -3,13 +3,16 @@
  * and in a real headless Chromium, on PostgreSQL, MariaDB and SQLite, with the payload column the
  * DDL makes (bytes: `bytea`, `longblob`, `blob`): a page reads a window of 10,000 rows from its
  * cursor and goes on from the window's end; wildcards, a backslash and a non-ASCII letter match as
- * themselves; bytes that are not UTF-8 break nothing; a bulk action refuses a search as its filter.
+ * themselves; bytes that are not UTF-8 break nothing; a bulk action refuses a search as its filter. A job that is
+ * a workflow's step shows its run and the run's steps.
  */
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { payloadOf, workflow } from "@sqlinbox/core";
 import { parseDatabaseUrl } from "@sqlinbox/database";
 import { inboxTableSql, type Engine } from "@sqlinbox/kysely-dialects";
+import { createWorkflowTable, SqlBroker } from "@sqlinbox/runtime";
 import { type Kysely, sql } from "kysely";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -143,6 +146,30 @@ describe("the job browser's payload search and the job page's route policy", () 
             },
           ]);
 
+          // A job that is a step of a workflow run: its page shows the run and every step, the waiting one too.
+          await createWorkflowTable(db);
+          const Flow = workflow(`${prefix}_flow`, payloadOf<{ n: number; tag: string }>())
+            .step("first", LeaseJobs, (input) => input)
+            .step("second", LeaseJobs, { after: ["first"] }, (input) => input);
+          const broker = SqlBroker.fromUrl(url).route(LeaseJobs, "first").route(LeaseJobs, "second").workflow(Flow);
+          const run = await broker.startWorkflow(Flow, { n: 0, tag: "flow-step" });
+          await broker.close();
+          const [stepJob] = ids(await search("flow-step", after(odd.binary)));
+          type Shown = { workflow: { id: string; name: string; state: string; step: string; item: number | null; steps: unknown[] } | null };
+          const shownStep = (await (await fetch(new URL(`/api/job?table=${LEASE}&id=${stepJob}`, dashboard.url))).json()) as Shown;
+          expect(shownStep.workflow).toEqual({
+            id: run.id,
+            name: `${prefix}_flow`,
+            state: "running",
+            step: "first",
+            item: null,
+            steps: [
+              { step: "first", item: null, state: "released", jobTable: LEASE, jobId: String(stepJob) },
+              { step: "second", item: null, state: "waiting", jobTable: null, jobId: null },
+            ],
+          });
+          expect(job).toMatchObject({ workflow: null });
+
           // The page: the search box, the short first page and the next, the job's page with its policy.
           const page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
           const errors: string[] = [];
@@ -169,9 +196,21 @@ describe("the job browser's payload search and the job page's route policy", () 
           expect(await page.getByTestId("policy-dead-letter-reports").textContent()).toBe(`table ${DEAD}`);
           expect(await page.getByTestId("policy-rate-limit-reports").textContent()).toBe("100 per 1 min");
           expect(await page.getByTestId("job-payload").textContent()).toBe(JSON.stringify({ n: 10_007, tag: "Needle-10007" }, null, 2));
+          if (target.name === "postgres") await page.screenshot({ path: join(SHOTS, "job-policy.png"), fullPage: true });
+          // The workflow step's page: the run and its steps, this one marked.
+          await page.getByTestId("job-back").click();
+          await page.getByTestId("jobs-search").fill("flow-step");
+          await page.getByTestId("jobs-apply").click();
+          // Ids 1–10,000 hold none: an empty first page that leads on to the window holding it.
+          await page.getByTestId("jobs-empty").waitFor();
+          await page.getByTestId("jobs-next").click();
+          await page.getByTestId(`job-open-${stepJob}`).click();
+          await page.getByTestId("job-workflow").waitFor();
+          expect(await page.getByTestId("job-workflow-run").textContent()).toBe(`${prefix}_flow ${run.id}: running. This job is step first.`);
+          expect(await page.getByTestId("workflow-step-second").textContent()).toBe("secondwaiting—");
           if (target.name === "postgres") {
-            await page.screenshot({ path: join(SHOTS, "job-policy.png"), fullPage: true });
-            console.log(`screenshots: ${join(SHOTS, "search.png")}, ${join(SHOTS, "job-policy.png")}`);
+            await page.screenshot({ path: join(SHOTS, "job-workflow.png"), fullPage: true });
+            console.log(`screenshots: ${["search.png", "job-policy.png", "job-workflow.png"].map((f) => join(SHOTS, f)).join(", ")}`);
           }
           expect(errors).toEqual([]);
           await page.close();

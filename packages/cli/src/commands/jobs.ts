@@ -50,6 +50,12 @@ function jobText(job: ShownJob): string {
     );
   }
   if (job.policies.length === 0) lines.push("route policy: not known (give --module, a module that exports the queues)");
+  const run = job.workflow;
+  if (run !== null) {
+    const name = (s: { step: string; item: number | null }) => (s.item === null ? s.step : `${s.step}[${s.item}]`);
+    lines.push(`workflow run ${run.name} ${run.id}: ${run.state}; this job is step ${name(run)}`);
+    for (const s of run.steps) lines.push(`  ${name(s)}: ${s.state}${s.jobId === null ? "" : ` (${s.jobTable} #${s.jobId})`}`);
+  }
   if (job.payload !== undefined) {
     lines.push("payload:", job.payload);
     if (job.payloadBytes !== undefined) lines.push(`(payload cut: showing the first 64 KiB of ${job.payloadBytes} bytes)`);

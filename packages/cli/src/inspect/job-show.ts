@@ -1,5 +1,5 @@
 import type { InboxDescription } from "@sqlinbox/core/internal";
-import { policiesOf, type RoutePolicy } from "@sqlinbox/dashboard";
+import { type JobWorkflow, policiesOf, type RoutePolicy, workflowOfJob } from "@sqlinbox/dashboard";
 import { advisoryKeyOf, dialectFor, type RawRow } from "@sqlinbox/kysely-dialects/internal";
 import { operatorFor } from "@sqlinbox/kysely-dialects/operator";
 import type { OpenedDatabase } from "../connect.js";
@@ -36,6 +36,10 @@ export interface ShownJob {
   readonly payloadBytes?: number;
   /** The policy of the route(s) that run the job, as `--module` declares them; empty without one. */
   readonly policies: readonly RoutePolicy[];
+  /** The workflow run the job is a step of, with every step of the run; `null` when it is none's. */
+  readonly workflow: JobWorkflow | null;
+  /** A dead letter in a table of its own: that table. */
+  readonly deadLetterTable?: string;
 }
 
 const encoder = new TextEncoder();
@@ -60,7 +64,7 @@ const parsedJson = (value: unknown): unknown => {
 };
 
 /** The job built from its row: the role columns named, the other columns plain, the times as ISO-8601. */
-function shown(opened: OpenedDatabase, spec: InboxDescription, row: RawRow, state: ListedJob["state"], holder?: string | null): Omit<ShownJob, "policies"> {
+function shown(opened: OpenedDatabase, spec: InboxDescription, row: RawRow, state: ListedJob["state"], holder?: string | null): Omit<ShownJob, "policies" | "workflow"> {
   const { time } = dialectFor(opened.engine);
   const at = (name: string | undefined) => (name === undefined ? undefined : row[name] === null ? null : (time.decode(row[name])?.toISOString() ?? String(row[name])));
   // The role columns are named below: `columns` holds the others.
@@ -101,11 +105,18 @@ function shown(opened: OpenedDatabase, spec: InboxDescription, row: RawRow, stat
  */
 export async function showJob(opened: OpenedDatabase, table: QueueTable, id: string): Promise<ShownJob | undefined> {
   const found = await jobOf(opened, table, id);
-  return found === undefined ? undefined : { ...found.job, policies: policiesOf(table, found.row) };
+  if (found === undefined) return undefined;
+  // A dead letter in a table of its own is the run's job only when that table kept the job's id (not generated).
+  const linked =
+    found.job.deadLetterTable === undefined || table.deadLetters.some((p) => p.kind === "table" && p.destination.table === found.job.table && !p.destination.id.generated);
+  return { ...found.job, policies: policiesOf(table, found.row), workflow: linked ? await workflowOfJob({ opened }, table.spec, id) : null };
 }
 
-async function jobOf(opened: OpenedDatabase, table: QueueTable, id: string): Promise<{ job: Omit<ShownJob, "policies">; row: RawRow } | undefined> {
-  const job = (row: RawRow, shownJob: Omit<ShownJob, "policies">) => ({ job: shownJob, row });
+async function jobOf(opened: OpenedDatabase, table: QueueTable, id: string): Promise<{ job: Omit<ShownJob, "policies" | "workflow">; row: RawRow } | undefined> {
+  const job = (row: RawRow, shownJob: Omit<ShownJob, "policies" | "workflow">, deadLetterTable?: string) => ({
+    job: { ...shownJob, ...(deadLetterTable === undefined ? {} : { deadLetterTable }) },
+    row,
+  });
   const ops = operatorFor(opened.engine);
   const { time } = dialectFor(opened.engine);
   const { spec } = table;
@@ -116,7 +127,7 @@ async function jobOf(opened: OpenedDatabase, table: QueueTable, id: string): Pro
       if (place.kind !== "table") continue;
       const dead = (await opened.db.executeQuery(ops.peekDeadLetters(spec, place, 1, [id]))).rows[0];
       // A dead-letter table's row names no route: every route's policy is shown.
-      if (dead !== undefined) return job({}, shown(opened, place.destination, dead, "deadLettered", null));
+      if (dead !== undefined) return job({}, shown(opened, place.destination, dead, "deadLettered", null), place.destination.table);
     }
     return undefined;
   }
