@@ -1,6 +1,6 @@
 /**
  * The soak: 200 runs of charge → 10 pages (fan-out) → merge (fan-in) → email, run by three worker processes while
- * one of them is SIGKILLed every 0.8–1.6 s (and another started in its place), on every engine and form that
+ * one of them is SIGKILLed every 0.5–1 s (and another started in its place), on every engine and form that
  * survives a crash across processes (SQLite's advisory keys live in one process: not there). Every run finishes
  * with the results its steps returned; every step's row is published once (one merge and one email per run);
  * no step starts before every step it depends on has acked (each handler prints when it starts and when it
@@ -31,7 +31,7 @@ interface StepLine {
   readonly detail?: string;
 }
 
-describe.each(cases)("200 order workflows on $engine.name × $form, a worker SIGKILLed about every second", ({ engine, form }) => {
+describe.each(cases)("200 order workflows on $engine.name × $form, a worker SIGKILLed every 0.5–1 s", ({ engine, form }) => {
   const closers: Array<() => Promise<unknown>> = [];
   const workers: WorkerProcess[] = [];
   afterAll(async () => {
@@ -61,12 +61,12 @@ describe.each(cases)("200 order workflows on $engine.name × $form, a worker SIG
     const runs: WorkflowRun<typeof Order>[] = [];
     for (let order = 1; order <= RUNS; order++) runs.push(await broker.startWorkflow(Order, { order }));
 
-    // Kill one worker every 0.8–1.6 s and start another, until every run's email is acked (or 120 s pass).
+    // Kill one worker every 0.5–1 s and start another, until every run's email is acked (or 120 s pass).
     const deadline = Date.now() + 120_000;
     let kills = 0;
     const emailed = async () => (await rowsOf(db, Emails.table)).filter((r) => r.processed_at !== null).length;
     while ((await emailed()) < RUNS && Date.now() < deadline) {
-      await sleep((kills === 0 ? 300 : 800) + Math.floor(Math.random() * 800));
+      await sleep((kills === 0 ? 300 : 500) + Math.floor(Math.random() * 500));
       if ((await emailed()) >= RUNS) break;
       const victim = live.splice(Math.floor(Math.random() * live.length), 1)[0] as WorkerProcess;
       killedAt.set(victim.child.pid as number, Date.now());
