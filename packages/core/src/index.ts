@@ -42,4 +42,7 @@ export {
   type StepDescription,
   type ItemOf,
   type WorkflowRetention,
+  type StepPublish,
+  type StepPublishOption,
+  type EachPublishOption,
 } from "./workflow.js";

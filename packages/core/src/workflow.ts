@@ -77,6 +77,33 @@ export interface StepDescription {
   readonly over: string | undefined;
   /** Builds the payload: `(input, results)`, or for a fan-out `(input, item, results, index)`. */
   readonly build: (...args: never[]) => unknown;
+  /** What the step's jobs are published with beside the payload: one value, or a function of the builder's arguments. */
+  readonly publish: StepPublish | ((...args: never[]) => StepPublish) | undefined;
+}
+
+/**
+ * What a step's job is published with beside its payload: the options of a publish a step can take. A
+ * dedup key is not among them: a key already held would make the step's job another job's.
+ */
+export interface StepPublish {
+  /** Ms after its release before the job may be claimed (its table needs a retryAfter or a lease column). */
+  readonly delay?: number;
+  /** Its priority (its table needs a priority column). */
+  readonly priority?: number;
+  /** Data columns and the order key, by key or column name. */
+  readonly columns?: Readonly<Record<string, unknown>>;
+  /** Message headers (its table needs a headers column). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** `publish` of a step: one value, or a function of the run's input and the results the step reads. */
+export interface StepPublishOption<Input, Results> {
+  readonly publish?: StepPublish | ((input: Input, results: Results) => StepPublish);
+}
+
+/** `publish` of a fan-out: one value, or a function of what its payload builder gets, per child. */
+export interface EachPublishOption<Input, Item, Results> {
+  readonly publish?: StepPublish | ((input: Input, item: Item, results: Results, index: number) => StepPublish);
 }
 
 /** What `.step` takes besides its table and builder. */
@@ -153,10 +180,10 @@ export class Workflow<Name extends string = string, Input = unknown, Steps exten
     spec: S,
     build: (input: Input, results: ResultsOf<Steps, never>) => R & BuildsPayload<N, R, S>,
   ): Workflow<Name, Input, Steps & { readonly [K in N]: StepType<S, ResultOf<RolesOf<S>>, false> }>;
-  step<const N extends string, S extends AnyInboxSpec, const A extends readonly string[], R>(
+  step<const N extends string, S extends AnyInboxSpec, R, const A extends readonly string[] = []>(
     name: N & NewName<N, Steps>,
     spec: S,
-    options: StepOptions<A> & KnownSteps<N, A, Steps>,
+    options: StepOptions<A> & KnownSteps<N, A, Steps> & StepPublishOption<Input, ResultsOf<Steps, A[number]>>,
     build: (input: Input, results: ResultsOf<Steps, A[number]>) => R & BuildsPayload<N, R, S>,
   ): Workflow<Name, Input, Steps & { readonly [K in N]: StepType<S, ResultOf<RolesOf<S>>, false> }>;
   step(name: string, spec: AnyInboxSpec, optionsOrBuild: StepOptions<readonly string[]> | StepDescription["build"], maybeBuild?: StepDescription["build"]): unknown {
@@ -173,7 +200,7 @@ export class Workflow<Name extends string = string, Input = unknown, Steps exten
   each<const N extends string, S extends AnyInboxSpec, const O extends string, const A extends readonly string[] = [], R = unknown>(
     name: N & NewName<N, Steps>,
     spec: S,
-    options: EachOptions<O, A> & KnownSteps<N, A, Steps> & ArrayResult<N, O, Steps>,
+    options: EachOptions<O, A> & KnownSteps<N, A, Steps> & ArrayResult<N, O, Steps> & EachPublishOption<Input, ItemOf<Steps, O>, ResultsOf<Steps, A[number] | O>>,
     build: (input: Input, item: ItemOf<Steps, O>, results: ResultsOf<Steps, A[number] | O>, index: number) => R & BuildsPayload<N, R, S>,
   ): Workflow<Name, Input, Steps & { readonly [K in N]: StepType<S, ResultOf<RolesOf<S>>, true> }> {
     return this.#add(name, spec, options, options.over, build) as never;
@@ -189,6 +216,10 @@ export class Workflow<Name extends string = string, Input = unknown, Steps exten
     for (const dep of after) {
       if (!this.steps.some((s) => s.name === dep)) throw new SqlInboxError("Declaration", `${at}: depends on "${dep}", which is no step declared before it`);
     }
+    const publish = (options as { publish?: unknown }).publish;
+    if (publish !== undefined && typeof publish !== "function" && (typeof publish !== "object" || publish === null)) {
+      throw new TypeError(`${at}: publish must be the options a step's job is published with, or a function that returns them`);
+    }
     const step: StepDescription = Object.freeze({
       name,
       spec,
@@ -196,6 +227,7 @@ export class Workflow<Name extends string = string, Input = unknown, Steps exten
       after: Object.freeze(after),
       over,
       build: build as StepDescription["build"],
+      publish: publish as StepDescription["publish"],
     });
     return new Workflow(this.name, [...this.steps, step], this.retention);
   }

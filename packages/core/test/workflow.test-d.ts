@@ -24,6 +24,39 @@ const PartJobs = InboxSpec.table("part_jobs", column("id").generated())
 const SumJobs = InboxSpec.table("sum_jobs", column("id").generated()).lease(column("locked_until")).payload(column("payload"), payloadOf<{ total: number }>());
 
 describe("workflow: what compiles", () => {
+  test("a step's publish options: one value, or a function of the input and the results it reads (per child on a fan-out)", () => {
+    workflow("order", payloadOf<{ orderId: string }>())
+      .step("charge", ChargeJobs, { publish: { priority: 5, delay: 1000 } }, (input) => ({ orderId: input.orderId }))
+      .step(
+        "ship",
+        ShipJobs,
+        {
+          after: ["charge"],
+          publish: (input, { charge }) => {
+            expectTypeOf(input).toEqualTypeOf<{ orderId: string }>();
+            expectTypeOf(charge).toEqualTypeOf<Charge | null>();
+            return { headers: { order: input.orderId }, columns: { customer: charge?.id } };
+          },
+        },
+        (_, { charge }) => ({ chargeId: charge?.id ?? "" }),
+      );
+    workflow("split", payloadOf<{ orderId: string }>())
+      .step("split", SplitJobs, (input) => input)
+      .each(
+        "part",
+        PartJobs,
+        {
+          over: "split",
+          publish: (_, item, __, index) => {
+            expectTypeOf(item).toEqualTypeOf<string>();
+            expectTypeOf(index).toEqualTypeOf<number>();
+            return { priority: index };
+          },
+        },
+        (_, part, __, index) => ({ part, index }),
+      );
+  });
+
   test("a step reads its dependency's typed result", () => {
     const Order = workflow("order", payloadOf<{ orderId: string }>())
       .step("charge", ChargeJobs, (input) => {
@@ -86,5 +119,14 @@ describe("workflow: what does not compile, and which sentence says why", () => {
   test("a step name used twice", () => {
     // @ts-expect-error "charge" is taken
     start.step("charge", ChargeJobs, (input) => ({ orderId: input.orderId }));
+  });
+
+  test("publish options of the wrong type", () => {
+    // @ts-expect-error a priority is a number
+    start.step("ship", ShipJobs, { after: ["charge"], publish: { priority: "high" } }, () => ({ chargeId: "x" }));
+    // @ts-expect-error a dedup key is not among a step's publish options
+    start.step("ship", ShipJobs, { after: ["charge"], publish: { key: "k" } }, () => ({ chargeId: "x" }));
+    // @ts-expect-error the function gets the run's input, whose orderId is text
+    start.step("ship", ShipJobs, { after: ["charge"], publish: (input) => ({ priority: input.orderId }) }, () => ({ chargeId: "x" }));
   });
 });

@@ -1,4 +1,5 @@
-import type { AnyWorkflow, StepDescription } from "@sqlinbox/core/internal";
+import type { StepPublish } from "@sqlinbox/core";
+import type { AnyWorkflow, InboxDescription, StepDescription } from "@sqlinbox/core/internal";
 import type { WorkflowChange, WorkflowRow } from "@sqlinbox/kysely-dialects";
 
 /**
@@ -16,7 +17,7 @@ export type PlanWrite =
   | { readonly write: "insert"; readonly rows: readonly Omit<WorkflowRow, "workflow_id" | "workflow">[] }
   | { readonly write: "change"; readonly step: string; readonly item: number; readonly from: string; readonly to: WorkflowChange }
   /** Publishes a step's job (`item` -1: the step's row, waiting, becomes released with the job) or a fan-out child's (its row is inserted, released). */
-  | { readonly write: "publish"; readonly step: string; readonly item: number; readonly route: string; readonly payload: unknown };
+  | { readonly write: "publish"; readonly step: string; readonly item: number; readonly route: string; readonly payload: unknown; readonly options?: StepPublish };
 
 /** A run as its rows say, kept current while a plan is made. */
 interface RunModel {
@@ -158,16 +159,36 @@ function releaseStep(step: StepDescription, at: StepModel, model: RunModel, writ
   const results: Record<string, unknown> = {};
   for (const dep of step.after) results[dep] = parse(model.steps.get(dep)?.data ?? null);
   const build = step.build as (...args: unknown[]) => unknown;
+  // Its options: the step's value, or its function called with the builder's arguments, checked against the table.
+  const optionsOf = (...args: unknown[]): StepPublish | undefined => {
+    const publish = step.publish;
+    if (publish === undefined) return undefined;
+    let options: StepPublish;
+    try {
+      options = typeof publish === "function" ? (publish as (...a: unknown[]) => StepPublish)(...args) : publish;
+    } catch (error) {
+      throw new StepBuildError(`the publish options of step "${step.name}" threw: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    const refused = refusedOption(step.spec.description, options);
+    if (refused !== undefined) throw new StepBuildError(`the publish options of step "${step.name}" ${refused}`);
+    return options;
+  };
+  const publishWrite = (item: number, payload: unknown, options: StepPublish | undefined): PlanWrite =>
+    options === undefined
+      ? { write: "publish", step: step.name, item, route: step.route, payload }
+      : { write: "publish", step: step.name, item, route: step.route, payload, options };
   try {
     if (step.over === undefined) {
       const payload = build(model.input, results);
+      const options = optionsOf(model.input, results);
       at.state = "released";
-      writes.push({ write: "publish", step: step.name, item: STEP_ROW, route: step.route, payload });
+      writes.push(publishWrite(STEP_ROW, payload, options));
       return;
     }
     const items = results[step.over];
     if (!Array.isArray(items)) throw new TypeError(`step "${step.name}" fans out over the result of "${step.over}", which is not an array`);
     const payloads = items.map((item, index) => build(model.input, item, results, index));
+    const options = items.map((item, index) => optionsOf(model.input, item, results, index));
     if (payloads.length === 0) {
       // Nothing to fan out over: done at once, its result an empty list.
       at.state = "done";
@@ -178,14 +199,33 @@ function releaseStep(step: StepDescription, at: StepModel, model: RunModel, writ
     at.state = "released";
     at.children = payloads.map(() => ({ state: "released", data: null }));
     writes.push({ write: "change", step: step.name, item: STEP_ROW, from: "waiting", to: { state: "released" } });
-    for (const [index, payload] of payloads.entries()) writes.push({ write: "publish", step: step.name, item: index, route: step.route, payload });
+    for (const [index, payload] of payloads.entries()) writes.push(publishWrite(index, payload, options[index]));
   } catch (error) {
-    // A payload builder that throws fails the run, naming the step: retrying the ack would build it again.
-    const reason = `the payload builder of step "${step.name}" threw: ${error instanceof Error ? error.message : String(error)}`;
+    // A payload builder (or publish options) that throws fails the run, naming the step: retrying the ack would build it again.
+    const reason = error instanceof StepBuildError ? error.message : `the payload builder of step "${step.name}" threw: ${error instanceof Error ? error.message : String(error)}`;
     const data = JSON.stringify({ step: step.name, item: null, reason });
     at.state = "failed";
     writes.push({ write: "change", step: step.name, item: STEP_ROW, from: "waiting", to: { state: "failed", data } });
     model.state = "failed";
     writes.push({ write: "change", step: RUN_STEP, item: STEP_ROW, from: "running", to: { state: "failed" } });
   }
+}
+
+/** A step's publish options that failed: the run fails with this message, as with a builder that throws. */
+class StepBuildError extends Error {}
+
+/** Why the step's table cannot take these options (what a publish would refuse), or `undefined` when it can. */
+function refusedOption(spec: InboxDescription, options: StepPublish): string | undefined {
+  if (typeof options !== "object" || options === null) return "returned no options object";
+  const { delay, priority, columns, headers } = options;
+  if (delay !== undefined && (typeof delay !== "number" || !Number.isFinite(delay) || delay < 0)) return `have delay ${String(delay)}: a number of ms, 0 or more`;
+  if (delay !== undefined && spec.retryAfter === undefined && spec.lease === undefined) return `have a delay, and ${spec.table} has no retryAfter or lease column to hold the time`;
+  if (priority !== undefined && (typeof priority !== "number" || !Number.isInteger(priority))) return `have priority ${String(priority)}: a whole number`;
+  if (priority !== undefined && spec.priority === undefined) return `have a priority, and ${spec.table} has no priority column`;
+  if (headers !== undefined && spec.headers === undefined) return `have headers, and ${spec.table} has no headers column`;
+  for (const key of Object.keys(columns ?? {})) {
+    const writable = spec.columns.some((c) => (c.role === "data" || c.role === "orderKey") && (c.key === key || c.name === key));
+    if (!writable) return `name column "${key}", which is not a data column or the order key of ${spec.table}`;
+  }
+  return undefined;
 }

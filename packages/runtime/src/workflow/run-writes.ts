@@ -44,7 +44,22 @@ export async function writePlan(on: StatementRunner, writer: RunWriter, workflow
       }
       case "publish": {
         const { description, storage } = writer.target(w.route);
-        const rows = publishedRows(description, w.route, [w.payload], storage);
+        const options = w.options;
+        const rows = publishedRows(
+          description,
+          w.route,
+          [w.payload],
+          storage,
+          options === undefined
+            ? {}
+            : {
+                priority: options.priority,
+                headers: options.headers,
+                columns: options.columns,
+                // A delay runs from the release, on the broker's clock (the database's time, as claims compare).
+                runAt: options.delay === undefined ? undefined : new Date(writer.now.getTime() + options.delay),
+              },
+        );
         const inserted = await on(writer.dialect.publish.insert(description, rows));
         const job = { job_table: jobTableOf(description), job_id: String(insertedIds(description, rows, inserted)[0]) };
         if (w.item === STEP_ROW) {
