@@ -234,13 +234,10 @@ describe.each(ENGINES)("sqlinbox jobs list and show on %s", (name, open) => {
     const list = (args: string[], code?: number) => q.json<Page>(["jobs", "list", q.table, ...args], code);
     const needles = (to: number) => Array.from({ length: 11 }, (_, i) => i * 1000 + 7).filter((id) => id <= to);
 
-    const [first, limited, wild, scheduled, done, running, dead] = await Promise.all([
+    const [first, limited, wild, dead] = await Promise.all([
       list(["--state", "waiting", "--search", "NEEDLE"]),
       list(["--state", "waiting", "--search", "needle", "--limit", "3"]),
       list(["--state", "waiting", "--search", "0%_o", "--after", "10000"]),
-      list(["--state", "scheduled", "--search", "needle"]),
-      list(["--state", "done", "--search", "needle"]),
-      list(["--state", "running", "--search", "needle"]),
       list(["--state", "deadLettered", "--search", "needle"]),
     ]);
     // The first page read the window of ids 1–10 000 and found 10 there: it goes on from the window's end.
@@ -249,19 +246,17 @@ describe.each(ENGINES)("sqlinbox jobs list and show on %s", (name, open) => {
     expect([ids(limited), limited.next]).toEqual([[7, 1007, 2007], "2007"]);
     // "%" and "_" match themselves: "5000 off" would match them as wildcards.
     expect([ids(wild), wild.next]).toEqual([[10_031], null]);
-    expect([ids(scheduled), ids(done), ids(running)]).toEqual([[10_033], [10_034], [10_035]]);
     expect([dead.rows.map((r) => r.payload), dead.next]).toEqual([[{ dead: "needle-dead" }], null]);
 
-    const [second, all, none, noPayload] = await Promise.all([
+    const [second, all, none] = await Promise.all([
       list(["--state", "waiting", "--search", "needle", "--after", first.next!]),
       list(["--state", "all", "--search", "needle", "--after", "10000"]),
       q.run(["jobs", "list", q.table, "--state", "waiting", "--search", "absent", "--after", "10000"]),
-      sqlinbox(["jobs", "list", "sqlinbox_control", "--state", "waiting", "--search", "x", "--url", t.url]),
     ]);
     expect([ids(second), second.next]).toEqual([[10_007], null]);
+    // Each row set is searched: the scheduled, done and leased needles beside the waiting one.
     expect(all.rows.map((r) => `${r.id}:${r.state}`)).toEqual(["10007:waiting", "10033:scheduled", "10034:done", "10035:running"]);
     expect([none.code, none.stdout, none.stderr]).toEqual([ExitCode.nothingMatched, "", `sqlinbox: no waiting jobs whose payload holds "absent" in ${q.table} after id 10000\n`]);
-    expect(noPayload.code).not.toBe(0);
 
     const [shown, text] = await Promise.all([q.json<Shown & { policies: unknown[] }>(["jobs", "show", q.table, "7"]), q.run(["jobs", "show", q.table, "7"])]);
     expect(shown.policies).toEqual([
