@@ -5,7 +5,8 @@
  * with the results its steps returned; every step's row is published once (one merge and one email per run);
  * no step starts before every step it depends on has acked (each handler prints when it starts and when it
  * returns its ack, on the one clock of this machine); and a handler runs twice only when the process that ran
- * it first was killed after it started.
+ * it first was killed after it started. In the faults project (alone, after the rest): its worker processes take
+ * tens of the servers' connections, which the rest of the suite needs.
  */
 import { afterAll, describe, expect, test } from "vitest";
 import type { AnyKysely } from "../../src/drivers/database.js";
@@ -13,8 +14,8 @@ import { SqlBroker, type WorkflowRun } from "../../src/index.js";
 import { matrix, startFixture, type WorkerProcess } from "../support/claim-forms.js";
 import { unique } from "../support/engines.js";
 import { sleep } from "../support/sleep.js";
-import { PAGES, soakWorkflow } from "./soak-workflow.js";
-import { createTables, decoded, rowsOf } from "./support.js";
+import { PAGES, soakWorkflow } from "../workflow/soak-workflow.js";
+import { createTables, decoded, rowsOf } from "../workflow/support.js";
 
 const RUNS = 200;
 const cases = matrix.filter(({ engine, form }) => !(engine.engine === "sqlite" && form === "advisory"));
