@@ -237,7 +237,7 @@ export class Workflow<Name extends string = string, Input = unknown, Steps exten
 export interface WorkflowRetention {
   /** Runs whose every step was acked. */
   readonly done?: number;
-  /** Runs cancelled (`run.cancel()`, `sqlinbox workflow cancel`). */
+  /** Runs cancelled (`run.cancel()`, `broker.cancelWorkflow`). */
   readonly cancelled?: number;
   /** Runs a step of which failed for good (dead-lettered, dropped, a payload builder that threw). */
   readonly failed?: number;
