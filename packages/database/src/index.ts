@@ -10,6 +10,7 @@ export { parseDatabaseUrl, type ParsedUrl } from "./url/database-url.js";
 export type { EngineOfUrl } from "./url/engine-of-url.js";
 export { redactSecrets, redactUrl, SECRET_PARAMETER } from "./url/redact-url.js";
 export type { AnyKysely, ListenClient, OpenedDatabase, OpenOptions, PoolOptions } from "./drivers/types.js";
+export { withPreparedStatements, type PgPoolLike } from "./drivers/prepared-pool.js";
 export { sqliteUrlWithoutFile, unsupportedUrlScheme } from "./errors.js";
 export { describeSkew, offsetOf, tolerableSkewMs, WARN_SKEW_MS, type ClockOffset, type ClockSample } from "./clock/clock-offset.js";
 export { databaseTime, measureOffset, type DatabaseTime, type RunStatement } from "./clock/database-time.js";

@@ -49,6 +49,7 @@ export { systemClock, seconds, minutes, hours, days, type Clock, type Timer } fr
 export type { LeaseClock } from "./time/database-clock.js";
 export { consoleLogger, silentLogger, type Logger, type LogFields } from "./logger.js";
 export type { PoolOptions } from "@sqlinbox/database";
+export { withPreparedStatements } from "@sqlinbox/database";
 export { SqlInboxError, isSqlInboxError, type SqlInboxErrorCode } from "@sqlinbox/core";
 export { Timeout } from "./errors.js";
 export { WorkflowRun, type WorkflowRunState, type StepState } from "./workflow/workflow-run.js";

@@ -31,6 +31,7 @@ describe("@sqlinbox/runtime's public surface", () => {
       "silentLogger",
       "subscriber",
       "systemClock",
+      "withPreparedStatements",
       "workflowTableSql",
     ]);
   });

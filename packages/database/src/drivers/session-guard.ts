@@ -4,6 +4,7 @@
  * lock whose unlock was not confirmed, a lock taken just before an error mid-claim), and a
  * session ended by the server is of no use anyway. The cost is one reconnect after an error.
  */
+import type { StatementNames } from "./statement-names.js";
 
 /** The part of a `pg` pool client Kysely uses. */
 export interface PgClient {
@@ -22,17 +23,23 @@ const isThenable = (value: unknown): value is PromiseLike<unknown> => value !== 
 
 const pgGuards = new WeakMap<PgClient, PgClient>();
 
-/** The `pg` client as Kysely sees it: released after a failed query, it is destroyed. */
-export function guardPgClient(client: PgClient): PgClient {
+/**
+ * The `pg` client as Kysely sees it: released after a failed query, it is destroyed. With `names`,
+ * a statement the pool repeats runs as a named prepared statement (`StatementNames`).
+ */
+export function guardPgClient(client: PgClient, names?: StatementNames): PgClient {
   const known = pgGuards.get(client);
   if (known !== undefined) return known;
   let failed = false;
   const guarded: PgClient = {
     query: (...args) => {
-      const result = client.query(...args);
+      const [text, values] = args;
+      const name = names !== undefined && typeof text === "string" && Array.isArray(values) ? names.nameOf(text, values.length) : undefined;
+      const result = name === undefined ? client.query(...args) : client.query({ name, text, values });
       if (isThenable(result))
-        result.then(undefined, () => {
+        result.then(undefined, (error: unknown) => {
           failed = true;
+          names?.failed(error);
         });
       return result;
     },

@@ -19,6 +19,13 @@ export interface OpenOptions extends PoolOptions {
    * mode (an application that opened it chose it). Default `false`: created when missing, in WAL mode.
    */
   readonly existingFile?: boolean;
+  /**
+   * Postgres: run the statements the pool repeats (from their second run, up to 256 texts) as named
+   * prepared statements, which each session parses and plans once. Default `false`. A pooler in
+   * transaction mode carries them only if it tracks them (PgBouncer 1.21+ with `max_prepared_statements`);
+   * if the server says a name is missing or taken, naming stops for the pool after that statement.
+   */
+  readonly preparedStatements?: boolean;
 }
 
 /** A Kysely instance a driver opened. */
