@@ -47,6 +47,8 @@ export interface ClaimedDelivery {
   readonly attempt: number | undefined;
   /** Aborts when the hold is lost (a lease another claim took) or the delivery is abandoned. */
   readonly signal: AbortSignal;
+  /** Why `signal` aborted; `undefined` while it has not. Reads without making the signal (made when first read, which costs per row). */
+  abortedWith(): { readonly reason: unknown } | undefined;
   /** The deadline held now, in the lease form. */
   leaseDeadline(): Date | undefined;
   /** Its place among its subscription's deliveries in work (a `SlotSet`), -1 otherwise: set by that set only. */

@@ -111,7 +111,7 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
   }
   await Promise.all([
     ...parked,
-    ...ready.map((d, i) => run.settle(d, settlements[i] as Settlement, payloads[i], handler, handler === "threw" ? (cause ?? d.signal.reason) : undefined)),
+    ...ready.map((d, i) => run.settle(d, settlements[i] as Settlement, payloads[i], handler, handler === "threw" ? (cause ?? d.abortedWith()?.reason) : undefined)),
   ]);
 }
 

@@ -241,7 +241,7 @@ export class DeliveryRun {
     const { delivery } = run;
     this.#handlerEnded(run, "threw", error);
     let settlement: Settlement;
-    if (isSqlInboxError(delivery.signal.reason, "Cancelled")) {
+    if (isSqlInboxError(delivery.abortedWith()?.reason, "Cancelled")) {
       // A cancelled delivery that stopped by throwing is dropped: it was asked to stop, so this is no failure to retry.
       settlement = this.#policy.runtime(HandlerOutcome.drop(), delivery.attempt);
       this.#cancelDrops.add(delivery);
@@ -332,6 +332,7 @@ export class DeliveryRun {
       logger.error({ ...errorFields(error), ...this.#place, id: delivery.id, outcome: settlement.outcome.kind, code }, "settlement failed");
     }
     if (observer === undefined) return;
+    const aborted = delivery.abortedWith();
     const event: SettledEvent = {
       subscription: this.#name,
       id: delivery.id,
@@ -339,8 +340,8 @@ export class DeliveryRun {
       payload: run.payload,
       outcome: settlement.outcome,
       ...(written ? {} : { error }),
-      signalAborted: delivery.signal.aborted,
-      signalReason: delivery.signal.aborted ? delivery.signal.reason : undefined,
+      signalAborted: aborted !== undefined,
+      signalReason: aborted?.reason,
       settlement,
       written,
       handler: run.handler,

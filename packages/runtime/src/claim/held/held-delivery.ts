@@ -74,6 +74,11 @@ export class HeldDelivery<H> implements ClaimedDelivery {
     return this.#controller.signal;
   }
 
+  abortedWith(): { readonly reason: unknown } | undefined {
+    const signal = this.#controller?.signal;
+    return signal?.aborted === true ? { reason: signal.reason as unknown } : undefined;
+  }
+
   /** Given up at the end of the shutdown grace: its hold was given back then. */
   get abandoned(): boolean {
     return this.#state === "abandoned";

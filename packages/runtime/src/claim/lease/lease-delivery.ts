@@ -62,6 +62,10 @@ export class LeaseDelivery implements ClaimedDelivery {
     return this.lease.signal;
   }
 
+  abortedWith(): { readonly reason: unknown } | undefined {
+    return this.lease.abortedWith();
+  }
+
   leaseDeadline(): Date {
     return this.lease.held;
   }

@@ -39,6 +39,12 @@ export class KeptLease {
     return this.#controller.signal;
   }
 
+  /** Why the signal aborted, without making it; `undefined` while it has not. */
+  abortedWith(): { readonly reason: unknown } | undefined {
+    const signal = this.#controller?.signal;
+    return signal?.aborted === true ? { reason: signal.reason as unknown } : undefined;
+  }
+
   /** The lease was lost (or given up): the keeper no longer extends it. A cancel aborts the signal but keeps the lease. */
   get aborted(): boolean {
     return this.#lost;
