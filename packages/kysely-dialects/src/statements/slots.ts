@@ -161,7 +161,8 @@ export function lockCapSlotsQuery(ctx: StatementContext, place: SlotPlace, n: nu
 /**
  * Waits for one slot of a cap and locks it for the claim's transaction (`FOR UPDATE`, not skipping):
  * a claim that found every slot taken queues behind the transaction holding `slot`, and the lock is
- * handed to it when that transaction ends, before a claim that skips locked slots can take it.
+ * handed to it when that transaction ends: by InnoDB before a claim that skips locked slots can take
+ * it; by Postgres when the waiter next runs, so such a claim in that instant can take it first.
  *
  * ```sql postgres:flow.waitCapSlot
  * select "slot" from "sqlinbox_slots" where "name" = $1 and "slot" = $2 for update

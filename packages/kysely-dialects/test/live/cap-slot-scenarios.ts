@@ -52,7 +52,7 @@ async function untilWaiting(engine: LiveEngine, session: number): Promise<void> 
 
 /** A cap's slot queue on a live engine with row locks (Postgres, MariaDB): `flow.waitCapSlot` inside `flow.lockWait`. */
 export function capSlotScenarios(get: () => LiveEngine): void {
-  test("cap slots: a slot freed goes to the transaction waiting for it, not to a claim that skips locked slots right after; a wait past its bound fails as timed out, and the session's bound is set back", async () => {
+  test("cap slots: a slot freed goes to the transaction waiting for it, not to a claim that skips locked slots right after (on Postgres: or to that claim, and then to the waiter, never to both); a wait past its bound fails as timed out, and the session's bound is set back", async () => {
     const engine = get();
     const { flow } = engine.dialect;
     await run(engine.db, flow.createSlotTable());
@@ -76,9 +76,18 @@ export function capSlotScenarios(get: () => LiveEngine): void {
       // The waiter queues behind the holder; then the holder's transaction ends and another claim tries at once.
       await untilWaiting(engine, waiterSession);
       await holder.commit().execute();
-      const skipped = (await run(latecomer, flow.lockCapSlots(place, 1, 1))).rows;
+      const skipped = (await run(latecomer, flow.lockCapSlots(place, 1, 1))).rows.map((r) => Number(r.slot));
+      if (engine.name === "postgres" && skipped.length > 0) {
+        // Postgres gives the row to its waiter only when the waiter next runs: a claim in that instant can take it
+        // first (on a loaded machine, a few in a hundred). The waiter then waits for that claim's transaction, and
+        // gets the slot when it ends: never two holders.
+        expect(skipped).toEqual([0]);
+        await latecomer.commit().execute();
+      } else {
+        // MySQL/MariaDB: InnoDB grants the lock to the waiter as the holder's commit releases it.
+        expect(skipped).toEqual([]);
+      }
       expect((await waiting).rows.map((r) => Number(r.slot))).toEqual([0]);
-      expect(skipped).toEqual([]);
       await run(waiter, flow.lockWait.unbound());
       expect(await lockWaitOf(engine, waiter)).toBe(before);
 

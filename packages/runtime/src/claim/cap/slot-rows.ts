@@ -22,9 +22,10 @@ function queuesForSlot(held: number, n: number): boolean {
  * rollback, or the session's end in a crash, which gives it back at once.
  *
  * Shared across processes: a claim that finds every slot taken, in a process holding less than half
- * of them (`queuesForSlot`), waits for one slot (`FOR UPDATE`, at most `CAP_SLOT_WAIT_MS`). The
- * database hands a freed slot to the transaction waiting for it, before the claim of the process
- * whose delivery freed it, which skips locked slots.
+ * of them (`queuesForSlot`), waits for one slot (`FOR UPDATE`, at most `CAP_SLOT_WAIT_MS`). InnoDB
+ * hands a freed slot to the transaction waiting for it as the holder commits, before the claim of the
+ * process whose delivery freed it, which skips locked slots; Postgres hands it over when the waiter
+ * next runs, so that claim can win it in the same instant (rarely), and the waiter waits on.
  */
 export class SlotRows implements CapHold {
   readonly n: number;
