@@ -32,7 +32,7 @@ export interface AdvisoryStatements {
    * One row affected, or it is gone. Returns the row as counted where `takeReturnsRow` (no row:
    * gone); elsewhere `readTaken` reads it back.
    */
-  take(spec: InboxDescription, id: unknown, now: Date): CompiledQuery<RawRow>;
+  take(spec: InboxDescription, id: unknown, now: Date, group?: string): CompiledQuery<RawRow>;
   /** Reads a taken row back on the session holding its key, its attempt as the take counted it; where the take returns nothing (`takeReturnsRow` false). */
   readTaken(spec: InboxDescription, id: unknown): CompiledQuery<RawRow>;
   settleAck(spec: InboxDescription, id: unknown, now: Date): CompiledQuery;
@@ -49,9 +49,9 @@ export interface AdvisoryStatements {
    * the row is still claimable. Returns the rows as counted where `takeReturnsRow`; elsewhere
    * `readTakenMany` reads them back (with `now` the take was given).
    */
-  takeMany(spec: InboxDescription, ids: readonly unknown[], now: Date): CompiledQuery<RawRow>;
+  takeMany(spec: InboxDescription, ids: readonly unknown[], now: Date, group?: string): CompiledQuery<RawRow>;
   /** Reads back the rows a `takeMany` counted, on the session holding their keys; where the take returns nothing (`takeReturnsRow` false). */
-  readTakenMany(spec: InboxDescription, ids: readonly unknown[], now: Date): CompiledQuery<RawRow>;
+  readTakenMany(spec: InboxDescription, ids: readonly unknown[], now: Date, group?: string): CompiledQuery<RawRow>;
   /** Acks rows whose keys one session holds, in one statement (deleted, or marked with processedAt). */
   settleAckMany(spec: InboxDescription, ids: readonly unknown[], now: Date): CompiledQuery;
   /** Takes back the attempt a batch take counted for rows never handed to a handler, while their keys are still held. */
@@ -67,6 +67,11 @@ export interface AdvisoryStatements {
    * and the attempt the take counted given back (`attempt - 1`), before the unlock gives the row back.
    */
   settleSnooze(spec: InboxDescription, id: unknown, retryAt: Date | null): CompiledQuery;
+}
+
+/** A take's shape key, with or without the group's condition. */
+function groupShape(group: string | undefined): string {
+  return group === undefined ? "" : "|g";
 }
 
 /**
@@ -95,19 +100,24 @@ export function advisoryStatements(engine: EngineTraits): AdvisoryStatements {
     unlock: locks === "process registry" ? refuse("unlock") : (key: string, database: string) => locks.unlock(key, database),
     tryLockMany: locks === "process registry" ? refuse("tryLockMany") : (keys: readonly string[], database: string) => locks.tryLockMany(distinct(keys), database),
     unlockMany: locks === "process registry" ? refuse("unlockMany") : (keys: readonly string[], database: string) => locks.unlockMany(keys, database),
-    takeMany: (spec: InboxDescription, ids: readonly unknown[], now: Date) =>
-      shapes.fill(spec, whole ? "takeMany" : `takeMany|${ids.length}`, { ids: idsOf(ids), now }, (c, v) => takeManyQuery(c, spec, v.ids, v.now)),
+    takeMany: (spec: InboxDescription, ids: readonly unknown[], now: Date, group?: string) =>
+      shapes.fill(spec, `${whole ? "takeMany" : `takeMany|${ids.length}`}${groupShape(group)}`, { ids: idsOf(ids), now, group }, (c, v) =>
+        takeManyQuery(c, spec, v.ids, v.now, v.group),
+      ),
     readTakenMany: takeReturnsRow
       ? () => notOnEngine(ctx.capabilities.engine, "advisory.readTakenMany", "the take returns the rows itself (advisory.takeReturnsRow)")
-      : (spec: InboxDescription, ids: readonly unknown[], now: Date) =>
-          shapes.fill(spec, whole ? "takenMany" : `takenMany|${ids.length}`, { ids: idsOf(ids), now }, (c, v) => takenRowsQuery(c, spec, v.ids, v.now)),
+      : (spec: InboxDescription, ids: readonly unknown[], now: Date, group?: string) =>
+          shapes.fill(spec, `${whole ? "takenMany" : `takenMany|${ids.length}`}${groupShape(group)}`, { ids: idsOf(ids), now, group }, (c, v) =>
+            takenRowsQuery(c, spec, v.ids, v.now, v.group),
+          ),
     settleAckMany: (spec: InboxDescription, ids: readonly unknown[], now: Date) =>
       shapes.fill(spec, whole ? "ackMany" : `ackMany|${ids.length}`, { ids: idsOf(ids), now }, (c, v) => lockedAckManyQuery(c, spec, v.ids, v.now)),
     uncountMany(spec: InboxDescription, ids: readonly unknown[]): CompiledQuery {
       if (spec.attempt === undefined) return notForTable("advisory.uncountMany", "it has no attempt column", { table: spec.table });
       return uncountPickedQuery(ctx, spec, nonEmpty(ids, "advisory.uncountMany"), spec.attempt.name);
     },
-    take: (spec: InboxDescription, id: unknown, now: Date) => shapes.fill(spec, "take", { id, now }, (c, v) => takeQuery(c, spec, v.id, v.now)),
+    take: (spec: InboxDescription, id: unknown, now: Date, group?: string) =>
+      shapes.fill(spec, `take${groupShape(group)}`, { id, now, group }, (c, v) => takeQuery(c, spec, v.id, v.now, v.group)),
     readTaken: takeReturnsRow
       ? () => notOnEngine(ctx.capabilities.engine, "advisory.readTaken", "the take returns the row itself (advisory.takeReturnsRow)")
       : (spec: InboxDescription, id: unknown) => shapes.fill(spec, "taken", { id }, (c, v) => takenRowQuery(c, spec, v.id)),

@@ -22,14 +22,22 @@ import { idListMatch, type Whole } from "./shapes.js";
  *   returning "id", "attempt", "payload", "retry_after", "processed_at", "customer_id"
  * ```
  */
-export function takeQuery(ctx: StatementContext, spec: InboxDescription, id: unknown, now: Date): CompiledQuery<RawRow> {
+export function takeQuery(ctx: StatementContext, spec: InboxDescription, id: unknown, now: Date, group?: string): CompiledQuery<RawRow> {
   const attempt = spec.attempt?.name;
   const update = ctx.db
     .updateTable(tableRef(spec))
     .set((eb: Eb) => (attempt !== undefined ? { [attempt]: eb(attempt, "+", eb.lit(1)) } : { [spec.id.name]: eb.ref(spec.id.name) }))
     .where(spec.id.name, "=", id);
-  const take = whereClaimable(ctx, spec, { now }, update);
+  const take = whereClaimable(ctx, spec, claimableAt(now, group), update);
   return ctx.capabilities.updateReturning ? compiled(take.returning(spec.columns.map((c) => c.name))) : compiled(take);
+}
+
+/**
+ * The claimable check of a take, the subscription's group included: a row moved to another group
+ * (a dead letter into a group) since the candidates were read is not the subscription's any more.
+ */
+function claimableAt(now: Date, group: string | undefined): { now: Date; group?: string } {
+  return group === undefined ? { now } : { now, group };
 }
 
 /**
@@ -59,13 +67,13 @@ export function takenRowQuery(ctx: StatementContext, spec: InboxDescription, id:
  *   returning "id", "attempt", "payload", "retry_after", "processed_at", "customer_id"
  * ```
  */
-export function takeManyQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[] | Whole<unknown>, now: Date): CompiledQuery<RawRow> {
+export function takeManyQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[] | Whole<unknown>, now: Date, group?: string): CompiledQuery<RawRow> {
   const attempt = spec.attempt?.name;
   const update = ctx.db
     .updateTable(tableRef(spec))
     .set((eb: Eb) => (attempt !== undefined ? { [attempt]: eb(attempt, "+", eb.lit(1)) } : { [spec.id.name]: eb.ref(spec.id.name) }))
     .where((eb: Eb) => idListMatch(eb, spec.id.name, ids));
-  const take = whereClaimable(ctx, spec, { now }, update);
+  const take = whereClaimable(ctx, spec, claimableAt(now, group), update);
   return ctx.capabilities.updateReturning ? compiled(take.returning(spec.columns.map((c) => c.name))) : compiled(take);
 }
 
@@ -81,11 +89,11 @@ export function takeManyQuery(ctx: StatementContext, spec: InboxDescription, ids
  *   and (`jobs`.`processed_at` is null and (`jobs`.`retry_after` is null or `jobs`.`retry_after` <= ?))
  * ```
  */
-export function takenRowsQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[] | Whole<unknown>, now: Date): CompiledQuery<RawRow> {
+export function takenRowsQuery(ctx: StatementContext, spec: InboxDescription, ids: readonly unknown[] | Whole<unknown>, now: Date, group?: string): CompiledQuery<RawRow> {
   const db: QueryDb = ctx.db;
   const select = db
     .selectFrom(tableRef(spec))
     .select(describedColumns(spec))
     .where((eb: Eb) => idListMatch(eb, spec.id.name, ids));
-  return compiled(whereClaimable(ctx, spec, { now }, select));
+  return compiled(whereClaimable(ctx, spec, claimableAt(now, group), select));
 }

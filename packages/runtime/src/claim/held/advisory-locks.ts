@@ -1,7 +1,7 @@
 import type { AdvisoryStatements, RawRow } from "@sqlinbox/kysely-dialects";
 import type { CompiledQuery } from "kysely";
 import type { AnyTransaction, OwnStatementSession, StatementKind } from "../../drivers/database.js";
-import type { CapSlots, ClaimSetup, StatementRunner } from "../claim-strategy.js";
+import { type CapSlots, type ClaimSetup, groupOf, type StatementRunner } from "../claim-strategy.js";
 import type { CapPlace, CapRun, MaxInWork } from "../cap/max-in-work.js";
 import { SlotLocks } from "../cap/slot-locks.js";
 import { SessionTransaction } from "./claim-transaction.js";
@@ -79,7 +79,7 @@ export class AdvisoryLocks {
       if (Number((await database.execute("claim", lock, connection)).rows[0]?.locked ?? 0) !== 1) return "held elsewhere";
     }
     const id = candidate[spec.id.name];
-    const taken = await database.execute("claim", this.#statements.take(spec, id, clock.now()), connection);
+    const taken = await database.execute("claim", this.#statements.take(spec, id, clock.now(), groupOf(this.#setup).group), connection);
     // Zero rows: finished by another session between the candidate read and the lock.
     if (this.#statements.takeReturnsRow) return taken.rows[0] ?? "gone";
     if (Number(taken.numAffectedRows ?? 0n) === 0) return "gone";
@@ -117,13 +117,14 @@ export class AdvisoryLocks {
     const ids = candidates.flatMap((c, i) => (answers[i] === "gone" ? [c.row[spec.id.name]] : []));
     if (ids.length === 0) return answers;
     const now = clock.now();
-    const take = await database.execute("claim", this.#statements.takeMany(spec, ids, now), connection);
+    const { group } = groupOf(this.#setup);
+    const take = await database.execute("claim", this.#statements.takeMany(spec, ids, now, group), connection);
     // The keys' locks keep every other take off these rows: the read sees what this take counted.
     const rows = this.#statements.takeReturnsRow
       ? take.rows
       : Number(take.numAffectedRows ?? 0n) === 0
         ? []
-        : (await database.execute("claim", this.#statements.readTakenMany(spec, ids, now), connection)).rows;
+        : (await database.execute("claim", this.#statements.readTakenMany(spec, ids, now, group), connection)).rows;
     const byId = new Map(rows.map((row) => [String(row[spec.id.name]), row]));
     candidates.forEach((c, i) => {
       if (answers[i] === "gone") answers[i] = byId.get(String(c.row[spec.id.name])) ?? "gone";
