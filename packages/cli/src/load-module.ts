@@ -125,8 +125,14 @@ export function importedModules(): readonly ImportedModule[] {
 export function activeResources(): string[] {
   void process.stdout;
   void process.stderr;
-  return process.getActiveResourcesInfo();
+  return process.getActiveResourcesInfo().filter((kind) => !TRANSIENT.has(kind));
 }
+
+/**
+ * File-system requests in flight: the loader's own reads of the module's files (an `import` of a `.js` module can
+ * return while the loader still closes the file it read), which end by themselves; nothing a module starts and keeps.
+ */
+const TRANSIENT = new Set(["CloseReq", "FSReqCallback", "FSReqPromise", "FileHandleCloseReq"]);
 
 /** `after` less `before`, as counts by kind (`1 TCPServerWrap, 2 Timeout`): what was opened in between and is still open. */
 export function opened(before: readonly string[], after: readonly string[]): string[] {

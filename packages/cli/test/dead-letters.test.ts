@@ -1,3 +1,4 @@
+import { compiledFixture } from "./support/compiled-fixture.js";
 import { fileURLToPath } from "node:url";
 import type { PeekedRow, StatusReport } from "@sqlinbox/dashboard";
 import { sql } from "kysely";
@@ -5,7 +6,8 @@ import { describe, expect, test } from "vitest";
 import { createQueue, ENGINES, insertRows, uniqueName, type TestDatabase, useTestDatabase } from "./support/databases.js";
 import { sqlinbox, sqlinboxJson } from "./support/run-bin.js";
 
-const fixture = (name: string) => fileURLToPath(new URL(`./support/fixtures/${name}`, import.meta.url));
+// Compiled once: the bin runs on these modules many times (a `.ts` module loads tsx in each run).
+const fixture = (name: string) => compiledFixture(fileURLToPath(new URL(`./support/fixtures/${name}`, import.meta.url)));
 
 describe.each(ENGINES)("sqlinbox dead letters on %s", (_name, open) => {
   let t!: TestDatabase;

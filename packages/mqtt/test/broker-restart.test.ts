@@ -24,7 +24,9 @@ const port = 19_000 + Math.floor(Math.random() * 2000);
 const url = `mqtt://127.0.0.1:${port}`;
 const dir = mkdtempSync(join(tmpdir(), "sqlinbox-mosquitto-"));
 const config = join(dir, "mosquitto.conf");
-writeFileSync(config, `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location ${dir}/\n`);
+// `user root`: started as root, Mosquitto drops to its own user, which cannot write its persistence file into this
+// root-owned temporary directory (it logs "Error saving in-memory database" and keeps no session across the restart).
+writeFileSync(config, `listener ${port} 127.0.0.1\nuser root\nallow_anonymous true\npersistence true\npersistence_location ${dir}/\n`);
 let server: ChildProcess | undefined;
 
 async function startServer(): Promise<void> {

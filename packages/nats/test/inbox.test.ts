@@ -77,7 +77,7 @@ describe.each(engines)("$name", (engine: TestEngine) => {
       await until(
         async () => {
           const info = await jsm.consumers.info(stream, "shop");
-          return info.num_pending === 0 && info.num_ack_pending === 0 && inbox.counts.stored + inbox.counts.duplicates === N;
+          return info.num_pending === 0 && info.num_ack_pending === 0 && inbox.counts.stored === N - 1;
         },
         20_000,
         "every message stored and acked",
@@ -86,8 +86,10 @@ describe.each(engines)("$name", (engine: TestEngine) => {
       await inbox.stop();
       await broker.close();
     }
-    // The first message came back once (after the ack wait) and found its row.
-    expect(inbox.counts).toEqual({ stored: N - 1, duplicates: 1 });
+    // The first message came back (after the ack wait) and found its row: every other one stored once. On a loaded
+    // machine a message whose insert and ack took longer than the 1 s ack wait comes back too, and finds its row.
+    expect(inbox.counts.stored).toBe(N - 1);
+    expect(inbox.counts.duplicates).toBeGreaterThanOrEqual(1);
     const { rows } = await sql<{ message_id: string; headers: unknown; payload: unknown }>`SELECT message_id, headers, payload FROM ${sql.id(table)} ORDER BY id`.execute(db);
     expect(rows).toHaveLength(N);
     const keys = rows.map((r) => r.message_id);

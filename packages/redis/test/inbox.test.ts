@@ -73,7 +73,7 @@ describe.each(engines)("$name", (engine: TestEngine) => {
       await until(
         async () => {
           const pending = (await redis.call("XPENDING", [stream, "shop"])) as [number, ...unknown[]];
-          return pending[0] === 0 && inbox.counts.stored + inbox.counts.duplicates === N;
+          return pending[0] === 0 && inbox.counts.stored === N - 2;
         },
         20_000,
         "every entry stored and acked",
@@ -82,7 +82,10 @@ describe.each(engines)("$name", (engine: TestEngine) => {
       await inbox.stop();
       await broker.close();
     }
-    expect(inbox.counts).toEqual({ stored: N - 2, duplicates: 2 });
+    // The two unacked entries were claimed and found their rows; every other one stored once. On a loaded machine an
+    // entry of the inbox's own whose insert and ack took longer than claimIdleMs is claimed again too, and finds its row.
+    expect(inbox.counts.stored).toBe(N - 2);
+    expect(inbox.counts.duplicates).toBeGreaterThanOrEqual(2);
     const { rows } = await sql<{ message_id: string; headers: unknown }>`SELECT message_id, headers FROM ${sql.id(table)} ORDER BY id`.execute(db);
     expect(rows).toHaveLength(N);
     const entryIds = ((await redis.call("XRANGE", [stream, "-", "+"])) as Entries).map(([entryId]) => entryId);

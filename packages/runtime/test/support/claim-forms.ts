@@ -143,10 +143,23 @@ export async function heldTransactionOf(setup: AnyKysely, scope: string): Promis
   return (await innodbTransactions(setup)).find((t) => sessions.has(t.session) && t.lockStructs > 0)?.session;
 }
 
-/** Ends a session from the server side: `pg_terminate_backend`, MariaDB `KILL`. */
-export async function killSession(engine: TestEngine, setup: AnyKysely, session: number): Promise<void> {
-  if (engine.engine === "postgres") await sql`SELECT pg_terminate_backend(${session})`.execute(setup);
-  else await sql.raw(`KILL ${Number(session)}`).execute(setup);
+/**
+ * Ends a session from the server side: `pg_terminate_backend`, MariaDB `KILL`. True when it ended one; false when the
+ * session had already ended (a pool closed it between its listing and the kill): Postgres answers false, MariaDB
+ * "Unknown thread id" (1094), which is no failure of the test's.
+ */
+export async function killSession(engine: TestEngine, setup: AnyKysely, session: number): Promise<boolean> {
+  if (engine.engine === "postgres") {
+    const { rows } = await sql<{ ended: boolean }>`SELECT pg_terminate_backend(${session}) AS ended`.execute(setup);
+    return rows[0]?.ended === true;
+  }
+  try {
+    await sql.raw(`KILL ${Number(session)}`).execute(setup);
+    return true;
+  } catch (error) {
+    if ((error as { errno?: unknown }).errno === 1094) return false;
+    throw error;
+  }
 }
 
 /** What the worker fixture prints, one JSON object a line. */
@@ -198,6 +211,15 @@ export function startWorker(env: {
   });
 }
 
+/** Fixture processes still running: a test that failed before it ended its own leaves them here. */
+const started = new Set<ChildProcess>();
+
+/** Kills every fixture process a test file started and left running (the setup file's `afterAll`), by its id. */
+export function stopStartedFixtures(): void {
+  for (const child of started) child.kill("SIGKILL");
+  started.clear();
+}
+
 /** Starts a fixture script (path from the runtime package) in a child process, its JSON lines collected. */
 export function startFixture(script: string, env: Record<string, string>): WorkerProcess {
   const child = spawn(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", script], {
@@ -205,6 +227,8 @@ export function startFixture(script: string, env: Record<string, string>): Worke
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  started.add(child);
+  child.on("exit", () => started.delete(child));
   const lines: WorkerLine[] = [];
   const waiters = new Set<() => void>();
   let stderr = "";
@@ -282,6 +306,7 @@ export function consumer(
     shutdownGrace?: number;
     handle?: (seen: Seen) => Promise<void>;
     pooler?: "session" | "transaction";
+    preparedStatements?: boolean;
     listenNotify?: boolean;
   } = {},
 ) {
@@ -314,7 +339,11 @@ export function consumer(
     },
   };
   const pool = { max: options.poolMax ?? (options.workers ?? 1) + 1 + (options.listenNotify === true ? 1 : 0) };
-  const plain = SqlBroker.fromUrl(url, options.pooler === undefined ? { pool } : { pool, pooler: options.pooler }).lease(options.leaseMs ?? 2000);
+  const plain = SqlBroker.fromUrl(url, {
+    pool,
+    ...(options.pooler === undefined ? {} : { pooler: options.pooler }),
+    ...(options.preparedStatements === undefined ? {} : { preparedStatements: options.preparedStatements }),
+  }).lease(options.leaseMs ?? 2000);
   const broker = options.listenNotify === true ? ((plain as SqlBroker<Record<never, never>, "postgres">).listenNotify() as unknown as typeof plain) : plain;
   const queue = InboxQueue.of(spec, "jobs")
     .workers(options.workers ?? 1)
