@@ -17,9 +17,10 @@ export interface RedisOutboxOptions<P> {
 
 /**
  * An outbox relay to a Redis stream: a batch subscriber of `queue` that adds every row of a claim as an
- * entry (`XADD <stream> * id <table>:<row id> payload <json> headers <json>`, every command written before
- * any reply is awaited), then acks the rows once Redis answered each `XADD`. A command that failed (Redis
- * down, a timeout) fails the batch and the queue's onError policy retries its rows.
+ * entry (`XADD <stream> * id <table>:<row id> payload <json> headers <json>`, a claim's commands in one
+ * pipeline, written together before any reply is awaited), then acks the rows once Redis answered each
+ * `XADD`. A command that failed (Redis down, a timeout) fails the batch and the queue's onError policy
+ * retries its rows.
  *
  * Redis does not deduplicate: a batch sent again after a failure, or after a crash between the `XADD`
  * replies and the rows' ack, adds its entries again. The `id` field is the same each time, so the consumer
@@ -32,10 +33,23 @@ export function redisOutbox<S extends AnyInboxSpec>(queue: InboxQueue<S>, option
   const { redis, stream = queue.name, encode = (payload: unknown) => JSON.stringify(payload), maxLen } = options;
   const table = queue.spec.description.table;
   const cap = maxLen === undefined ? [] : ["MAXLEN", "~", maxLen];
-  return outboxRelay(queue, { broker: "Redis" }, (messages) =>
-    messages.map((message) => {
+  return outboxRelay(queue, { broker: "Redis" }, (messages) => {
+    // One pipeline per claim: its commands go out in one write, not one write each.
+    const pipeline = redis.pipeline();
+    for (const message of messages) {
       const key = typeof stream === "string" ? stream : stream(message.payload, message);
-      return redis.call("XADD", [key, ...cap, "*", "id", `${table}:${message.id}`, "payload", encode(message.payload), "headers", JSON.stringify(message.headers)]);
-    }),
-  );
+      pipeline.call("XADD", [key, ...cap, "*", "id", `${table}:${message.id}`, "payload", encode(message.payload), "headers", JSON.stringify(message.headers)]);
+    }
+    const replies = pipeline.exec();
+    return messages.map((_, i) => replies.then((all) => replyOf(all, i)));
+  });
+}
+
+/** One command's reply from a pipeline's: its error thrown, or its value. */
+function replyOf(all: [error: Error | null, result: unknown][] | null, i: number): unknown {
+  const reply = all?.[i];
+  if (reply === undefined) throw new Error(`Redis returned no reply for XADD ${i + 1} of the pipeline`);
+  const [error, value] = reply;
+  if (error !== null) throw error;
+  return value;
 }

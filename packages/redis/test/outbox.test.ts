@@ -71,7 +71,11 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
     // The group exists before the relay adds anything, so the inbox reads every entry.
     const inbox = redisInbox(broker, "orders.in", { redis: redis.duplicate(), stream, group: "billing", consumer: "billing-1", blockMs: 100, logger: silentLogger });
     await inbox.start();
-    // Row n = 5 fails once, after rows of its batch were added: the batch goes again, and so do their entries.
+    // Row n = 5's XADD fails once (its key holds a string: WRONGTYPE), while the other rows of its batch were added:
+    // the batch goes again, and so do their entries.
+    const wrongType = `${stream}:not-a-stream`;
+    await redis.set(wrongType, "text");
+    streams.push(wrongType);
     let failed = false;
     const relay = redisOutbox(
       InboxQueue.of(Outbox, "orders")
@@ -84,7 +88,7 @@ describe.each(matrix)("$engine.name × $form", ({ engine, form }: { engine: Test
         stream: (order) => {
           if (order.n === 5 && !failed) {
             failed = true;
-            throw new Error("no stream yet");
+            return wrongType;
           }
           return stream;
         },
