@@ -62,8 +62,11 @@ for role in root postgres; do
   psql_super "select 1 from pg_roles where rolname='$role'" 2>/dev/null | grep -q 1 \
     || psql_super "create role $role superuser login" || true
 done
-psql_super "select 1 from pg_database where datname='$PG_DB'" | grep -q 1 \
-  || psql_super "create database $PG_DB"
+# The test database, and one of its own for the dashboard's tests (vitest.workspace.ts).
+for db in "$PG_DB" "${PG_DB}_dashboard"; do
+  psql_super "select 1 from pg_database where datname='$db'" | grep -q 1 \
+    || psql_super "create database $db"
+done
 log "PostgreSQL ready: $(psql -h 127.0.0.1 -U postgres -d "$PG_DB" -qAt -c 'show server_version')"
 
 # --- MariaDB ----------------------------------------------------------------
@@ -81,7 +84,7 @@ wait_for MariaDB mariadb-admin -h 127.0.0.1 -P 3306 -uroot ping
 if ! mariadb -h 127.0.0.1 -P 3306 -uroot -e "select 1" >/dev/null 2>&1; then
   mariadb -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD('')"
 fi
-mariadb -h 127.0.0.1 -P 3306 -uroot -e "CREATE DATABASE IF NOT EXISTS \`$MY_DB\`"
+mariadb -h 127.0.0.1 -P 3306 -uroot -e "CREATE DATABASE IF NOT EXISTS \`$MY_DB\`; CREATE DATABASE IF NOT EXISTS \`${MY_DB}_dashboard\`"
 log "MariaDB ready: $(mariadb -h 127.0.0.1 -P 3306 -uroot -N -e 'select version()')"
 
 # --- Redis (BullMQ's backend in the benchmark) --------------------------------

@@ -12,6 +12,7 @@ const GENERATED: Readonly<Record<string, string>> = {
   "docs/api": "`npm run docs` writes the API reference there",
   "scripts/bench/node_modules": "`npm run bench:install` installs the peers there",
   "examples/reports/data": "`npm start` writes the example's SQLite file there",
+  "test/.last-run.json": "vitest writes each file's start and end there at the end of a run (vitest.workspace.ts)",
 };
 
 /** Paths the docs already name that another change adds; each fails here once it exists, so the entry goes. */
