@@ -68,6 +68,8 @@ export function drainCases(sweep = true): DrainCase[] {
         // graphile-worker's best configuration fetches 500 jobs per query (localQueue 500): the same batch, side by side.
         const { batch, workers } = GRAPHILE_SIZED;
         cases.push(sqlinboxDrainCase(engine, form, batch, workers), rawDrainCase(engine, form, batch, workers));
+        // The same two claims with unnamed statements (`preparedStatements: false`): what named ones save.
+        for (const b of [64, batch]) cases.push(sqlinboxDrainCase(engine, form, b, workers, "row", { prepared: false }));
       }
     }
   }

@@ -30,6 +30,8 @@ export interface BenchSettings {
   readonly maxN: number;
   /** W2: publishes per measurement. */
   readonly enqueueN: number;
+  /** W2's bulk phase: rows published in calls of 100 (ten times the one-by-one phases: at 100,000 rows/s, 10,000 took a tenth of a second, too short to time). */
+  readonly bulkN: number;
   /** W3: samples per latency measurement, and the fixed rate of the loaded variant. */
   readonly latencySamples: number;
   readonly latencyRatePerSec: number;
@@ -67,6 +69,7 @@ export function settingsFromArgs(argv: readonly string[]): BenchSettings {
     minN: num("min-n", smoke ? 50 : 500),
     maxN: num("max-n", smoke ? 50 : 200_000),
     enqueueN: num("enqueue-n", smoke ? 20 : 10_000),
+    bulkN: num("bulk-n", smoke ? 20 : 100_000),
     latencySamples: num("latency-n", smoke ? 5 : 200),
     latencyRatePerSec: num("latency-rate", 100),
     dueSamples: num("due-n", smoke ? 3 : 50),

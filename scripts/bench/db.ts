@@ -2,6 +2,7 @@ import BetterSqlite3 from "better-sqlite3";
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, sql, type LogEvent } from "kysely";
 import { createPool } from "mysql2";
 import pg from "pg";
+import { withPreparedStatements } from "@sqlinbox/database";
 import { postgresQueueStorage } from "@sqlinbox/kysely-dialects/internal";
 import { MYSQL_URL, PG_URL, sqlitePath } from "./config.js";
 import { payloadOf } from "./jobs.js";
@@ -11,13 +12,14 @@ import type { EngineName } from "./types.js";
 export type AnyDb = Kysely<any>;
 
 /** A Kysely instance on one engine with a pool of `max` connections. */
-export function connect(engine: EngineName, max = 10, log?: (event: LogEvent) => void): AnyDb {
+export function connect(engine: EngineName, max = 10, log?: (event: LogEvent) => void, options: { readonly prepared?: boolean } = {}): AnyDb {
   switch (engine) {
     case "postgres": {
       const pool = new pg.Pool({ connectionString: PG_URL, max });
       // An idle connection the server ended (a restart on a shared machine) is dropped, not a crash of the bench.
       pool.on("error", () => {});
-      return new Kysely({ log, dialect: new PostgresDialect({ pool }) });
+      // `prepared`: the pool a broker made from a URL has (named prepared statements for what it repeats).
+      return new Kysely({ log, dialect: new PostgresDialect({ pool: options.prepared === true ? withPreparedStatements(pool) : pool }) });
     }
     case "mariadb":
       return new Kysely({ log, dialect: new MysqlDialect({ pool: createPool({ uri: MYSQL_URL, connectionLimit: max }) }) });

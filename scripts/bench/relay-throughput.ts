@@ -6,6 +6,7 @@
  *
  *   npx tsx --conditions=@sqlinbox/source scripts/bench/relay-throughput.ts [--brokers=nats,amqp,redis,mqtt] [--n=10000] [--rounds=3] [--batches=1,64,500] [--workers=8] [--window=1000] [--engine=postgres|mariadb|sqlite]
  */
+import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { defineInbox, field } from "@sqlinbox/core";
 import { App, InboxQueue, SqlBroker, createInboxTable, silentLogger, type Subscriber, subscriber } from "@sqlinbox/runtime";
@@ -188,6 +189,18 @@ async function noneTarget(): Promise<Target> {
 const targetOf: Record<BrokerName, () => Promise<Target>> = { none: noneTarget, nats: natsTarget, amqp: amqpTarget, redis: redisTarget, mqtt: mqttTarget };
 
 const db = connect(ENGINE, 4);
+/** `--verbose`: each relay round's rate, this process's CPU and the machine's (every core, from /proc/stat). */
+const VERBOSE = argv.includes("--verbose");
+/** The machine's CPU counters; given a start, the share of every core busy since then. */
+function machineCpu(): { busy: number; total: number };
+function machineCpu(since: { busy: number; total: number }): string;
+function machineCpu(since?: { busy: number; total: number }): { busy: number; total: number } | string {
+  const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
+  const total = fields.reduce((a, b) => a + b, 0);
+  const busy = total - (fields[3] ?? 0) - (fields[4] ?? 0);
+  if (since === undefined) return { busy, total };
+  return `${(((busy - since.busy) / (total - since.total)) * 100).toFixed(0)}% busy`;
+}
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
@@ -216,14 +229,32 @@ async function relayRound(target: Target, batch: number, tag: string): Promise<n
   const broker = SqlBroker.fromUrl(urlOf(ENGINE), { pool: { max: WORKERS + 4 } }).route(Outbox, route);
   await fill(broker, route);
   const queue = InboxQueue.of(Outbox, route).batch(batch).workers(WORKERS).pollInterval(50).lease(30_000);
+  // The end: the N-th ack, counted by the app's own event (a count(*) polled beside the relay would cost the
+  // server it shares the machine with); the table is then checked empty, untimed.
+  let acked = 0;
+  let lastAck = 0;
   const started = performance.now();
-  const running = await new App({ name: "relay-bench", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(target.relay(queue))).start();
+  const cpu = process.cpuUsage();
+  const machine = machineCpu();
+  const running = await new App({ name: "relay-bench", version: "0", logger: silentLogger })
+    .on("succeeded", () => {
+      if (++acked === N) lastAck = performance.now();
+    })
+    .withBroker(broker, (b) => b.include(target.relay(queue)))
+    .start();
   try {
-    await until(async () => Number((await sql<{ n: string }>`select count(*) as n from ${sql.table(TABLE)}`.execute(db)).rows[0]?.n) === 0, 300_000, "the outbox to drain");
+    await until(async () => acked >= N, 300_000, "the outbox to drain");
   } finally {
     await running.stop();
   }
-  const ms = performance.now() - started;
+  const ms = lastAck - started;
+  const used = process.cpuUsage(cpu);
+  if (VERBOSE)
+    console.log(
+      `  ${target.name} b${batch}: ${((N * 1000) / ms).toFixed(0)}/s, this process ${(((used.user + used.system) / 1000 / ms) * 100).toFixed(0)}% of a core (${((used.user + used.system) / N).toFixed(1)} µs/msg), machine ${machineCpu(machine)}`,
+    );
+  const left = Number((await sql<{ n: string }>`select count(*) as n from ${sql.table(TABLE)}`.execute(db)).rows[0]?.n);
+  if (left !== 0) throw new Error(`${left} outbox rows left after ${N} acks`);
   await until(async () => (await target.count()) >= N, 30_000, `${N} messages on ${target.name}`);
   const held = await target.count();
   if (held !== N) throw new Error(`${target.name}: ${held} messages for ${N} rows`);

@@ -96,12 +96,15 @@ export function sqlinboxDrainCase(
   batch: number,
   workers: number,
   handlerShape: HandlerShape = "row",
-  app: { readonly telemetry?: boolean } = {},
+  app: { readonly telemetry?: boolean; readonly prepared?: boolean } = {},
 ): DrainCase {
+  // As `SqlBroker.fromUrl` does by default on Postgres: named prepared statements; `prepared: false` for the comparison.
+  const prepared = engine === "postgres" && app.prepared !== false;
+  const unnamed = engine === "postgres" && !prepared ? "-unnamed" : "";
   let db: AnyDb | undefined;
   let rt: Runtime | undefined;
   return {
-    id: `sqlinbox/${engine}/${form}/b${batch}-w${workers}${handlerShape === "row" ? "" : `-${handlerShape}`}`,
+    id: `sqlinbox/${engine}/${form}/b${batch}-w${workers}${handlerShape === "row" ? "" : `-${handlerShape}`}${unnamed}`,
     system: "sqlinbox",
     engine,
     variant: form,
@@ -128,8 +131,17 @@ export function sqlinboxDrainCase(
     async drain(tracker: JobTracker) {
       // The broker runs on a Kysely of the same pool size as `fromUrl` would build, which counts its statements.
       let statements = 0;
-      const kysely = connect(engine, workers + 4, () => void statements++);
-      const { app: built } = buildApp(rt!, { engine, form, batch, workers, kysely, handlerShape, handler: (p) => tracker.handle(p), ...app });
+      const kysely = connect(engine, workers + 4, () => void statements++, { prepared });
+      const { app: built } = buildApp(rt!, {
+        engine,
+        form,
+        batch,
+        workers,
+        kysely,
+        handlerShape,
+        handler: (p) => tracker.handle(p),
+        ...(app.telemetry === undefined ? {} : { telemetry: app.telemetry }),
+      });
       const running = await startApp(built);
       try {
         await tracker.done;

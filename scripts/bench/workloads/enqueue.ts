@@ -38,6 +38,8 @@ export interface EnqueueResult {
   readonly notAvailable?: string;
   readonly error?: string;
   readonly n?: number;
+  /** Rows of the bulk phase. */
+  readonly bulkN?: number;
   /** Publishes per second: one by one, 16 at a time, and in bulk calls of 100 rows. */
   readonly sequential?: Summary;
   readonly concurrent16?: Summary;
@@ -209,6 +211,9 @@ async function timed(n: number, work: () => Promise<void>): Promise<number> {
 export async function runEnqueue(s: BenchSettings, select: <T extends { id: string }>(c: T[]) => T[]): Promise<EnqueueResult[]> {
   const cases = select([...ENGINES.flatMap((e) => [sqlinboxCase(e), rawCase(e)]), graphileCase(), pgBossCase(), bullmqCase("redis"), bullmqCase("postgres")]);
   const n = s.enqueueN;
+  const bulkN = s.bulkN;
+  /** Publishes 0 … 2n - 1 go one by one and 16 at a time, 2n … bulkEnd - 1 in bulk, the untimed warm-up after. */
+  const bulkEnd = 2 * n + bulkN;
   const out = new Map<string, { seq: number[]; conc: number[]; bulk: number[] } | EnqueueResult>();
   const live: EnqueueCase[] = [];
   for (const c of cases) {
@@ -234,7 +239,7 @@ export async function runEnqueue(s: BenchSettings, select: <T extends { id: stri
         await c.reset();
         // Untimed: 16 publishes side by side, so every system's pool has its 16 connections open before the
         // timing starts (a system whose reset makes a new pool would otherwise pay their set-up inside the timing).
-        await Promise.all(Array.from({ length: WARM }, (_, k) => c.one(3 * n + k)));
+        await Promise.all(Array.from({ length: WARM }, (_, k) => c.one(bulkEnd + k)));
         const seq = await timed(n, async () => {
           for (let i = 0; i < n; i++) await c.one(i);
         });
@@ -248,12 +253,12 @@ export async function runEnqueue(s: BenchSettings, select: <T extends { id: stri
         });
         const many = c.many;
         const bulk = many
-          ? await timed(n, async () => {
-              for (let i = 2 * n; i < 3 * n; i += BULK) await many(i, Math.min(BULK, 3 * n - i));
+          ? await timed(bulkN, async () => {
+              for (let i = 2 * n; i < bulkEnd; i += BULK) await many(i, Math.min(BULK, bulkEnd - i));
             })
           : Number.NaN;
         const landed = await c.count();
-        const expected = (many ? 3 * n : 2 * n) + WARM;
+        const expected = (many ? bulkEnd : 2 * n) + WARM;
         if (landed !== expected) throw new Error(`${landed} of ${expected} publishes landed`);
         acc.seq.push(seq);
         acc.conc.push(conc);
@@ -269,7 +274,16 @@ export async function runEnqueue(s: BenchSettings, select: <T extends { id: stri
   return cases.map((c) => {
     const r = out.get(c.id)!;
     return "seq" in r
-      ? { id: c.id, system: c.system, engine: c.engine, n, sequential: summarize(r.seq), concurrent16: summarize(r.conc), ...(r.bulk.length ? { bulk100: summarize(r.bulk) } : {}) }
+      ? {
+          id: c.id,
+          system: c.system,
+          engine: c.engine,
+          n,
+          bulkN,
+          sequential: summarize(r.seq),
+          concurrent16: summarize(r.conc),
+          ...(r.bulk.length ? { bulk100: summarize(r.bulk) } : {}),
+        }
       : r;
   });
 }
