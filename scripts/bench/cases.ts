@@ -71,6 +71,12 @@ export function drainCases(sweep = true): DrainCase[] {
         // The same two claims with unnamed statements (`preparedStatements: false`): what named ones save.
         for (const b of [64, batch]) cases.push(sqlinboxDrainCase(engine, form, b, workers, "row", { prepared: false }));
       }
+      if (engine === "mariadb" && form === "lease") {
+        // mysql2's `execute` (server-side prepared statements) against the text protocol a broker uses, at b64 and b500.
+        const { batch, workers } = GRAPHILE_SIZED;
+        cases.push(sqlinboxDrainCase(engine, form, batch, workers));
+        for (const b of [64, batch]) cases.push(sqlinboxDrainCase(engine, form, b, workers, "row", { prepared: true }));
+      }
     }
   }
   return cases;

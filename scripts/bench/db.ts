@@ -21,8 +21,12 @@ export function connect(engine: EngineName, max = 10, log?: (event: LogEvent) =>
       // `prepared`: the pool a broker made from a URL has (named prepared statements for what it repeats).
       return new Kysely({ log, dialect: new PostgresDialect({ pool: options.prepared === true ? withPreparedStatements(pool) : pool }) });
     }
-    case "mariadb":
-      return new Kysely({ log, dialect: new MysqlDialect({ pool: createPool({ uri: MYSQL_URL, connectionLimit: max }) }) });
+    case "mariadb": {
+      const pool = createPool({ uri: MYSQL_URL, connectionLimit: max });
+      // `prepared`: mysql2's `execute` for every statement with parameters (prepared on the server once per
+      // connection and text, then run by id in the binary protocol) in place of `query` (the text protocol).
+      return new Kysely({ log, dialect: new MysqlDialect({ pool: options.prepared === true ? executingPool(pool) : pool }) });
+    }
     case "sqlite":
       return new Kysely({
         log,
@@ -36,6 +40,33 @@ export function connect(engine: EngineName, max = 10, log?: (event: LogEvent) =>
         }),
       });
   }
+}
+
+type Mysql2Pool = ReturnType<typeof createPool>;
+type Mysql2Connection = Parameters<Parameters<Mysql2Pool["getConnection"]>[0]>[1];
+
+/** A mysql2 pool whose connections run parameterized statements with `execute` (server-side prepared, cached per connection). */
+function executingPool(pool: Mysql2Pool): Mysql2Pool {
+  const executing = new WeakSet<Mysql2Connection>();
+  const wrap = (connection: Mysql2Connection): Mysql2Connection => {
+    if (executing.has(connection)) return connection;
+    executing.add(connection);
+    const query = connection.query.bind(connection) as (...args: unknown[]) => unknown;
+    const execute = connection.execute.bind(connection) as (...args: unknown[]) => unknown;
+    // Kysely calls `query(sql, parameters, callback)`; a statement without parameters stays on the text protocol.
+    (connection as unknown as { query: (...args: unknown[]) => unknown }).query = (text: unknown, parameters: unknown, ...rest: unknown[]) =>
+      Array.isArray(parameters) && parameters.length > 0 && typeof rest[0] === "function" ? execute(text, parameters, ...rest) : query(text, parameters, ...rest);
+    return connection;
+  };
+  return new Proxy(pool, {
+    get(target, property, receiver) {
+      if (property === "getConnection")
+        return (callback: (error: NodeJS.ErrnoException | null, connection: Mysql2Connection) => void) =>
+          target.getConnection((error, connection) => callback(error, error ? connection : wrap(connection)));
+      const value = Reflect.get(target, property, receiver) as unknown;
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }
 
 /** The URL sqlinbox's `SqlBroker.fromUrl` takes for an engine. */

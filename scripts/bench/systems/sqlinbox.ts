@@ -99,8 +99,9 @@ export function sqlinboxDrainCase(
   app: { readonly telemetry?: boolean; readonly prepared?: boolean } = {},
 ): DrainCase {
   // As `SqlBroker.fromUrl` does by default on Postgres: named prepared statements; `prepared: false` for the comparison.
-  const prepared = engine === "postgres" && app.prepared !== false;
-  const unnamed = engine === "postgres" && !prepared ? "-unnamed" : "";
+  // On MariaDB, `prepared: true` tries mysql2's `execute` (server-side prepared statements), which a broker does not use.
+  const prepared = engine === "postgres" ? app.prepared !== false : app.prepared === true;
+  const unnamed = engine === "postgres" && !prepared ? "-unnamed" : engine === "mariadb" && prepared ? "-executed" : "";
   let db: AnyDb | undefined;
   let rt: Runtime | undefined;
   return {
