@@ -74,7 +74,7 @@ export function drainCases(sweep = true): DrainCase[] {
       if (engine === "mariadb" && form === "lease") {
         // mysql2's `execute` (server-side prepared statements) against the text protocol a broker uses, at b64 and b500.
         const { batch, workers } = GRAPHILE_SIZED;
-        cases.push(sqlinboxDrainCase(engine, form, batch, workers));
+        cases.push(sqlinboxDrainCase(engine, form, batch, workers), rawDrainCase(engine, form, batch, workers));
         for (const b of [64, batch]) cases.push(sqlinboxDrainCase(engine, form, b, workers, "row", { prepared: true }));
       }
     }
