@@ -129,6 +129,8 @@ function compareKeys(a: string | undefined, b: string | undefined): number {
   return a < b ? -1 : 1;
 }
 
+const MAX_SAFE_ID = BigInt(Number.MAX_SAFE_INTEGER);
+
 /**
  * The ids of inserted rows: RETURNING where the engine has it, else consecutive from MySQL's insertId
  * (one insert's auto-increment values are consecutive with the default auto_increment_increment of 1),
@@ -139,9 +141,14 @@ export function insertedIds(spec: InboxDescription, rows: readonly RawRow[], res
   if (result.rows.length === rows.length) return result.rows.map((r) => r[id]);
   if (spec.id.generated && result.insertId !== undefined) {
     const first = result.insertId;
+    // Numbers while the last id is a safe integer (one check for the statement), else bigints.
+    if (first + BigInt(rows.length - 1) <= MAX_SAFE_ID) {
+      const at = Number(first);
+      return rows.map((_, i) => at + i);
+    }
     return rows.map((_, i) => {
       const value = first + BigInt(i);
-      return value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value;
+      return value <= MAX_SAFE_ID ? Number(value) : value;
     });
   }
   return rows.map((r) => r[id]);

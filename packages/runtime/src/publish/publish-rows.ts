@@ -48,10 +48,12 @@ export function publishedRows(spec: InboxDescription, name: string, payloads: re
     throw refuse("replace: true debounces the row that holds the publish's key: give the publish a key (key: …; keys on publishMany)");
   if (keys !== undefined && keys.length !== payloads.length) throw refuse(`publishMany got ${keys.length} keys for ${payloads.length} payloads: give one key per payload`);
   const headersText = headers === undefined ? undefined : JSON.stringify(headers);
+  // One place for every row's encoding error (a bulk publish builds nothing per row it does not write).
+  const place = { route: name, table: spec.table };
   return payloads.map((payload, index) => {
     const row: RawRow = {};
     if (spec.payload !== undefined) {
-      row[spec.payload.name] = encodePayload(payload, storage, { route: name, table: spec.table });
+      row[spec.payload.name] = encodePayload(payload, storage, place);
     } else {
       const values = (payload ?? {}) as Record<string, unknown>;
       for (const col of spec.columns) if (!col.generated && col.key in values) row[col.name] = values[col.key];

@@ -202,7 +202,7 @@ export class Publisher {
         if (unknown) throw publishOutcomeUnknown(rows.length, keyed, error, { route: name, table: description.table });
         throw error;
       }
-      out = published.map((p) => ({ ...p, id: idText(p.id) }));
+      out = published.map(publishedOf);
       // Told before the wake and the NOTIFY: a subscription they wake starts the row after its `published`, never before.
       this.#observer?.({ route: name, payloads, options, published: out, via: on });
     } finally {
@@ -271,6 +271,11 @@ export interface Published {
   readonly created: boolean;
   /** With `replace`: whether the row holding the key took this publish's values (`false`: it was in work, left alone). */
   readonly replaced?: boolean;
+}
+
+/** What a publish answers for an inserted row (built field by field: a spread per row costs a bulk publish). */
+function publishedOf(p: Inserted): Published {
+  return p.replaced === undefined ? { id: idText(p.id), created: p.created } : { id: idText(p.id), created: p.created, replaced: p.replaced };
 }
 
 /** An id as `Published.id` gives it: text, whatever the column and the driver. */
