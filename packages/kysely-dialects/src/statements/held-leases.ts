@@ -49,8 +49,23 @@ function heldAny(ctx: StatementContext, spec: InboxDescription, groups: readonly
 }
 
 /**
+ * `ids` padded with its last id to the next of a few lengths: as they are up to 8, then multiples of 8 up
+ * to 64, then multiples of 64 (at most 63 extra parameters, an eighth of a 512-id list).
+ */
+export function paddedIds(ids: readonly unknown[]): readonly unknown[] {
+  const n = ids.length;
+  const step = n <= 8 ? 1 : n <= 64 ? 8 : 64;
+  const length = Math.ceil(n / step) * step;
+  if (length === n) return ids;
+  const padded = ids.slice();
+  const last = ids[n - 1];
+  while (padded.length < length) padded.push(last);
+  return padded;
+}
+
+/**
  * A statement over held leases, compiled once per shape: the number of tokens and, where a list
- * is not one parameter, the length of each token's list.
+ * is not one parameter, the padded length of each token's list.
  */
 export function heldShape<R>(
   shapes: StatementShapes,
@@ -67,8 +82,11 @@ export function heldShape<R>(
   let key = `${kind}|${groups.length}`;
   groups.forEach((g, i) => {
     values[`held${i}`] = g.held;
-    values[`ids${i}`] = whole ? new Whole(g.ids) : g.ids;
-    if (!whole) key += `,${g.ids.length}`;
+    // One parameter per id: the list padded to a few lengths (its last id repeated, which matches no row
+    // twice), so the acks a subscription gathers, whose counts vary, share a few texts and compiled shapes.
+    const ids = whole ? g.ids : paddedIds(g.ids);
+    values[`ids${i}`] = whole ? new Whole(ids) : ids;
+    if (!whole) key += `,${ids.length}`;
   });
   return shapes.fill(spec, key, values, (c, v) =>
     build(
