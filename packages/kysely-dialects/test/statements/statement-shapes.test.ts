@@ -9,7 +9,7 @@ import { buildDialect } from "../../src/forms/dialect.js";
 import { takenRowQuery, takeQuery } from "../../src/statements/advisory-take.js";
 import { stampPickedQuery } from "../../src/statements/claim-stamp.js";
 import { selectClaimableQuery } from "../../src/statements/claimable.js";
-import { ackManyQuery, releaseUnstartedQuery, selectHeldQuery, tokenGroups } from "../../src/statements/held-leases.js";
+import { ackManyQuery, paddedIds, releaseUnstartedQuery, selectHeldQuery, tokenGroups } from "../../src/statements/held-leases.js";
 import { compiled } from "../../src/statements/query-db.js";
 import { ackQuery, lockedAckManyQuery, lockedRetryQuery } from "../../src/statements/settle.js";
 import { StatementShapes, Whole } from "../../src/statements/shapes.js";
@@ -51,7 +51,8 @@ describe.each(engines)("%s: a statement compiled once per shape equals a fresh b
   const dialect = buildDialect(engine);
   const ctx = engine.statements;
   const whole = ctx.capabilities.arrayParameters;
-  const groupsOf = (leases: readonly HeldLease[]) => tokenGroups(leases).map((g) => ({ held: g.held, ids: whole ? new Whole(g.ids) : g.ids }));
+  // One parameter per id: each token's list as the dialect pads it (its last id repeated, to a few lengths).
+  const groupsOf = (leases: readonly HeldLease[]) => tokenGroups(leases).map((g) => ({ held: g.held, ids: whole ? new Whole(g.ids) : paddedIds(g.ids) }));
 
   test.each(claimShapes)("lease claims, %o", (shape) => {
     for (const spec of [seedByHand, richLease(), groupedLease, fifoLease()] as InboxDescription[]) {
@@ -79,6 +80,8 @@ describe.each(engines)("%s: a statement compiled once per shape equals a fresh b
     [1, 5],
     [2, 3],
     [3, 1],
+    [1, 9],
+    [2, 70],
   ])("lease acks, gives back and held checks: %i tokens × %i ids", (tokens, perToken) => {
     for (const spec of [seedByHand, richLease()] as InboxDescription[]) {
       for (let i = 0; i < 4; i++) {
@@ -128,6 +131,28 @@ describe.each(engines)("%s: a statement compiled once per shape equals a fresh b
       expect(plain(dialect.advisory.settleAck(spec, 9 + i, at(i)))).toEqual(plain(ackQuery(ctx, spec, 9 + i, at(i))));
       expect(plain(dialect.advisory.settleRetry(spec, 9 + i, at(3 + i)))).toEqual(plain(lockedRetryQuery(ctx, spec, 9 + i, at(3 + i))));
     }
+  });
+});
+
+describe.each(engines)("%s: gathered acks of every count share few texts", (_name, engine) => {
+  test("an ack of 1 to 512 leases of one token: one text with array parameters, else 22 (lists padded to a few lengths)", () => {
+    const dialect = buildDialect(engine);
+    const texts = new Set<string>();
+    for (let n = 1; n <= 512; n++) {
+      const leases = Array.from({ length: n }, (_, k): HeldLease => ({ id: k + 1, held: at(60_000) }));
+      const ack = dialect.lease.settleAckMany(seedByHand, leases, at(5_000), 3);
+      texts.add(ack.sql);
+      // The padding repeats the last id: the same rows, no other.
+      if (!engine.statements.capabilities.arrayParameters) expect(new Set(ack.parameters.filter((p) => typeof p === "number"))).toEqual(new Set(leases.map((l) => l.id)));
+    }
+    // Up to 8 ids as they are, then multiples of 8 to 64, then of 64 to 512.
+    expect(texts.size).toBe(engine.statements.capabilities.arrayParameters ? 1 : 8 + 7 + 7);
+  });
+
+  test("paddedIds: lengths 1–8 kept, then the next multiple of 8 to 64, then of 64", () => {
+    const lengths = (n: number) => paddedIds(Array.from({ length: n }, (_, k) => k)).length;
+    expect([1, 8, 9, 16, 17, 64, 65, 128, 129, 500, 512].map(lengths)).toEqual([1, 8, 16, 16, 24, 64, 128, 128, 192, 512, 512]);
+    expect(paddedIds([1, 2, 3, 4, 5, 6, 7, 8, 9])).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 9, 9, 9, 9, 9]);
   });
 });
 
