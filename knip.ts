@@ -42,9 +42,8 @@ const config: KnipConfig = {
       entry: ["*.ts"],
       project: ["**/*.{ts,mjs}"],
       // The OpenTelemetry SDK the otel workload registers: the runtime's devDependencies, from the root install.
-      // ioredis: BullMQ's peer dependency, which BullMQ imports itself (the bench passes it connection options).
-      // @nats-io/*, amqplib, mqtt (and ioredis): the broker clients relay-throughput.ts drives, the broker packages' peers from the root install.
-      ignoreDependencies: ["@opentelemetry/sdk-trace-base", "@opentelemetry/sdk-metrics", "ioredis", "@nats-io/jetstream", "@nats-io/transport-node", "amqplib", "mqtt"],
+      // @nats-io/*, amqplib, mqtt: the broker clients relay-throughput.ts drives, the broker packages' peers from the root install.
+      ignoreDependencies: ["@opentelemetry/sdk-trace-base", "@opentelemetry/sdk-metrics", "@nats-io/jetstream", "@nats-io/transport-node", "amqplib", "mqtt"],
     },
     "packages/*": {
       // Fixtures are scripts the tests start as child processes, by path.

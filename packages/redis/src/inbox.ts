@@ -1,6 +1,6 @@
 import type { AnyInboxSpec } from "@sqlinbox/core/internal";
 import { consoleLogger, type Logger, type SqlBroker } from "@sqlinbox/runtime";
-import { type Engine, type InboxRouteAllowed, type InboxWrite, inboxWriter, type PublishPayload } from "@sqlinbox/runtime/internal";
+import { type Engine, type InboundMessage, type InboxRouteAllowed, type InboxWrite, inboxWriter, type PublishPayload } from "@sqlinbox/runtime/internal";
 import type { Redis } from "ioredis";
 
 /** Where a Redis inbox bridge reads, and how it stores what it reads. */
@@ -113,7 +113,7 @@ class StreamInbox implements RedisInbox {
         const block = from === ">" ? ["BLOCK", blockMs] : [];
         const reply = (await redis.call("XREADGROUP", ["GROUP", group, consumer, "COUNT", count, ...block, "STREAMS", stream, from])) as ReadReply;
         const entries = reply?.[0]?.[1] ?? [];
-        for (const entry of entries) await this.#store(entry);
+        await this.#storeAll(entries);
         if (from !== ">") from = entries.length === 0 ? ">" : (entries[entries.length - 1] as Entry)[0];
       } catch (error) {
         this.#logger.warn({ err: error, stream, group }, "inbox bridge: read failed, trying again");
@@ -128,39 +128,71 @@ class StreamInbox implements RedisInbox {
     let cursor = "0-0";
     do {
       const [next, entries] = (await redis.call("XAUTOCLAIM", [stream, group, consumer, claimIdleMs, cursor, "COUNT", count])) as [string, readonly Entry[]];
-      for (const entry of entries) await this.#store(entry);
+      await this.#storeAll(entries);
       cursor = next;
     } while (cursor !== "0-0" && !this.#stopping);
   }
 
-  async #store([entryId, list]: Entry): Promise<void> {
-    const { redis, stream, group, decode = (payload: string) => JSON.parse(payload) as unknown } = this.#options;
-    // An entry trimmed from the stream while pending reads with no fields: nothing to store.
-    if (list === null) {
-      await redis.call("XACK", [stream, group, entryId]);
-      return;
+  /**
+   * Stores the entries of one read in one write (one multi-row insert where the engine has RETURNING), then
+   * acks them with one XACK. Should the write fail, each entry is stored alone, so one entry the table refuses
+   * holds back no other: it stays pending (XAUTOCLAIM takes it again), and the others are acked.
+   */
+  async #storeAll(entries: readonly Entry[]): Promise<void> {
+    const { redis, stream, group } = this.#options;
+    const acks: string[] = [];
+    const ready: Array<{ readonly entryId: string; readonly message: InboundMessage<unknown> }> = [];
+    for (const entry of entries) {
+      const message = this.#messageOf(entry);
+      if (message === undefined) acks.push(entry[0]);
+      else ready.push({ entryId: entry[0], message });
     }
+    if (ready.length === 1) {
+      if (await this.#writeOne(ready[0] as (typeof ready)[number])) acks.push((ready[0] as (typeof ready)[number]).entryId);
+    } else if (ready.length > 1) {
+      try {
+        const published = await this.#write.many(ready.map((r) => r.message));
+        for (const { created } of published) {
+          if (created) this.#stored++;
+          else this.#duplicates++;
+        }
+        for (const r of ready) acks.push(r.entryId);
+      } catch (error) {
+        this.#logger.warn({ err: error, stream, entries: ready.length }, "inbox bridge: a batch insert failed, storing its entries one by one");
+        for (const r of ready) if (await this.#writeOne(r)) acks.push(r.entryId);
+      }
+    }
+    if (acks.length > 0) await redis.call("XACK", [stream, group, ...acks]);
+  }
+
+  /** The entry as a message to store; `undefined` for one to ack without a row (trimmed while pending, or undecodable: logged). */
+  #messageOf([entryId, list]: Entry): InboundMessage<unknown> | undefined {
+    const { stream, decode = (payload: string) => JSON.parse(payload) as unknown } = this.#options;
+    // An entry trimmed from the stream while pending reads with no fields: nothing to store.
+    if (list === null) return undefined;
     const fields: Record<string, string> = {};
     for (let i = 0; i + 1 < list.length; i += 2) fields[list[i] as string] = list[i + 1] as string;
     const key = fields["id"] ?? `${stream}:${entryId}`;
-    let payload: unknown;
     try {
-      payload = decode(fields["payload"] ?? "", fields);
+      return { key, payload: decode(fields["payload"] ?? "", fields), headers: headersOf(fields["headers"]) };
     } catch (error) {
       this.#logger.error({ err: error, stream, entryId, key }, "inbox bridge: entry cannot be decoded, acked without a row");
-      await redis.call("XACK", [stream, group, entryId]);
-      return;
+      return undefined;
     }
+  }
+
+  /** Stores one entry; whether it may be acked (false: the insert failed, logged, and the entry stays pending). */
+  async #writeOne({ entryId, message }: { readonly entryId: string; readonly message: InboundMessage<unknown> }): Promise<boolean> {
     try {
-      const { created } = await this.#write({ key, payload, headers: headersOf(fields["headers"]) });
+      const { created } = await this.#write(message);
       if (created) this.#stored++;
       else this.#duplicates++;
+      return true;
     } catch (error) {
       // Left pending: XAUTOCLAIM takes it again once it has been idle for claimIdleMs (here or in another consumer).
-      this.#logger.warn({ err: error, stream, entryId, key }, "inbox bridge: insert failed, entry left pending");
-      return;
+      this.#logger.warn({ err: error, stream: this.#options.stream, entryId, key: message.key }, "inbox bridge: insert failed, entry left pending");
+      return false;
     }
-    await redis.call("XACK", [stream, group, entryId]);
   }
 }
 

@@ -94,6 +94,79 @@ describe.each(engines)("$name", (engine: TestEngine) => {
     for (const r of rows.slice(2)) expect(typeof r.headers === "string" ? JSON.parse(r.headers) : r.headers).toEqual({ traceparent });
   });
 
+  test("one read is stored in one write: each entry keeps its own headers, held keys are acked as duplicates, and an entry the table refuses stays pending alone", async () => {
+    const table = unique("redis_batch").toLowerCase();
+    tables.push(table);
+    const spec = inboxSpecOf(table);
+    await createInboxTable(db, spec);
+    const stream = unique("batch");
+    streams.push(stream);
+    await redis.call("XGROUP", ["CREATE", stream, "shop", "$", "MKSTREAM"]);
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } }).route(spec, "payments");
+    // order-0 is stored before the bridge starts; order-1 comes twice in the same read; n = 7 decodes to a payload JSON cannot hold.
+    expect((await inboxWriter(broker, "payments")({ key: "order-0", payload: { n: 0, customer: 0 }, headers: {} })).created).toBe(true);
+    const N = 12;
+    const parent = (n: number) => `00-${String(n).padStart(32, "0")}-00f067aa0ba902b7-01`;
+    for (const n of [...Array.from({ length: N }, (_, n) => n), 1])
+      await redis.call("XADD", [stream, "*", "id", `order-${n}`, "payload", JSON.stringify({ n, customer: n % 3 }), "headers", JSON.stringify({ traceparent: parent(n) })]);
+    const warnings: string[] = [];
+    const logger = { ...silentLogger, warn: (_fields: unknown, message: string) => void warnings.push(message) };
+    const decode = (payload: string) => {
+      const order = JSON.parse(payload) as Order;
+      return order.n === 7 ? { ...order, customer: 7n as unknown as number } : order;
+    };
+    const inbox = redisInbox(broker, "payments", { redis: redis.duplicate(), stream, group: "shop", consumer: "c1", blockMs: 100, logger, decode });
+    await inbox.start();
+    try {
+      await until(
+        async () => {
+          const pending = (await redis.call("XPENDING", [stream, "shop"])) as [number, ...unknown[]];
+          return pending[0] === 1 && inbox.counts.stored + inbox.counts.duplicates === N;
+        },
+        20_000,
+        "every entry but n = 7 stored and acked",
+      );
+    } finally {
+      await inbox.stop();
+      await broker.close();
+    }
+    // The read of 13 entries went as one write; it failed on n = 7, and each entry was then stored alone.
+    expect(warnings).toEqual(["inbox bridge: a batch insert failed, storing its entries one by one", "inbox bridge: insert failed, entry left pending"]);
+    expect(inbox.counts).toEqual({ stored: N - 2, duplicates: 2 });
+    const pending = (await redis.call("XPENDING", [stream, "shop", "-", "+", 10])) as Array<[string, ...unknown[]]>;
+    const entries = (await redis.call("XRANGE", [stream, "-", "+"])) as Entries;
+    expect(pending.map(([entryId]) => entryId)).toEqual([entries[7]?.[0]]);
+    const { rows } = await sql<{ message_id: string; headers: unknown }>`SELECT message_id, headers FROM ${sql.id(table)} ORDER BY id`.execute(db);
+    expect(rows.map((r) => r.message_id).sort()).toEqual(
+      Array.from({ length: N }, (_, n) => `order-${n}`)
+        .filter((k) => k !== "order-7")
+        .sort(),
+    );
+    const headersOf = (r: { headers: unknown }) => (typeof r.headers === "string" ? JSON.parse(r.headers) : r.headers);
+    for (const r of rows.filter((r) => r.message_id !== "order-0")) expect(headersOf(r)).toEqual({ traceparent: parent(Number(r.message_id.slice(6))) });
+
+    // A write that goes through as one batch: every entry of the read in one insert, no warning.
+    const stream2 = unique("batch");
+    streams.push(stream2);
+    await redis.call("XGROUP", ["CREATE", stream2, "shop", "$", "MKSTREAM"]);
+    for (let n = 100; n < 130; n++)
+      await redis.call("XADD", [stream2, "*", "id", `order-${n}`, "payload", JSON.stringify({ n, customer: 1 }), "headers", JSON.stringify({ traceparent: parent(n) })]);
+    const broker2 = SqlBroker.fromUrl(url, { pool: { max: 4 } }).route(spec, "payments");
+    const second = redisInbox(broker2, "payments", { redis: redis.duplicate(), stream: stream2, group: "shop", consumer: "c1", blockMs: 100, logger });
+    warnings.length = 0;
+    await second.start();
+    try {
+      await until(async () => second.counts.stored === 30, 20_000, "30 entries stored");
+    } finally {
+      await second.stop();
+      await broker2.close();
+    }
+    expect(warnings).toEqual([]);
+    const stored = await sql<{ message_id: string; headers: unknown }>`SELECT message_id, headers FROM ${sql.id(table)} WHERE message_id LIKE 'order-1__'`.execute(db);
+    expect(stored.rows).toHaveLength(30);
+    for (const r of stored.rows) expect(headersOf(r)).toEqual({ traceparent: parent(Number(r.message_id.slice(6))) });
+  });
+
   test("a route without a dedup key column, or not declared, is refused when the bridge is made", () => {
     const table = unique("redis_nokey").toLowerCase();
     const NoKey = defineInbox({ table, columns: { id: field.id().generated(), lockedUntil: field.lease("locked_until"), payload: field.payload<Order>() } });

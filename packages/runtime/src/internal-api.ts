@@ -17,3 +17,4 @@ export type { ClaimStrategy, ClaimedDelivery } from "./claim/claim-strategy.js";
 export { rowsToClaim, type ClaimPace } from "./consume/claim-pacer.js";
 export { outboxRelay, type OutboxMessage, type SendMessages, type RelayTarget } from "./bridge/outbox-relay.js";
 export { inboxWriter, type InboundMessage, type InboxRouteAllowed, type InboxWrite } from "./bridge/inbox-writer.js";
+export { WriteBatcher } from "./bridge/write-batcher.js";

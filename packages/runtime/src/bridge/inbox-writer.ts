@@ -26,8 +26,16 @@ export type InboxRouteAllowed<R extends Routes, N extends string> = string exten
       ? unknown
       : SpecError<"an inbox bridge stores each message under its message id as the dedup key: describe a dedup key column on the route's table (field.key() or .key(column(…)))">;
 
-/** Stores one message: a keyed publish; `created: false` when a row already holds its key. */
-export type InboxWrite<P> = (message: InboundMessage<P>) => Promise<Published>;
+/**
+ * Stores one message: a keyed publish; `created: false` when a row already holds its key. `many` stores
+ * several in one call: one multi-row insert per chunk on Postgres and SQLite (`ON CONFLICT DO NOTHING`),
+ * one insert per row on MySQL/MariaDB (where a keyed row is a plain insert, each committing alone), each
+ * message keeping its own headers; one `Published` per message, in order, once every row committed.
+ */
+export interface InboxWrite<P> {
+  (message: InboundMessage<P>): Promise<Published>;
+  many(messages: readonly InboundMessage<P>[]): Promise<Published[]>;
+}
 
 /**
  * The write of an inbox bridge: each message becomes a row of route `route`'s table under its message id
@@ -43,5 +51,18 @@ export function inboxWriter<R extends Routes, N extends string, E extends Engine
   const { key, headers, table } = spec.description;
   if (key === undefined) throw inboxRouteWithoutKey(route, table);
   const publish = broker.publish.bind(broker) as (name: string, payload: unknown, options: { key: string; headers?: Readonly<Record<string, string>> }) => Promise<Published>;
-  return (message) => publish(route, message.payload, headers === undefined ? { key: message.key } : { key: message.key, headers: message.headers });
+  const write = (message: InboundMessage<PublishPayload<R, N>>) =>
+    publish(route, message.payload, headers === undefined ? { key: message.key } : { key: message.key, headers: message.headers });
+  const many = async (messages: readonly InboundMessage<PublishPayload<R, N>>[]): Promise<Published[]> => {
+    if (messages.length === 0) return [];
+    const rowHeaders = headers === undefined ? undefined : messages.map((m) => m.headers);
+    return brokerParts(broker).publisher.publishMany(
+      route,
+      messages.map((m) => m.payload),
+      undefined,
+      { keys: messages.map((m) => m.key), rowHeaders },
+      broker.listening,
+    );
+  };
+  return Object.assign(write, { many });
 }

@@ -18,6 +18,11 @@ export interface RowOptions {
   readonly columns?: Readonly<Record<string, unknown>> | ((payload: unknown, index: number) => Readonly<Record<string, unknown>>) | undefined;
   /** The dedup key of each row, in order (`undefined`: no key). */
   readonly keys?: readonly (string | undefined)[] | undefined;
+  /**
+   * Headers of each row, in order (an inbox bridge's messages, each with its own), written into the headers
+   * column with the call's `headers` merged over them. Ignored by a table without a headers column.
+   */
+  readonly rowHeaders?: readonly (MessageHeaderValues | undefined)[] | undefined;
   /** A held key's row takes this publish's values unless it is in work (lease tables with a retryAfter column). */
   readonly replace?: boolean | undefined;
 }
@@ -31,7 +36,7 @@ export interface RowOptions {
  * no column for is a `Declaration` error.
  */
 export function publishedRows(spec: InboxDescription, name: string, payloads: readonly unknown[], storage: PayloadStorage, options: RowOptions = {}): RawRow[] {
-  const { headers, priority, runAt, columns, keys, replace } = options;
+  const { headers, priority, runAt, columns, keys, replace, rowHeaders } = options;
   const refuse = (message: string, column?: string) => publishOptionWithoutColumn(name, spec.table, message, column);
   if (headers !== undefined && spec.headers === undefined) throw headersWithoutColumn(name, spec.table);
   if (priority !== undefined && spec.priority === undefined)
@@ -47,6 +52,8 @@ export function publishedRows(spec: InboxDescription, name: string, payloads: re
   if (replace === true && !keys?.some((k) => k !== undefined))
     throw refuse("replace: true debounces the row that holds the publish's key: give the publish a key (key: …; keys on publishMany)");
   if (keys !== undefined && keys.length !== payloads.length) throw refuse(`publishMany got ${keys.length} keys for ${payloads.length} payloads: give one key per payload`);
+  if (rowHeaders !== undefined && rowHeaders.length !== payloads.length)
+    throw refuse(`publishMany got headers for ${rowHeaders.length} rows, ${payloads.length} payloads: give one per payload`);
   const headersText = headers === undefined ? undefined : JSON.stringify(headers);
   // One place for every row's encoding error (a bulk publish builds nothing per row it does not write).
   const place = { route: name, table: spec.table };
@@ -68,7 +75,11 @@ export function publishedRows(spec: InboxDescription, name: string, payloads: re
         if (value !== undefined) row[col.name] = value;
       }
     }
-    if (headersText !== undefined && spec.headers !== undefined) row[spec.headers.name] = headersText;
+    const own = rowHeaders?.[index];
+    if (spec.headers !== undefined) {
+      if (own !== undefined && Object.keys(own).length > 0) row[spec.headers.name] = JSON.stringify(headers === undefined ? own : { ...own, ...headers });
+      else if (headersText !== undefined) row[spec.headers.name] = headersText;
+    }
     if (spec.group !== undefined) row[spec.group.name] = name;
     if (priority !== undefined && spec.priority !== undefined) row[spec.priority.name] = priority;
     if (runAt !== undefined && runAtColumn !== undefined) row[runAtColumn.name] = runAt;

@@ -223,9 +223,18 @@ export class Publisher {
     const run = (i: number): Promise<readonly PublishedRow[]> => {
       const middleware = chain[i];
       if (middleware !== undefined) return middleware(publish, () => run(i + 1));
-      if (column !== undefined && publish.headers !== undefined && Object.keys(publish.headers).length > 0) {
-        const text = JSON.stringify(publish.headers);
-        for (const row of rows) row[column] = text;
+      const added = publish.headers;
+      if (column !== undefined && added !== undefined && Object.keys(added).length > 0) {
+        const own = options.rowHeaders;
+        if (own === undefined) {
+          const text = JSON.stringify(added);
+          for (const row of rows) row[column] = text;
+        } else {
+          // Each row's own headers, with the middleware's merged over them (as one row's publish does with its call's).
+          rows.forEach((row, i) => {
+            row[column] = JSON.stringify({ ...own[i], ...added });
+          });
+        }
       }
       return insert();
     };
