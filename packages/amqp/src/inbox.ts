@@ -1,6 +1,6 @@
 import type { AnyInboxSpec } from "@sqlinbox/core/internal";
 import { consoleLogger, type Logger, type SqlBroker } from "@sqlinbox/runtime";
-import { type Engine, type InboxRouteAllowed, type InboxWrite, inboxWriter, type PublishPayload } from "@sqlinbox/runtime/internal";
+import { type Engine, type InboundMessage, type InboxRouteAllowed, type InboxWrite, inboxWriter, type PublishPayload, WriteBatcher } from "@sqlinbox/runtime/internal";
 import type { Channel, ConsumeMessage } from "amqplib";
 import { type AmqpConnection, ConnectionSource } from "./connection.js";
 
@@ -15,7 +15,10 @@ export interface AmqpInboxOptions<P> {
   readonly connection: AmqpConnection;
   /** The queue the bridge consumes (declared and bound beforehand); `start()` rejects when it does not exist. */
   readonly queue: string;
-  /** Unacked messages the broker hands the bridge ahead of the inserts (`basic.qos`, default 64). */
+  /**
+   * Unacked messages the broker hands the bridge ahead of the inserts (`basic.qos`, default 64), and the most one
+   * insert stores: the messages that arrive while an insert runs are stored together by the next.
+   */
   readonly prefetch?: number;
   /** The dedup key of a message; unset: its `message_id` (what `amqpOutbox` sets). A message without one is rejected (logged as an error). */
   readonly key?: (message: ConsumeMessage) => string | undefined;
@@ -46,8 +49,9 @@ export interface AmqpInbox {
 
 /**
  * An inbox bridge from a RabbitMQ queue: a consumer with manual acks and a prefetch whose each message becomes
- * a row of route `route`'s table, under its `message_id` (or `key`) as the table's dedup key, inserted one at
- * a time in delivery order. The message is acked only after the insert committed; a message redelivered after
+ * a row of route `route`'s table, under its `message_id` (or `key`) as the table's dedup key, in delivery order
+ * (the messages that arrive while an insert runs go together in the next, one multi-row insert where the engine
+ * has RETURNING, their rows' ids in delivery order). The message is acked only after the insert committed; a message redelivered after
  * that (the ack was lost with the connection, the process died in between, the relay sent it again) finds its
  * key taken and is acked without a second row. The route's table needs a dedup key column (a compile error
  * otherwise); its headers column, when it has one, keeps the message's string headers (`traceparent` included).
@@ -76,7 +80,9 @@ class QueueInbox implements AmqpInbox {
   readonly #logger: Logger;
   #channel: Channel | undefined;
   #consumerTag: string | undefined;
-  /** The inserts in order: each message waits for the one before it. */
+  /** The inserts in order: the messages delivered while one runs go together in the next. */
+  readonly #batcher: WriteBatcher<{ readonly channel: Channel; readonly message: ConsumeMessage }>;
+  /** A channel's close after the writes before it (the queue was deleted). */
   #chain: Promise<void> = Promise.resolve();
   #stored = 0;
   #duplicates = 0;
@@ -90,6 +96,14 @@ class QueueInbox implements AmqpInbox {
     this.#options = options;
     this.#logger = options.logger ?? consoleLogger({ level: "warn" });
     this.#connection = connection;
+    this.#batcher = new WriteBatcher(
+      options.prefetch ?? 64,
+      (items) => this.#storeAll(items),
+      (error, items) => {
+        // Not expected (#storeAll settles each message itself): unacked, the messages come back with the channel's close.
+        this.#logger.error({ err: error, queue: options.queue, messages: items.length }, "inbox bridge: a write failed unexpectedly");
+      },
+    );
   }
 
   get counts(): InboxCounts {
@@ -125,10 +139,10 @@ class QueueInbox implements AmqpInbox {
           // The queue was deleted: nothing more comes on this channel; start() consumes again once the queue exists.
           this.#logger.error({ queue }, "inbox bridge: the broker cancelled the consumer (the queue was deleted); start() again once it exists");
           if (this.#channel === channel) this.#channel = undefined;
-          this.#chain = this.#chain.then(() => channel.close().catch(() => {}));
+          this.#chain = this.#chain.then(() => this.#batcher.idle()).then(() => channel.close().catch(() => {}));
           return;
         }
-        this.#chain = this.#chain.then(() => this.#store(channel, message));
+        void this.#batcher.add({ channel, message });
       });
       this.#channel = channel;
       this.#consumerTag = consumerTag;
@@ -162,17 +176,47 @@ class QueueInbox implements AmqpInbox {
     this.#channel = undefined;
     if (channel !== undefined) {
       if (this.#consumerTag !== undefined) await channel.cancel(this.#consumerTag).catch(() => {});
+      await this.#batcher.idle();
       await this.#chain;
       // Closing the channel gives the broker back what it delivered and nobody acked.
       await channel.close().catch(() => {});
     } else {
+      await this.#batcher.idle();
       await this.#chain;
     }
     await this.#connection.close();
   }
 
-  async #store(channel: Channel, message: ConsumeMessage): Promise<void> {
-    const { queue, decode = (content: Buffer) => JSON.parse(content.toString("utf8")) as unknown, retryDelayMs = 1000 } = this.#options;
+  /**
+   * Stores messages in one write and acks each; should the write fail, each is stored alone, so a message the
+   * table refuses holds back no other (it is given back, requeued, after retryDelayMs).
+   */
+  async #storeAll(items: ReadonlyArray<{ readonly channel: Channel; readonly message: ConsumeMessage }>): Promise<void> {
+    const ready: Array<{ readonly channel: Channel; readonly message: ConsumeMessage; readonly inbound: InboundMessage<unknown> }> = [];
+    for (const { channel, message } of items) {
+      const inbound = this.#inboundOf(channel, message);
+      if (inbound !== undefined) ready.push({ channel, message, inbound });
+    }
+    if (ready.length === 1) return this.#storeOne(ready[0] as (typeof ready)[number]);
+    if (ready.length === 0) return;
+    let published: readonly { readonly created: boolean }[];
+    try {
+      published = await this.#write.many(ready.map((r) => r.inbound));
+    } catch (error) {
+      this.#logger.warn({ err: error, queue: this.#options.queue, messages: ready.length }, "inbox bridge: a batch insert failed, storing its messages one by one");
+      for (const r of ready) await this.#storeOne(r);
+      return;
+    }
+    for (const { created } of published) {
+      if (created) this.#stored++;
+      else this.#duplicates++;
+    }
+    for (const { channel, message, inbound } of ready) this.#ack(channel, message, inbound.key);
+  }
+
+  /** The message as a row to store; `undefined` for one without a key or that cannot be decoded (rejected, logged). */
+  #inboundOf(channel: Channel, message: ConsumeMessage): InboundMessage<unknown> | undefined {
+    const { queue, decode = (content: Buffer) => JSON.parse(content.toString("utf8")) as unknown } = this.#options;
     const id: unknown = message.properties.messageId;
     const key = this.#options.key === undefined ? (typeof id === "string" && id !== "" ? id : undefined) : this.#options.key(message);
     const where = { queue, deliveryTag: message.fields.deliveryTag, key };
@@ -180,30 +224,53 @@ class QueueInbox implements AmqpInbox {
       if (key === undefined) {
         this.#logger.error(where, "inbox bridge: message has no message_id (and no key option names one), rejected");
         channel.nack(message, false, false);
-        return;
+        return undefined;
       }
-      let payload: unknown;
       try {
-        payload = decode(message.content, message);
+        return { key, payload: decode(message.content, message), headers: headersOf(message) };
       } catch (error) {
         this.#logger.error({ ...where, err: error }, "inbox bridge: message cannot be decoded, rejected");
         channel.nack(message, false, false);
-        return;
+        return undefined;
       }
+    } catch (error) {
+      // The channel closed under the message: the broker redelivers it.
+      this.#logger.warn({ ...where, err: error }, "inbox bridge: message could not be settled, the broker redelivers it");
+      return undefined;
+    }
+  }
+
+  async #storeOne({ channel, message, inbound }: { readonly channel: Channel; readonly message: ConsumeMessage; readonly inbound: InboundMessage<unknown> }): Promise<void> {
+    const { queue, retryDelayMs = 1000 } = this.#options;
+    try {
+      const { created } = await this.#write(inbound);
+      if (created) this.#stored++;
+      else this.#duplicates++;
+    } catch (error) {
+      this.#logger.warn({ queue, deliveryTag: message.fields.deliveryTag, key: inbound.key, err: error, retryDelayMs }, "inbox bridge: insert failed, message given back");
+      await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
       try {
-        const { created } = await this.#write({ key, payload, headers: headersOf(message) });
-        if (created) this.#stored++;
-        else this.#duplicates++;
-      } catch (error) {
-        this.#logger.warn({ ...where, err: error, retryDelayMs }, "inbox bridge: insert failed, message given back");
-        await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
         channel.nack(message, false, true);
-        return;
+      } catch (closed) {
+        this.#logger.warn(
+          { queue, deliveryTag: message.fields.deliveryTag, key: inbound.key, err: closed },
+          "inbox bridge: message could not be settled, the broker redelivers it",
+        );
       }
+      return;
+    }
+    this.#ack(channel, message, inbound.key);
+  }
+
+  #ack(channel: Channel, message: ConsumeMessage, key: string): void {
+    try {
       channel.ack(message);
     } catch (error) {
       // The channel closed under the message: the broker redelivers it, and its key dedups it.
-      this.#logger.warn({ ...where, err: error }, "inbox bridge: message could not be settled, the broker redelivers it");
+      this.#logger.warn(
+        { queue: this.#options.queue, deliveryTag: message.fields.deliveryTag, key, err: error },
+        "inbox bridge: message could not be settled, the broker redelivers it",
+      );
     }
   }
 }

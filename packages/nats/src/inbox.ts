@@ -1,7 +1,7 @@
 import type { ConsumerMessages, JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import type { AnyInboxSpec } from "@sqlinbox/core/internal";
 import { consoleLogger, type Logger, type SqlBroker } from "@sqlinbox/runtime";
-import { type Engine, type InboxRouteAllowed, type InboxWrite, inboxWriter, type PublishPayload } from "@sqlinbox/runtime/internal";
+import { type Engine, type InboundMessage, type InboxRouteAllowed, type InboxWrite, inboxWriter, type PublishPayload, WriteBatcher } from "@sqlinbox/runtime/internal";
 
 /** Where a NATS inbox bridge reads, and how it stores what it reads. */
 export interface NatsInboxOptions<P> {
@@ -12,7 +12,10 @@ export interface NatsInboxOptions<P> {
   readonly consumer: string;
   /** The payload from a message's body; unset: JSON. A throw terminates the message (logged as an error): it would fail every time. */
   readonly decode?: (data: Uint8Array, message: JsMsg) => P;
-  /** Messages pulled ahead of the inserts (default 64). */
+  /**
+   * Messages pulled ahead of the inserts (default 64), and the most one insert stores: the messages that
+   * arrive while an insert runs are stored together by the next.
+   */
   readonly maxMessages?: number;
   /** A failed insert gives the message back (`nak`) to come again after this long (ms, default 1000). */
   readonly retryDelayMs?: number;
@@ -43,7 +46,8 @@ export interface NatsInbox {
  * The message is acked only after the insert committed; a message redelivered after that (its ack was lost,
  * the process died in between) finds its key taken and is acked without a second row. The route's table
  * needs a dedup key column (a compile error otherwise); its headers column, when it has one, keeps the
- * message's headers (`traceparent` included).
+ * message's headers (`traceparent` included). Messages that arrive while an insert runs are stored together
+ * by the next (one multi-row insert where the engine has RETURNING), each acked once it committed.
  *
  * @example
  * const inbox = natsInbox(broker, "payments", { js, stream: "PAYMENTS", consumer: "shop" });
@@ -64,6 +68,7 @@ class JetStreamInbox implements NatsInbox {
   readonly #write: InboxWrite<unknown>;
   readonly #options: NatsInboxOptions<unknown>;
   readonly #logger: Logger;
+  readonly #batcher: WriteBatcher<JsMsg>;
   #messages: ConsumerMessages | undefined;
   #loop: Promise<void> | undefined;
   #stored = 0;
@@ -73,6 +78,15 @@ class JetStreamInbox implements NatsInbox {
     this.#write = write;
     this.#options = options;
     this.#logger = options.logger ?? consoleLogger({ level: "warn" });
+    this.#batcher = new WriteBatcher(
+      options.maxMessages ?? 64,
+      (messages) => this.#storeAll(messages),
+      (error, messages) => {
+        // Not expected (#storeAll settles each message itself): the messages go back to come again.
+        this.#logger.error({ err: error, stream: options.stream, messages: messages.length }, "inbox bridge: a write failed unexpectedly, messages given back");
+        for (const message of messages) message.nak(options.retryDelayMs ?? 1000);
+      },
+    );
   }
 
   get counts(): InboxCounts {
@@ -87,7 +101,7 @@ class JetStreamInbox implements NatsInbox {
     this.#messages = messages;
     this.#loop = (async () => {
       try {
-        for await (const message of messages) await this.#store(message);
+        for await (const message of messages) await this.#batcher.add(message);
       } catch (error) {
         // The message iterator failed: nothing more comes from it; logged rather than a rejection nobody hears.
         this.#logger.error({ err: error, stream, consumer }, "inbox bridge: the consumer stopped delivering");
@@ -101,26 +115,58 @@ class JetStreamInbox implements NatsInbox {
     this.#messages = undefined;
     await messages.close();
     await this.#loop;
+    await this.#batcher.idle();
   }
 
-  async #store(message: JsMsg): Promise<void> {
-    const { stream, decode = json, retryDelayMs = 1000 } = this.#options;
-    const key = message.headers?.get("Nats-Msg-Id") || `${stream}:${message.seq}`;
-    let payload: unknown;
+  /**
+   * Stores messages in one write and acks each; should the write fail, each is stored alone, so a message the
+   * table refuses holds back no other (it is given back, `nak`, to come again after retryDelayMs).
+   */
+  async #storeAll(messages: readonly JsMsg[]): Promise<void> {
+    const ready: Array<{ readonly message: JsMsg; readonly inbound: InboundMessage<unknown> }> = [];
+    for (const message of messages) {
+      const inbound = this.#inboundOf(message);
+      if (inbound !== undefined) ready.push({ message, inbound });
+    }
+    if (ready.length === 1) return this.#storeOne(ready[0] as (typeof ready)[number]);
+    if (ready.length === 0) return;
+    let published: readonly { readonly created: boolean }[];
     try {
-      payload = decode(message.data, message);
+      published = await this.#write.many(ready.map((r) => r.inbound));
+    } catch (error) {
+      this.#logger.warn({ err: error, stream: this.#options.stream, messages: ready.length }, "inbox bridge: a batch insert failed, storing its messages one by one");
+      for (const r of ready) await this.#storeOne(r);
+      return;
+    }
+    for (const { created } of published) {
+      if (created) this.#stored++;
+      else this.#duplicates++;
+    }
+    for (const { message } of ready) message.ack();
+  }
+
+  /** The message as a row to store; `undefined` for one that cannot be decoded (terminated, logged). */
+  #inboundOf(message: JsMsg): InboundMessage<unknown> | undefined {
+    const { stream, decode = json } = this.#options;
+    const key = message.headers?.get("Nats-Msg-Id") || `${stream}:${message.seq}`;
+    try {
+      return { key, payload: decode(message.data, message), headers: headersOf(message) };
     } catch (error) {
       this.#logger.error({ err: error, stream, seq: message.seq, key }, "inbox bridge: message cannot be decoded, terminated");
       message.term("undecodable");
-      return;
+      return undefined;
     }
+  }
+
+  async #storeOne({ message, inbound }: { readonly message: JsMsg; readonly inbound: InboundMessage<unknown> }): Promise<void> {
+    const { stream, retryDelayMs = 1000 } = this.#options;
     try {
-      const { created } = await this.#write({ key, payload, headers: headersOf(message) });
+      const { created } = await this.#write(inbound);
       if (created) this.#stored++;
       else this.#duplicates++;
       message.ack();
     } catch (error) {
-      this.#logger.warn({ err: error, stream, seq: message.seq, key, retryDelayMs }, "inbox bridge: insert failed, message given back");
+      this.#logger.warn({ err: error, stream, seq: message.seq, key: inbound.key, retryDelayMs }, "inbox bridge: insert failed, message given back");
       message.nak(retryDelayMs);
     }
   }

@@ -145,11 +145,12 @@ describe.each(engines)("$name", (engine: TestEngine) => {
     const headersOf = (r: { headers: unknown }) => (typeof r.headers === "string" ? JSON.parse(r.headers) : r.headers);
     for (const r of rows.filter((r) => r.message_id !== "order-0")) expect(headersOf(r)).toEqual({ traceparent: parent(Number(r.message_id.slice(6))) });
 
-    // A write that goes through as one batch: every entry of the read in one insert, no warning.
+    // A write that goes through as one batch: every entry of the read in one insert, no warning, the rows' ids in
+    // the stream's order (here the reverse of the keys' order).
     const stream2 = unique("batch");
     streams.push(stream2);
     await redis.call("XGROUP", ["CREATE", stream2, "shop", "$", "MKSTREAM"]);
-    for (let n = 100; n < 130; n++)
+    for (let n = 129; n >= 100; n--)
       await redis.call("XADD", [stream2, "*", "id", `order-${n}`, "payload", JSON.stringify({ n, customer: 1 }), "headers", JSON.stringify({ traceparent: parent(n) })]);
     const broker2 = SqlBroker.fromUrl(url, { pool: { max: 4 } }).route(spec, "payments");
     const second = redisInbox(broker2, "payments", { redis: redis.duplicate(), stream: stream2, group: "shop", consumer: "c1", blockMs: 100, logger });
@@ -162,8 +163,8 @@ describe.each(engines)("$name", (engine: TestEngine) => {
       await broker2.close();
     }
     expect(warnings).toEqual([]);
-    const stored = await sql<{ message_id: string; headers: unknown }>`SELECT message_id, headers FROM ${sql.id(table)} WHERE message_id LIKE 'order-1__'`.execute(db);
-    expect(stored.rows).toHaveLength(30);
+    const stored = await sql<{ message_id: string; headers: unknown }>`SELECT message_id, headers FROM ${sql.id(table)} WHERE message_id LIKE 'order-1__' ORDER BY id`.execute(db);
+    expect(stored.rows.map((r) => r.message_id)).toEqual(Array.from({ length: 30 }, (_, i) => `order-${129 - i}`));
     for (const r of stored.rows) expect(headersOf(r)).toEqual({ traceparent: parent(Number(r.message_id.slice(6))) });
   });
 

@@ -45,17 +45,26 @@ const KEY_RETRIES = 5;
 
 /**
  * Inserts rows of which some carry a dedup key, in key order (two publishers of the same keys
- * take them in the same order, so they never wait on each other in a circle). Where the engine
+ * take them in the same order, so they never wait on each other in a circle), or with `inGivenOrder`
+ * in the order given, so that their ids follow it (an inbox bridge's messages, in delivery order). Where the engine
  * has RETURNING, one `ON CONFLICT (key) DO NOTHING` insert per chunk, then one read of the ids
  * of the keys it skipped; on MySQL/MariaDB one plain insert per row, a duplicate-key error (1062)
  * meaning the key is held, then a locking read of its id. A key whose row went away between the
  * two (acked meanwhile) is inserted again. No read before a write: the unique index decides.
  */
-export async function insertKeyed(database: PublishDatabase, spec: InboxDescription, route: string, rows: readonly RawRow[], target: AnyKysely | undefined): Promise<Inserted[]> {
+export async function insertKeyed(
+  database: PublishDatabase,
+  spec: InboxDescription,
+  route: string,
+  rows: readonly RawRow[],
+  target: AnyKysely | undefined,
+  inGivenOrder = false,
+): Promise<Inserted[]> {
   const keyColumn = (spec.key as NonNullable<InboxDescription["key"]>).name;
   const keyOf = (row: RawRow): string | undefined => row[keyColumn] as string | undefined;
   const out: Array<Inserted | undefined> = rows.map(() => undefined);
-  const order = rows.map((_, i) => i).sort((a, b) => compareKeys(keyOf(rows[a] as RawRow), keyOf(rows[b] as RawRow)));
+  const given = rows.map((_, i) => i);
+  const order = inGivenOrder ? given : given.sort((a, b) => compareKeys(keyOf(rows[a] as RawRow), keyOf(rows[b] as RawRow)));
   // The first row of each key in this call is the one that may insert it; later ones take its outcome.
   const firstOfKey = new Map<string, number>();
   const pending: number[] = [];

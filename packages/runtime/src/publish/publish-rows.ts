@@ -23,6 +23,11 @@ export interface RowOptions {
    * column with the call's `headers` merged over them. Ignored by a table without a headers column.
    */
   readonly rowHeaders?: readonly (MessageHeaderValues | undefined)[] | undefined;
+  /**
+   * Keyed rows are inserted in the order given, their ids following it, rather than in key order (which keeps two
+   * publishers of the same keys from waiting on each other in a circle): an inbox bridge's messages, in delivery order.
+   */
+  readonly inGivenOrder?: boolean | undefined;
   /** A held key's row takes this publish's values unless it is in work (lease tables with a retryAfter column). */
   readonly replace?: boolean | undefined;
 }

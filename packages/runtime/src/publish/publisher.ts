@@ -159,7 +159,7 @@ export class Publisher {
     };
     const insertAll = async (target: AnyKysely | undefined): Promise<Inserted[]> => {
       if (keyed) {
-        const outcome = await insertKeyed(tracked, description, name, rows, target);
+        const outcome = await insertKeyed(tracked, description, name, rows, target, options.inGivenOrder === true);
         return options.replace === true && now !== undefined ? replaceHeld(tracked, description, rows, outcome, target, now) : outcome;
       }
       const published: Inserted[] = [];
