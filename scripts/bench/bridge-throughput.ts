@@ -81,7 +81,75 @@ async function redisSource(): Promise<Source> {
   };
 }
 
-const sources: Record<string, () => Promise<Source>> = { redis: redisSource };
+async function natsSource(): Promise<Source> {
+  const { AckPolicy, jetstream, jetstreamManager } = await import("@nats-io/jetstream");
+  const { connect: connectNats } = await import("@nats-io/transport-node");
+  const { natsInbox } = await import("@sqlinbox/nats");
+  const nc = await connectNats({ servers: process.env.SQLINBOX_NATS_URL ?? "127.0.0.1:4222" });
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  const { headers: natsHeaders } = await import("@nats-io/transport-node");
+  return {
+    async fill(tag) {
+      const stream = `BRIDGE_${tag}`;
+      await jsm.streams.add({ name: stream, subjects: [`${stream}.>`] });
+      await jsm.consumers.add(stream, { durable_name: "shop", ack_policy: AckPolicy.Explicit });
+      const inFlight: Promise<unknown>[] = [];
+      for (let n = 0; n < N; n++) {
+        const h = natsHeaders();
+        h.set("traceparent", traceparent(n));
+        inFlight.push(js.publish(`${stream}.in`, JSON.stringify({ n, body: BODY }), { msgID: `m-${n}`, headers: h }));
+        if (inFlight.length >= 1000) await Promise.all(inFlight.splice(0));
+      }
+      await Promise.all(inFlight);
+    },
+    async bridge(broker, tag) {
+      const stream = `BRIDGE_${tag}`;
+      const inbox = natsInbox(broker.route(Inbox, "in"), "in", { js, stream, consumer: "shop", logger: silentLogger });
+      await inbox.start();
+      return {
+        stop: async () => {
+          await inbox.stop();
+          await jsm.streams.delete(stream).catch(() => undefined);
+        },
+      };
+    },
+    close: () => nc.close(),
+  };
+}
+
+async function amqpSource(): Promise<Source> {
+  const amqp = await import("amqplib");
+  const { amqpInbox } = await import("@sqlinbox/amqp");
+  const url = process.env.SQLINBOX_AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672";
+  const connection = await amqp.connect(url);
+  const channel = await connection.createConfirmChannel();
+  return {
+    async fill(tag) {
+      const queue = `bridge_${tag}`;
+      await channel.assertQueue(queue, { durable: true });
+      for (let n = 0; n < N; n++) {
+        channel.sendToQueue(queue, Buffer.from(JSON.stringify({ n, body: BODY })), { persistent: true, messageId: `m-${n}`, headers: { traceparent: traceparent(n) } });
+        if (n % 1000 === 999) await channel.waitForConfirms();
+      }
+      await channel.waitForConfirms();
+    },
+    async bridge(broker, tag) {
+      const queue = `bridge_${tag}`;
+      const inbox = amqpInbox(broker.route(Inbox, "in"), "in", { connection: () => amqp.connect(url), queue, logger: silentLogger });
+      await inbox.start();
+      return {
+        stop: async () => {
+          await inbox.stop();
+          await channel.deleteQueue(queue).catch(() => undefined);
+        },
+      };
+    },
+    close: () => connection.close(),
+  };
+}
+
+const sources: Record<string, () => Promise<Source>> = { redis: redisSource, nats: natsSource, amqp: amqpSource };
 
 console.log(`bridge throughput: ${ENGINE} inbox, N ${N}, ${ROUNDS} rounds, load ${loadavg()[0]?.toFixed(1)}`);
 for (const name of brokers) {
