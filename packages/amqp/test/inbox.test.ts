@@ -88,6 +88,44 @@ describe.each(engines)("$name", (engine: TestEngine) => {
     expect(rows.slice(2).map((r) => r.message_id)).toEqual(Array.from({ length: N - 2 }, (_, n) => `payment-${n + 2}`));
   });
 
+  test("messages stored together keep their own headers and delivery order; one the table refuses is given back alone", async () => {
+    const table = unique("amqp_batch").toLowerCase();
+    tables.push(table);
+    const spec = inboxSpecOf(table);
+    await createInboxTable(db, spec);
+    const queue = unique("batch");
+    queues.push(queue);
+    await admin.assertQueue(queue, { durable: true });
+    const N = 30;
+    const parent = (n: number) => `00-${String(n).padStart(32, "0")}-00f067aa0ba902b7-01`;
+    // Keys in the reverse of delivery order; n = 13 decodes to a payload JSON cannot hold.
+    for (let n = 0; n < N; n++)
+      admin.sendToQueue(queue, Buffer.from(JSON.stringify({ n, customer: 1 })), { messageId: `batch-${100 - n}`, persistent: true, headers: { traceparent: parent(n) } });
+    await until(async () => (await admin.checkQueue(queue)).messageCount === N, 10_000, "the messages queued");
+    const warnings: string[] = [];
+    const logger = { ...silentLogger, warn: (_fields: unknown, message: string) => void warnings.push(message) };
+    const decode = (content: Buffer) => {
+      const order = JSON.parse(content.toString("utf8")) as Order;
+      return order.n === 13 ? { ...order, customer: 13n as unknown as number } : order;
+    };
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } }).route(spec, "payments");
+    const inbox = amqpInbox(broker, "payments", { connection, queue, prefetch: 16, retryDelayMs: 50, logger, decode });
+    await inbox.start();
+    try {
+      await until(() => inbox.counts.stored === N - 1 && warnings.includes("inbox bridge: insert failed, message given back"), 20_000, "every message but n = 13 stored");
+    } finally {
+      await inbox.stop();
+      await broker.close();
+    }
+    expect(inbox.counts).toEqual({ stored: N - 1, duplicates: 0 });
+    // The refused message went back to the queue, alone.
+    expect((await admin.checkQueue(queue)).messageCount).toBe(1);
+    const { rows } = await sql<{ message_id: string; headers: unknown }>`SELECT message_id, headers FROM ${sql.id(table)} ORDER BY id`.execute(db);
+    const delivered = Array.from({ length: N }, (_, n) => n).filter((n) => n !== 13);
+    expect(rows.map((r) => r.message_id)).toEqual(delivered.map((n) => `batch-${100 - n}`));
+    rows.forEach((r, i) => expect(typeof r.headers === "string" ? JSON.parse(r.headers) : r.headers).toEqual({ traceparent: parent(delivered[i] as number) }));
+  });
+
   test("an insert that fails is not acked: the message is requeued and stored once the table exists", async () => {
     const table = unique("amqp_late").toLowerCase();
     tables.push(table);
