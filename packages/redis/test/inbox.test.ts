@@ -168,6 +168,42 @@ describe.each(engines)("$name", (engine: TestEngine) => {
     for (const r of stored.rows) expect(headersOf(r)).toEqual({ traceparent: parent(Number(r.message_id.slice(6))) });
   });
 
+  // MySQL/MariaDB insert each keyed row alone (no INSERT … RETURNING): a batch's rows still commit together, so a row
+  // the server refuses mid-batch (a key longer than its varchar(255) column) leaves none of the rows before it behind.
+  // On Postgres and SQLite a batch is one multi-row statement, which commits whole or not at all by itself.
+  test.runIf(engine.name === "mariadb")("a batch's rows commit together: a row refused mid-batch writes none before it, and each is then stored once", async () => {
+    const table = unique("redis_atomic").toLowerCase();
+    tables.push(table);
+    const spec = inboxSpecOf(table);
+    await createInboxTable(db, spec);
+    const stream = unique("atomic");
+    streams.push(stream);
+    await redis.call("XGROUP", ["CREATE", stream, "shop", "$", "MKSTREAM"]);
+    const N = 10;
+    const keyOf = (n: number) => (n === 5 ? `order-${"x".repeat(300)}` : `order-${n}`);
+    for (let n = 0; n < N; n++) await redis.call("XADD", [stream, "*", "id", keyOf(n), "payload", JSON.stringify({ n, customer: 1 })]);
+    const warnings: string[] = [];
+    const logger = { ...silentLogger, warn: (_fields: unknown, message: string) => void warnings.push(message) };
+    const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } }).route(spec, "payments");
+    const inbox = redisInbox(broker, "payments", { redis: redis.duplicate(), stream, group: "shop", consumer: "c1", blockMs: 100, logger });
+    await inbox.start();
+    try {
+      await until(async () => inbox.counts.stored === N - 1, 20_000, "every entry but the long key stored");
+    } finally {
+      await inbox.stop();
+      await broker.close();
+    }
+    expect(warnings).toEqual(["inbox bridge: a batch insert failed, storing its entries one by one", "inbox bridge: insert failed, entry left pending"]);
+    // Rows 0–4 of the failed batch were rolled back with it: stored afterwards as new rows, none found held.
+    expect(inbox.counts).toEqual({ stored: N - 1, duplicates: 0 });
+    const { rows } = await sql<{ message_id: string }>`SELECT message_id FROM ${sql.id(table)} ORDER BY id`.execute(db);
+    expect(rows.map((r) => r.message_id)).toEqual(
+      Array.from({ length: N }, (_, n) => n)
+        .filter((n) => n !== 5)
+        .map(keyOf),
+    );
+  });
+
   test("a route without a dedup key column, or not declared, is refused when the bridge is made", () => {
     const table = unique("redis_nokey").toLowerCase();
     const NoKey = defineInbox({ table, columns: { id: field.id().generated(), lockedUntil: field.lease("locked_until"), payload: field.payload<Order>() } });

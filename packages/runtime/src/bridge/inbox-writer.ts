@@ -28,10 +28,10 @@ export type InboxRouteAllowed<R extends Routes, N extends string> = string exten
 
 /**
  * Stores one message: a keyed publish; `created: false` when a row already holds its key. `many` stores
- * several in one call: one multi-row insert per chunk on Postgres and SQLite (`ON CONFLICT DO NOTHING`),
- * one insert per row on MySQL/MariaDB (where a keyed row is a plain insert, each committing alone), each
- * message keeping its own headers, the new rows' ids in the messages' order; one `Published` per message, in
- * order, once every row committed.
+ * several in one call, whose rows commit together: one multi-row insert per chunk on Postgres and SQLite
+ * (`ON CONFLICT DO NOTHING`), one insert per row inside one transaction on MySQL/MariaDB (where a keyed row is
+ * a plain insert), each message keeping its own headers, the new rows' ids in the messages' order; one
+ * `Published` per message, in order, once they committed.
  */
 export interface InboxWrite<P> {
   (message: InboundMessage<P>): Promise<Published>;
@@ -61,7 +61,7 @@ export function inboxWriter<R extends Routes, N extends string, E extends Engine
       route,
       messages.map((m) => m.payload),
       undefined,
-      { keys: messages.map((m) => m.key), rowHeaders, inGivenOrder: true },
+      { keys: messages.map((m) => m.key), rowHeaders, inGivenOrder: true, oneTransaction: true },
       broker.listening,
     );
   };

@@ -28,6 +28,13 @@ export interface RowOptions {
    * publishers of the same keys from waiting on each other in a circle): an inbox bridge's messages, in delivery order.
    */
   readonly inGivenOrder?: boolean | undefined;
+  /**
+   * The call's statements commit together, in one transaction of their own, also where keyed rows would each
+   * commit alone (MySQL/MariaDB, one insert per keyed row): there a publisher holding some of the same keys may
+   * then deadlock with it, and the whole call fails (nothing written) for the caller to try again. An inbox
+   * bridge's batch, which is stored one message at a time when it fails.
+   */
+  readonly oneTransaction?: boolean | undefined;
   /** A held key's row takes this publish's values unless it is in work (lease tables with a retryAfter column). */
   readonly replace?: boolean | undefined;
 }

@@ -173,7 +173,7 @@ export class Publisher {
     // More than one insert commits together, but keyed rows inserted one per statement (MySQL/MariaDB): each
     // commits alone there, as a transaction holding some keys while it waits for others' could deadlock another publisher.
     const onePerStatement = keyed && !database.dialect.capabilities.insertReturning;
-    const ownTransaction = on === undefined && chunks.length > 1 && !onePerStatement;
+    const ownTransaction = on === undefined && (onePerStatement ? options.oneTransaction === true && rows.length > 1 : chunks.length > 1);
     const insert = (): Promise<Inserted[]> => {
       attempt.started = true;
       return ownTransaction
