@@ -123,7 +123,7 @@ describe.each(engines)("$name", (engine: TestEngine) => {
     const { rows } = await sql<{ message_id: string; headers: unknown }>`SELECT message_id, headers FROM ${sql.id(table)} ORDER BY id`.execute(db);
     const delivered = Array.from({ length: N }, (_, n) => n).filter((n) => n !== 13);
     expect(rows.map((r) => r.message_id)).toEqual(delivered.map((n) => `batch-${100 - n}`));
-    rows.forEach((r, i) => expect(typeof r.headers === "string" ? JSON.parse(r.headers) : r.headers).toEqual({ traceparent: parent(delivered[i] as number) }));
+    for (const [i, r] of rows.entries()) expect(typeof r.headers === "string" ? JSON.parse(r.headers) : r.headers).toEqual({ traceparent: parent(delivered[i] as number) });
   });
 
   test("an insert that fails is not acked: the message is requeued and stored once the table exists", async () => {
