@@ -28,9 +28,9 @@ export type InboxRouteAllowed<R extends Routes, N extends string> = string exten
 
 /**
  * Stores one message: a keyed publish; `created: false` when a row already holds its key. `many` stores
- * several in one call, whose rows commit together: one multi-row insert per chunk on Postgres and SQLite
- * (`ON CONFLICT DO NOTHING`), one insert per row inside one transaction on MySQL/MariaDB (where a keyed row is
- * a plain insert), each message keeping its own headers, the new rows' ids in the messages' order; one
+ * several in one call: one multi-row insert per chunk on Postgres and SQLite (`ON CONFLICT DO NOTHING`; one
+ * transaction when there are several chunks), one insert per row inside one transaction on MySQL/MariaDB (where
+ * a keyed row is a plain insert), each message keeping its own headers, the new rows' ids in the messages' order; one
  * `Published` per message, in order, once they committed.
  */
 export interface InboxWrite<P> {

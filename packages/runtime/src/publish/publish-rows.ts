@@ -29,10 +29,11 @@ export interface RowOptions {
    */
   readonly inGivenOrder?: boolean | undefined;
   /**
-   * The call's statements commit together, in one transaction of their own, also where keyed rows would each
-   * commit alone (MySQL/MariaDB, one insert per keyed row): there a publisher holding some of the same keys may
-   * then deadlock with it, and the whole call fails (nothing written) for the caller to try again. An inbox
-   * bridge's batch, which is stored one message at a time when it fails.
+   * The call's keyed inserts share one transaction of their own also where each keyed row is an insert of its own
+   * that would commit alone (MySQL/MariaDB): there a publisher holding some of the same keys may then deadlock
+   * with it, and the whole call fails (nothing written) for the caller to try again. An inbox bridge's batch, which
+   * is stored one message at a time when it fails. (Elsewhere a call's rows go in one insert per chunk, in one
+   * transaction when there are several.)
    */
   readonly oneTransaction?: boolean | undefined;
   /** A held key's row takes this publish's values unless it is in work (lease tables with a retryAfter column). */
