@@ -1,6 +1,6 @@
 import type { AnyInboxSpec } from "@sqlinbox/core/internal";
 import { consoleLogger, type Logger, type SqlBroker } from "@sqlinbox/runtime";
-import { type Engine, type InboundMessage, type InboxRouteAllowed, type InboxWrite, inboxWriter, type PublishPayload, WriteBatcher } from "@sqlinbox/runtime/internal";
+import { type Engine, type Inbound, InboxStore, type InboxRouteAllowed, type InboxWrite, inboxWriter, type PublishPayload, WriteBatcher } from "@sqlinbox/runtime/internal";
 import type { Channel, ConsumeMessage } from "amqplib";
 import { type AmqpConnection, ConnectionSource } from "./connection.js";
 
@@ -74,28 +74,42 @@ export function amqpInbox<R extends Record<string, AnyInboxSpec>, N extends stri
   );
 }
 
+/** A message as the bridge holds it: the channel it came on settles it. */
+interface Delivery {
+  readonly channel: Channel;
+  readonly message: ConsumeMessage;
+}
+
 class QueueInbox implements AmqpInbox {
-  readonly #write: InboxWrite<unknown>;
+  readonly #store: InboxStore<Delivery>;
   readonly #options: AmqpInboxOptions<unknown>;
   readonly #logger: Logger;
   #channel: Channel | undefined;
   #consumerTag: string | undefined;
   /** The inserts in order: the messages delivered while one runs go together in the next. */
-  readonly #batcher: WriteBatcher<{ readonly channel: Channel; readonly message: ConsumeMessage }>;
+  readonly #batcher: WriteBatcher<Delivery>;
   /** A channel's close after the writes before it (the queue was deleted). */
   #chain: Promise<void> = Promise.resolve();
-  #stored = 0;
-  #duplicates = 0;
   readonly #connection: ConnectionSource;
   #stopped = false;
   /** The loop that consumes again after the connection was lost (a `connection` function only). */
   #reconnecting: Promise<void> | undefined;
 
   constructor(write: InboxWrite<unknown>, options: AmqpInboxOptions<unknown>, connection: ConnectionSource) {
-    this.#write = write;
+    const { queue, retryDelayMs = 1000 } = options;
     this.#options = options;
     this.#logger = options.logger ?? consoleLogger({ level: "warn" });
     this.#connection = connection;
+    this.#store = new InboxStore<Delivery>(write, this.#logger, { queue }, async ({ channel, message }, key, error) => {
+      const where = { queue, deliveryTag: message.fields.deliveryTag, key };
+      this.#logger.warn({ ...where, err: error, retryDelayMs }, "inbox bridge: insert failed, message given back");
+      await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
+      try {
+        channel.nack(message, false, true);
+      } catch (closed) {
+        this.#logger.warn({ ...where, err: closed }, "inbox bridge: message could not be settled, the broker redelivers it");
+      }
+    });
     this.#batcher = new WriteBatcher(
       options.prefetch ?? 64,
       (items) => this.#storeAll(items),
@@ -107,7 +121,7 @@ class QueueInbox implements AmqpInbox {
   }
 
   get counts(): InboxCounts {
-    return { stored: this.#stored, duplicates: this.#duplicates };
+    return this.#store.counts;
   }
 
   async start(): Promise<void> {
@@ -187,35 +201,18 @@ class QueueInbox implements AmqpInbox {
     await this.#connection.close();
   }
 
-  /**
-   * Stores messages in one write and acks each; should the write fail, each is stored alone, so a message the
-   * table refuses holds back no other (it is given back, requeued, after retryDelayMs).
-   */
-  async #storeAll(items: ReadonlyArray<{ readonly channel: Channel; readonly message: ConsumeMessage }>): Promise<void> {
-    const ready: Array<{ readonly channel: Channel; readonly message: ConsumeMessage; readonly inbound: InboundMessage<unknown> }> = [];
-    for (const { channel, message } of items) {
-      const inbound = this.#inboundOf(channel, message);
-      if (inbound !== undefined) ready.push({ channel, message, inbound });
+  /** Stores messages (in one write, else one by one: see InboxStore) and acks each whose row committed. */
+  async #storeAll(deliveries: readonly Delivery[]): Promise<void> {
+    const ready: Inbound<Delivery>[] = [];
+    for (const delivery of deliveries) {
+      const inbound = this.#inboundOf(delivery.channel, delivery.message);
+      if (inbound !== undefined) ready.push({ item: delivery, inbound });
     }
-    if (ready.length === 1) return this.#storeOne(ready[0] as (typeof ready)[number]);
-    if (ready.length === 0) return;
-    let published: readonly { readonly created: boolean }[];
-    try {
-      published = await this.#write.many(ready.map((r) => r.inbound));
-    } catch (error) {
-      this.#logger.warn({ err: error, queue: this.#options.queue, messages: ready.length }, "inbox bridge: a batch insert failed, storing its messages one by one");
-      for (const r of ready) await this.#storeOne(r);
-      return;
-    }
-    for (const { created } of published) {
-      if (created) this.#stored++;
-      else this.#duplicates++;
-    }
-    for (const { channel, message, inbound } of ready) this.#ack(channel, message, inbound.key);
+    for (const { item, inbound } of await this.#store.store(ready)) this.#ack(item.channel, item.message, inbound.key);
   }
 
   /** The message as a row to store; `undefined` for one without a key or that cannot be decoded (rejected, logged). */
-  #inboundOf(channel: Channel, message: ConsumeMessage): InboundMessage<unknown> | undefined {
+  #inboundOf(channel: Channel, message: ConsumeMessage): Inbound<Delivery>["inbound"] | undefined {
     const { queue, decode = (content: Buffer) => JSON.parse(content.toString("utf8")) as unknown } = this.#options;
     const id: unknown = message.properties.messageId;
     const key = this.#options.key === undefined ? (typeof id === "string" && id !== "" ? id : undefined) : this.#options.key(message);
@@ -238,28 +235,6 @@ class QueueInbox implements AmqpInbox {
       this.#logger.warn({ ...where, err: error }, "inbox bridge: message could not be settled, the broker redelivers it");
       return undefined;
     }
-  }
-
-  async #storeOne({ channel, message, inbound }: { readonly channel: Channel; readonly message: ConsumeMessage; readonly inbound: InboundMessage<unknown> }): Promise<void> {
-    const { queue, retryDelayMs = 1000 } = this.#options;
-    try {
-      const { created } = await this.#write(inbound);
-      if (created) this.#stored++;
-      else this.#duplicates++;
-    } catch (error) {
-      this.#logger.warn({ queue, deliveryTag: message.fields.deliveryTag, key: inbound.key, err: error, retryDelayMs }, "inbox bridge: insert failed, message given back");
-      await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
-      try {
-        channel.nack(message, false, true);
-      } catch (closed) {
-        this.#logger.warn(
-          { queue, deliveryTag: message.fields.deliveryTag, key: inbound.key, err: closed },
-          "inbox bridge: message could not be settled, the broker redelivers it",
-        );
-      }
-      return;
-    }
-    this.#ack(channel, message, inbound.key);
   }
 
   #ack(channel: Channel, message: ConsumeMessage, key: string): void {

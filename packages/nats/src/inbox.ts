@@ -1,7 +1,7 @@
 import type { ConsumerMessages, JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import type { AnyInboxSpec } from "@sqlinbox/core/internal";
 import { consoleLogger, type Logger, type SqlBroker } from "@sqlinbox/runtime";
-import { type Engine, type InboundMessage, type InboxRouteAllowed, type InboxWrite, inboxWriter, type PublishPayload, WriteBatcher } from "@sqlinbox/runtime/internal";
+import { type Engine, type Inbound, InboxStore, type InboxRouteAllowed, type InboxWrite, inboxWriter, type PublishPayload, WriteBatcher } from "@sqlinbox/runtime/internal";
 
 /** Where a NATS inbox bridge reads, and how it stores what it reads. */
 export interface NatsInboxOptions<P> {
@@ -65,19 +65,21 @@ const decoder = new TextDecoder();
 const json = (data: Uint8Array): unknown => JSON.parse(decoder.decode(data));
 
 class JetStreamInbox implements NatsInbox {
-  readonly #write: InboxWrite<unknown>;
+  readonly #store: InboxStore<JsMsg>;
   readonly #options: NatsInboxOptions<unknown>;
   readonly #logger: Logger;
   readonly #batcher: WriteBatcher<JsMsg>;
   #messages: ConsumerMessages | undefined;
   #loop: Promise<void> | undefined;
-  #stored = 0;
-  #duplicates = 0;
 
   constructor(write: InboxWrite<unknown>, options: NatsInboxOptions<unknown>) {
-    this.#write = write;
+    const { stream, retryDelayMs = 1000 } = options;
     this.#options = options;
     this.#logger = options.logger ?? consoleLogger({ level: "warn" });
+    this.#store = new InboxStore<JsMsg>(write, this.#logger, { stream }, (message, key, error) => {
+      this.#logger.warn({ err: error, stream, seq: message.seq, key, retryDelayMs }, "inbox bridge: insert failed, message given back");
+      message.nak(retryDelayMs);
+    });
     this.#batcher = new WriteBatcher(
       options.maxMessages ?? 64,
       (messages) => this.#storeAll(messages),
@@ -90,7 +92,7 @@ class JetStreamInbox implements NatsInbox {
   }
 
   get counts(): InboxCounts {
-    return { stored: this.#stored, duplicates: this.#duplicates };
+    return this.#store.counts;
   }
 
   async start(): Promise<void> {
@@ -118,35 +120,18 @@ class JetStreamInbox implements NatsInbox {
     await this.#batcher.idle();
   }
 
-  /**
-   * Stores messages in one write and acks each; should the write fail, each is stored alone, so a message the
-   * table refuses holds back no other (it is given back, `nak`, to come again after retryDelayMs).
-   */
+  /** Stores messages (in one write, else one by one: see InboxStore) and acks each whose row committed. */
   async #storeAll(messages: readonly JsMsg[]): Promise<void> {
-    const ready: Array<{ readonly message: JsMsg; readonly inbound: InboundMessage<unknown> }> = [];
+    const ready: Inbound<JsMsg>[] = [];
     for (const message of messages) {
       const inbound = this.#inboundOf(message);
-      if (inbound !== undefined) ready.push({ message, inbound });
+      if (inbound !== undefined) ready.push({ item: message, inbound });
     }
-    if (ready.length === 1) return this.#storeOne(ready[0] as (typeof ready)[number]);
-    if (ready.length === 0) return;
-    let published: readonly { readonly created: boolean }[];
-    try {
-      published = await this.#write.many(ready.map((r) => r.inbound));
-    } catch (error) {
-      this.#logger.warn({ err: error, stream: this.#options.stream, messages: ready.length }, "inbox bridge: a batch insert failed, storing its messages one by one");
-      for (const r of ready) await this.#storeOne(r);
-      return;
-    }
-    for (const { created } of published) {
-      if (created) this.#stored++;
-      else this.#duplicates++;
-    }
-    for (const { message } of ready) message.ack();
+    for (const { item } of await this.#store.store(ready)) item.ack();
   }
 
   /** The message as a row to store; `undefined` for one that cannot be decoded (terminated, logged). */
-  #inboundOf(message: JsMsg): InboundMessage<unknown> | undefined {
+  #inboundOf(message: JsMsg): Inbound<JsMsg>["inbound"] | undefined {
     const { stream, decode = json } = this.#options;
     const key = message.headers?.get("Nats-Msg-Id") || `${stream}:${message.seq}`;
     try {
@@ -155,19 +140,6 @@ class JetStreamInbox implements NatsInbox {
       this.#logger.error({ err: error, stream, seq: message.seq, key }, "inbox bridge: message cannot be decoded, terminated");
       message.term("undecodable");
       return undefined;
-    }
-  }
-
-  async #storeOne({ message, inbound }: { readonly message: JsMsg; readonly inbound: InboundMessage<unknown> }): Promise<void> {
-    const { stream, retryDelayMs = 1000 } = this.#options;
-    try {
-      const { created } = await this.#write(inbound);
-      if (created) this.#stored++;
-      else this.#duplicates++;
-      message.ack();
-    } catch (error) {
-      this.#logger.warn({ err: error, stream, seq: message.seq, key: inbound.key, retryDelayMs }, "inbox bridge: insert failed, message given back");
-      message.nak(retryDelayMs);
     }
   }
 }

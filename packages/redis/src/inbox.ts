@@ -1,6 +1,6 @@
 import type { AnyInboxSpec } from "@sqlinbox/core/internal";
 import { consoleLogger, type Logger, type SqlBroker } from "@sqlinbox/runtime";
-import { type Engine, type InboundMessage, type InboxRouteAllowed, type InboxWrite, inboxWriter, type PublishPayload } from "@sqlinbox/runtime/internal";
+import { type Engine, type Inbound, type InboundMessage, InboxStore, type InboxRouteAllowed, type InboxWrite, inboxWriter, type PublishPayload } from "@sqlinbox/runtime/internal";
 import type { Redis } from "ioredis";
 
 /** Where a Redis inbox bridge reads, and how it stores what it reads. */
@@ -65,22 +65,24 @@ type Entry = readonly [id: string, fields: readonly string[] | null];
 type ReadReply = ReadonlyArray<readonly [stream: string, entries: readonly Entry[]]> | null;
 
 class StreamInbox implements RedisInbox {
-  readonly #write: InboxWrite<unknown>;
+  /** Stores the entries; one that fails its own insert is left pending (XAUTOCLAIM takes it again once idle for claimIdleMs). */
+  readonly #store: InboxStore<string>;
   readonly #options: RedisInboxOptions<unknown>;
   readonly #logger: Logger;
   #loop: Promise<void> | undefined;
   #stopping = false;
-  #stored = 0;
-  #duplicates = 0;
 
   constructor(write: InboxWrite<unknown>, options: RedisInboxOptions<unknown>) {
-    this.#write = write;
+    const { stream } = options;
     this.#options = options;
     this.#logger = options.logger ?? consoleLogger({ level: "warn" });
+    this.#store = new InboxStore<string>(write, this.#logger, { stream }, (entryId, key, error) => {
+      this.#logger.warn({ err: error, stream, entryId, key }, "inbox bridge: insert failed, entry left pending");
+    });
   }
 
   get counts(): InboxCounts {
-    return { stored: this.#stored, duplicates: this.#duplicates };
+    return this.#store.counts;
   }
 
   async start(): Promise<void> {
@@ -141,27 +143,13 @@ class StreamInbox implements RedisInbox {
   async #storeAll(entries: readonly Entry[]): Promise<void> {
     const { redis, stream, group } = this.#options;
     const acks: string[] = [];
-    const ready: Array<{ readonly entryId: string; readonly message: InboundMessage<unknown> }> = [];
+    const ready: Inbound<string>[] = [];
     for (const entry of entries) {
-      const message = this.#messageOf(entry);
-      if (message === undefined) acks.push(entry[0]);
-      else ready.push({ entryId: entry[0], message });
+      const inbound = this.#messageOf(entry);
+      if (inbound === undefined) acks.push(entry[0]);
+      else ready.push({ item: entry[0], inbound });
     }
-    if (ready.length === 1) {
-      if (await this.#writeOne(ready[0] as (typeof ready)[number])) acks.push((ready[0] as (typeof ready)[number]).entryId);
-    } else if (ready.length > 1) {
-      try {
-        const published = await this.#write.many(ready.map((r) => r.message));
-        for (const { created } of published) {
-          if (created) this.#stored++;
-          else this.#duplicates++;
-        }
-        for (const r of ready) acks.push(r.entryId);
-      } catch (error) {
-        this.#logger.warn({ err: error, stream, entries: ready.length }, "inbox bridge: a batch insert failed, storing its entries one by one");
-        for (const r of ready) if (await this.#writeOne(r)) acks.push(r.entryId);
-      }
-    }
+    for (const { item } of await this.#store.store(ready)) acks.push(item);
     if (acks.length > 0) await redis.call("XACK", [stream, group, ...acks]);
   }
 
@@ -178,20 +166,6 @@ class StreamInbox implements RedisInbox {
     } catch (error) {
       this.#logger.error({ err: error, stream, entryId, key }, "inbox bridge: entry cannot be decoded, acked without a row");
       return undefined;
-    }
-  }
-
-  /** Stores one entry; whether it may be acked (false: the insert failed, logged, and the entry stays pending). */
-  async #writeOne({ entryId, message }: { readonly entryId: string; readonly message: InboundMessage<unknown> }): Promise<boolean> {
-    try {
-      const { created } = await this.#write(message);
-      if (created) this.#stored++;
-      else this.#duplicates++;
-      return true;
-    } catch (error) {
-      // Left pending: XAUTOCLAIM takes it again once it has been idle for claimIdleMs (here or in another consumer).
-      this.#logger.warn({ err: error, stream: this.#options.stream, entryId, key: message.key }, "inbox bridge: insert failed, entry left pending");
-      return false;
     }
   }
 }

@@ -131,7 +131,7 @@ describe.each(engines)("$name", (engine: TestEngine) => {
       await broker.close();
     }
     // The read of 13 entries went as one write; it failed on n = 7, and each entry was then stored alone.
-    expect(warnings).toEqual(["inbox bridge: a batch insert failed, storing its entries one by one", "inbox bridge: insert failed, entry left pending"]);
+    expect(warnings).toEqual(["inbox bridge: a batch insert failed, storing its messages one by one", "inbox bridge: insert failed, entry left pending"]);
     expect(inbox.counts).toEqual({ stored: N - 2, duplicates: 2 });
     const pending = (await redis.call("XPENDING", [stream, "shop", "-", "+", 10])) as Array<[string, ...unknown[]]>;
     const entries = (await redis.call("XRANGE", [stream, "-", "+"])) as Entries;
@@ -193,7 +193,7 @@ describe.each(engines)("$name", (engine: TestEngine) => {
       await inbox.stop();
       await broker.close();
     }
-    expect(warnings).toEqual(["inbox bridge: a batch insert failed, storing its entries one by one", "inbox bridge: insert failed, entry left pending"]);
+    expect(warnings).toEqual(["inbox bridge: a batch insert failed, storing its messages one by one", "inbox bridge: insert failed, entry left pending"]);
     // Rows 0–4 of the failed batch were rolled back with it: stored afterwards as new rows, none found held.
     expect(inbox.counts).toEqual({ stored: N - 1, duplicates: 0 });
     const { rows } = await sql<{ message_id: string }>`SELECT message_id FROM ${sql.id(table)} ORDER BY id`.execute(db);

@@ -18,3 +18,4 @@ export { rowsToClaim, type ClaimPace } from "./consume/claim-pacer.js";
 export { outboxRelay, type OutboxMessage, type SendMessages, type RelayTarget } from "./bridge/outbox-relay.js";
 export { inboxWriter, type InboundMessage, type InboxRouteAllowed, type InboxWrite } from "./bridge/inbox-writer.js";
 export { WriteBatcher } from "./bridge/write-batcher.js";
+export { InboxStore, type Inbound } from "./bridge/inbox-store.js";

@@ -38,6 +38,6 @@ describe("@sqlinbox/runtime's public surface", () => {
 
   test("./internal adds what benchmarks and tests reach behind it, and keeps the root's names", () => {
     const added = Object.keys(internal).filter((name) => !(name in root));
-    expect(added.sort()).toEqual(["DEFAULT_BACKOFF", "SystemClock", "WriteBatcher", "backoffMs", "inboxWriter", "outboxRelay", "redactUrl", "rowsToClaim"]);
+    expect(added.sort()).toEqual(["DEFAULT_BACKOFF", "InboxStore", "SystemClock", "WriteBatcher", "backoffMs", "inboxWriter", "outboxRelay", "redactUrl", "rowsToClaim"]);
   });
 });
