@@ -61,6 +61,8 @@ const config: KnipConfig = {
       project: ["src/**/*.ts", "test/**/*.ts"],
     },
   },
+  // The fixtures bundled for a test run (packages/runtime/test/support/fixture-bundles.ts): generated, not sources.
+  ignore: ["packages/*/test/support/fixtures/.bundled/**"],
   // The drivers are optional peers, imported only when a URL of their scheme starts: that is the design.
   rules: { optionalPeerDependencies: "off" },
   ...(production ? { ignoreIssues: Object.fromEntries(Object.keys(exportedForTests).map((file) => [file, ["exports", "types"]])) } : {}),

@@ -25,6 +25,8 @@ if (!everyEngine) console.warn(`SQLINBOX_ENGINES=${process.env["SQLINBOX_ENGINES
 const engineSelection = fileURLToPath(new URL("./test/support/engine-selection-setup.ts", import.meta.url));
 // The runtime's setup file (its projects: runtime, faults, topologies): after each test file, the SQLite files its engines made are removed.
 const runtimeSetup = fileURLToPath(new URL("./packages/runtime/test/support/setup.ts", import.meta.url));
+// The global setup of the runtime's projects and the broker bridges': their fixture processes bundled with the sources, once per run.
+const fixtureBundles = fileURLToPath(new URL("./packages/runtime/test/support/fixture-bundles.ts", import.meta.url));
 
 // The dashboard's tests run on databases of their own (`<database>_dashboard`, made by scripts/services.sh): its
 // pages read every paused route and every table of the shared control table, which the runtime's and the CLI's
@@ -42,7 +44,7 @@ const dashboardEnv = {
 const project = (
   name: string,
   root: string,
-  extra: { testTimeout?: number; fileParallelism?: boolean; exclude?: string[]; setupFiles?: string[]; env?: Record<string, string> } = {},
+  extra: { testTimeout?: number; fileParallelism?: boolean; exclude?: string[]; setupFiles?: string[]; globalSetup?: string[]; env?: Record<string, string> } = {},
 ) => ({
   resolve: { conditions },
   ssr: { resolve: { conditions } },
@@ -54,6 +56,7 @@ const project = (
     testTimeout: extra.testTimeout ?? 30_000,
     hookTimeout: 60_000,
     setupFiles: [engineSelection, ...(extra.setupFiles ?? [])],
+    ...(extra.globalSetup === undefined ? {} : { globalSetup: extra.globalSetup }),
     fileParallelism: extra.fileParallelism ?? true,
     ...(extra.env === undefined ? {} : { env: extra.env }),
     typecheck: {
@@ -80,6 +83,7 @@ const faults = {
     root: "packages/runtime",
     include: ["test/faults/**/*.test.ts"],
     setupFiles: [engineSelection, runtimeSetup],
+    globalSetup: [fixtureBundles],
     testTimeout: 90_000,
     hookTimeout: 60_000,
     fileParallelism: false,
@@ -97,6 +101,7 @@ const topologies = {
     root: "packages/runtime",
     include: ["test/topologies/**/*.test.ts"],
     setupFiles: [engineSelection, runtimeSetup],
+    globalSetup: [fixtureBundles],
     testTimeout: 90_000,
     hookTimeout: 240_000,
     fileParallelism: false,
@@ -152,13 +157,13 @@ export default defineConfig({
       project("core", "packages/core"),
       project("kysely-dialects", "packages/kysely-dialects"),
       project("database", "packages/database"),
-      project("runtime", "packages/runtime", { testTimeout: 60_000, exclude: ["test/faults/**", "test/topologies/**"], setupFiles: [runtimeSetup] }),
+      project("runtime", "packages/runtime", { testTimeout: 60_000, exclude: ["test/faults/**", "test/topologies/**"], setupFiles: [runtimeSetup], globalSetup: [fixtureBundles] }),
       project("cli", "packages/cli", { testTimeout: 120_000 }),
       // The broker bridges run against the local JetStream, Redis, RabbitMQ and Mosquitto (`bash scripts/services.sh` starts them) on every engine.
-      project("nats", "packages/nats", { testTimeout: 90_000, setupFiles: [runtimeSetup] }),
-      project("redis", "packages/redis", { testTimeout: 90_000, setupFiles: [runtimeSetup] }),
-      project("amqp", "packages/amqp", { testTimeout: 90_000, setupFiles: [runtimeSetup] }),
-      project("mqtt", "packages/mqtt", { testTimeout: 90_000, setupFiles: [runtimeSetup] }),
+      project("nats", "packages/nats", { testTimeout: 90_000, setupFiles: [runtimeSetup], globalSetup: [fixtureBundles] }),
+      project("redis", "packages/redis", { testTimeout: 90_000, setupFiles: [runtimeSetup], globalSetup: [fixtureBundles] }),
+      project("amqp", "packages/amqp", { testTimeout: 90_000, setupFiles: [runtimeSetup], globalSetup: [fixtureBundles] }),
+      project("mqtt", "packages/mqtt", { testTimeout: 90_000, setupFiles: [runtimeSetup], globalSetup: [fixtureBundles] }),
       project("dashboard", "packages/dashboard", { testTimeout: 120_000, env: dashboardEnv }),
       project("example-reports", "examples/reports", { testTimeout: 120_000 }),
       { test: { name: "repo", root: ".", include: ["test/**/*.test.ts"], exclude: ["**/node_modules/**", ...live], setupFiles: [engineSelection], testTimeout: 180_000 } },

@@ -18,6 +18,7 @@ import { MemoryLogger } from "../../src/testing/index.js";
 import { engineNamed, selects, unique } from "../support/engines.js";
 import { jobsSpec } from "../support/fixtures.js";
 import { sleep } from "../support/sleep.js";
+import { fixtureBundle } from "../support/fixture-bundles.js";
 
 const sqlite = engineNamed("sqlite");
 const runtimeRoot = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -53,7 +54,7 @@ describe.runIf(selects("sqlite"))("SQLite: another process's commit wakes subscr
 
   /** A producer process with no App on the same file (`notify-producer.ts`): each call publishes the next `n`, resolving when its publish did. */
   async function producer(url: string, table: string) {
-    const child = spawn(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", "test/support/fixtures/notify-producer.ts"], {
+    const child = spawn(process.execPath, [fixtureBundle("test/support/fixtures/notify-producer.ts")], {
       cwd: runtimeRoot,
       env: { ...process.env, NOTIFY_PRODUCER_URL: url, NOTIFY_PRODUCER_TABLE: table, NOTIFY_PRODUCER_LISTEN: "0" },
     });

@@ -20,6 +20,7 @@ import { unique } from "../support/engines.js";
 import { useJobTables } from "../support/fixtures.js";
 import { type HandleJob as Job, handleSpecOf } from "../support/job-handle-tables.js";
 import { sleep } from "../support/sleep.js";
+import { fixtureBundle } from "../support/fixture-bundles.js";
 
 const POLL_MS = 50;
 const specOf = handleSpecOf;
@@ -63,7 +64,7 @@ const runtimeRoot = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** A process of its own that reads job states on request (test/support/fixtures/state-reader.ts). */
 async function startReader(env: { url: string; table: string; form: string; keeps: boolean }) {
-  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", "test/support/fixtures/state-reader.ts"], {
+  const child = spawn(process.execPath, [fixtureBundle("test/support/fixtures/state-reader.ts")], {
     cwd: runtimeRoot,
     env: { ...process.env, READER_URL: env.url, READER_TABLE: env.table, READER_FORM: env.form, READER_KEEPS: env.keeps ? "1" : "0" },
     stdio: ["pipe", "pipe", "pipe"],

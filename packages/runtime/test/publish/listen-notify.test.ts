@@ -19,6 +19,7 @@ import { channelOf } from "@sqlinbox/kysely-dialects/internal";
 import { engineNamed, MYSQL_URL, PG_URL, readRows, selects, unique } from "../support/engines.js";
 import { jobsSpec, type Job } from "../support/fixtures.js";
 import { sleep } from "../support/sleep.js";
+import { fixtureBundle } from "../support/fixture-bundles.js";
 
 const postgres = engineNamed("postgres");
 const runtimeRoot = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -98,7 +99,7 @@ describe.runIf(selects("postgres"))("listenNotify on postgres", () => {
       .route(spec, "jobs");
     const app = await new App({ name: "consumer", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
     stops.push(() => app.stop());
-    const child = spawn(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", "test/support/fixtures/notify-producer.ts"], {
+    const child = spawn(process.execPath, [fixtureBundle("test/support/fixtures/notify-producer.ts")], {
       cwd: runtimeRoot,
       env: { ...process.env, NOTIFY_PRODUCER_URL: PG_URL, NOTIFY_PRODUCER_TABLE: name, NOTIFY_PRODUCER_LISTEN: listen ? "1" : "0" },
     });

@@ -13,6 +13,7 @@ import { until } from "../support/claim-forms.js";
 import { engines, readRows, unique } from "../support/engines.js";
 import { createInboxTable } from "../../src/index.js";
 import { jobsSpec, keyedSpec } from "../support/fixtures.js";
+import { fixtureBundle } from "../support/fixture-bundles.js";
 
 const runtimeRoot = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -31,7 +32,7 @@ interface FixtureRun {
 
 function runFixture(file: string, env: Record<string, string>): Promise<FixtureRun> {
   const started = Date.now();
-  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", file], {
+  const child = spawn(process.execPath, [fixtureBundle(file)], {
     cwd: runtimeRoot,
     env: { ...process.env, ...env },
   });

@@ -15,6 +15,7 @@ import { App, HandlerOutcome, InboxQueue, SqlBroker, keys, subscriber, type LogF
 import { MYSQL_URL, PG_URL, engines, type TestEngine } from "./engines.js";
 import { sleep } from "./sleep.js";
 import { innodbTransactions } from "../../../../test/support/innodb-status.js";
+import { fixtureBundle } from "./fixture-bundles.js";
 
 export interface Job {
   readonly n: number;
@@ -222,7 +223,7 @@ export function stopStartedFixtures(): void {
 
 /** Starts a fixture script (path from the runtime package) in a child process, its JSON lines collected. */
 export function startFixture(script: string, env: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=@sqlinbox/source", script], {
+  const child = spawn(process.execPath, [fixtureBundle(script)], {
     cwd: runtimeRoot,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
