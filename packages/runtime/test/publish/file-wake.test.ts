@@ -4,10 +4,6 @@
  * writes wake nothing (the data version tells them apart), and an in-memory database has no file to
  * watch (nothing is started, nothing is logged).
  */
-import { spawn } from "node:child_process";
-import { dirname, join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { sql } from "kysely";
 import { afterEach, describe, expect, test } from "vitest";
 import type { AnyKysely } from "../../src/drivers/database.js";
@@ -18,19 +14,9 @@ import { MemoryLogger } from "../../src/testing/index.js";
 import { engineNamed, selects, unique } from "../support/engines.js";
 import { jobsSpec } from "../support/fixtures.js";
 import { sleep } from "../support/sleep.js";
-import { fixtureBundle } from "../support/fixture-bundles.js";
+import { startNotifyProducer, waitFor } from "../support/notify-producer.js";
 
 const sqlite = engineNamed("sqlite");
-const runtimeRoot = join(dirname(fileURLToPath(import.meta.url)), "../..");
-
-async function waitFor(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (predicate()) return true;
-    await sleep(5);
-  }
-  return predicate();
-}
 
 describe.runIf(selects("sqlite"))("SQLite: another process's commit wakes subscriptions through the file", () => {
   const stops: Array<() => Promise<unknown>> = [];
@@ -53,39 +39,7 @@ describe.runIf(selects("sqlite"))("SQLite: another process's commit wakes subscr
   }
 
   /** A producer process with no App on the same file (`notify-producer.ts`): each call publishes the next `n`, resolving when its publish did. */
-  async function producer(url: string, table: string) {
-    const child = spawn(process.execPath, [fixtureBundle("test/support/fixtures/notify-producer.ts")], {
-      cwd: runtimeRoot,
-      env: { ...process.env, NOTIFY_PRODUCER_URL: url, NOTIFY_PRODUCER_TABLE: table, NOTIFY_PRODUCER_LISTEN: "0" },
-    });
-    let stderr = "";
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-    stops.push(async () => {
-      child.stdin.end();
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      expect(await exited).toBe(0);
-      clearTimeout(timer);
-      expect(stderr).toBe("");
-    });
-    const published = new Map<number, number>();
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      const { n, at } = JSON.parse(line) as { n: number; at: number };
-      published.set(n, at);
-    });
-    if (!(await waitFor(() => published.has(0), 90_000))) throw new Error(`the producer did not connect: ${stderr}`);
-    let next = 0;
-    const publish = async (): Promise<number> => {
-      next += 1;
-      const n = next;
-      child.stdin.write("publish\n");
-      if (!(await waitFor(() => published.has(n), 10_000))) throw new Error(`the producer did not publish ${n}: ${stderr}`);
-      return n;
-    };
-    return { publish, published };
-  }
+  const producer = (url: string, table: string) => startNotifyProducer({ url, table, listen: false, connectMs: 90_000, stops });
 
   test("a producer process's publish starts in a consumer on a 30 s poll within 100 ms, each of 10 times", async () => {
     const url = sqlite.url();

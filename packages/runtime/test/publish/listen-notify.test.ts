@@ -5,10 +5,6 @@
  * rolled-back transaction wakes nobody, a committed one wakes at commit; the listening connection
  * counts in the pool budget and is taken again after it drops; other engines refuse it.
  */
-import { spawn } from "node:child_process";
-import { dirname, join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { sql } from "kysely";
 import pg from "pg";
@@ -19,19 +15,9 @@ import { channelOf } from "@sqlinbox/kysely-dialects/internal";
 import { engineNamed, MYSQL_URL, PG_URL, readRows, selects, unique } from "../support/engines.js";
 import { jobsSpec, type Job } from "../support/fixtures.js";
 import { sleep } from "../support/sleep.js";
-import { fixtureBundle } from "../support/fixture-bundles.js";
+import { startNotifyProducer, waitFor } from "../support/notify-producer.js";
 
 const postgres = engineNamed("postgres");
-const runtimeRoot = join(dirname(fileURLToPath(import.meta.url)), "../..");
-
-async function waitFor(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (predicate()) return true;
-    await sleep(10);
-  }
-  return predicate();
-}
 
 describe.runIf(selects("postgres"))("listenNotify on postgres", () => {
   let db: AnyKysely;
@@ -99,37 +85,8 @@ describe.runIf(selects("postgres"))("listenNotify on postgres", () => {
       .route(spec, "jobs");
     const app = await new App({ name: "consumer", version: "0", logger: silentLogger }).withBroker(broker, (b) => b.include(sub)).start();
     stops.push(() => app.stop());
-    const child = spawn(process.execPath, [fixtureBundle("test/support/fixtures/notify-producer.ts")], {
-      cwd: runtimeRoot,
-      env: { ...process.env, NOTIFY_PRODUCER_URL: PG_URL, NOTIFY_PRODUCER_TABLE: name, NOTIFY_PRODUCER_LISTEN: listen ? "1" : "0" },
-    });
-    let stderr = "";
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-    stops.push(async () => {
-      child.stdin.end();
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      expect(await exited).toBe(0);
-      clearTimeout(timer);
-      expect(stderr).toBe("");
-    });
-    const published = new Map<number, number>();
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      const { n, at } = JSON.parse(line) as { n: number; at: number };
-      published.set(n, at);
-    });
-    if (!(await waitFor(() => published.has(0), 30_000))) throw new Error(`the producer did not connect: ${stderr}`);
+    const { publish, published } = await startNotifyProducer({ url: PG_URL, table: name, listen, connectMs: 30_000, stops });
     await sleep(300); // n: 0 woke the consumer (or did not); its claims are done: from now on only a wake or the 30 s poll claims
-    let next = 0;
-    const publish = async (): Promise<number> => {
-      next += 1;
-      const n = next;
-      child.stdin.write("publish\n");
-      if (!(await waitFor(() => published.has(n), 10_000))) throw new Error(`the producer did not publish ${n}: ${stderr}`);
-      return n;
-    };
     return { publish, published, started };
   }
 
