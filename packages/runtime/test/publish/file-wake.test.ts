@@ -13,11 +13,12 @@ import { brokerParts } from "../../src/publish/sql-broker.js";
 import { MemoryLogger } from "../../src/testing/index.js";
 import { engineNamed, selects, unique } from "../support/engines.js";
 import { jobsSpec } from "../support/fixtures.js";
-import { sleep } from "../support/sleep.js";
-import { startNotifyProducer, waitFor } from "../support/notify-producer.js";
+import { sleep, waitFor } from "../support/sleep.js";
+import { startNotifyProducer } from "../support/notify-producer.js";
 
 const sqlite = engineNamed("sqlite");
 
+// Runs when the run selects SQLite: only a SQLite database is a file another process can write and this one watch.
 describe.runIf(selects("sqlite"))("SQLite: another process's commit wakes subscriptions through the file", () => {
   const stops: Array<() => Promise<unknown>> = [];
   afterEach(async () => {

@@ -14,11 +14,12 @@ import { MemoryLogger } from "../../src/testing/index.js";
 import { channelOf } from "@sqlinbox/kysely-dialects/internal";
 import { engineNamed, MYSQL_URL, PG_URL, readRows, selects, unique } from "../support/engines.js";
 import { jobsSpec, type Job } from "../support/fixtures.js";
-import { sleep } from "../support/sleep.js";
-import { startNotifyProducer, waitFor } from "../support/notify-producer.js";
+import { sleep, waitFor } from "../support/sleep.js";
+import { startNotifyProducer } from "../support/notify-producer.js";
 
 const postgres = engineNamed("postgres");
 
+// Runs when the run selects Postgres: LISTEN/NOTIFY is Postgres's own (the other engines' refusal is tested below).
 describe.runIf(selects("postgres"))("listenNotify on postgres", () => {
   let db: AnyKysely;
   const tables: string[] = [];

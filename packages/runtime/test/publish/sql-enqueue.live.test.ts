@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { AnyKysely } from "../../src/drivers/database.js";
 import { App, createInboxTable, InboxQueue, SqlBroker, silentLogger, subscriber, type RunningApp } from "../../src/index.js";
 import { engineNamed, PG_URL, selects, unique } from "../support/engines.js";
-import { sleep } from "../support/sleep.js";
+import { sleep, waitFor } from "../support/sleep.js";
 
 const postgres = engineNamed("postgres");
 const run = promisify(execFile);
@@ -45,15 +45,6 @@ async function psql(script: string): Promise<string> {
 /** The doc's insert: the payload as UTF-8 JSON bytes, the group, every other column left to its default. */
 const insertRow = (table: string, group: string, to: string): string =>
   `INSERT INTO "${table}" (grp, payload) VALUES ('${group}', convert_to('${JSON.stringify({ to })}', 'UTF8'));`;
-
-async function waitFor(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (predicate()) return true;
-    await sleep(5);
-  }
-  return predicate();
-}
 
 describe.runIf(selects("postgres"))("enqueue from SQL on postgres (psql)", () => {
   let db: AnyKysely;

@@ -8,19 +8,9 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
 import { fixtureBundle } from "./fixture-bundles.js";
-import { sleep } from "./sleep.js";
+import { waitFor } from "./sleep.js";
 
 const runtimeRoot = join(dirname(fileURLToPath(import.meta.url)), "../..");
-
-/** Polls `predicate` every 5 ms; whether it held within `timeoutMs`. */
-export async function waitFor(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (predicate()) return true;
-    await sleep(5);
-  }
-  return predicate();
-}
 
 /**
  * Starts the producer on `table` (its broker with `.listenNotify()` when `listen`) and waits until it published
