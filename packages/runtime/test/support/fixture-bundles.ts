@@ -28,9 +28,17 @@ export function fixtureBundle(script: string): string {
   return bundle;
 }
 
-/** Vitest's global setup: bundles every fixture. Each project that has it runs it; each writes whole files through a rename. */
+/** Where the run's one build waits: on `globalThis`, which every project's copy of this module shares in vitest's process. */
+const built = Symbol.for("sqlinbox.fixtureBundles");
+
+/**
+ * Vitest's global setup: bundles every fixture, once per vitest process. Seven projects name this setup and vitest
+ * runs it for each (a copy of this module each), so the first starts the build and the others wait for it.
+ */
 export default async function setup(): Promise<void> {
-  await Promise.all(fixtureDirs.map((dir) => bundleAll(dir)));
+  const shared = globalThis as { [built]?: Promise<void> };
+  shared[built] ??= Promise.all(fixtureDirs.map((dir) => bundleAll(dir))).then(() => undefined);
+  await shared[built];
 }
 
 async function bundleAll(fixtures: string): Promise<void> {
