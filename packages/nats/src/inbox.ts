@@ -85,8 +85,8 @@ class JetStreamInbox implements NatsInbox {
       (messages) => this.#storeAll(messages),
       (error, messages) => {
         // Not expected (#storeAll settles each message itself): the messages go back to come again.
-        this.#logger.error({ err: error, stream: options.stream, messages: messages.length }, "inbox bridge: a write failed unexpectedly, messages given back");
-        for (const message of messages) message.nak(options.retryDelayMs ?? 1000);
+        this.#logger.error({ err: error, stream, messages: messages.length }, "inbox bridge: a write failed unexpectedly, messages given back");
+        for (const message of messages) message.nak(retryDelayMs);
       },
     );
   }
