@@ -1,14 +1,14 @@
-import type { ErrorPlace, InboxDescription, RoleMarker } from "@sqlinbox/core/internal";
+import { type ErrorPlace, type InboxDescription, isStandardSchema, type RoleMarker } from "@sqlinbox/core/internal";
 import type { ClaimedDelivery } from "../claim/claim-strategy.js";
 import type { Clock } from "../clock.js";
 import { batchContext, type ContextPlace } from "../declare/context.js";
 import { batchOutcomesMismatch, Timeout } from "../errors.js";
 import { errorFields, type Logger } from "../logger.js";
 import { type HandlerOutcome, toOutcome } from "../declare/outcome.js";
-import { decodePayload } from "../declare/payload.js";
+import { decodePayload, decodePayloadNow } from "../declare/payload.js";
 import type { BatchSubscriber } from "../declare/subscriber.js";
 import type { DeliveryRun, HandlerEnd } from "./delivery-run.js";
-import type { Settlement } from "../claim/settlement.js";
+import { ACKED, type Settlement } from "../claim/settlement.js";
 import type { SubscriptionSetup } from "./setup.js";
 import type { HandlerTimeout } from "../declare/queue.js";
 import { callWithin } from "./handler-timeout.js";
@@ -18,6 +18,8 @@ export interface BatchRun {
   readonly subscriber: BatchSubscriber;
   readonly spec: InboxDescription;
   readonly place: { readonly subscription: string; readonly table: string };
+  /** The payload has a Standard Schema, whose check may be asynchronous; without one each row decodes synchronously. */
+  readonly decodesAsync: boolean;
   /** Where each row's context reads its headers (`keys.headers`): the place and the headers column. */
   readonly contextPlace: ContextPlace;
   readonly clock: Clock;
@@ -46,6 +48,7 @@ export function batchRunOf(setup: SubscriptionSetup, run: DeliveryRun): BatchRun
     subscriber,
     spec: setup.spec,
     place: Object.freeze({ subscription: subscriber.name, table: setup.spec.table }),
+    decodesAsync: isStandardSchema(setup.spec.payloadType),
     contextPlace: Object.freeze({ subscription: subscriber.name, table: setup.spec.table, headersColumn: setup.spec.headers?.name }),
     clock: setup.clock,
     logger: setup.logger,
@@ -80,9 +83,11 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
   const ready: ClaimedDelivery[] = [];
   const payloads: unknown[] = [];
   const parked: Promise<void>[] = [];
+  // The error's place is built only for a row that cannot be decoded.
+  const placeOf = (id: unknown): ErrorPlace => ({ ...place, id });
   for (const delivery of deliveries) {
     try {
-      payloads.push(await decodePayload(spec, delivery.row, { ...place, id: delivery.id }));
+      payloads.push(run.decodesAsync ? await decodePayload(spec, delivery.row, placeOf(delivery.id)) : decodePayloadNow(spec, delivery.row, placeOf, delivery.id));
       ready.push(delivery);
     } catch (error) {
       parked.push(run.park(delivery, error));
@@ -97,8 +102,17 @@ export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDe
       const ctx = batchContext<readonly RoleMarker[]>(run.contextPlace, ready, run.clock);
       const called = run.subscriber.invoke(payloads as never, ctx as never);
       const timedOut = run.timeout === undefined ? undefined : await batchWithin(run, run.timeout, ready, Promise.resolve(called));
-      if (timedOut !== undefined) handler = "threw";
-      settlements = timedOut ?? batchOutcomes(await called, ready.length, place).map((o, i) => run.returned(ready[i] as ClaimedDelivery, o));
+      if (timedOut !== undefined) {
+        handler = "threw";
+        settlements = timedOut;
+      } else {
+        const result = await called;
+        // Nothing returned acks every row, which no rule changes: the settlement every ack shares.
+        settlements =
+          result === undefined
+            ? new Array<Settlement>(ready.length).fill(ACKED)
+            : batchOutcomes(result, ready.length, place).map((o, i) => run.returned(ready[i] as ClaimedDelivery, o));
+      }
     } catch (error) {
       handler = "threw";
       cause = error;

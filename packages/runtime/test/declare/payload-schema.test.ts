@@ -1,9 +1,10 @@
 /**
  * A payload given a Standard Schema (zod, valibot, arktype all speak it): the handler receives the
  * validated value with the schema's type; a payload that fails it is never given to the handler,
- * never deleted, and logged with subscription, table and id — on every engine.
+ * never deleted, and logged with subscription, table and id — on every engine, for a row handler and a batch
+ * handler (whose rows decode synchronously without a schema; a row that is no JSON is kept the same way).
  */
-import { InboxSpec, column, type StandardSchemaLike } from "@sqlinbox/core/internal";
+import { InboxSpec, column, payloadOf, type StandardSchemaLike } from "@sqlinbox/core/internal";
 import { describe, expect, test } from "vitest";
 import { App, InboxQueue, SqlBroker, silentLogger, subscriber } from "../../src/index.js";
 import { TestApp } from "../../src/testing/index.js";
@@ -59,6 +60,88 @@ describe.each(engines)("payload schema on $name", (engine) => {
       expect(JSON.stringify(refused?.fields)).toMatch(/sku must be a non-empty string; quantity must be a positive integer/);
       const rows = await readRows(engine, db, table);
       expect(rows.map((r) => JSON.parse(r.payload))).toEqual([{ sku: "", quantity: 0 }]); // kept for a person to fix
+    } finally {
+      await engine.dropTable(db, table);
+      await db.destroy();
+    }
+  });
+  test("a batch handler: valid payloads arrive validated in one call; one that fails the schema and one that is no JSON are kept, logged, never handled", async () => {
+    const url = engine.url();
+    const db = await engine.connect(url);
+    const table = unique(`rt_schema_batch_${engine.name}`);
+    await engine.createLeaseTable(db, table);
+    try {
+      const spec = InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).lease(column("locked_until")).payload(column("payload"), OrderSchema);
+      const calls: Order[][] = [];
+      const sub = subscriber.batch(InboxQueue.of(spec, "orders").batch(10).lease(2000).pollInterval(50), async (orders) => {
+        calls.push([...orders]);
+      });
+      // Written by another program before the app starts, so that one claim takes them all: two valid rows
+      // around one that fails the schema and one that is not JSON.
+      await insertRaw(db, table, { payload: Buffer.from(JSON.stringify({ sku: " pen", quantity: 1 })) });
+      await insertRaw(db, table, { payload: Buffer.from(JSON.stringify({ sku: "", quantity: 0 })) });
+      await insertRaw(db, table, { payload: Buffer.from("{not json") });
+      await insertRaw(db, table, { payload: Buffer.from(JSON.stringify({ sku: "ink ", quantity: 3 })) });
+      const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } });
+      const app = new App({ name: "schema", version: "0", logger: silentLogger }).withBroker(broker.route(spec, "orders"), (b) => b.include(sub));
+      const t = await TestApp.startLive(app);
+      try {
+        await t.waitFor(() => calls.length === 1 && t.logs.find("payload cannot be decoded").length >= 2, 10_000, "one batch call and two refusals");
+      } finally {
+        await t.stop();
+      }
+      expect(calls).toEqual([
+        [
+          { sku: "pen", quantity: 1 },
+          { sku: "ink", quantity: 3 },
+        ],
+      ]);
+      const refused = t.logs.find("payload cannot be decoded");
+      expect(refused.map((r) => r.level)).toEqual(["error", "error"]);
+      expect(JSON.stringify(refused.map((r) => r.fields))).toMatch(/sku must be a non-empty string; quantity must be a positive integer/);
+      for (const r of refused) expect(r.fields).toMatchObject({ subscription: "orders", table, id: expect.anything() });
+      const rows = await readRows(engine, db, table);
+      expect(rows.map((r) => r.payload)).toEqual([JSON.stringify({ sku: "", quantity: 0 }), "{not json"]); // kept for a person to fix
+    } finally {
+      await engine.dropTable(db, table);
+      await db.destroy();
+    }
+  });
+  test("a batch handler without a schema: a row that is no JSON is kept and logged, the others arrive in one call", async () => {
+    const url = engine.url();
+    const db = await engine.connect(url);
+    const table = unique(`rt_plain_batch_${engine.name}`);
+    await engine.createLeaseTable(db, table);
+    try {
+      const spec = InboxSpec.table(table, column("id").generated())
+        .attempt(column("attempt").generated())
+        .lease(column("locked_until"))
+        .payload(column("payload"), payloadOf<Order>());
+      const calls: Order[][] = [];
+      const sub = subscriber.batch(InboxQueue.of(spec, "orders").batch(10).lease(2000).pollInterval(50), async (orders) => {
+        calls.push([...orders]);
+      });
+      await insertRaw(db, table, { payload: Buffer.from(JSON.stringify({ sku: "pen", quantity: 1 })) });
+      await insertRaw(db, table, { payload: Buffer.from("{not json") });
+      await insertRaw(db, table, { payload: Buffer.from(JSON.stringify({ sku: "ink", quantity: 3 })) });
+      const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } });
+      const app = new App({ name: "plain", version: "0", logger: silentLogger }).withBroker(broker.route(spec, "orders"), (b) => b.include(sub));
+      const t = await TestApp.startLive(app);
+      try {
+        await t.waitFor(() => calls.length === 1 && t.logs.find("payload cannot be decoded").length >= 1, 10_000, "one batch call and one refusal");
+      } finally {
+        await t.stop();
+      }
+      expect(calls).toEqual([
+        [
+          { sku: "pen", quantity: 1 },
+          { sku: "ink", quantity: 3 },
+        ],
+      ]);
+      const refused = t.logs.find("payload cannot be decoded");
+      expect(refused).toHaveLength(1);
+      expect(refused[0]?.fields).toMatchObject({ subscription: "orders", table, id: expect.anything() });
+      expect((await readRows(engine, db, table)).map((r) => r.payload)).toEqual(["{not json"]);
     } finally {
       await engine.dropTable(db, table);
       await db.destroy();
