@@ -17,6 +17,12 @@ const conditions = ["@sqlinbox/source"];
 // needs Postgres or MariaDB for all its tests.
 const serverless = !selects("postgres") && !selects("mariadb");
 const live = serverless ? ["**/*.live.test.ts"] : [];
+// `npm run test:quick` (SQLINBOX_QUICK=1) checks the type tests with one `tsc` before vitest starts
+// (scripts/type-tests.mjs: seconds, where vitest's typecheck of each project, one after another at the end of
+// the run, takes minutes), and leaves out the files that pack the packages and install them in fresh projects
+// (`pack.test.ts`: npm runs, no engine). `npm test` runs both.
+const quick = process.env["SQLINBOX_QUICK"] === "1";
+const packing = quick ? ["**/pack.test.ts"] : [];
 // The faults and topologies projects restart, fail over and kill servers of both kinds: they run
 // only when the run covers every engine.
 const everyEngine = leftOutEngines.length === 0;
@@ -52,7 +58,7 @@ const project = (
     name,
     root,
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
-    exclude: ["**/node_modules/**", ...live, ...(extra.exclude ?? [])],
+    exclude: ["**/node_modules/**", ...live, ...packing, ...(extra.exclude ?? [])],
     testTimeout: extra.testTimeout ?? 30_000,
     hookTimeout: 60_000,
     setupFiles: [engineSelection, ...(extra.setupFiles ?? [])],
@@ -60,7 +66,7 @@ const project = (
     fileParallelism: extra.fileParallelism ?? true,
     ...(extra.env === undefined ? {} : { env: extra.env }),
     typecheck: {
-      enabled: true,
+      enabled: !quick,
       include: ["src/**/*.test-d.ts", "test/**/*.test-d.ts"],
       tsconfig: "tsconfig.test.json",
     },
@@ -166,7 +172,16 @@ export default defineConfig({
       project("mqtt", "packages/mqtt", { testTimeout: 90_000, setupFiles: [runtimeSetup], globalSetup: [fixtureBundles] }),
       project("dashboard", "packages/dashboard", { testTimeout: 120_000, env: dashboardEnv }),
       project("example-reports", "examples/reports", { testTimeout: 120_000 }),
-      { test: { name: "repo", root: ".", include: ["test/**/*.test.ts"], exclude: ["**/node_modules/**", ...live], setupFiles: [engineSelection], testTimeout: 180_000 } },
+      {
+        test: {
+          name: "repo",
+          root: ".",
+          include: ["test/**/*.test.ts"],
+          exclude: ["**/node_modules/**", ...live, ...packing],
+          setupFiles: [engineSelection],
+          testTimeout: 180_000,
+        },
+      },
       ...(serverless ? [] : [benchSmoke]),
       ...(everyEngine ? [faults, topologies] : []),
     ],
