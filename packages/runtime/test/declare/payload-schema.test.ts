@@ -65,86 +65,59 @@ describe.each(engines)("payload schema on $name", (engine) => {
       await db.destroy();
     }
   });
-  test("a batch handler: valid payloads arrive validated in one call; one that fails the schema and one that is no JSON are kept, logged, never handled", async () => {
-    const url = engine.url();
-    const db = await engine.connect(url);
-    const table = unique(`rt_schema_batch_${engine.name}`);
-    await engine.createLeaseTable(db, table);
-    try {
-      const spec = InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).lease(column("locked_until")).payload(column("payload"), OrderSchema);
-      const calls: Order[][] = [];
-      const sub = subscriber.batch(InboxQueue.of(spec, "orders").batch(10).lease(2000).pollInterval(50), async (orders) => {
-        calls.push([...orders]);
-      });
-      // Written by another program before the app starts, so that one claim takes them all: two valid rows
-      // around one that fails the schema and one that is not JSON.
-      await insertRaw(db, table, { payload: Buffer.from(JSON.stringify({ sku: " pen", quantity: 1 })) });
-      await insertRaw(db, table, { payload: Buffer.from(JSON.stringify({ sku: "", quantity: 0 })) });
-      await insertRaw(db, table, { payload: Buffer.from("{not json") });
-      await insertRaw(db, table, { payload: Buffer.from(JSON.stringify({ sku: "ink ", quantity: 3 })) });
-      const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } });
-      const app = new App({ name: "schema", version: "0", logger: silentLogger }).withBroker(broker.route(spec, "orders"), (b) => b.include(sub));
-      const t = await TestApp.startLive(app);
+  // Written by another program before the app starts, so that one claim takes them all: the valid rows around
+  // the ones that cannot be decoded (no JSON, and with the schema one that fails it).
+  const batchCases = [
+    {
+      with: "its schema",
+      type: OrderSchema,
+      written: [JSON.stringify({ sku: " pen", quantity: 1 }), JSON.stringify({ sku: "", quantity: 0 }), "{not json", JSON.stringify({ sku: "ink ", quantity: 3 })],
+      kept: [JSON.stringify({ sku: "", quantity: 0 }), "{not json"],
+    },
+    {
+      with: "no schema (each row decodes synchronously)",
+      type: payloadOf<Order>(),
+      written: [JSON.stringify({ sku: "pen", quantity: 1 }), "{not json", JSON.stringify({ sku: "ink", quantity: 3 })],
+      kept: ["{not json"],
+    },
+  ];
+  test.each(batchCases)(
+    "a batch handler with $with: the valid payloads arrive decoded in one call; the others are kept, logged, never handled",
+    async ({ type, written, kept }) => {
+      const url = engine.url();
+      const db = await engine.connect(url);
+      const table = unique(`rt_schema_batch_${engine.name}`);
+      await engine.createLeaseTable(db, table);
       try {
-        await t.waitFor(() => calls.length === 1 && t.logs.find("payload cannot be decoded").length >= 2, 10_000, "one batch call and two refusals");
+        const spec = InboxSpec.table(table, column("id").generated()).attempt(column("attempt").generated()).lease(column("locked_until")).payload(column("payload"), type);
+        const calls: Order[][] = [];
+        const sub = subscriber.batch(InboxQueue.of(spec, "orders").batch(10).lease(2000).pollInterval(50), async (orders) => {
+          calls.push([...orders]);
+        });
+        for (const payload of written) await insertRaw(db, table, { payload: Buffer.from(payload) });
+        const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } });
+        const app = new App({ name: "schema", version: "0", logger: silentLogger }).withBroker(broker.route(spec, "orders"), (b) => b.include(sub));
+        const t = await TestApp.startLive(app);
+        try {
+          await t.waitFor(() => calls.length === 1 && t.logs.find("payload cannot be decoded").length >= kept.length, 10_000, "one batch call and the refusals");
+        } finally {
+          await t.stop();
+        }
+        expect(calls).toEqual([
+          [
+            { sku: "pen", quantity: 1 },
+            { sku: "ink", quantity: 3 },
+          ],
+        ]);
+        const refused = t.logs.find("payload cannot be decoded");
+        expect(refused.map((r) => r.level)).toEqual(kept.map(() => "error"));
+        for (const r of refused) expect(r.fields).toMatchObject({ subscription: "orders", table, id: expect.anything() });
+        if (type === OrderSchema) expect(JSON.stringify(refused.map((r) => r.fields))).toMatch(/sku must be a non-empty string; quantity must be a positive integer/);
+        expect((await readRows(engine, db, table)).map((r) => r.payload)).toEqual(kept); // kept for a person to fix
       } finally {
-        await t.stop();
+        await engine.dropTable(db, table);
+        await db.destroy();
       }
-      expect(calls).toEqual([
-        [
-          { sku: "pen", quantity: 1 },
-          { sku: "ink", quantity: 3 },
-        ],
-      ]);
-      const refused = t.logs.find("payload cannot be decoded");
-      expect(refused.map((r) => r.level)).toEqual(["error", "error"]);
-      expect(JSON.stringify(refused.map((r) => r.fields))).toMatch(/sku must be a non-empty string; quantity must be a positive integer/);
-      for (const r of refused) expect(r.fields).toMatchObject({ subscription: "orders", table, id: expect.anything() });
-      const rows = await readRows(engine, db, table);
-      expect(rows.map((r) => r.payload)).toEqual([JSON.stringify({ sku: "", quantity: 0 }), "{not json"]); // kept for a person to fix
-    } finally {
-      await engine.dropTable(db, table);
-      await db.destroy();
-    }
-  });
-  test("a batch handler without a schema: a row that is no JSON is kept and logged, the others arrive in one call", async () => {
-    const url = engine.url();
-    const db = await engine.connect(url);
-    const table = unique(`rt_plain_batch_${engine.name}`);
-    await engine.createLeaseTable(db, table);
-    try {
-      const spec = InboxSpec.table(table, column("id").generated())
-        .attempt(column("attempt").generated())
-        .lease(column("locked_until"))
-        .payload(column("payload"), payloadOf<Order>());
-      const calls: Order[][] = [];
-      const sub = subscriber.batch(InboxQueue.of(spec, "orders").batch(10).lease(2000).pollInterval(50), async (orders) => {
-        calls.push([...orders]);
-      });
-      await insertRaw(db, table, { payload: Buffer.from(JSON.stringify({ sku: "pen", quantity: 1 })) });
-      await insertRaw(db, table, { payload: Buffer.from("{not json") });
-      await insertRaw(db, table, { payload: Buffer.from(JSON.stringify({ sku: "ink", quantity: 3 })) });
-      const broker = SqlBroker.fromUrl(url, { pool: { max: 4 } });
-      const app = new App({ name: "plain", version: "0", logger: silentLogger }).withBroker(broker.route(spec, "orders"), (b) => b.include(sub));
-      const t = await TestApp.startLive(app);
-      try {
-        await t.waitFor(() => calls.length === 1 && t.logs.find("payload cannot be decoded").length >= 1, 10_000, "one batch call and one refusal");
-      } finally {
-        await t.stop();
-      }
-      expect(calls).toEqual([
-        [
-          { sku: "pen", quantity: 1 },
-          { sku: "ink", quantity: 3 },
-        ],
-      ]);
-      const refused = t.logs.find("payload cannot be decoded");
-      expect(refused).toHaveLength(1);
-      expect(refused[0]?.fields).toMatchObject({ subscription: "orders", table, id: expect.anything() });
-      expect((await readRows(engine, db, table)).map((r) => r.payload)).toEqual(["{not json"]);
-    } finally {
-      await engine.dropTable(db, table);
-      await db.destroy();
-    }
-  });
+    },
+  );
 });
