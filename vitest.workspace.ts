@@ -17,10 +17,8 @@ const conditions = ["@sqlinbox/source"];
 // needs Postgres or MariaDB for all its tests.
 const serverless = !selects("postgres") && !selects("mariadb");
 const live = serverless ? ["**/*.live.test.ts"] : [];
-// `npm run test:quick` (SQLINBOX_QUICK=1) checks the type tests with one `tsc` before vitest starts
-// (scripts/type-tests.mjs: seconds, where vitest's typecheck of each project, one after another at the end of
-// the run, takes minutes), and leaves out the files that pack the packages and install them in fresh projects
-// (`pack.test.ts`: npm runs, no engine). `npm test` runs both.
+// `npm run test:quick` (SQLINBOX_QUICK=1) leaves out the files that pack the packages and install them in fresh
+// projects (`pack.test.ts`: npm runs, no engine), which `npm test` runs.
 const quick = process.env["SQLINBOX_QUICK"] === "1";
 const packing = quick ? ["**/pack.test.ts"] : [];
 // The faults and topologies projects restart, fail over and kill servers of both kinds: they run
@@ -65,11 +63,9 @@ const project = (
     ...(extra.globalSetup === undefined ? {} : { globalSetup: extra.globalSetup }),
     fileParallelism: extra.fileParallelism ?? true,
     ...(extra.env === undefined ? {} : { env: extra.env }),
-    typecheck: {
-      enabled: !quick,
-      include: ["src/**/*.test-d.ts", "test/**/*.test-d.ts"],
-      tsconfig: "tsconfig.test.json",
-    },
+    // The type tests (`*.test-d.ts`) are not run by vitest's typecheck, which checks one project after another
+    // once every other file has run (about two minutes of a whole run): test/type-tests.test.ts checks them all
+    // with one `tsc` (scripts/type-tests.mjs), beside the other files.
   },
 });
 

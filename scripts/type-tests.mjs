@@ -1,14 +1,13 @@
-// The type tests (`*.test-d.ts`) of `npm run test:quick`: one `tsc --noEmit` over the sources and tests of every
-// package that has type tests, as one program. Their tsconfig.test.json files are the same but for the folder
-// (checked here: a package whose options differ stops the run), so one program checks what each would, and parses
-// the packages they share once. `npm test` runs the same files through vitest's typecheck instead, which reports
-// each assertion as a test but checks one project after another once every other file has run. A type test proves
-// a compile error exists (`// @ts-expect-error`) or that a type is what it says (`expectTypeOf`): either failing
-// is a compile error here too.
+// The type tests (`*.test-d.ts`): one `tsc --noEmit` over the sources and tests of every package that has type
+// tests, as one program. Their tsconfig.test.json files are the same but for the folder (checked here: a package
+// whose options differ stops the run), so one program checks what each would, and parses the packages they share
+// once. test/type-tests.test.ts runs it in `npm test` and `npm run test:quick`. A type test proves a compile error
+// exists (`// @ts-expect-error`, unused once the rule is gone) or that a type is what it says (`expectTypeOf`):
+// either failing is a compile error here, printed with its file and line.
 //
 //   node scripts/type-tests.mjs
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import { join, relative } from "node:path";
 
@@ -24,7 +23,7 @@ function hasTypeTests(dir) {
 }
 
 const packages = ["packages", "examples"]
-  .flatMap((top) => readdirSync(top).map((name) => join(top, name)))
+  .flatMap((top) => (existsSync(top) ? readdirSync(top).map((name) => join(top, name)) : []))
   .filter((dir) => existsSync(join(dir, "tsconfig.test.json")) && (hasTypeTests(join(dir, "src")) || hasTypeTests(join(dir, "test"))));
 if (packages.length === 0) throw new Error("no package with type tests (*.test-d.ts) and a tsconfig.test.json: run this from the repository's root");
 
@@ -37,8 +36,9 @@ for (const dir of packages) {
     throw new Error(`${dir}/tsconfig.test.json differs from ${first}/tsconfig.test.json: check its type tests on their own (npx tsc --noEmit -p ${dir}/tsconfig.test.json)`);
 }
 
-// The one program's tsconfig, under node_modules (whose @types its `types` find by walking up).
-const folder = join("node_modules", ".cache", "sqlinbox-type-tests");
+// The one program's tsconfig, under node_modules (whose @types its `types` find by walking up), in a folder of
+// this process's own (two runs at once each check their own list), removed after.
+const folder = join("node_modules", ".cache", "sqlinbox-type-tests", String(process.pid));
 mkdirSync(folder, { recursive: true });
 const up = (path) => relative(folder, path);
 writeFileSync(
@@ -51,6 +51,7 @@ writeFileSync(
 );
 const started = performance.now();
 const result = spawnSync(process.execPath, [join("node_modules", "typescript", "bin", "tsc"), "--noEmit", "-p", join(folder, "tsconfig.json")], { stdio: "inherit" });
+rmSync(folder, { recursive: true, force: true });
 const seconds = ((performance.now() - started) / 1000).toFixed(1);
 if (result.status !== 0) {
   console.error(`type tests failed (tsc over ${packages.join(", ")}, ${seconds} s)`);
