@@ -91,7 +91,7 @@ describe.runIf(selects("postgres"))("listenNotify on postgres", () => {
     return { publish, published, started };
   }
 
-  test("a producer process with no App whose broker has .listenNotify() wakes a consumer on a 30 s poll: each job starts within 100 ms", async () => {
+  test("a producer process with no App whose broker has .listenNotify() wakes a consumer on a 30 s poll: each job starts within 250 ms", async () => {
     const { publish, published, started } = await producerProcess(await table("ln_producer"), true);
     const delays: number[] = [];
     for (let i = 0; i < 3; i++) {
@@ -101,7 +101,8 @@ describe.runIf(selects("postgres"))("listenNotify on postgres", () => {
       await sleep(200);
     }
     console.log(`a producer's publish started in the consumer ${delays.join(", ")} ms after it resolved`);
-    for (const delay of delays) expect(delay).toBeLessThanOrEqual(100);
+    // A wake, not the poll (30 s); the bound leaves room for a loaded machine (107 ms seen in a whole run).
+    for (const delay of delays) expect(delay).toBeLessThanOrEqual(250);
   });
 
   test("a producer process whose broker has no .listenNotify() wakes nobody: its job waits for the consumer's poll", async () => {

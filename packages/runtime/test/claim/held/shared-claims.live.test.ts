@@ -156,7 +156,10 @@ describe.each(serverEngines)("shared row-lock claims on $name", (engine) => {
       const acks = statements.filter((q) => /^update .{1,3}shared_acks\S* set .processed_at. = /.test(q));
       expect(acks.length).toBeGreaterThan(0);
       expect(acks.length).toBeLessThanOrEqual(10);
-      expect(acks.every((q) => q.endsWith(engine.engine === "postgres" ? " = any($2)" : ")"))).toBe(true);
+      // The ids as one array parameter on Postgres; on MariaDB a list (`in (?, ?)`), or `= ?` for a claim that acked one row
+      // (a retried row claimed again alone).
+      const shape = engine.engine === "postgres" ? / = any\(\$2\)$/ : /(\)|`id` = \?)$/;
+      expect(acks.filter((q) => !shape.test(q))).toEqual([]);
     } finally {
       await engine.dropTable(db, table);
       await own.destroy();
