@@ -18,6 +18,8 @@ export interface BatchRun {
   readonly subscriber: BatchSubscriber;
   readonly spec: InboxDescription;
   readonly place: { readonly subscription: string; readonly table: string };
+  /** A row's place, for an error (built only then). */
+  readonly placeOf: (id: unknown) => ErrorPlace;
   /** The payload has a Standard Schema, whose check may be asynchronous; without one each row decodes synchronously. */
   readonly decodesAsync: boolean;
   /** Where each row's context reads its headers (`keys.headers`): the place and the headers column. */
@@ -44,10 +46,12 @@ export interface BatchRun {
 export function batchRunOf(setup: SubscriptionSetup, run: DeliveryRun): BatchRun {
   const { subscriber } = setup;
   if (subscriber.kind !== "batch") throw new Error("a per-row subscriber's rows go through DeliveryRun");
+  const place = Object.freeze({ subscription: subscriber.name, table: setup.spec.table });
   return {
     subscriber,
     spec: setup.spec,
-    place: Object.freeze({ subscription: subscriber.name, table: setup.spec.table }),
+    place,
+    placeOf: (id) => ({ ...place, id }),
     decodesAsync: isStandardSchema(setup.spec.payloadType),
     contextPlace: Object.freeze({ subscription: subscriber.name, table: setup.spec.table, headersColumn: setup.spec.headers?.name }),
     clock: setup.clock,
@@ -79,12 +83,10 @@ export function batchOutcomes(result: unknown, rows: number, place: ErrorPlace):
  * row-lock form: once the batch's transaction committed or rolled back).
  */
 export async function deliverBatch(run: BatchRun, deliveries: readonly ClaimedDelivery[]): Promise<void> {
-  const { spec, place, logger } = run;
+  const { spec, place, placeOf, logger } = run;
   const ready: ClaimedDelivery[] = [];
   const payloads: unknown[] = [];
   const parked: Promise<void>[] = [];
-  // The error's place is built only for a row that cannot be decoded.
-  const placeOf = (id: unknown): ErrorPlace => ({ ...place, id });
   for (const delivery of deliveries) {
     try {
       payloads.push(run.decodesAsync ? await decodePayload(spec, delivery.row, placeOf(delivery.id)) : decodePayloadNow(spec, delivery.row, placeOf, delivery.id));
